@@ -1,0 +1,92 @@
+"""Command line: ``python -m pcd <command> ...``.
+
+Each command lives in its own module in this package and exposes
+``register(subparsers) -> None`` which adds one sub-parser whose ``func`` attribute is called with
+the parsed namespace and returns an exit code. Modules are discovered automatically, so adding a
+command never touches this file.
+
+Conventions shared by every command: bad input prints one line ``error: ...`` to stderr and exits
+with code 2; results are written as JSON (``--json FILE``, ``-`` for stdout).
+"""
+from __future__ import annotations
+
+import argparse
+import importlib
+import json
+import math
+import pkgutil
+import sys
+from typing import Any, Sequence
+
+
+class UsageError(ValueError):
+    """Raised by commands for bad user input; reported as one line and exit code 2."""
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> None:  # one line, exit code 2 (argparse's default prints usage)
+        print(f"error: {message}", file=sys.stderr)
+        raise SystemExit(2)
+
+
+def _jsonable(obj: Any) -> Any:
+    """Convert NumPy scalars/arrays and non-finite floats into strict JSON values."""
+    try:
+        import numpy as np
+    except ImportError:  # pragma: no cover
+        np = None
+    if np is not None:
+        if isinstance(obj, np.ndarray):
+            return _jsonable(obj.tolist())
+        if isinstance(obj, np.generic):
+            return _jsonable(obj.item())
+    if isinstance(obj, float):
+        return obj if math.isfinite(obj) else None
+    if isinstance(obj, dict):
+        return {str(k): _jsonable(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [_jsonable(v) for v in obj]
+    if hasattr(obj, "__dataclass_fields__"):
+        import dataclasses
+        return _jsonable(dataclasses.asdict(obj))
+    return obj
+
+
+def write_json(data: Any, path: str | None) -> None:
+    """Write ``data`` as strict JSON (NaN/inf become null) to ``path`` or stdout for ``-``/None."""
+    text = json.dumps(_jsonable(data), indent=2, allow_nan=False)
+    if path in (None, "-"):
+        print(text)
+    else:
+        with open(path, "w", encoding="utf-8") as fh:
+            fh.write(text + "\n")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = _Parser(
+        prog="python -m pcd",
+        description="PCD Studio: Priority-Constrained Descent and its baselines from the command line.",
+    )
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
+    for info in sorted(pkgutil.iter_modules(__path__), key=lambda m: m.name):
+        if info.name.startswith("_"):
+            continue
+        module = importlib.import_module(f"{__name__}.{info.name}")
+        register = getattr(module, "register", None)
+        if register is not None:
+            register(sub)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if not getattr(args, "func", None):
+        parser.print_help()
+        return 0
+    try:
+        return int(args.func(args) or 0)
+    except (UsageError, ValueError, FileNotFoundError) as exc:
+        msg = str(exc).strip().splitlines()[0] if str(exc).strip() else exc.__class__.__name__
+        print(f"error: {msg}", file=sys.stderr)
+        return 2

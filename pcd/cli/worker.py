@@ -1,0 +1,54 @@
+"""``python -m pcd worker``: the run-queue supervisor in the foreground (see ``pcd.jobs.supervisor``)."""
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+
+from pcd.cli import UsageError
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    p = subparsers.add_parser(
+        "worker", help="run the queue supervisor in the foreground (one per data folder)",
+        description="Serve the run queue of a data folder: one slot per GPU (or one CPU slot), each run "
+                    "in a fresh child process. Stops on Ctrl-C / SIGTERM; running runs go back to the "
+                    "queue and resume from their checkpoints.")
+    p.add_argument("--data-dir", default=None, help="data folder (default: $PCD_DATA_DIR or ~/.local/share/pcd-studio)")
+    p.add_argument("--slots", type=int, default=_env_int("PCD_WORKER_SLOTS"),
+                   help="number of concurrent runs (default: one per GPU, else 1)")
+    p.add_argument("--backend", choices=["local", "ray"], default=os.environ.get("PCD_BACKEND") or "local",
+                   help="local child processes (default) or tasks on a Ray cluster ($PCD_BACKEND)")
+    p.add_argument("--runner", default=None,
+                   help="module:function executing a run (default: $PCD_RUNNER or pcd.train.run:train)")
+    p.add_argument("--poll", type=float, default=0.5, help="seconds between queue polls (default 0.5)")
+    p.add_argument("--stall-timeout", type=float, default=float(os.environ.get("PCD_STALL_TIMEOUT", 900)),
+                   help="fail a run that reports no progress for this many seconds (default 900)")
+    p.add_argument("--cancel-grace", type=float, default=5.0,
+                   help="seconds a cancelled run may take to stop before it is killed (default 5)")
+    p.add_argument("--idle-exit", type=float, default=None,
+                   help="exit after this many idle seconds with an empty queue (default: never)")
+    p.add_argument("--quiet-if-running", action="store_true",
+                   help="exit 0 silently when another supervisor already serves the folder")
+    p.set_defaults(func=_run)
+
+
+def _env_int(name: str) -> int | None:
+    v = os.environ.get(name)
+    return int(v) if v and v.isdigit() else None
+
+
+def _run(args: argparse.Namespace) -> int:
+    from pcd.jobs.supervisor import Supervisor, SupervisorRunning
+
+    if args.slots is not None and not 1 <= args.slots <= 64:
+        raise UsageError(f"--slots must be in [1, 64], got {args.slots}")
+    sup = Supervisor(args.data_dir, slots=args.slots, runner=args.runner, backend=args.backend,
+                     poll_s=args.poll, stall_timeout_s=args.stall_timeout, cancel_grace_s=args.cancel_grace)
+    try:
+        return sup.run(idle_exit_s=args.idle_exit)
+    except SupervisorRunning as exc:
+        if args.quiet_if_running:
+            return 0
+        print(f"error: {exc}", file=sys.stderr)
+        return 2

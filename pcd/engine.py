@@ -1,0 +1,607 @@
+"""Batched trajectory engine: many methods x many start points, advanced together (float64 NumPy).
+
+Interface (stable; pages, CLI and tests use it)::
+
+    from pcd.engine import run, sample_steps
+    res = run("saddle2d", ["pcd", "ws", "mgda"], starts=None, steps=3000,
+              optimizer="adam", lr=0.01,
+              method_params={"pcd": {"tau": 0.3}},       # per-method hyper-parameters
+              optimizer_params={"betas": (0.9, 0.999)},  # Adam: betas, eps, weight_decay;
+                                                        # SGD: momentum, dampening, nesterov, weight_decay
+              record=None,                              # None = every step, int N = ~N sampled
+                                                        # steps (sample_steps), or explicit indices
+              seed=0,                                   # stochastic methods get seeded Generators
+              problem_params={})                        # when `problem` is a registry name
+    res.positions      [M, S, T, n]   positions x_t at the recorded steps ``res.record`` [T]
+    res.losses         [M, S, T, K]   losses at those positions
+    res.grad_norms     [M, S, T, K]   ||grad f_k(x_t)||
+    res.weights        [M, S, T, K]   the method's weights at x_t (PCD: [1, mu...] rescaled)
+    res.update_norms   [M, S, T]      ||d_t||, d_t = weights_t @ J_t (the direction fed to the optimizer)
+    per trajectory [M, S]: end [.., n], end_losses [.., K], primary_grad_norm, cms_residual,
+    pareto_residual, final_update_norm, speed, stalled, diverged, diverged_step, diagnosis
+    res.to_records()   -> list of JSON-able dicts, one per (method, start)
+    res.trajectory(m, s) -> dict of one trajectory's arrays
+
+Step semantics. For t = 0..steps the engine evaluates ``L_t, J_t`` at ``x_t`` (one batched
+problem call over all M*S points), forms ``G_t = J_t J_t^T``, calls each method ONCE with its
+``[S, K, K]`` slice (plus losses, J, its state and a seeded ``np.random.Generator``), takes the
+direction ``d_t = w_t @ J_t`` (or ``info["direction"]`` when a ``needs_jacobian`` method such as
+GradDrop supplies one) and, for t < steps, applies the optimizer: ``x_{t+1} = opt(x_t, d_t)``.
+Adam and SGD(+momentum, Nesterov) reproduce ``torch.optim`` exactly (same formulas and order of
+floating-point operations; tested against ``torch.optim.Adam/SGD``).
+
+Diagnosis per trajectory, at the last finite point ``x_end``:
+  * ``cms_residual = max_k ||grad f_k(x_end)||`` -- composite multi-stationarity (PCD paper,
+    Def. of CMS): zero iff every objective is stationary. Nonsmooth objectives use the
+    min-norm subgradient (see :mod:`pcd.problems.base`), so this is exact for the relu-box.
+  * ``pareto_residual = min_{lambda in simplex} ||sum_k lambda_k grad f_k||`` -- the min-norm
+    element of the convex hull of the gradients (Desideri's MGDA; zero iff Pareto-stationary),
+    computed exactly (closed form for K = 2, Lawson-Hanson NNLS otherwise, see
+    :func:`pareto_residual`).
+  * ``speed = ||x_T - x_{T-W}|| / (lr * W)`` over the last ``W = max(1, steps // 10)`` steps
+    (~1 for Adam while moving, ~||d|| for SGD).
+  * ``stalled``: the update has (nearly) vanished, ``speed <= stall_tol * scale`` (scale = 1 for
+    Adam, ``max(||grad f_1||, grad_tol)`` for SGD), while the primary is NOT stationary,
+    ``||grad f_1(x_end)|| > grad_tol``.
+  * ``diverged``: a non-finite position/loss/gradient appeared (``diverged_step`` = the step);
+    the trajectory is frozen from then on, later records are NaN; never raises. A method that
+    raises is reported in ``errors[name]`` and its trajectories marked diverged ("error").
+  * ``diagnosis``: ``"diverged"`` / ``"error"``; ``"cms"`` if ``cms_residual <= grad_tol``;
+    ``"conflict_equilibrium"`` if stalled; ``"primary_stationary"`` if only the primary gradient
+    vanished (e.g. MGDA's failure mode at g_1 = 0, or PCD's deployed update halting at g_1 = 0);
+    ``"moving"`` otherwise.
+"""
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import dataclass, field
+from typing import Any, Iterable, Sequence
+
+import numpy as np
+
+from pcd.problems import Problem
+from pcd.problems import make as make_problem
+from pcd.problems.base import check_float, check_int
+
+__all__ = ["run", "RunResult", "sample_steps", "pareto_residual", "Adam", "SGD", "make_optimizer",
+           "resolve_methods"]
+
+MAX_STEPS = 1_000_000
+MAX_CELLS = 200_000_000  # M*S*T*(n + 3K + 1) recorded floats (1.6 GB) -- refuse beyond
+
+
+# ---------------------------------------------------------------------------------------------
+# recording helper
+# ---------------------------------------------------------------------------------------------
+def sample_steps(steps: int, n: int = 200) -> np.ndarray:
+    """About ``n`` step indices in ``[0, steps]`` for animations: half geometrically spaced (so the
+    fast early motion is not lost), half linearly spaced; always includes 0 and ``steps``.
+
+    Returns a sorted, unique int array (length <= n + 2, = steps + 1 when steps + 1 <= n).
+    """
+    steps = check_int(steps, "steps", 1, MAX_STEPS, "sample_steps")
+    n = check_int(n, "n", 2, 100_000, "sample_steps")
+    if steps + 1 <= n:
+        return np.arange(steps + 1)
+    half = n // 2
+    geo = np.unique(np.round(np.geomspace(1, steps, half)).astype(int))
+    lin = np.round(np.linspace(0, steps, n - half)).astype(int)
+    return np.unique(np.concatenate([[0, steps], geo, lin]))
+
+
+# ---------------------------------------------------------------------------------------------
+# optimizers (torch.optim semantics, batched, NumPy)
+# ---------------------------------------------------------------------------------------------
+class Adam:
+    """``torch.optim.Adam`` (amsgrad=False, maximize=False) on a batch of parameter rows.
+
+    With gradient ``g`` (here: the method's direction d) at step t = 1, 2, ...::
+
+        g  <- g + weight_decay * x
+        m  <- lerp(m, g, 1 - beta1)             = m + (1 - beta1)(g - m)
+        v  <- beta2 v + (1 - beta2) g^2
+        x  <- x - (lr / (1 - beta1^t)) * m / (sqrt(v) / sqrt(1 - beta2^t) + eps)
+
+    Kingma & Ba (2015), Alg. 1, in PyTorch's order of operations.
+    """
+
+    def __init__(self, shape: tuple[int, ...], lr: float, betas: Sequence[float] = (0.9, 0.999),
+                 eps: float = 1e-8, weight_decay: float = 0.0) -> None:
+        self.lr = check_float(lr, "lr", 0.0, who="adam", strict_low=True)
+        if not (isinstance(betas, (list, tuple, np.ndarray)) and len(betas) == 2):
+            raise ValueError(f"adam: betas must be a pair of numbers in [0, 1), got {betas!r}")
+        self.b1 = check_float(betas[0], "beta1", 0.0, who="adam")
+        self.b2 = check_float(betas[1], "beta2", 0.0, who="adam")
+        if self.b1 >= 1 or self.b2 >= 1:
+            raise ValueError(f"adam: betas must be in [0, 1), got {tuple(betas)!r}")
+        self.eps = check_float(eps, "eps", 0.0, who="adam")
+        self.wd = check_float(weight_decay, "weight_decay", 0.0, who="adam")
+        self.m = np.zeros(shape)
+        self.v = np.zeros(shape)
+        self.t = 0
+
+    def step(self, x: np.ndarray, g: np.ndarray, active: np.ndarray | None = None) -> np.ndarray:
+        """Return the new ``x`` (rows where ``active`` is False keep x and state unchanged)."""
+        if self.wd:
+            g = g + self.wd * x
+        self.t += 1
+        t = self.t
+        m = self.m + (1.0 - self.b1) * (g - self.m)
+        v = self.v * self.b2 + (1.0 - self.b2) * (g * g)
+        bc1 = 1.0 - self.b1 ** t
+        bc2s = math.sqrt(1.0 - self.b2 ** t)
+        denom = np.sqrt(v) / bc2s + self.eps
+        new = x + (-(self.lr / bc1)) * (m / denom)
+        if active is None:
+            self.m, self.v = m, v
+            return new
+        a = active[:, None]
+        self.m = np.where(a, m, self.m)
+        self.v = np.where(a, v, self.v)
+        return np.where(a, new, x)
+
+
+class SGD:
+    """``torch.optim.SGD`` on a batch of parameter rows.
+
+    ::
+
+        g  <- g + weight_decay * x
+        b  <- g                                  (first step, momentum > 0)
+        b  <- momentum * b + (1 - dampening) g   (later steps)
+        g  <- g + momentum * b  if nesterov else b
+        x  <- x - lr * g
+
+    Sutskever et al. (2013) momentum as implemented by PyTorch.
+    """
+
+    def __init__(self, shape: tuple[int, ...], lr: float, momentum: float = 0.0, dampening: float = 0.0,
+                 nesterov: bool = False, weight_decay: float = 0.0) -> None:
+        self.lr = check_float(lr, "lr", 0.0, who="sgd", strict_low=True)
+        self.momentum = check_float(momentum, "momentum", 0.0, 1.0, who="sgd")
+        self.dampening = check_float(dampening, "dampening", 0.0, 1.0, who="sgd")
+        self.nesterov = bool(nesterov)
+        if self.nesterov and (self.momentum <= 0 or self.dampening != 0):
+            raise ValueError("sgd: nesterov needs momentum > 0 and dampening = 0")
+        self.wd = check_float(weight_decay, "weight_decay", 0.0, who="sgd")
+        self.buf: np.ndarray | None = None
+        self.shape = shape
+
+    def step(self, x: np.ndarray, g: np.ndarray, active: np.ndarray | None = None) -> np.ndarray:
+        if self.wd:
+            g = g + self.wd * x
+        if self.momentum:
+            if self.buf is None:
+                buf = g.copy()
+            else:
+                buf = self.buf * self.momentum + (1.0 - self.dampening) * g
+            if active is not None and self.buf is not None:
+                buf = np.where(active[:, None], buf, self.buf)
+            self.buf = buf
+            g = g + self.momentum * buf if self.nesterov else buf
+        new = x + (-self.lr) * g
+        if active is None:
+            return new
+        return np.where(active[:, None], new, x)
+
+
+def make_optimizer(name: str, shape: tuple[int, ...], lr: float, **params: Any) -> Adam | SGD:
+    """``"adam"`` or ``"sgd"`` with torch.optim's parameter names; ValueError on anything else."""
+    key = str(name).strip().lower()
+    cls = {"adam": Adam, "sgd": SGD}.get(key)
+    if cls is None:
+        raise ValueError(f"unknown optimizer {name!r}; allowed: adam, sgd")
+    import inspect
+    allowed = [p for p in inspect.signature(cls.__init__).parameters if p not in ("self", "shape", "lr")]
+    bad = sorted(set(params) - set(allowed))
+    if bad:
+        raise ValueError(f"{key}: unknown optimizer parameter(s) {bad}; allowed: {', '.join(allowed)}")
+    return cls(shape, lr, **params)
+
+
+# ---------------------------------------------------------------------------------------------
+# Pareto residual: min-norm element of the convex hull of the gradients
+# ---------------------------------------------------------------------------------------------
+def pareto_residual(jacobian: Any) -> np.ndarray:
+    """``min_{lambda in simplex} ||J^T lambda||`` for a batch ``J [B, K, n]`` -> ``[B]``.
+
+    Zero iff the point is Pareto-stationary (Desideri 2012, MGDA). K = 1: ``||g||``.
+    K = 2: closed form ``lambda = clip(g_2.(g_2 - g_1) / ||g_1 - g_2||^2, 0, 1)`` on ``g_1``.
+    K >= 3: exact via one non-negative least-squares problem (Lawson-Hanson active set),
+    ``u* = argmin_{u >= 0} ||J^T u||^2 + (1^T u - 1)^2``; for fixed ``s = 1^T u`` the objective is
+    ``s^2 q(u/s) + (s-1)^2`` so ``lambda* = u*/1^T u*`` minimizes ``q(lambda) = ||J^T lambda||^2``
+    over the simplex. J is scaled to unit max row norm first (the residual is 1-homogeneous).
+    Rows with non-finite entries give NaN.
+    """
+    J = np.asarray(jacobian, dtype=np.float64)
+    if J.ndim == 2:
+        J = J[None]
+    if J.ndim != 3:
+        raise ValueError(f"pareto_residual: Jacobian must have shape [B, K, n], got {np.shape(jacobian)}")
+    B, K, n = J.shape
+    out = np.full(B, np.nan)
+    ok = np.isfinite(J).all(axis=(1, 2))
+    if K == 1:
+        out[ok] = np.linalg.norm(J[ok, 0], axis=-1)
+        return out
+    if K == 2:
+        g1, g2 = J[ok, 0], J[ok, 1]
+        diff = g1 - g2
+        den = np.einsum("bn,bn->b", diff, diff)
+        with np.errstate(all="ignore"):
+            lam = np.where(den > 0, np.einsum("bn,bn->b", g2, g2 - g1) / np.where(den > 0, den, 1.0), 1.0)
+        lam = np.clip(lam, 0.0, 1.0)
+        p = lam[:, None] * g1 + (1 - lam[:, None]) * g2
+        out[ok] = np.linalg.norm(p, axis=-1)
+        return out
+    from scipy.optimize import nnls
+
+    for b in np.flatnonzero(ok):
+        Jb = J[b]
+        scale = np.linalg.norm(Jb, axis=1).max()
+        if scale == 0:
+            out[b] = 0.0
+            continue
+        A = np.vstack([Jb.T / scale, np.ones((1, K))])
+        rhs = np.zeros(n + 1)
+        rhs[-1] = 1.0
+        u, _ = nnls(A, rhs, maxiter=50 * K)
+        s = u.sum()
+        lam = u / s if s > 0 else np.full(K, 1.0 / K)
+        out[b] = float(np.linalg.norm(lam @ Jb))
+    return out
+
+
+# ---------------------------------------------------------------------------------------------
+# results
+# ---------------------------------------------------------------------------------------------
+@dataclass
+class RunResult:
+    """Plain data of one engine run (see the module docstring for the meaning of every field)."""
+
+    problem: str
+    problem_params: dict
+    methods: list[str]
+    method_params: dict[str, dict]
+    optimizer: str
+    lr: float
+    optimizer_params: dict
+    steps: int
+    seed: int
+    starts: np.ndarray            # [S, n]
+    record: np.ndarray            # [T] recorded step indices
+    positions: np.ndarray         # [M, S, T, n]
+    losses: np.ndarray            # [M, S, T, K]
+    grad_norms: np.ndarray        # [M, S, T, K]
+    weights: np.ndarray           # [M, S, T, K]
+    update_norms: np.ndarray      # [M, S, T]
+    end: np.ndarray               # [M, S, n]
+    end_losses: np.ndarray        # [M, S, K]
+    end_grad_norms: np.ndarray    # [M, S, K]
+    primary_grad_norm: np.ndarray  # [M, S]
+    cms_residual: np.ndarray      # [M, S]
+    pareto_residual: np.ndarray   # [M, S]
+    final_update_norm: np.ndarray  # [M, S]
+    speed: np.ndarray             # [M, S]
+    stalled: np.ndarray           # [M, S] bool
+    diverged: np.ndarray          # [M, S] bool
+    diverged_step: np.ndarray     # [M, S] int, -1 = never
+    diagnosis: np.ndarray         # [M, S] str
+    errors: dict[str, str] = field(default_factory=dict)
+    seconds: float = 0.0
+    method_seconds: dict[str, float] = field(default_factory=dict)
+    tolerances: dict[str, float] = field(default_factory=dict)
+
+    @property
+    def M(self) -> int:
+        return len(self.methods)
+
+    @property
+    def S(self) -> int:
+        return int(self.starts.shape[0])
+
+    def index(self, method: str) -> int:
+        """Row of ``method`` in the [M, ...] arrays."""
+        try:
+            return self.methods.index(method)
+        except ValueError:
+            raise ValueError(f"method {method!r} not in this run; ran: {', '.join(self.methods)}") from None
+
+    def trajectory(self, method: str | int, start: int) -> dict[str, Any]:
+        """One trajectory's recorded arrays and diagnosis (plain data)."""
+        m = self.index(method) if isinstance(method, str) else int(method)
+        s = int(start)
+        return {
+            "method": self.methods[m], "start": self.starts[s].tolist(), "steps": self.record,
+            "positions": self.positions[m, s], "losses": self.losses[m, s],
+            "grad_norms": self.grad_norms[m, s], "weights": self.weights[m, s],
+            "update_norms": self.update_norms[m, s], **self._summary(m, s),
+        }
+
+    def _summary(self, m: int, s: int) -> dict[str, Any]:
+        return {
+            "end": self.end[m, s].tolist(),
+            "losses": self.end_losses[m, s].tolist(),
+            "grad_norms": self.end_grad_norms[m, s].tolist(),
+            "primary_grad_norm": float(self.primary_grad_norm[m, s]),
+            "cms_residual": float(self.cms_residual[m, s]),
+            "pareto_residual": float(self.pareto_residual[m, s]),
+            "update_norm": float(self.final_update_norm[m, s]),
+            "speed": float(self.speed[m, s]),
+            "stalled": bool(self.stalled[m, s]),
+            "diverged": bool(self.diverged[m, s]),
+            "diverged_step": None if self.diverged_step[m, s] < 0 else int(self.diverged_step[m, s]),
+            "diagnosis": str(self.diagnosis[m, s]),
+        }
+
+    def to_records(self) -> list[dict[str, Any]]:
+        """One JSON-able dict per (method, start): method, start, end, losses, primary_grad_norm,
+        cms_residual, pareto_residual, stalled, diverged, diverged_step, diagnosis, ..."""
+        out = []
+        for m, name in enumerate(self.methods):
+            for s in range(self.S):
+                rec = {"method": name, "start": self.starts[s].tolist()}
+                rec.update(self._summary(m, s))
+                if name in self.errors:
+                    rec["error"] = self.errors[name]
+                out.append(rec)
+        return out
+
+
+# ---------------------------------------------------------------------------------------------
+# the runner
+# ---------------------------------------------------------------------------------------------
+def resolve_methods(methods: Any, method_params: dict[str, dict] | None = None) -> list[tuple[str, Any]]:
+    """``"pcd,ws"`` / ``["pcd", "ws"]`` / Method instances -> ``[(label, instance)]``.
+
+    ``method_params`` maps a method name to its hyper-parameters (validated by the method).
+    """
+    import pcd.methods as registry
+
+    if isinstance(methods, str):
+        methods = [m for m in (p.strip() for p in methods.split(",")) if m]
+    if isinstance(methods, registry.Method):
+        methods = [methods]
+    try:
+        methods = list(methods)
+    except TypeError:
+        raise ValueError(f"methods must be a list of names, got {methods!r}") from None
+    if not methods:
+        raise ValueError(f"no methods given; available: {', '.join(registry.available())}")
+    method_params = dict(method_params or {})
+    names = [(m.strip().lower() if isinstance(m, str) else getattr(m, "name", "")) for m in methods]
+    unknown_params = sorted(set(k.lower() for k in method_params) - set(names))
+    if unknown_params:
+        raise ValueError(f"method_params given for method(s) not run: {unknown_params}; running: {names}")
+    params_lc = {k.lower(): v for k, v in method_params.items()}
+    out: list[tuple[str, Any]] = []
+    seen: set[str] = set()
+    for m, name in zip(methods, names):
+        if isinstance(m, registry.Method):
+            inst, label = m, m.name or type(m).__name__
+        elif isinstance(m, str):
+            hp = params_lc.get(name, {}) or {}
+            if not isinstance(hp, dict):
+                raise ValueError(f"method_params[{name!r}] must be a dict of hyper-parameters, got {hp!r}")
+            inst, label = registry.make(name, **hp), name
+        else:
+            raise ValueError(f"methods must be names or Method instances, got {m!r}")
+        if label in seen:
+            raise ValueError(f"method {label!r} given twice")
+        seen.add(label)
+        out.append((label, inst))
+    return out
+
+
+def _check_starts(starts: Any, problem: Problem) -> np.ndarray:
+    if starts is None:
+        return np.asarray(problem.default_starts(), dtype=np.float64)
+    try:
+        arr = np.asarray(starts, dtype=np.float64)
+    except (TypeError, ValueError):
+        raise ValueError("starts must be numbers, shape [S, dim]") from None
+    if arr.ndim == 1 and arr.size == problem.dim:
+        arr = arr[None]
+    if arr.ndim != 2 or arr.shape[1] != problem.dim or arr.shape[0] < 1:
+        raise ValueError(f"starts must have shape [S, {problem.dim}] for {problem.name}, got {np.shape(starts)}")
+    if not np.isfinite(arr).all():
+        raise ValueError("starts must be finite")
+    return arr
+
+
+def _check_record(record: Any, steps: int) -> np.ndarray:
+    if record is None:
+        return np.arange(steps + 1)
+    if isinstance(record, (int, np.integer)) and not isinstance(record, bool):
+        return sample_steps(steps, int(record))
+    try:
+        arr = np.asarray(record)
+    except Exception:
+        raise ValueError("record must be None, an int (number of frames) or a list of step indices") from None
+    if arr.ndim != 1 or arr.size == 0 or arr.dtype.kind not in "iuf" or not np.all(arr == np.round(arr)):
+        raise ValueError("record must be None, an int (number of frames) or a list of integer step indices")
+    arr = np.unique(arr.astype(int))
+    if arr[0] < 0 or arr[-1] > steps:
+        raise ValueError(f"record indices must be in [0, {steps}]")
+    return arr
+
+
+def run(
+    problem: str | Problem,
+    methods: Any,
+    starts: Any = None,
+    steps: int = 1000,
+    optimizer: str = "adam",
+    lr: float = 0.01,
+    method_params: dict[str, dict] | None = None,
+    optimizer_params: dict[str, Any] | None = None,
+    record: Any = None,
+    seed: int = 0,
+    problem_params: dict[str, Any] | None = None,
+    grad_tol: float = 1e-3,
+    stall_tol: float = 1e-2,
+) -> RunResult:
+    """Run every (method x start) trajectory together; see the module docstring for semantics.
+
+    ``problem``: a registry name (with ``problem_params``) or a Problem; ``methods``: names
+    (list or comma-separated string) or Method instances; ``starts``: ``[S, dim]`` (default: the
+    problem's default starts); ``steps`` >= 1; ``lr`` > 0. Raises ValueError on bad input; a
+    diverging trajectory is reported (``diverged``), never raised.
+    """
+    t_start = time.perf_counter()
+    prob = make_problem(problem, **(problem_params or {}))
+    steps = check_int(steps, "steps", 1, MAX_STEPS)
+    lr = check_float(lr, "lr", 0.0, strict_low=True)
+    seed = check_int(seed, "seed", 0, 2**63 - 1)
+    grad_tol = check_float(grad_tol, "grad_tol", 0.0)
+    stall_tol = check_float(stall_tol, "stall_tol", 0.0)
+    x0 = _check_starts(starts, prob)
+    meths = resolve_methods(methods, method_params)
+    rec = _check_record(record, steps)
+    M, S, K, n = len(meths), x0.shape[0], prob.K, prob.dim
+    T = rec.size
+    if M * S * T * (n + 3 * K + 1) > MAX_CELLS:
+        raise ValueError(f"too much to record ({M} methods x {S} starts x {T} steps); "
+                         "pass record=N (e.g. 200) to keep ~N frames")
+    opt_name = str(optimizer).strip().lower()
+    opt = make_optimizer(opt_name, (M * S, n), lr, **(optimizer_params or {}))
+
+    MS = M * S
+    x = np.tile(x0, (M, 1))                       # [MS, n], row m*S + s
+    rec_pos = np.full(steps + 1, -1, dtype=np.int64)
+    rec_pos[rec] = np.arange(T)
+    positions = np.full((MS, T, n), np.nan)
+    losses_r = np.full((MS, T, K), np.nan)
+    gnorms_r = np.full((MS, T, K), np.nan)
+    weights_r = np.full((MS, T, K), np.nan)
+    unorm_r = np.full((MS, T), np.nan)
+
+    alive = np.ones(MS, dtype=bool)
+    div_step = np.full(MS, -1, dtype=np.int64)
+    end_x = x.copy()
+    end_L = np.full((MS, K), np.nan)
+    end_J = np.full((MS, K, n), np.nan)
+    W = np.zeros((MS, K))
+    D = np.zeros((MS, n))
+    errors: dict[str, str] = {}
+    m_seconds = {label: 0.0 for label, _ in meths}
+    states = [inst.init_state(S, K) for _, inst in meths]
+    root = np.random.SeedSequence(seed)
+    rngs = [np.random.default_rng(ss) for ss in root.spawn(M)]
+    window = max(1, steps // 10)
+    x_window = x.copy()
+    eye = np.eye(K)
+    method_alive = [True] * M
+
+    for t in range(steps + 1):
+        if t == steps - window:
+            x_window = x.copy()
+        with np.errstate(all="ignore"):
+            L, J = prob.losses_and_jacobian(x)
+        finite = np.isfinite(L).all(axis=1) & np.isfinite(J).all(axis=(1, 2)) & np.isfinite(x).all(axis=1)
+        newly = alive & ~finite
+        if newly.any():
+            div_step[newly] = t
+            alive &= finite
+        all_alive = bool(alive.all())
+        if not all_alive:
+            L = np.where(alive[:, None], L, 0.0)
+            J = np.where(alive[:, None, None], J, 0.0)
+        end_x = np.where(alive[:, None], x, end_x) if not all_alive else x
+        end_L = np.where(alive[:, None], L, end_L) if not all_alive else L
+        end_J = np.where(alive[:, None, None], J, end_J) if not all_alive else J
+        G = J @ J.transpose(0, 2, 1)
+        if not all_alive:
+            G[~alive] = eye
+        for m, (label, inst) in enumerate(meths):
+            sl = slice(m * S, (m + 1) * S)
+            if not method_alive[m]:
+                W[sl] = 0.0
+                continue
+            t0 = time.perf_counter()
+            try:
+                out = inst(G[sl], losses=L[sl], jacobian=J[sl], state=states[m],
+                           rng=rngs[m] if getattr(inst, "stochastic", False) else None)
+            except Exception as exc:  # a method bug must not take the page down: report it
+                errors[label] = f"{type(exc).__name__}: {exc}".splitlines()[0]
+                method_alive[m] = False
+                dead = np.zeros(MS, dtype=bool)
+                dead[sl] = alive[sl]
+                div_step[dead] = t
+                alive &= ~dead
+                W[sl] = 0.0
+                D[sl] = 0.0
+                m_seconds[label] += time.perf_counter() - t0
+                continue
+            states[m] = out.state
+            W[sl] = out.weights
+            direction = out.info.get("direction") if getattr(inst, "needs_jacobian", False) and out.info else None
+            if direction is not None:
+                D[sl] = direction
+            else:
+                D[sl] = (out.weights[:, None, :] @ J[sl])[:, 0, :]
+            m_seconds[label] += time.perf_counter() - t0
+        if not bool(alive.all()):
+            D[~alive] = 0.0
+        r = rec_pos[t]
+        if r >= 0:
+            positions[:, r] = x
+            losses_r[:, r] = L
+            gnorms_r[:, r] = np.sqrt(np.einsum("bkn,bkn->bk", J, J))
+            weights_r[:, r] = W
+            unorm_r[:, r] = np.sqrt(np.einsum("bn,bn->b", D, D))
+            if not bool(alive.all()):
+                dead = ~alive
+                positions[dead, r] = np.nan
+                losses_r[dead, r] = np.nan
+                gnorms_r[dead, r] = np.nan
+                weights_r[dead, r] = np.nan
+                unorm_r[dead, r] = np.nan
+                just = dead & (div_step == t)
+                positions[just, r] = x[just]
+        if t < steps:
+            with np.errstate(all="ignore"):
+                x = opt.step(x, D, None if bool(alive.all()) else alive)
+
+    final_unorm = np.sqrt(np.einsum("bn,bn->b", D, D))
+    final_unorm[~alive] = np.nan
+    with np.errstate(all="ignore"):
+        end_gn = np.sqrt(np.einsum("bkn,bkn->bk", end_J, end_J))
+        pres = pareto_residual(end_J)
+        speed = np.linalg.norm(x - x_window, axis=1) / (lr * window)
+    cms = end_gn.max(axis=1)
+    g1 = end_gn[:, 0]
+    scale = np.ones(MS) if opt_name == "adam" else np.maximum(g1, grad_tol)
+    stalled = alive & (g1 > grad_tol) & (speed <= stall_tol * scale)
+    diverged = ~alive
+    diag = np.empty(MS, dtype=object)
+    for b in range(MS):
+        m = b // S
+        if diverged[b]:
+            diag[b] = "error" if meths[m][0] in errors else "diverged"
+        elif cms[b] <= grad_tol:
+            diag[b] = "cms"
+        elif stalled[b]:
+            diag[b] = "conflict_equilibrium"
+        elif g1[b] <= grad_tol and speed[b] <= stall_tol * scale[b]:
+            diag[b] = "primary_stationary"
+        else:
+            diag[b] = "moving"
+    speed = np.where(alive, speed, np.nan)
+
+    def shp(a: np.ndarray) -> np.ndarray:
+        return a.reshape((M, S) + a.shape[1:])
+
+    return RunResult(
+        problem=prob.name, problem_params=prob.params(), methods=[lab for lab, _ in meths],
+        method_params={lab: dict(getattr(inst, "hparams", {})) for lab, inst in meths},
+        optimizer=opt_name, lr=lr, optimizer_params=dict(optimizer_params or {}), steps=steps, seed=seed,
+        starts=x0, record=rec, positions=shp(positions), losses=shp(losses_r), grad_norms=shp(gnorms_r),
+        weights=shp(weights_r), update_norms=shp(unorm_r), end=shp(end_x), end_losses=shp(end_L),
+        end_grad_norms=shp(end_gn), primary_grad_norm=shp(g1), cms_residual=shp(cms),
+        pareto_residual=shp(pres), final_update_norm=shp(final_unorm), speed=shp(speed),
+        stalled=shp(stalled), diverged=shp(diverged), diverged_step=shp(div_step), diagnosis=shp(diag),
+        errors=errors, seconds=time.perf_counter() - t_start, method_seconds=m_seconds,
+        tolerances={"grad_tol": grad_tol, "stall_tol": stall_tol},
+    )

@@ -1,0 +1,62 @@
+"""Run queue (SQLite), supervisor and the Ray backend.
+
+- :class:`RunStore` (``pcd.jobs.store``): the SQLite store in the data folder -- queue, progress
+  feed and results.
+- :class:`Supervisor` (``pcd.jobs.supervisor``), ``python -m pcd worker``: executes queued runs,
+  one slot per GPU (or one CPU slot); :func:`ensure_supervisor` starts one in the background unless
+  one is alive (the app calls it, so running the app is enough).
+- ``pcd.jobs.ray_backend``: the same supervisor dispatching runs as Ray tasks (``PCD_BACKEND=ray``).
+"""
+from __future__ import annotations
+
+import importlib.util
+import math
+from typing import Any
+
+from pcd.jobs.store import FINISHED, STATUSES, RunStore, default_data_dir, eta_seconds
+from pcd.jobs.supervisor import Supervisor, SupervisorRunning, ensure_supervisor, plan_slots, supervisor_pid
+
+DATASETS = ("digits", "cifar10", "cifar100")
+
+
+def train_available() -> bool:
+    """True once the pruning runs (``pcd.train.run``) are installed."""
+    try:
+        return importlib.util.find_spec("pcd.train.run") is not None
+    except (ImportError, ValueError):  # pragma: no cover
+        return False
+
+
+def validate_for_queue(config: Any) -> dict:
+    """Validate a run config before it is queued, so a bad config fails at submit time.
+
+    Uses ``pcd.train.run.validate_config`` (defaults filled in, clear ``ValueError``) when the
+    pruning runs are installed; otherwise checks the basics (a dict; dataset, tau, epochs)."""
+    if not isinstance(config, dict):
+        raise ValueError(f"a run config must be a JSON object (dict), got {type(config).__name__}")
+    if train_available():
+        from pcd.train.run import validate_config
+        return dict(validate_config(dict(config)))
+    cfg = dict(config)
+    ds = cfg.get("dataset", "digits")
+    if ds not in DATASETS:
+        raise ValueError(f"dataset must be one of {list(DATASETS)}, got {ds!r}")
+    tau = cfg.get("tau")
+    if tau is not None:
+        try:
+            ok = 0.0 <= float(tau) <= 1.0
+        except (TypeError, ValueError):
+            ok = False
+        if not ok:
+            raise ValueError(f"tau must be a number in [0, 1], got {tau!r}")
+    ep = cfg.get("epochs")
+    if ep is not None and (isinstance(ep, bool) or not isinstance(ep, int) or ep < 1):
+        raise ValueError(f"epochs must be an integer >= 1, got {ep!r}")
+    for k, v in cfg.items():
+        if isinstance(v, float) and not math.isfinite(v):
+            raise ValueError(f"{k} must be finite, got {v!r}")
+    return cfg
+
+
+__all__ = ["RunStore", "Supervisor", "SupervisorRunning", "ensure_supervisor", "supervisor_pid", "plan_slots",
+           "default_data_dir", "eta_seconds", "validate_for_queue", "train_available", "STATUSES", "FINISHED"]

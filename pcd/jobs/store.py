@@ -1,0 +1,448 @@
+"""The run store: one SQLite database (WAL mode) that is the queue, the progress feed and the results.
+
+Table ``runs`` holds one row per run (config, status, priority, timestamps, attempts, heartbeat,
+progress, device, error, result) and table ``metrics`` one row per run and epoch. Every process
+(the page, the CLI, the supervisor and its children) opens its own connection; WAL lets readers
+run while a writer commits, and ``busy_timeout`` serialises writers.
+
+Status machine::
+
+    queued --claim--> running --finish--> done | failed | cancelled
+    queued --cancel--> cancelled            running --reap (worker died)--> queued | failed
+    failed | cancelled --retry--> queued
+
+Claiming is one atomic statement, so two workers can never take the same run::
+
+    UPDATE runs SET status='running', ... WHERE id = (SELECT id FROM runs WHERE status='queued'
+        ORDER BY priority DESC, id LIMIT 1) AND status='queued' RETURNING *
+
+Every claim draws a fresh random ``token``; a worker's writes are conditioned on it, so a stale
+child of a dead supervisor can never overwrite the state of a run that was requeued meanwhile.
+"""
+from __future__ import annotations
+
+import json
+import math
+import numbers
+import os
+import secrets
+import shutil
+import sqlite3
+import time
+from pathlib import Path
+from typing import Any, Callable, Iterable
+
+STATUSES = ("queued", "running", "done", "failed", "cancelled")
+FINISHED = ("done", "failed", "cancelled")
+DB_NAME = "pcd.sqlite3"
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS runs (
+    id               INTEGER PRIMARY KEY AUTOINCREMENT,
+    config           TEXT    NOT NULL,
+    status           TEXT    NOT NULL DEFAULT 'queued'
+                     CHECK (status IN ('queued','running','done','failed','cancelled')),
+    priority         INTEGER NOT NULL DEFAULT 0,
+    label            TEXT,
+    created_at       REAL    NOT NULL,
+    started_at       REAL,
+    finished_at      REAL,
+    attempts         INTEGER NOT NULL DEFAULT 0,
+    max_attempts     INTEGER NOT NULL DEFAULT 3,
+    heartbeat        REAL,
+    progress         REAL    NOT NULL DEFAULT 0,
+    progress0        REAL    NOT NULL DEFAULT 0,
+    progress_at      REAL,
+    epoch            INTEGER,
+    epochs           INTEGER,
+    device           TEXT,
+    worker           TEXT,
+    token            TEXT,
+    pid              INTEGER,
+    cancel_requested INTEGER NOT NULL DEFAULT 0,
+    error            TEXT,
+    result           TEXT
+);
+CREATE INDEX IF NOT EXISTS runs_queue ON runs (status, priority DESC, id);
+CREATE TABLE IF NOT EXISTS metrics (
+    run_id     INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
+    epoch      INTEGER NOT NULL,
+    data       TEXT    NOT NULL,
+    created_at REAL    NOT NULL,
+    PRIMARY KEY (run_id, epoch)
+);
+"""
+
+
+def default_data_dir() -> Path:
+    """The user's data folder: ``$PCD_DATA_DIR``, else ``$XDG_DATA_HOME/pcd-studio``
+    (``~/.local/share/pcd-studio``)."""
+    env = os.environ.get("PCD_DATA_DIR")
+    if env:
+        return Path(env).expanduser()
+    base = os.environ.get("XDG_DATA_HOME") or os.path.join(os.path.expanduser("~"), ".local", "share")
+    return Path(base) / "pcd-studio"
+
+
+def _json_default(obj: Any) -> Any:
+    try:
+        import numpy as np
+        if isinstance(obj, np.ndarray):
+            return obj.tolist()
+        if isinstance(obj, np.generic):
+            return obj.item()
+    except ImportError:  # pragma: no cover
+        pass
+    if isinstance(obj, Path):
+        return str(obj)
+    raise TypeError(f"value of type {type(obj).__name__} is not JSON-serialisable")
+
+
+def _clean(obj: Any) -> Any:
+    """NaN/inf -> None so the stored JSON is strict."""
+    if isinstance(obj, float):
+        return obj if math.isfinite(obj) else None
+    if isinstance(obj, dict):
+        return {str(k): _clean(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [_clean(v) for v in obj]
+    return obj
+
+
+def dumps(obj: Any) -> str:
+    """Strict JSON text (NumPy values converted, NaN/inf -> null)."""
+    return json.dumps(_clean(json.loads(json.dumps(obj, default=_json_default))), allow_nan=False)
+
+
+class RunStore:
+    """Access to one data folder's run store (``<data_dir>/pcd.sqlite3``, run files in
+    ``<data_dir>/runs/<id>/``). Cheap to create; each instance opens its own connection."""
+
+    def __init__(self, data_dir: str | os.PathLike | None = None, *, timeout: float = 30.0) -> None:
+        if data_dir is not None and not isinstance(data_dir, (str, os.PathLike)):
+            raise ValueError(f"data_dir must be a folder path, got {data_dir!r}")
+        self.data_dir = Path(data_dir).expanduser() if data_dir is not None else default_data_dir()
+        if self.data_dir.exists() and not self.data_dir.is_dir():
+            raise ValueError(f"data_dir {str(self.data_dir)!r} exists and is not a folder")
+        self.data_dir.mkdir(parents=True, exist_ok=True)
+        self.path = self.data_dir / DB_NAME
+        self._conn = sqlite3.connect(str(self.path), timeout=timeout, isolation_level=None,
+                                     check_same_thread=False)
+        self._conn.row_factory = sqlite3.Row
+        self._conn.execute(f"PRAGMA busy_timeout = {int(timeout * 1000)}")
+        mode = self._conn.execute("PRAGMA journal_mode = WAL").fetchone()[0]
+        if str(mode).lower() != "wal":  # pragma: no cover - e.g. a network file system
+            raise ValueError(f"could not put {self.path} in WAL mode (got {mode}); use a local folder")
+        self._conn.execute("PRAGMA synchronous = NORMAL")
+        self._conn.execute("PRAGMA foreign_keys = ON")
+        self._conn.executescript(_SCHEMA)
+
+    # ---- plumbing ----------------------------------------------------------------------------
+
+    def close(self) -> None:
+        self._conn.close()
+
+    def __enter__(self) -> "RunStore":
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()
+
+    def _tx(self, fn: Callable[[sqlite3.Connection], Any]) -> Any:
+        """Run ``fn`` in one write transaction (BEGIN IMMEDIATE takes the write lock up front)."""
+        c = self._conn
+        c.execute("BEGIN IMMEDIATE")
+        try:
+            out = fn(c)
+        except BaseException:
+            c.execute("ROLLBACK")
+            raise
+        c.execute("COMMIT")
+        return out
+
+    def run_dir(self, run_id: int) -> Path:
+        return self.data_dir / "runs" / str(int(run_id))
+
+    @staticmethod
+    def _row(row: sqlite3.Row | None) -> dict | None:
+        if row is None:
+            return None
+        d = dict(row)
+        d["config"] = json.loads(d["config"]) if d.get("config") else {}
+        d["result"] = json.loads(d["result"]) if d.get("result") else None
+        d["cancel_requested"] = bool(d.get("cancel_requested"))
+        return d
+
+    @staticmethod
+    def _check_id(run_id: Any) -> int:
+        if isinstance(run_id, bool):
+            raise ValueError(f"run id must be a positive integer, got {run_id!r}")
+        if isinstance(run_id, str) and run_id.strip().isdigit():
+            run_id = int(run_id.strip())
+        if not isinstance(run_id, numbers.Integral) or int(run_id) <= 0:
+            raise ValueError(f"run id must be a positive integer, got {run_id!r}")
+        return int(run_id)
+
+    # ---- submitting ----------------------------------------------------------------------------
+
+    def submit(self, config: dict, *, priority: int = 0, max_attempts: int = 3,
+               label: str | None = None) -> int:
+        """Queue one run; returns its id."""
+        return self.submit_many([config], priority=priority, max_attempts=max_attempts,
+                                labels=[label])[0]
+
+    def submit_many(self, configs: Iterable[dict], *, priority: int = 0, max_attempts: int = 3,
+                    labels: Iterable[str | None] | None = None) -> list[int]:
+        """Queue several runs in one transaction (a sweep is all queued or none); returns ids in order."""
+        configs = list(configs)
+        if not configs:
+            raise ValueError("nothing to submit: give at least one config")
+        for i, cfg in enumerate(configs):
+            if not isinstance(cfg, dict):
+                raise ValueError(f"config #{i} must be a JSON object (dict), got {type(cfg).__name__}")
+        if isinstance(priority, bool) or not isinstance(priority, int):
+            raise ValueError(f"priority must be an integer, got {priority!r}")
+        if isinstance(max_attempts, bool) or not isinstance(max_attempts, int) or not 1 <= max_attempts <= 100:
+            raise ValueError(f"max_attempts must be an integer in [1, 100], got {max_attempts!r}")
+        labels = list(labels) if labels is not None else [None] * len(configs)
+        if len(labels) != len(configs):
+            raise ValueError("labels must have one entry per config")
+        try:
+            texts = [dumps(c) for c in configs]
+        except (TypeError, ValueError) as exc:
+            raise ValueError(f"config is not JSON-serialisable: {exc}") from None
+        now = time.time()
+
+        def fn(c: sqlite3.Connection) -> list[int]:
+            ids = []
+            for text, lab in zip(texts, labels):
+                cur = c.execute(
+                    "INSERT INTO runs (config, priority, max_attempts, label, created_at) VALUES (?,?,?,?,?)",
+                    (text, priority, max_attempts, lab, now))
+                ids.append(int(cur.lastrowid))
+            return ids
+
+        return self._tx(fn)
+
+    # ---- worker side -------------------------------------------------------------------------
+
+    def claim(self, worker: str, device: str) -> dict | None:
+        """Atomically take the next queued run (highest priority, then oldest); None if none."""
+        now = time.time()
+        token = secrets.token_hex(8)
+        row = self._conn.execute(
+            """UPDATE runs SET status='running', worker=?, device=?, token=?, attempts=attempts+1,
+                   started_at=?, heartbeat=?, progress_at=?, progress0=progress, error=NULL, pid=NULL
+               WHERE id = (SELECT id FROM runs WHERE status='queued' ORDER BY priority DESC, id LIMIT 1)
+                 AND status='queued'
+               RETURNING *""",
+            (worker, device, token, now, now, now)).fetchone()
+        return self._row(row)
+
+    def set_pid(self, run_id: int, token: str, pid: int) -> None:
+        self._conn.execute("UPDATE runs SET pid=? WHERE id=? AND token=? AND status='running'",
+                           (int(pid), int(run_id), token))
+
+    def heartbeat(self, run_id: int, token: str) -> bool:
+        """Record that the worker of this run is alive; False if the run is no longer ours."""
+        cur = self._conn.execute("UPDATE runs SET heartbeat=? WHERE id=? AND token=? AND status='running'",
+                                 (time.time(), int(run_id), token))
+        return cur.rowcount == 1
+
+    def report_progress(self, run_id: int, token: str, payload: dict) -> bool:
+        """Store one ``on_progress`` payload (progress 0..1, epoch, optional per-epoch metrics row).
+
+        Returns False if the run is no longer owned by this token (requeued or finished)."""
+        if not isinstance(payload, dict):
+            raise ValueError(f"progress payload must be a dict, got {type(payload).__name__}")
+        prog = payload.get("progress")
+        try:
+            prog = min(1.0, max(0.0, float(prog))) if prog is not None else None
+        except (TypeError, ValueError):
+            raise ValueError(f"progress must be a number in [0, 1], got {prog!r}") from None
+        if prog is not None and not math.isfinite(prog):
+            prog = None
+        metrics = payload.get("metrics")
+        epoch = payload.get("epoch")
+        now = time.time()
+
+        def fn(c: sqlite3.Connection) -> bool:
+            cur = c.execute(
+                """UPDATE runs SET progress=COALESCE(?, progress), epoch=COALESCE(?, epoch),
+                       epochs=COALESCE(?, epochs), heartbeat=?, progress_at=?
+                   WHERE id=? AND token=? AND status='running'""",
+                (prog, epoch, payload.get("epochs"), now, now, int(run_id), token))
+            if cur.rowcount != 1:
+                return False
+            if isinstance(metrics, dict):
+                ep = metrics.get("epoch", epoch)
+                if ep is not None:
+                    c.execute("INSERT OR REPLACE INTO metrics (run_id, epoch, data, created_at) VALUES (?,?,?,?)",
+                              (int(run_id), int(ep), dumps(metrics), now))
+            return True
+
+        return self._tx(fn)
+
+    def cancel_requested(self, run_id: int) -> bool:
+        row = self._conn.execute("SELECT cancel_requested, status FROM runs WHERE id=?", (int(run_id),)).fetchone()
+        return row is None or bool(row["cancel_requested"]) or row["status"] != "running"
+
+    def finish(self, run_id: int, token: str, status: str, *, result: dict | None = None,
+               error: str | None = None) -> bool:
+        """Mark a running run finished (only if ``token`` still owns it). Returns True if written."""
+        if status not in FINISHED:
+            raise ValueError(f"finish status must be one of {list(FINISHED)}, got {status!r}")
+        res = dumps(result) if result is not None else None
+        prog = 1.0 if status == "done" else None
+        cur = self._conn.execute(
+            """UPDATE runs SET status=?, result=COALESCE(?, result), error=?, finished_at=?,
+                   progress=COALESCE(?, progress), heartbeat=?
+               WHERE id=? AND token=? AND status='running'""",
+            (status, res, error, time.time(), prog, time.time(), int(run_id), token))
+        return cur.rowcount == 1
+
+    def requeue_or_fail(self, run_id: int, token: str | None, reason: str) -> str | None:
+        """A running run lost its worker: back to the queue (it resumes from its checkpoint) unless
+        it used up its attempts (then failed) or a cancel was requested (then cancelled).
+        ``token=None`` matches any owner. Returns the new status, or None if nothing changed."""
+        def fn(c: sqlite3.Connection) -> str | None:
+            q = "SELECT * FROM runs WHERE id=? AND status='running'" + (" AND token=?" if token else "")
+            row = c.execute(q, (int(run_id), token) if token else (int(run_id),)).fetchone()
+            if row is None:
+                return None
+            now = time.time()
+            if row["cancel_requested"]:
+                new, err = "cancelled", None
+            elif row["attempts"] >= row["max_attempts"]:
+                new, err = "failed", f"{reason}; gave up after {row['attempts']} attempt(s)"
+            else:
+                new, err = "queued", f"{reason}; requeued (attempt {row['attempts']} of {row['max_attempts']})"
+            c.execute("""UPDATE runs SET status=?, error=?, token=NULL, pid=NULL,
+                             finished_at=CASE WHEN ?='queued' THEN NULL ELSE ? END WHERE id=?""",
+                      (new, err, new, now, int(run_id)))
+            return new
+
+        return self._tx(fn)
+
+    def release(self, run_id: int, token: str, reason: str) -> str | None:
+        """Give a running run back to the queue without counting the attempt (graceful stop)."""
+        cur = self._conn.execute(
+            """UPDATE runs SET status=CASE WHEN cancel_requested THEN 'cancelled' ELSE 'queued' END,
+                   attempts=MAX(0, attempts-1), token=NULL, pid=NULL, error=?
+               WHERE id=? AND token=? AND status='running'""", (reason, int(run_id), token))
+        return self.get(run_id)["status"] if cur.rowcount == 1 else None
+
+    def reap_orphans(self, reason: str = "worker died") -> dict[int, str]:
+        """Every run still marked running (their supervisor is gone) -> requeued / failed / cancelled.
+        Only call this while holding the supervisor lock of this data folder."""
+        ids = [r["id"] for r in self._conn.execute("SELECT id FROM runs WHERE status='running' ORDER BY id")]
+        out = {}
+        for rid in ids:
+            new = self.requeue_or_fail(rid, None, reason)
+            if new:
+                out[int(rid)] = new
+        return out
+
+    # ---- user side ---------------------------------------------------------------------------
+
+    def cancel(self, run_id: Any) -> str:
+        """Cancel a run: a queued run is cancelled at once; a running run gets its cancel flag set
+        (its worker stops within a few seconds). Returns the resulting status."""
+        rid = self._check_id(run_id)
+
+        def fn(c: sqlite3.Connection) -> str:
+            row = c.execute("SELECT status FROM runs WHERE id=?", (rid,)).fetchone()
+            if row is None:
+                raise ValueError(f"no run with id {rid}")
+            st = row["status"]
+            if st == "queued":
+                c.execute("UPDATE runs SET status='cancelled', finished_at=?, cancel_requested=1 WHERE id=?",
+                          (time.time(), rid))
+                return "cancelled"
+            if st == "running":
+                c.execute("UPDATE runs SET cancel_requested=1 WHERE id=?", (rid,))
+                return "cancelling"
+            raise ValueError(f"run {rid} is already {st}; only queued or running runs can be cancelled")
+
+        return self._tx(fn)
+
+    def retry(self, run_id: Any) -> None:
+        """Put a failed or cancelled run back in the queue (it resumes from its checkpoint if any)."""
+        rid = self._check_id(run_id)
+
+        def fn(c: sqlite3.Connection) -> None:
+            row = c.execute("SELECT status FROM runs WHERE id=?", (rid,)).fetchone()
+            if row is None:
+                raise ValueError(f"no run with id {rid}")
+            if row["status"] not in ("failed", "cancelled"):
+                raise ValueError(f"run {rid} is {row['status']}; only failed or cancelled runs can be retried")
+            c.execute("""UPDATE runs SET status='queued', attempts=0, cancel_requested=0, error=NULL,
+                             finished_at=NULL, token=NULL, pid=NULL WHERE id=?""", (rid,))
+
+        self._tx(fn)
+
+    def delete(self, run_id: Any) -> None:
+        """Delete a run that is not running, with its metrics and its files."""
+        rid = self._check_id(run_id)
+
+        def fn(c: sqlite3.Connection) -> None:
+            row = c.execute("SELECT status FROM runs WHERE id=?", (rid,)).fetchone()
+            if row is None:
+                raise ValueError(f"no run with id {rid}")
+            if row["status"] == "running":
+                raise ValueError(f"run {rid} is running; cancel it first, then delete it")
+            c.execute("DELETE FROM metrics WHERE run_id=?", (rid,))
+            c.execute("DELETE FROM runs WHERE id=?", (rid,))
+
+        self._tx(fn)
+        shutil.rmtree(self.run_dir(rid), ignore_errors=True)
+
+    # ---- reading -----------------------------------------------------------------------------
+
+    def get(self, run_id: Any) -> dict:
+        rid = self._check_id(run_id)
+        row = self._row(self._conn.execute("SELECT * FROM runs WHERE id=?", (rid,)).fetchone())
+        if row is None:
+            raise ValueError(f"no run with id {rid}")
+        return row
+
+    def list(self, status: str | Iterable[str] | None = None) -> list[dict]:
+        """Runs, oldest first (optionally only those with the given status(es))."""
+        if status is None:
+            rows = self._conn.execute("SELECT * FROM runs ORDER BY id").fetchall()
+        else:
+            wanted = [status] if isinstance(status, str) else list(status)
+            bad = [s for s in wanted if s not in STATUSES]
+            if bad:
+                raise ValueError(f"unknown status {bad}; allowed: {', '.join(STATUSES)}")
+            q = f"SELECT * FROM runs WHERE status IN ({','.join('?' * len(wanted))}) ORDER BY id"
+            rows = self._conn.execute(q, wanted).fetchall()
+        return [self._row(r) for r in rows]
+
+    def queue_order(self) -> list[int]:
+        """Ids of the queued runs in the order the workers will take them."""
+        return [int(r[0]) for r in self._conn.execute(
+            "SELECT id FROM runs WHERE status='queued' ORDER BY priority DESC, id")]
+
+    def metrics(self, run_id: Any) -> list[dict]:
+        rid = self._check_id(run_id)
+        return [json.loads(r[0]) for r in self._conn.execute(
+            "SELECT data FROM metrics WHERE run_id=? ORDER BY epoch", (rid,))]
+
+    def counts(self) -> dict[str, int]:
+        out = {s: 0 for s in STATUSES}
+        for st, n in self._conn.execute("SELECT status, COUNT(*) FROM runs GROUP BY status"):
+            out[st] = int(n)
+        return out
+
+
+def eta_seconds(run: dict, now: float | None = None) -> float | None:
+    """Estimated seconds left for a running run, from the progress made since this attempt began."""
+    if run.get("status") != "running" or not run.get("started_at"):
+        return None
+    now = time.time() if now is None else now
+    done = float(run.get("progress") or 0) - float(run.get("progress0") or 0)
+    elapsed = now - float(run["started_at"])
+    if done <= 1e-6 or elapsed <= 0:
+        return None
+    return max(0.0, elapsed / done * (1.0 - float(run.get("progress") or 0)))

@@ -1,0 +1,425 @@
+"""The supervisor (``python -m pcd worker``): one per machine and data folder, it takes queued runs
+and executes each in a fresh child process (or, with ``backend="ray"``, as a Ray task).
+
+- **One per data folder**: an exclusive ``flock`` on ``<data_dir>/supervisor.lock`` (released by
+  the kernel when the process dies, even by ``kill -9``). The file holds the owner's pid.
+- **Slots**: one per GPU (``torch.cuda.device_count()``) with ``CUDA_VISIBLE_DEVICES`` set to that
+  GPU, else one CPU slot; ``slots=N`` overrides. Each slot gets ``cpu_count // slots`` torch
+  threads (oversubscribed threads made CPU steps 5-12x slower in the issue-6 probe).
+- **Recovery**: at start-up every run still marked running belongs to a dead supervisor (we hold
+  the lock) and is requeued -- the runner resumes from ``runs/<id>/checkpoint.pt`` -- or failed
+  once it used its ``max_attempts``.
+- **Child exit without a verdict** (segfault, OOM killer, ``os._exit``): the run is failed with
+  the exit code and the last line of its log; the slot moves on to the next run.
+- **Cancel**: a cancel flag in the store; the child stops at its next ``should_stop`` check; after
+  ``cancel_grace_s`` the supervisor kills the child's process group (GPU memory is freed with it).
+- **Watchdog**: a run without progress for ``stall_timeout_s`` is killed and failed.
+"""
+from __future__ import annotations
+
+import fcntl
+import os
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable
+
+from pcd.jobs.child import DEFAULT_RUNNER, resolve_runner
+from pcd.jobs.store import RunStore, default_data_dir
+
+LOCK_NAME = "supervisor.lock"
+BACKENDS = ("local", "ray")
+
+
+class SupervisorRunning(RuntimeError):
+    """Another supervisor holds this data folder's lock."""
+
+    def __init__(self, pid: int | None, path: Path) -> None:
+        super().__init__(f"a supervisor (pid {pid}) already serves {path.parent}")
+        self.pid = pid
+
+
+# ---- the one-per-machine lock ----------------------------------------------------------------
+
+class SupervisorLock:
+    def __init__(self, data_dir: str | os.PathLike) -> None:
+        self.path = Path(data_dir) / LOCK_NAME
+        self.fd: int | None = None
+
+    def acquire(self) -> "SupervisorLock":
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)  # not inherited by children
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            os.close(fd)
+            raise SupervisorRunning(supervisor_pid(self.path.parent), self.path) from None
+        os.ftruncate(fd, 0)
+        os.write(fd, f"{os.getpid()}\n".encode())
+        self.fd = fd
+        return self
+
+    def release(self) -> None:
+        if self.fd is not None:
+            try:
+                os.ftruncate(self.fd, 0)
+                fcntl.flock(self.fd, fcntl.LOCK_UN)
+            finally:
+                os.close(self.fd)
+                self.fd = None
+
+    def __enter__(self) -> "SupervisorLock":
+        return self.acquire()
+
+    def __exit__(self, *exc: Any) -> None:
+        self.release()
+
+
+def supervisor_pid(data_dir: str | os.PathLike | None = None) -> int | None:
+    """The pid of the live supervisor serving ``data_dir``, or None when none holds the lock."""
+    path = Path(data_dir if data_dir is not None else default_data_dir()) / LOCK_NAME
+    if not path.exists():
+        return None
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+        except BlockingIOError:
+            text = os.read(fd, 64).decode(errors="replace").strip()
+            return int(text) if text.isdigit() else -1
+        fcntl.flock(fd, fcntl.LOCK_UN)
+        return None
+    finally:
+        os.close(fd)
+
+
+def ensure_supervisor(data_dir: str | os.PathLike | None = None, *, slots: int | None = None,
+                      backend: str | None = None, runner: str | None = None) -> dict:
+    """Start a background supervisor for ``data_dir`` unless one is alive. Returns
+    ``{"pid": int, "started": bool}``. Safe to call on every page load: a second supervisor that
+    loses the race for the lock exits at once. The app calls this, so running the app is enough."""
+    data_dir = Path(data_dir if data_dir is not None else default_data_dir())
+    pid = supervisor_pid(data_dir)
+    if pid:
+        return {"pid": pid, "started": False}
+    data_dir.mkdir(parents=True, exist_ok=True)
+    cmd = [sys.executable, "-m", "pcd", "worker", "--data-dir", str(data_dir), "--quiet-if-running"]
+    if slots is not None:
+        cmd += ["--slots", str(int(slots))]
+    if backend:
+        cmd += ["--backend", backend]
+    if runner:
+        cmd += ["--runner", runner]
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join(p for p in [_package_root(), env.get("PYTHONPATH", "")] if p)
+    with open(data_dir / "supervisor.log", "ab") as log:
+        proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
+                                env=env, start_new_session=True, close_fds=True)
+    # wait (bounded) until it holds the lock, so callers see it at once
+    deadline = time.monotonic() + 10.0
+    while time.monotonic() < deadline:
+        pid = supervisor_pid(data_dir)
+        if pid or proc.poll() is not None:
+            break
+        time.sleep(0.05)
+    return {"pid": pid or proc.pid, "started": proc.poll() is None}
+
+
+def _package_root() -> str:
+    """The folder holding the ``pcd`` package (children must import the same code)."""
+    return str(Path(__file__).resolve().parents[2])
+
+
+# ---- slots -----------------------------------------------------------------------------------
+
+@dataclass
+class Slot:
+    name: str                 # shown as the run's device: "cuda:0", "cpu:0", "ray:0"
+    env: dict[str, str]       # extra environment of the child
+    gpu: int | None = None
+
+
+def plan_slots(slots: int | None = None, gpus: int | None = None, cpus: int | None = None) -> list[Slot]:
+    """One slot per GPU (else one CPU slot); ``slots`` overrides the count (round-robin over GPUs)."""
+    if slots is not None and (isinstance(slots, bool) or not isinstance(slots, int) or not 1 <= slots <= 64):
+        raise ValueError(f"slots must be an integer in [1, 64], got {slots!r}")
+    if gpus is None:
+        try:
+            import torch
+            gpus = torch.cuda.device_count() if torch.cuda.is_available() else 0
+        except Exception:  # pragma: no cover
+            gpus = 0
+    cpus = cpus or os.cpu_count() or 1
+    n = slots or max(1, gpus)
+    threads = str(max(1, min(8, cpus // n)) if gpus else max(1, cpus // n))
+    out = []
+    for i in range(n):
+        env = {"PCD_TORCH_THREADS": threads, "OMP_NUM_THREADS": threads, "MKL_NUM_THREADS": threads}
+        if gpus:
+            g = i % gpus
+            env["CUDA_VISIBLE_DEVICES"] = str(g)
+            out.append(Slot(f"cuda:{g}" + (f"#{i}" if n > gpus else ""), env, g))
+        else:
+            env["CUDA_VISIBLE_DEVICES"] = ""
+            out.append(Slot(f"cpu:{i}", env, None))
+    return out
+
+
+# ---- executors -------------------------------------------------------------------------------
+
+@dataclass
+class Job:
+    run_id: int
+    token: str
+    slot: Slot
+    handle: Any
+    started: float = field(default_factory=time.time)
+    cancel_seen: float | None = None
+
+
+@dataclass
+class Outcome:
+    kind: str          # "exited" (child process; it wrote its own verdict), "result", "error", "cancelled"
+    value: Any = None
+
+
+class LocalExecutor:
+    """Each run in a fresh ``python -m pcd.jobs.child`` process in its own process group."""
+
+    name = "local"
+
+    def __init__(self, store: RunStore, runner: str, heartbeat_s: float) -> None:
+        self.store, self.runner, self.heartbeat_s = store, runner, heartbeat_s
+
+    def start(self, run: dict, slot: Slot) -> Any:
+        run_dir = self.store.run_dir(run["id"])
+        run_dir.mkdir(parents=True, exist_ok=True)
+        env = dict(os.environ)
+        env.update(slot.env)
+        env["PYTHONPATH"] = os.pathsep.join(p for p in [_package_root(), env.get("PYTHONPATH", "")] if p)
+        cmd = [sys.executable, "-m", "pcd.jobs.child", "--data-dir", str(self.store.data_dir),
+               "--run-id", str(run["id"]), "--token", run["token"], "--runner", self.runner,
+               "--parent-pid", str(os.getpid()), "--heartbeat", str(self.heartbeat_s)]
+        with open(run_dir / "worker.log", "ab") as log:
+            log.write(f"--- attempt {run['attempts']} on {slot.name} at {time.ctime()}\n".encode())
+            log.flush()
+            return subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
+                                    env=env, start_new_session=True, close_fds=True)
+
+    def poll(self, job: Job) -> Outcome | None:
+        rc = job.handle.poll()
+        return None if rc is None else Outcome("exited", rc)
+
+    def request_cancel(self, job: Job) -> None:
+        pass  # the child reads the flag from the store itself
+
+    def kill(self, job: Job) -> None:
+        try:
+            os.killpg(job.handle.pid, signal.SIGKILL)
+        except (ProcessLookupError, PermissionError):
+            pass
+        try:
+            job.handle.wait(timeout=10)
+        except subprocess.TimeoutExpired:  # pragma: no cover
+            pass
+
+    def pump(self, jobs: dict[int, Job]) -> None:
+        pass
+
+    def close(self) -> None:
+        pass
+
+
+def _log_tail(path: Path, n: int = 4000) -> str:
+    try:
+        with open(path, "rb") as fh:
+            fh.seek(0, os.SEEK_END)
+            size = fh.tell()
+            fh.seek(max(0, size - n))
+            lines = [ln.strip() for ln in fh.read().decode(errors="replace").splitlines() if ln.strip()]
+        return lines[-1] if lines else ""
+    except OSError:
+        return ""
+
+
+# ---- the supervisor --------------------------------------------------------------------------
+
+class Supervisor:
+    """Serve the queue of one data folder until stopped (see the module docstring)."""
+
+    def __init__(self, data_dir: str | os.PathLike | None = None, *, slots: int | None = None,
+                 runner: str | None = None, backend: str | None = None, poll_s: float = 0.5,
+                 stall_timeout_s: float = 900.0, cancel_grace_s: float = 5.0, heartbeat_s: float = 2.0,
+                 log: Callable[[str], None] | None = None) -> None:
+        backend = backend or os.environ.get("PCD_BACKEND") or "local"
+        if backend not in BACKENDS:
+            raise ValueError(f"backend must be one of {list(BACKENDS)}, got {backend!r}")
+        runner = runner or os.environ.get("PCD_RUNNER") or DEFAULT_RUNNER
+        if not isinstance(runner, str) or runner.count(":") != 1:
+            raise ValueError(f"runner must look like 'package.module:function', got {runner!r}")
+        if backend == "ray":
+            resolve_runner(runner)  # local children import it themselves (keeps the supervisor light)
+        for name, v, lo in (("poll_s", poll_s, 0.01), ("stall_timeout_s", stall_timeout_s, 1.0),
+                            ("cancel_grace_s", cancel_grace_s, 0.0), ("heartbeat_s", heartbeat_s, 0.05)):
+            if not isinstance(v, (int, float)) or isinstance(v, bool) or not v >= lo:
+                raise ValueError(f"{name} must be a number >= {lo}, got {v!r}")
+        self.data_dir = Path(data_dir if data_dir is not None else default_data_dir())
+        self.store = RunStore(self.data_dir)
+        self.backend, self.runner = backend, runner
+        self.slot_count = slots
+        self.poll_s, self.stall_timeout_s = float(poll_s), float(stall_timeout_s)
+        self.cancel_grace_s, self.heartbeat_s = float(cancel_grace_s), float(heartbeat_s)
+        self.worker_id = f"{socket.gethostname()}:{os.getpid()}"
+        self.jobs: dict[int, Job] = {}
+        self._log = log or (lambda msg: print(msg, flush=True))
+        self._stop = threading.Event()
+        self.slots: list[Slot] = []
+        self.executor: Any = None
+
+    def log(self, msg: str) -> None:
+        self._log(f"[pcd worker {time.strftime('%H:%M:%S')}] {msg}")
+
+    def stop(self) -> None:
+        self._stop.set()
+
+    # -- main loop --
+
+    def run(self, *, idle_exit_s: float | None = None, max_seconds: float | None = None) -> int:
+        lock = SupervisorLock(self.data_dir).acquire()
+        try:
+            if self.backend == "ray":
+                from pcd.jobs.ray_backend import RayExecutor
+                self.executor = RayExecutor(self.store, self.runner)
+                self.slots = self.executor.plan_slots(self.slot_count)
+            else:
+                self.executor = LocalExecutor(self.store, self.runner, self.heartbeat_s)
+                self.slots = plan_slots(self.slot_count)
+            reaped = self.store.reap_orphans("the previous supervisor died while this run was running")
+            for rid, st in reaped.items():
+                self.log(f"recovered orphaned run {rid}: {st}")
+            self.log(f"serving {self.data_dir} with {len(self.slots)} slot(s) "
+                     f"[{', '.join(s.name for s in self.slots)}], backend {self.backend}, runner {self.runner}")
+            if threading.current_thread() is threading.main_thread():
+                for sig in (signal.SIGTERM, signal.SIGINT):
+                    signal.signal(sig, lambda *_: self._stop.set())
+            t0 = idle_since = time.monotonic()
+            while not self._stop.is_set():
+                self.tick()
+                now = time.monotonic()
+                if self.jobs:
+                    idle_since = now
+                if idle_exit_s is not None and not self.jobs and now - idle_since >= idle_exit_s \
+                        and not self.store.queue_order():
+                    self.log("idle; exiting")
+                    break
+                if max_seconds is not None and now - t0 >= max_seconds:
+                    break
+                self._stop.wait(self.poll_s)
+            self.shutdown()
+            return 0
+        finally:
+            if self.executor is not None:
+                self.executor.close()
+            lock.release()
+
+    def tick(self) -> None:
+        self.executor.pump(self.jobs)
+        for job in list(self.jobs.values()):
+            self._check(job)
+        busy = {j.slot.name for j in self.jobs.values()}
+        for slot in self.slots:
+            if slot.name in busy or self._stop.is_set():
+                continue
+            run = self.store.claim(self.worker_id, slot.name)
+            if run is None:
+                break
+            try:
+                handle = self.executor.start(run, slot)
+            except Exception as exc:  # noqa: BLE001 - could not even start: fail that run, go on
+                self.store.finish(run["id"], run["token"], "failed", error=f"could not start the run: {exc}")
+                self.log(f"run {run['id']} failed to start: {exc}")
+                continue
+            self.jobs[run["id"]] = Job(run["id"], run["token"], slot, handle)
+            self.log(f"run {run['id']} started on {slot.name} (attempt {run['attempts']})")
+
+    def _check(self, job: Job) -> None:
+        out = self.executor.poll(job)
+        if out is not None:
+            self._finish(job, out)
+            return
+        try:
+            row = self.store.get(job.run_id)
+        except ValueError:  # deleted under us (cannot happen for running runs, but be safe)
+            self.executor.kill(job)
+            self.jobs.pop(job.run_id, None)
+            return
+        if row["status"] != "running" or row["token"] != job.token:
+            return  # the child wrote its verdict; we will see it exit on a later tick
+        now = time.time()
+        if self.backend == "ray":
+            self.store.heartbeat(job.run_id, job.token)
+        if row["cancel_requested"]:
+            if job.cancel_seen is None:
+                job.cancel_seen = now
+                self.executor.request_cancel(job)
+            elif now - job.cancel_seen >= self.cancel_grace_s:
+                self.executor.kill(job)
+                self.store.finish(job.run_id, job.token, "cancelled",
+                                  error=f"cancelled by user (worker killed after {self.cancel_grace_s:g} s)")
+                self.jobs.pop(job.run_id, None)
+                self.log(f"run {job.run_id} cancelled (killed)")
+            return
+        last = max(float(row.get("progress_at") or 0), float(row.get("started_at") or 0))
+        if now - last > self.stall_timeout_s:
+            self.executor.kill(job)
+            self.store.finish(job.run_id, job.token, "failed",
+                              error=f"watchdog: no progress for {now - last:.0f} s "
+                                    f"(limit {self.stall_timeout_s:g} s); worker killed")
+            self.jobs.pop(job.run_id, None)
+            self.log(f"run {job.run_id} failed: no progress (watchdog)")
+
+    def _finish(self, job: Job, out: Outcome) -> None:
+        self.jobs.pop(job.run_id, None)
+        if out.kind == "result":
+            self.store.finish(job.run_id, job.token, "done", result=out.value)
+        elif out.kind == "cancelled":
+            self.store.finish(job.run_id, job.token, "cancelled", error="cancelled by user")
+        elif out.kind == "error":
+            self.store.finish(job.run_id, job.token, "failed", error=str(out.value))
+        else:  # a child process exited: did it leave a verdict?
+            try:
+                row = self.store.get(job.run_id)
+            except ValueError:
+                return
+            if row["status"] == "running" and row["token"] == job.token:
+                if row["cancel_requested"]:
+                    self.store.finish(job.run_id, job.token, "cancelled", error="cancelled by user")
+                else:
+                    rc = out.value
+                    why = f"killed by signal {-rc}" if isinstance(rc, int) and rc < 0 else f"exit code {rc}"
+                    tail = _log_tail(self.store.run_dir(job.run_id) / "worker.log")
+                    self.store.finish(job.run_id, job.token, "failed",
+                                      error=f"worker process died ({why})" + (f": {tail}" if tail else ""))
+        st = self.store.get(job.run_id)["status"] if self._exists(job.run_id) else "deleted"
+        self.log(f"run {job.run_id} finished: {st}")
+
+    def _exists(self, run_id: int) -> bool:
+        try:
+            self.store.get(run_id)
+            return True
+        except ValueError:
+            return False
+
+    def shutdown(self) -> None:
+        """Graceful stop (SIGTERM/SIGINT): stop children and put their runs back in the queue
+        without counting the attempt; they resume from their checkpoints next time."""
+        for job in list(self.jobs.values()):
+            self.executor.kill(job)
+            new = self.store.release(job.run_id, job.token, "supervisor stopped")
+            self.log(f"run {job.run_id} released on shutdown: {new}")
+        self.jobs.clear()

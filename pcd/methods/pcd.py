@@ -1,0 +1,48 @@
+"""PCD: Priority-Constrained Descent (arXiv 2606.29521), batched, as a registry method.
+
+    d~ = argmin_d ||d - g~_1||^2  s.t.  g~_j . d >= tau_j ||g~_j||^2  (j >= 2),   g~_i = s_i g_i,
+    d  = d~ ||g_1|| / ||d~||.
+
+The EMA normalizer's state (``v`` ``[B, K]`` and the step count) is the method's state. The
+returned weights are already in raw-gradient space and rescaled to ``||g_1||``, so
+``weights @ J`` is the deployed update. ``info`` carries ``mu`` ``[B, K-1]``, ``feasible`` ``[B]``,
+``active`` ``[B, K]`` and the normalization ``scales`` ``[B, K]``.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from pcd.direction import pcd_weights
+from pcd.methods.base import Method, MethodOutput, Param, register
+from pcd.normalize import EMANormalizer
+
+
+@register
+class PCDMethod(Method):
+    name = "pcd"
+    display_name = "PCD"
+    description = ("Follows the primary gradient and bends it just enough that every secondary "
+                   "gets a tau share of its own progress (normalized).")
+    paper = "Priority-Constrained Descent, arXiv 2606.29521"
+    params = (
+        Param("tau", 0.02, 0.0, 1.0, help="share of each secondary's normalized progress required per step",
+              per_objective=True),
+        Param("beta", 0.999, 0.0, 0.999999, help="EMA factor of the gradient-norm normalizer"),
+        Param("eps", 1e-8, 0.0, 1.0, log=True, help="added to the EMA before the square root"),
+    )
+    hierarchical = True
+
+    def init_state(self, batch: int, K: int) -> EMANormalizer:
+        return EMANormalizer(self.hparams["beta"], self.hparams["eps"])
+
+    def weights(self, gram: np.ndarray, *, losses: Any = None, jacobian: Any = None,
+                state: EMANormalizer | None = None, rng: Any = None) -> MethodOutput:
+        if state is None:
+            state = self.init_state(gram.shape[0], gram.shape[-1])
+        scales = state.update(np.diagonal(gram, axis1=-2, axis2=-1))
+        out = pcd_weights(gram, scales, self.hparams["tau"])
+        info = {"mu": out.qp.mu, "feasible": np.asarray(out.qp.feasible), "active": out.qp.active_mask,
+                "scales": scales}
+        return MethodOutput(weights=out.weights, state=state, info=info)

@@ -1,0 +1,391 @@
+"""The PCD quadratic programme, solved exactly from the Gram matrix alone.
+
+PCD direction (PCD paper, arXiv 2606.29521, eq. (3); normalized gradients ``g~_i``):
+
+    d~ = argmin_d ||d - g~_1||^2   s.t.   g~_j . d >= tau_j ||g~_j||^2,   j = 2..K.
+
+By the KKT conditions ``d~ = g~_1 + sum_j mu_j g~_j`` with ``mu >= 0``: the primary's coefficient is
+pinned to 1 and everything depends only on the K x K Gram matrix ``G = J J^T``. With
+``S = G[1:, 1:]``, ``c = G[1:, 0]`` and ``b_j = tau_j G_jj`` the multipliers solve the dual
+
+    min_{mu >= 0}  1/2 mu^T S mu + (c - b)^T mu,
+
+a non-negative QP (an LCP ``w = S mu + c - b >= 0, mu >= 0, w^T mu = 0``).
+
+Solvers (all exact up to floating point; none enumerates the 2^(K-1) subsets):
+
+* K = 1: the primary, ``weights = [1]``.
+* K = 2: the closed form ``mu = max(0, (tau ||g~_2||^2 - g~_1.g~_2) / ||g~_2||^2)`` (paper, Prop. 3.2).
+* K = 3: Cramer's rule on the 2x2 active system, over the four candidate active sets, vectorized.
+* any K: block principal pivoting (Judice & Pires, 1994) on the dual LCP -- a handful of Cholesky
+  solves -- verified by the KKT conditions, with an exact Goldfarb-Idnani dual active-set method
+  (Goldfarb & Idnani, 1983) in Gram coordinates as the fallback for rank-deficient or degenerate
+  cases. Goldfarb-Idnani keeps the active constraint normals linearly independent and detects
+  infeasibility (Farkas: ``sum_j mu_j g_j = 0`` with ``sum_j mu_j b_j > 0``).
+
+Zero secondaries (``G_jj = 0``) are ignored. Mutually incompatible constraints (possible only
+for K >= 3, e.g. anti-parallel secondaries with tau > 0) give ``feasible = False`` and the
+primary's weights ``[1, 0, ..., 0]`` for that step.
+
+The same machinery projects any target ``sum_i u_i g_i`` onto a polyhedron of half-spaces in the
+span of the gradients (:func:`project`), which is what UPGrad / DualProj need, and solves a
+general non-negative QP (:func:`solve_nnqp`).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import scipy.linalg
+
+__all__ = ["QPResult", "solve_qp", "project", "solve_nnqp", "check_tau"]
+
+# Relative tolerances (scaled by the largest diagonal entry of the Gram matrix).
+_ZERO_REL = 1e-24  # G_jj <= _ZERO_REL * scale  =>  gradient j is treated as exactly zero
+_FEAS_REL = 1e-10  # slack >= -_FEAS_REL * scale counts as satisfied
+_DEP_REL = 1e-12  # ||z||^2 <= _DEP_REL * ||g_p||^2  =>  g_p depends linearly on the active normals
+
+
+@dataclass(frozen=True)
+class QPResult:
+    """Solution of the PCD QP for one Gram matrix or a batch.
+
+    weights   ``[..., K]``; ``weights[..., 0] == 1``; the direction is ``d~ = weights @ J~``.
+    mu        ``[..., K-1]`` multipliers of the secondaries (``weights[..., 1:]``).
+    active_mask ``[..., K]`` bool; True where a secondary's constraint binds (``mu_j > 0``).
+    feasible  bool or ``[...]`` bool; False when the constraints are mutually incompatible
+              (then ``weights`` is the primary, ``[1, 0, ..., 0]``).
+    """
+
+    weights: np.ndarray
+    mu: np.ndarray
+    active_mask: np.ndarray
+    feasible: Any
+
+    @property
+    def active(self) -> Any:
+        """Indices (>= 1) of the binding secondaries: a tuple, or an object array of tuples."""
+        if self.active_mask.ndim == 1:
+            return tuple(int(i) for i in np.flatnonzero(self.active_mask))
+        out = np.empty(self.active_mask.shape[:-1], dtype=object)
+        for idx in np.ndindex(out.shape):
+            out[idx] = tuple(int(i) for i in np.flatnonzero(self.active_mask[idx]))
+        return out
+
+
+def check_tau(tau: Any, K: int) -> np.ndarray:
+    """Validate tau: a scalar or one value per secondary, each in [0, 1]. Returns ``[K-1]``."""
+    try:
+        arr = np.asarray(tau, dtype=np.float64)
+    except (TypeError, ValueError):
+        raise ValueError(f"tau must be a number or a list of numbers in [0, 1], got {tau!r}") from None
+    if arr.ndim == 0:
+        arr = np.full(max(K - 1, 0), float(arr))
+    elif arr.ndim != 1 or arr.shape[0] != K - 1:
+        raise ValueError(f"tau must be a scalar or have one value per secondary ({K - 1}), got shape {arr.shape}")
+    if not np.isfinite(arr).all() or (arr < 0).any() or (arr > 1).any():
+        raise ValueError(f"tau must lie in [0, 1] (one value per secondary allowed), got {np.asarray(tau).tolist()}")
+    return arr
+
+
+def _check_gram(gram: Any) -> np.ndarray:
+    try:
+        g = np.asarray(gram, dtype=np.float64)
+    except (TypeError, ValueError):
+        raise ValueError("Gram matrix must be a numeric array of shape [..., K, K]") from None
+    if g.ndim < 2 or g.shape[-1] != g.shape[-2] or g.shape[-1] < 1:
+        raise ValueError(f"Gram matrix must have shape [..., K, K] with K >= 1, got {g.shape}")
+    if not np.isfinite(g).all():
+        raise ValueError("Gram matrix contains NaN or inf (a gradient diverged); no direction can be computed")
+    diag = np.diagonal(g, axis1=-2, axis2=-1)
+    scale = np.maximum(diag.max(axis=-1, initial=0.0), np.finfo(float).tiny)
+    if (diag < -1e-12 * scale[..., None]).any():
+        raise ValueError("Gram matrix has a negative diagonal entry; it must be G = J J^T (positive semi-definite)")
+    asym = np.abs(g - np.swapaxes(g, -1, -2)).max(axis=(-1, -2)) if g.size else np.zeros(g.shape[:-2])
+    if (asym > 1e-8 * scale).any():
+        raise ValueError("Gram matrix must be symmetric (G = J J^T)")
+    return g
+
+
+# ---------------------------------------------------------------------------------------------
+# closed forms (vectorized over the batch)
+# ---------------------------------------------------------------------------------------------
+
+def _solve_k2(g: np.ndarray, tau: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """K = 2: ``mu = max(0, (tau ||g2||^2 - g1.g2) / ||g2||^2)`` (zero when g2 = 0)."""
+    g22 = g[..., 1, 1]
+    scale = np.maximum(g[..., 0, 0], g22)
+    nz = g22 > _ZERO_REL * scale
+    with np.errstate(divide="ignore", invalid="ignore"):
+        mu = np.where(nz, (tau[0] * g22 - g[..., 0, 1]) / np.where(nz, g22, 1.0), 0.0)
+    mu = np.maximum(mu, 0.0)
+    return mu[..., None], np.ones(g.shape[:-2], dtype=bool)
+
+
+def _solve_k3(g: np.ndarray, tau: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """K = 3: the KKT point among the active sets {}, {2}, {3}, {2,3} (Cramer on the 2x2 system)."""
+    a, e, c = g[..., 1, 1], g[..., 2, 2], g[..., 1, 2]
+    scale = np.maximum(np.maximum(g[..., 0, 0], a), e)
+    scale = np.maximum(scale, np.finfo(float).tiny)
+    # Per-constraint tolerance, relative to ||g_j|| ||g_max||: a tiny secondary gets a tiny tolerance.
+    tol1, tol2 = _FEAS_REL * np.sqrt(a * scale), _FEAS_REL * np.sqrt(e * scale)
+    # Dual linear terms q_j = g1.gj - tau_j ||gj||^2 (the slack of constraint j at mu = 0).
+    q1 = g[..., 0, 1] - tau[0] * a
+    q2 = g[..., 0, 2] - tau[1] * e
+    nz1, nz2 = a > _ZERO_REL * scale, e > _ZERO_REL * scale
+    with np.errstate(divide="ignore", invalid="ignore"):
+        m1 = np.where(nz1, -q1 / np.where(nz1, a, 1.0), 0.0)  # {2}: only constraint 2 active
+        m2 = np.where(nz2, -q2 / np.where(nz2, e, 1.0), 0.0)  # {3}
+        det = a * e - c * c
+        ok_det = nz1 & nz2 & (det > 1e-12 * np.maximum(a * e, np.finfo(float).tiny))
+        safe = np.where(ok_det, det, 1.0)
+        p1 = np.where(ok_det, (c * q2 - e * q1) / safe, np.nan)  # Cramer's rule
+        p2 = np.where(ok_det, (c * q1 - a * q2) / safe, np.nan)
+    # Each candidate is valid when its multipliers are >= 0 and the other constraint holds.
+    v0 = (q1 >= -tol1) & (q2 >= -tol2)
+    v1 = (m1 >= 0) & (q2 + c * m1 >= -tol2)
+    v2 = (m2 >= 0) & (q1 + c * m2 >= -tol1)
+    v3 = ok_det & (p1 >= 0) & (p2 >= 0)
+    # The earliest valid candidate wins; any valid KKT point gives the (unique) optimal direction.
+    zero = np.zeros_like(q1)
+    mu1 = np.select([v0, v1, v2, v3], [zero, m1, zero, np.maximum(p1, 0.0)], default=0.0)
+    mu2 = np.select([v0, v1, v2, v3], [zero, zero, m2, np.maximum(p2, 0.0)], default=0.0)
+    feasible = v0 | v1 | v2 | v3
+    mu = np.stack([mu1, mu2], axis=-1)
+    return mu, feasible
+
+
+# ---------------------------------------------------------------------------------------------
+# general K: block principal pivoting with a Goldfarb-Idnani fallback
+# ---------------------------------------------------------------------------------------------
+
+def _tol(G: np.ndarray, C: np.ndarray, scale: float) -> np.ndarray:
+    """Slack tolerance per constraint, relative to ||g_j|| * sqrt(scale)."""
+    return _FEAS_REL * np.sqrt(np.maximum(G[C, C], 0.0) * scale)
+
+
+def _kkt_ok(G: np.ndarray, u: np.ndarray, C: np.ndarray, b: np.ndarray, mu: np.ndarray, scale: float) -> bool:
+    w = u.copy()
+    w[C] += mu
+    slack = G[C] @ w - b
+    tol = 10 * _tol(G, C, scale)
+    if (mu < 0).any() or (slack < -tol).any():
+        return False
+    # complementary slackness: mu_j * slack_j ~ 0
+    return bool((np.abs(mu * slack) <= tol * np.maximum(1.0, np.abs(mu))).all())
+
+
+def _bpp(S: np.ndarray, q: np.ndarray, tol: np.ndarray, maxiter: int = 50) -> np.ndarray | None:
+    """Block principal pivoting for ``w = S mu + q >= 0, mu >= 0, w.mu = 0`` (S positive definite)."""
+    m = q.shape[0]
+    free = q < -tol  # warm start: the constraints violated at mu = 0
+    best, backup = m + 1, 3
+    for _ in range(maxiter):
+        mu = np.zeros(m)
+        if free.any():
+            Sf = S[np.ix_(free, free)]
+            try:
+                cf = scipy.linalg.cho_factor(Sf, check_finite=False)
+            except np.linalg.LinAlgError:
+                return None
+            d = np.diag(cf[0])
+            if d.min() <= 1e-7 * np.sqrt(max(np.diag(Sf).max(), np.finfo(float).tiny)):
+                return None  # (nearly) singular principal submatrix: leave it to Goldfarb-Idnani
+            mu[free] = scipy.linalg.cho_solve(cf, -q[free], check_finite=False)
+        w = S @ mu + q
+        bad = (free & (mu < 0)) | (~free & (w < -tol))
+        nbad = int(bad.sum())
+        if nbad == 0:
+            return np.maximum(mu, 0.0)
+        if nbad < best:
+            best, backup = nbad, 3
+            free ^= bad
+        elif backup > 0:
+            backup -= 1
+            free ^= bad
+        else:  # Murty's single principal pivot on the largest infeasible index: finite termination
+            j = int(np.flatnonzero(bad)[-1])
+            free[j] = ~free[j]
+    return None
+
+
+def _goldfarb_idnani(G: np.ndarray, u: np.ndarray, C: np.ndarray, b: np.ndarray, scale: float) -> tuple[np.ndarray, bool]:
+    """Dual active-set method for ``min ||d - sum_i u_i g_i||^2 s.t. g_j.d >= b_j (j in C)``.
+
+    Works on inner products only. Keeps the active normals linearly independent (their Gram
+    submatrix positive definite, inverse updated by rank-one formulas) and returns the
+    multipliers of the constraints ``mu`` (aligned with ``C``) and ``feasible``.
+    """
+    m = C.shape[0]
+    mu = np.zeros(m)
+    active: list[int] = []  # positions into C
+    Minv = np.zeros((0, 0))
+    norms2 = np.maximum(G[C, C], np.finfo(float).tiny)
+    tol = _tol(G, C, scale)
+    base = G[C] @ u - b  # slack at mu = 0
+    S = G[np.ix_(C, C)]
+    for _ in range(10 * m + 10):
+        slack = base + S @ mu
+        cand = slack / np.sqrt(norms2)
+        if active:
+            cand[active] = np.inf
+        p = int(np.argmin(cand))
+        if slack[p] >= -tol[p]:
+            return mu, True
+        while True:  # add constraint p, possibly dropping others on the way
+            Sp = S[active, p] if active else np.zeros(0)
+            r = Minv @ Sp if active else np.zeros(0)
+            zz = S[p, p] - Sp @ r if active else S[p, p]
+            sp = base[p] + S[p] @ mu
+            t1 = -sp / zz if zz > _DEP_REL * S[p, p] else np.inf
+            t2, k = np.inf, -1
+            if active:
+                pos = r > 1e-14 * np.abs(r).max(initial=0.0)
+                if pos.any():
+                    ratios = np.where(pos, mu[active] / np.where(pos, r, 1.0), np.inf)
+                    k = int(np.argmin(ratios))
+                    t2 = float(ratios[k])
+            if not np.isfinite(t1) and not np.isfinite(t2):
+                return mu, False  # g_p is a non-negative combination of active normals: infeasible
+            t = min(t1, t2)
+            if active:
+                mu[active] -= t * r
+            mu[p] += t
+            if t2 < t1:  # partial step: drop the blocking constraint and try again
+                i = k
+                mu[active[i]] = 0.0
+                keep = [j for j in range(len(active)) if j != i]
+                piv = Minv[i, i]
+                Minv = Minv[np.ix_(keep, keep)] - np.outer(Minv[keep, i], Minv[i, keep]) / piv
+                active.pop(i)
+                continue
+            # full step: add p
+            a = len(active)
+            new = np.empty((a + 1, a + 1))
+            new[:a, :a] = Minv + np.outer(r, r) / zz
+            new[:a, a] = -r / zz
+            new[a, :a] = -r / zz
+            new[a, a] = 1.0 / zz
+            Minv = new
+            active.append(p)
+            break
+    return mu, True  # iteration cap (not reached in practice); caller verifies KKT
+
+
+def _solve_one(G: np.ndarray, u: np.ndarray, C: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, bool]:
+    """Multipliers ``mu`` (aligned with C) of one projection problem; feasible flag."""
+    scale = max(float(np.diagonal(G).max(initial=0.0)), np.finfo(float).tiny)
+    if C.size == 0:
+        return np.zeros(0), True
+    S = G[np.ix_(C, C)]
+    q = G[C] @ u - b
+    mu = _bpp(S, q, _tol(G, C, scale))
+    if mu is not None and _kkt_ok(G, u, C, b, mu, scale):
+        return mu, True
+    mu, feasible = _goldfarb_idnani(G, u, C, b, scale)
+    if feasible:
+        # Polish on the final active set (one exact solve) when it is well posed.
+        act = mu > 0
+        if act.any():
+            Sa = S[np.ix_(act, act)]
+            try:
+                sol = np.linalg.solve(Sa, -q[act])
+                if (sol >= 0).all():
+                    cand = np.zeros_like(mu)
+                    cand[act] = sol
+                    if _kkt_ok(G, u, C, b, cand, scale):
+                        mu = cand
+            except np.linalg.LinAlgError:
+                pass
+    return mu, feasible
+
+
+def solve_qp(gram: Any, tau: Any = 0.02) -> QPResult:
+    """Solve PCD's QP ``min ||d - g~_1||^2 s.t. g~_j.d >= tau_j ||g~_j||^2`` from the Gram matrix.
+
+    Args:
+      gram: ``[K, K]`` or batched ``[..., K, K]`` Gram matrix of the (normalized) gradients,
+        primary first. Must be finite, symmetric, with a non-negative diagonal.
+      tau: scalar or one value per secondary (``K - 1`` values), each in ``[0, 1]``.
+
+    Returns:
+      :class:`QPResult` with ``weights[..., 0] == 1`` (direction ``d~ = weights @ J~``).
+
+    Raises:
+      ValueError: bad shape, NaN/inf, not symmetric, or tau outside [0, 1].
+    """
+    g = _check_gram(gram)
+    K = g.shape[-1]
+    t = check_tau(tau, K)
+    batch = g.shape[:-2]
+    if K == 1:
+        mu = np.zeros(batch + (0,))
+        feasible = np.ones(batch, dtype=bool)
+    elif K == 2:
+        mu, feasible = _solve_k2(g, t)
+    elif K == 3:
+        mu, feasible = _solve_k3(g, t)
+    else:
+        flat = g.reshape((-1, K, K))
+        mu = np.zeros((flat.shape[0], K - 1))
+        feasible = np.ones(flat.shape[0], dtype=bool)
+        u = np.zeros(K)
+        u[0] = 1.0
+        for i, Gi in enumerate(flat):
+            scale = max(float(np.diagonal(Gi).max()), np.finfo(float).tiny)
+            C = np.flatnonzero(np.diagonal(Gi)[1:] > _ZERO_REL * scale) + 1  # zero secondaries ignored
+            b = t[C - 1] * np.diagonal(Gi)[C]
+            m, ok = _solve_one(Gi, u, C, b)
+            feasible[i] = ok
+            if ok:
+                mu[i, C - 1] = m
+        mu = mu.reshape(batch + (K - 1,))
+        feasible = feasible.reshape(batch)
+    weights = np.concatenate([np.ones(batch + (1,)), mu], axis=-1)
+    active = np.concatenate([np.zeros(batch + (1,), dtype=bool), mu > 0], axis=-1)
+    feas = bool(feasible) if not batch else feasible
+    return QPResult(weights=weights, mu=mu, active_mask=active, feasible=feas)
+
+
+def project(gram: Any, target: Any, lower: Any = None, constraints: Any = None) -> tuple[np.ndarray, bool]:
+    """Weights of the projection of ``sum_i target_i g_i`` onto ``{d : g_j.d >= lower_j, j in constraints}``.
+
+    Returns ``(weights [K], feasible)`` with ``d = weights @ J``. ``lower`` defaults to 0 (the dual
+    cone of the gradients, as in UPGrad/DualProj, arXiv 2406.16232 eq. 5) and ``constraints`` to
+    every row. Zero rows are ignored. Single problem (``[K, K]``).
+    """
+    G = _check_gram(gram)
+    if G.ndim != 2:
+        raise ValueError("project takes a single [K, K] Gram matrix")
+    K = G.shape[0]
+    u = np.asarray(target, dtype=np.float64).reshape(-1)
+    if u.shape[0] != K or not np.isfinite(u).all():
+        raise ValueError(f"target must be {K} finite weights")
+    C = np.arange(K) if constraints is None else np.asarray(constraints, dtype=int).reshape(-1)
+    b = np.zeros(C.shape[0]) if lower is None else np.broadcast_to(np.asarray(lower, float), C.shape).copy()
+    scale = max(float(np.diagonal(G).max()), np.finfo(float).tiny)
+    keep = np.diagonal(G)[C] > _ZERO_REL * scale
+    C, b = C[keep], b[keep]
+    mu, ok = _solve_one(G, u, C, b)
+    w = u.copy()
+    if ok:
+        np.add.at(w, C, mu)
+    return w, ok
+
+
+def solve_nnqp(S: Any, q: Any) -> np.ndarray:
+    """Exact solution of ``min_{mu >= 0} 1/2 mu^T S mu + q^T mu`` for a PSD ``S`` (bounded problem).
+
+    Written as the projection of 0 onto ``{d : a_j.d >= -q_j}`` where ``S = A^T A``; raises
+    ``ValueError`` when the problem is unbounded below.
+    """
+    S = _check_gram(S)
+    q = np.asarray(q, dtype=np.float64).reshape(-1)
+    if S.ndim != 2 or q.shape[0] != S.shape[0] or not np.isfinite(q).all():
+        raise ValueError("solve_nnqp takes S [n, n] and q [n], finite")
+    n = S.shape[0]
+    mu, ok = _solve_one(S, np.zeros(n), np.arange(n), -q)
+    if not ok:
+        raise ValueError("the non-negative QP is unbounded below (no minimizer)")
+    return mu

@@ -1,0 +1,117 @@
+"""Shared Streamlit helpers: the one page set-up every page calls, URL-shareable settings,
+friendly errors and downloads. Only presentation lives here -- no math.
+"""
+from __future__ import annotations
+
+import io
+import json
+from typing import Any, Callable, Sequence
+
+import streamlit as st
+
+APP_TITLE = "PCD Studio"
+
+_CSS = """
+<style>
+  .block-container {padding-top: 2.2rem; max-width: 1250px;}
+  .pcd-claim {background:#f6f8fa;border-left:4px solid #d62728;padding:.5rem .8rem;border-radius:4px;
+              font-size:0.93rem;margin:.3rem 0 .8rem 0;}
+  .pcd-note {color:#57606a;font-size:0.9rem;}
+</style>
+"""
+
+
+def setup_page(title: str, icon: str = ":material/insights:", intro: str | None = None) -> None:
+    """Common page set-up: page config, styling, title and an optional plain-words intro."""
+    try:
+        st.set_page_config(page_title=f"{title} · {APP_TITLE}", page_icon=icon, layout="wide")
+    except Exception:  # set_page_config may only be called once per run (e.g. under AppTest)
+        pass
+    st.markdown(_CSS, unsafe_allow_html=True)
+    st.title(title)
+    if intro:
+        st.markdown(intro)
+
+
+def claim(paper: str, here: str | None = None, note: str | None = None) -> None:
+    """Show a published figure next to the live one: ``paper: ..., here: ...``."""
+    text = f"<b>paper:</b> {paper}"
+    if here is not None:
+        text += f" &nbsp;·&nbsp; <b>here:</b> {here}"
+    if note:
+        text += f"<br><span class='pcd-note'>{note}</span>"
+    st.markdown(f"<div class='pcd-claim'>{text}</div>", unsafe_allow_html=True)
+
+
+def show_error(exc: BaseException | str) -> None:
+    """A friendly error box (the message says what is wrong and what is allowed)."""
+    msg = str(exc) if str(exc) else exc.__class__.__name__
+    st.error(msg, icon=":material/error:")
+
+
+# ---- settings in the URL ---------------------------------------------------------------------
+
+def _coerce(raw: str, default: Any) -> Any:
+    if isinstance(default, bool):
+        return raw.lower() in ("1", "true", "yes", "on")
+    if isinstance(default, int):
+        return int(float(raw))
+    if isinstance(default, float):
+        return float(raw)
+    if isinstance(default, (list, tuple)):
+        return [s for s in raw.split(",") if s]
+    return raw
+
+
+def url_default(key: str, default: Any, allowed: Sequence[Any] | None = None) -> Any:
+    """The value of query parameter ``key`` coerced to ``default``'s type, else ``default``.
+
+    Malformed values (or values outside ``allowed``) fall back to ``default`` rather than crash:
+    a shared link must always open.
+    """
+    raw = st.query_params.get(key)
+    if raw is None:
+        return default
+    try:
+        value = _coerce(raw, default)
+    except (TypeError, ValueError):
+        return default
+    if allowed is not None:
+        if isinstance(value, list):
+            value = [v for v in value if v in allowed]
+            return value or default
+        if value not in allowed:
+            return default
+    return value
+
+
+def url_sync(**values: Any) -> None:
+    """Write the current settings into the URL so the view can be shared and reopened."""
+    for key, value in values.items():
+        if isinstance(value, (list, tuple)):
+            text = ",".join(str(v) for v in value)
+        elif isinstance(value, bool):
+            text = "1" if value else "0"
+        else:
+            text = str(value)
+        if st.query_params.get(key) != text:
+            st.query_params[key] = text
+
+
+# ---- downloads --------------------------------------------------------------------------------
+
+def download_csv(df: Any, filename: str, label: str = "Download CSV", key: str | None = None) -> None:
+    st.download_button(label, df.to_csv(index=False).encode("utf-8"), file_name=filename,
+                       mime="text/csv", key=key or f"csv-{filename}")
+
+
+def download_figure(fig: Any, filename: str, label: str = "Download figure (HTML)", key: str | None = None) -> None:
+    """The figure as a standalone HTML file (Plotly bundled, works offline)."""
+    html = fig.to_html(include_plotlyjs=True, full_html=True)
+    st.download_button(label, html.encode("utf-8"), file_name=filename, mime="text/html",
+                       key=key or f"html-{filename}")
+
+
+def download_json(data: Any, filename: str, label: str = "Download JSON", key: str | None = None) -> None:
+    st.download_button(label, json.dumps(data, indent=2, default=float).encode("utf-8"),
+                       file_name=filename, mime="application/json", key=key or f"json-{filename}")

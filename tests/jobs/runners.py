@@ -1,0 +1,66 @@
+"""Small stand-in runners for the supervisor's failure-handling tests (same signature as
+``pcd.train.run.train``): they sleep, report progress, checkpoint, crash, hang or raise."""
+from __future__ import annotations
+
+import json
+import os
+import time
+from pathlib import Path
+
+from pcd.jobs.child import Cancelled
+
+
+def quick(config, *, out_dir, on_progress=None, should_stop=None):
+    """``epochs`` epochs of ``sleep`` seconds each; resumes from ``checkpoint.json``; honours cancel."""
+    epochs = int(config.get("epochs", 3))
+    sleep = float(config.get("sleep", 0.05))
+    out = Path(out_dir)
+    ck = out / "checkpoint.json"
+    start = json.loads(ck.read_text())["epoch"] if ck.exists() else 0
+    with open(out / "attempts.txt", "a") as fh:
+        fh.write(f"{os.getpid()} {start}\n")
+    for epoch in range(start, epochs):
+        t_end = time.monotonic() + sleep
+        while time.monotonic() < t_end:
+            if should_stop is not None and should_stop():
+                raise Cancelled(f"cancelled at epoch {epoch}")
+            time.sleep(min(0.02, sleep))
+        ck.write_text(json.dumps({"epoch": epoch + 1}))
+        row = {"epoch": epoch + 1, "test_acc": 0.5 + 0.1 * epoch, "train_loss": 1.0 / (epoch + 1)}
+        if on_progress is not None:
+            on_progress({"epoch": epoch + 1, "epochs": epochs, "step": epoch + 1, "steps_total": epochs,
+                         "progress": (epoch + 1) / epochs, "metrics": row})
+    return {"config": config, "test_acc": 0.5 + 0.1 * (epochs - 1), "resumed_from": start,
+            "pid": os.getpid(), "cuda_visible_devices": os.environ.get("CUDA_VISIBLE_DEVICES"),
+            "torch_threads_env": os.environ.get("PCD_TORCH_THREADS")}
+
+
+def crash(config, *, out_dir, on_progress=None, should_stop=None):
+    if on_progress:
+        on_progress({"epoch": 0, "epochs": 1, "step": 1, "steps_total": 2, "progress": 0.5, "metrics": None})
+    raise RuntimeError("boom: simulated crash in epoch 1")
+
+
+def oom(config, *, out_dir, on_progress=None, should_stop=None):
+    import torch
+    raise torch.cuda.OutOfMemoryError("CUDA out of memory. Tried to allocate 2.00 GiB")
+
+
+def die(config, *, out_dir, on_progress=None, should_stop=None):
+    """The process vanishes without a verdict (like a segfault or the kernel's OOM killer)."""
+    print("about to die hard", flush=True)
+    os._exit(13)
+
+
+def hang(config, *, out_dir, on_progress=None, should_stop=None):
+    """Reports once, then hangs and ignores cancel (a stuck CUDA call)."""
+    if on_progress:
+        on_progress({"epoch": 0, "epochs": 1, "step": 1, "steps_total": 100, "progress": 0.01, "metrics": None})
+    Path(out_dir, "hung.pid").write_text(str(os.getpid()))
+    time.sleep(3600)
+    return {}
+
+
+def torch_threads(config, *, out_dir, on_progress=None, should_stop=None):
+    import torch
+    return {"threads": torch.get_num_threads(), "cuda_visible_devices": os.environ.get("CUDA_VISIBLE_DEVICES")}

@@ -1,0 +1,277 @@
+"""PCD's QP against independent oracles, KKT conditions and the closed forms.
+
+Oracle: SciPy's SLSQP on the *primal* in explicit coordinates (d in R^n, J given), which shares no
+code with ``pcd.qp`` (that one works on Gram matrices only, via closed forms, block principal
+pivoting and Goldfarb-Idnani). Tolerances: directions agree to 1e-6 relative (SLSQP's own
+accuracy); the KKT checks on our solution use 1e-9.
+"""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from scipy.optimize import linprog, minimize, nnls
+
+from pcd import project, solve_nnqp, solve_qp
+from pcd.qp import _solve_k3, check_tau
+
+
+def oracle_direction(J: np.ndarray, tau) -> np.ndarray | None:
+    """argmin ||d - g1||^2 s.t. g_j.d >= tau_j ||g_j||^2, computed without pcd.qp.
+
+    Full-row-rank secondaries A: the dual is an NNLS problem (Lawson-Hanson, ``scipy.optimize.nnls``):
+    with ``A c = b``, ``min_{mu>=0} 1/2||A^T mu + g1||^2 - b.mu = min ||A^T mu - (c - g1)||^2 / 2``.
+    Otherwise SLSQP on the primal.
+    """
+    g1, A = J[0], J[1:]
+    tau = np.broadcast_to(np.asarray(tau, float), (A.shape[0],))
+    b = tau * (A * A).sum(1)
+    if np.linalg.matrix_rank(A) == A.shape[0]:
+        c = np.linalg.lstsq(A, b, rcond=None)[0]
+        mu, _ = nnls(A.T, c - g1, maxiter=50 * A.shape[0])
+        return g1 + A.T @ mu
+    res = minimize(lambda d: 0.5 * ((d - g1) ** 2).sum(), g1.copy(), jac=lambda d: d - g1,
+                   constraints=[{"type": "ineq", "fun": lambda d: A @ d - b, "jac": lambda d: A}],
+                   method="SLSQP", options={"ftol": 1e-13, "maxiter": 5000})
+    if (A @ res.x - b).min() < -1e-7 * max(1.0, np.abs(b).max()):
+        return None
+    return res.x
+
+
+def farkas_certificate(J: np.ndarray, tau) -> bool:
+    """True when some mu >= 0 has sum_j mu_j g_j = 0 and sum_j mu_j b_j = 1 (constraints incompatible)."""
+    A = J[1:]
+    b = np.broadcast_to(np.asarray(tau, float), (A.shape[0],)) * (A * A).sum(1)
+    res = linprog(np.zeros(A.shape[0]), A_eq=np.vstack([A.T, b]), b_eq=np.r_[np.zeros(A.shape[1]), 1.0],
+                  bounds=[(0, None)] * A.shape[0], method="highs")
+    return res.status == 0
+
+
+def kkt_violation(G: np.ndarray, w: np.ndarray, tau) -> float:
+    """Largest violation of mu >= 0, primal feasibility and complementary slackness."""
+    K = G.shape[0]
+    t = check_tau(tau, K)
+    slack = G[1:] @ w - t * np.diag(G)[1:]
+    mu = w[1:]
+    return float(max(0.0, -mu.min(initial=0.0), -slack.min(initial=0.0), np.abs(mu * slack).max(initial=0.0)))
+
+
+def random_J(rng, K, n, kind):
+    if kind == "random":
+        return rng.standard_normal((K, n))
+    if kind == "scaled":
+        return rng.standard_normal((K, n)) * 10.0 ** rng.uniform(-3, 3, size=(K, 1))
+    if kind == "rank_deficient":
+        r = max(1, K // 2)
+        return rng.standard_normal((K, r)) @ rng.standard_normal((r, n))
+    if kind == "conflicting":  # secondaries pointing mostly against the primary
+        g1 = rng.standard_normal(n)
+        return np.vstack([g1, -g1 + 0.5 * rng.standard_normal((K - 1, n))])
+    if kind == "duplicates":
+        J = rng.standard_normal((K, n))
+        J[-1] = 2.0 * J[1]
+        return J
+    raise ValueError(kind)
+
+
+KINDS = ["random", "scaled", "rank_deficient", "conflicting", "duplicates"]
+
+
+@pytest.mark.parametrize("K", [2, 3, 4, 5, 8])
+@pytest.mark.parametrize("kind", KINDS)
+def test_matches_primal_oracle(K, kind):
+    rng = np.random.default_rng(100 * K + KINDS.index(kind))
+    for _ in range(6):
+        n = K + 3
+        J = random_J(rng, K, n, kind)
+        tau = rng.uniform(0, 1, size=K - 1)
+        G = J @ J.T
+        res = solve_qp(G, tau)
+        if not res.feasible:  # only possible when the secondaries are linearly dependent
+            assert np.linalg.matrix_rank(J[1:]) < K - 1
+            assert farkas_certificate(J, tau)
+            assert np.array_equal(res.weights, np.eye(K)[0])
+            continue
+        d = res.weights @ J
+        ref = oracle_direction(J, tau)
+        assert ref is not None
+        scale = max(np.linalg.norm(ref), np.linalg.norm(J[0]))
+        assert np.linalg.norm(d - ref) <= 1e-6 * scale
+        assert res.weights[0] == 1.0
+        assert kkt_violation(G, res.weights, tau) <= 1e-9 * np.diag(G).max()
+
+
+@pytest.mark.parametrize("K", [64, 256])
+def test_large_K_against_oracle(K):
+    rng = np.random.default_rng(K)
+    n = K + 20
+    J = rng.standard_normal((K, n))
+    J[1:] -= 0.3 * J[0]  # make many constraints bind
+    tau = 0.2
+    G = J @ J.T
+    res = solve_qp(G, tau)
+    assert res.feasible
+    assert len(res.active) > K // 4
+    assert kkt_violation(G, res.weights, tau) <= 1e-8 * np.diag(G).max()
+    if K == 64:  # SLSQP at K = 256 takes too long for the suite; the KKT check above is exact
+        ref = oracle_direction(J, tau)
+        d = res.weights @ J
+        assert np.linalg.norm(d - ref) <= 1e-6 * np.linalg.norm(ref)
+
+
+def test_large_K_rank_deficient_uses_exact_fallback():
+    rng = np.random.default_rng(7)
+    K, r = 40, 6  # many secondaries in a 6-dimensional span: principal submatrices are singular
+    J = rng.standard_normal((K, r)) @ rng.standard_normal((r, 30))
+    tau = 0.0  # tau = 0 keeps the cone non-empty (d = 0 is feasible)
+    G = J @ J.T
+    res = solve_qp(G, tau)
+    assert res.feasible
+    ref = oracle_direction(J, tau)
+    assert np.linalg.norm(res.weights @ J - ref) <= 1e-6 * max(1.0, np.linalg.norm(ref))
+
+
+def test_k2_closed_form():
+    rng = np.random.default_rng(1)
+    for _ in range(50):
+        J = rng.standard_normal((2, 4))
+        tau = rng.uniform()
+        G = J @ J.T
+        expected = max(0.0, (tau * G[1, 1] - G[0, 1]) / G[1, 1])
+        assert solve_qp(G, tau).mu[0] == pytest.approx(expected, rel=1e-12, abs=1e-15)
+
+
+def test_k3_cramer_matches_general_solver():
+    from pcd.qp import _solve_one
+    rng = np.random.default_rng(2)
+    for kind in KINDS:
+        for _ in range(20):
+            J = random_J(rng, 3, 5, kind)
+            G = J @ J.T
+            tau = rng.uniform(0, 1, size=2)
+            mu3, feas = _solve_k3(G[None], tau)
+            u = np.array([1.0, 0, 0])
+            C = np.array([1, 2])
+            mu_g, ok = _solve_one(G, u, C, tau * np.diag(G)[1:])
+            assert bool(feas[0]) == ok  # both detect incompatible (collinear, opposed) secondaries
+            if not ok:
+                continue
+            d3 = np.concatenate([[1.0], mu3[0]]) @ J
+            dg = np.concatenate([[1.0], mu_g]) @ J
+            assert np.allclose(d3, dg, rtol=1e-8, atol=1e-10 * np.linalg.norm(J))
+
+
+def test_primary_already_feasible_returns_primary():
+    J = np.array([[1.0, 1.0], [1.0, 0.0], [0.0, 1.0]])  # g1 makes progress on both
+    for tau in (0.0, 0.5, 1.0):
+        res = solve_qp(J @ J.T, tau)
+        assert np.array_equal(res.weights, [1.0, 0.0, 0.0])
+        assert res.active == ()
+
+
+def test_zero_secondary_is_ignored():
+    rng = np.random.default_rng(3)
+    for K in (2, 3, 5):
+        J = rng.standard_normal((K, 6))
+        J[1] = 0.0
+        res = solve_qp(J @ J.T, 0.5)
+        assert res.feasible and res.mu[0] == 0.0 and 1 not in res.active
+        ref = solve_qp(np.delete(np.delete(J @ J.T, 1, 0), 1, 1), 0.5)
+        assert np.allclose(np.delete(res.weights, 1), ref.weights)
+
+
+def test_per_objective_tau_is_honoured():
+    rng = np.random.default_rng(4)
+    J = rng.standard_normal((4, 7))
+    J[1:] -= J[0]
+    G = J @ J.T
+    tau = np.array([0.0, 0.5, 1.0])
+    res = solve_qp(G, tau)
+    d = res.weights @ J
+    progress = J[1:] @ d
+    assert np.all(progress >= tau * (J[1:] ** 2).sum(1) - 1e-9)
+    # tau_j = 1 requires the full normalized progress ||g_j||^2 on that secondary
+    assert progress[2] >= (J[3] ** 2).sum() - 1e-9
+
+
+def test_incompatible_constraints_flagged():
+    g1 = np.array([1.0, 0.0])
+    g2 = np.array([0.0, 1.0])
+    for K, J in ((3, np.vstack([g1, g2, -g2])), (4, np.vstack([g1, g2, -g2, g1 + g2]))):
+        res = solve_qp(J @ J.T, 0.1)
+        assert res.feasible is False
+        assert np.array_equal(res.weights, np.eye(K)[0])
+    # with tau = 0 the same geometry is feasible: d must be orthogonal to g2
+    res = solve_qp(np.vstack([g1, g2, -g2]) @ np.vstack([g1, g2, -g2]).T, 0.0)
+    assert res.feasible
+
+
+def test_batched_equals_single():
+    rng = np.random.default_rng(5)
+    for K in (2, 3, 6):
+        Js = rng.standard_normal((4, 3, K, K + 1))
+        G = Js @ np.swapaxes(Js, -1, -2)
+        res = solve_qp(G, 0.3)
+        assert res.weights.shape == (4, 3, K)
+        for i in range(4):
+            for j in range(3):
+                single = solve_qp(G[i, j], 0.3)
+                assert np.allclose(res.weights[i, j], single.weights, rtol=1e-10, atol=1e-12)
+                assert res.active[i, j] == single.active
+
+
+def test_invalid_inputs_rejected():
+    G = np.eye(2)
+    for bad in (-0.1, 1.5, float("nan"), [0.1, 0.2]):
+        with pytest.raises(ValueError, match="tau"):
+            solve_qp(G, bad)
+    with pytest.raises(ValueError, match="NaN or inf"):
+        solve_qp(np.array([[1.0, np.nan], [np.nan, 1.0]]), 0.1)
+    with pytest.raises(ValueError, match="symmetric"):
+        solve_qp(np.array([[1.0, 0.5], [0.0, 1.0]]), 0.1)
+    with pytest.raises(ValueError, match="shape"):
+        solve_qp(np.ones((2, 3)), 0.1)
+
+
+def test_raw_qp_is_not_scale_invariant_but_normalized_pcd_is():
+    # g.d >= tau ||g||^2 is not homogeneous in g: scaling a secondary by c changes the raw QP's
+    # answer. With per-objective normalization (s_i = 1/||g_i||) the deployed direction is invariant.
+    from pcd import pcd_weights
+    rng = np.random.default_rng(6)
+    J = rng.standard_normal((3, 5))
+    J[1:] -= J[0]
+
+    def deployed(Jm):
+        G = Jm @ Jm.T
+        return pcd_weights(G, 1.0 / np.sqrt(np.diag(G)), 0.4).weights @ Jm
+
+    base = deployed(J)
+    raw_base = solve_qp(J @ J.T, 0.4).weights @ J
+    for c in (1e-6, 1e6):
+        Js = J.copy()
+        Js[2] *= c
+        assert np.allclose(deployed(Js), base, rtol=1e-8, atol=1e-12)
+        assert not np.allclose(solve_qp(Js @ Js.T, 0.4).weights @ Js, raw_base, rtol=1e-3)
+
+
+def test_project_onto_dual_cone_and_nnqp():
+    rng = np.random.default_rng(8)
+    J = rng.standard_normal((5, 3))  # 5 gradients in R^3: rank-deficient Gram
+    G = J @ J.T
+    for i in range(5):
+        u = np.eye(5)[i]
+        w, ok = project(G, u)
+        assert ok
+        d = w @ J
+        assert (J @ d >= -1e-9).all()  # in the dual cone
+        # optimality: d is the projection of g_i, compare with SLSQP
+        res = minimize(lambda x: 0.5 * ((x - J[i]) ** 2).sum(), J[i], jac=lambda x: x - J[i],
+                       constraints=[{"type": "ineq", "fun": lambda x: J @ x, "jac": lambda x: J}],
+                       method="SLSQP", options={"ftol": 1e-15})
+        assert np.allclose(d, res.x, atol=1e-6)
+    S = G + 1e-3 * np.eye(5)
+    q = rng.standard_normal(5)
+    mu = solve_nnqp(S, q)
+    grad = S @ mu + q
+    assert (mu >= 0).all() and (grad >= -1e-9).all() and abs(mu @ grad) < 1e-9
+    with pytest.raises(ValueError, match="unbounded"):
+        solve_nnqp(np.zeros((2, 2)), np.array([-1.0, 0.0]))
