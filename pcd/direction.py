@@ -34,8 +34,11 @@ def pcd_weights(gram: np.ndarray, scales: np.ndarray, tau) -> PCDWeights:
     res = solve_qp(gn, tau)
     w = res.weights  # the primary's weights [1, 0, ..., 0] where the constraints are infeasible
     dn2 = np.einsum("...i,...ij,...j->...", w, gn, w)
+    # ||d~||^2 computed from the Gram matrix carries a rounding error of order
+    # eps * (sum_i |w_i| ||g~_i||)^2; below that, d~ is zero (e.g. exact cancellation with tau = 0).
+    size2 = np.einsum("...i,...i->...", np.abs(w), np.sqrt(np.maximum(np.diagonal(gn, axis1=-2, axis2=-1), 0.0))) ** 2
     g1 = np.sqrt(np.maximum(g[..., 0, 0], 0.0))
-    ok = (dn2 > 0) & (g1 > 0)
+    ok = (dn2 > 10 * np.finfo(np.float64).eps * size2) & (g1 > 0)
     factor = np.where(ok, g1 / np.sqrt(np.where(ok, dn2, 1.0)), 0.0)
     a = w * s * factor[..., None]
     return PCDWeights(weights=a, qp=res, scale_to_primary=factor)

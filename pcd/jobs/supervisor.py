@@ -189,7 +189,7 @@ class Outcome:
 
 
 class LocalExecutor:
-    """Each run in a fresh ``python -m pcd.jobs.child`` process in its own process group."""
+    """Each run in a fresh Python process (``pcd.jobs.child.main``) in its own process group."""
 
     name = "local"
 
@@ -202,7 +202,7 @@ class LocalExecutor:
         env = dict(os.environ)
         env.update(slot.env)
         env["PYTHONPATH"] = os.pathsep.join(p for p in [_package_root(), env.get("PYTHONPATH", "")] if p)
-        cmd = [sys.executable, "-m", "pcd.jobs.child", "--data-dir", str(self.store.data_dir),
+        cmd = [sys.executable, "-c", "import sys; from pcd.jobs.child import main; sys.exit(main())", "--data-dir", str(self.store.data_dir),
                "--run-id", str(run["id"]), "--token", run["token"], "--runner", self.runner,
                "--parent-pid", str(os.getpid()), "--heartbeat", str(self.heartbeat_s)]
         with open(run_dir / "worker.log", "ab") as log:

@@ -133,15 +133,14 @@ def simplex_min_norm(G: np.ndarray) -> np.ndarray:
     B, K = G.shape[0], G.shape[-1]
     if K == 1:
         return np.ones((B, 1))
-    Gr = ridge(G)
-    if K == 2:
-        a, b, c = Gr[:, 0, 0], Gr[:, 0, 1], Gr[:, 1, 1]
+    if K == 2:  # exact closed form on the raw Gram matrix (no ridge: a zero g_1 gives a = e_1)
+        a, b, c = G[:, 0, 0], G[:, 0, 1], G[:, 1, 1]
         den = a + c - 2.0 * b
         with np.errstate(divide="ignore", invalid="ignore"):
             t = np.where(den > 0, (c - b) / den, 0.5)
         t = np.clip(t, 0.0, 1.0)
         return np.stack([t, 1.0 - t], axis=-1)
-    beta = nnqp(Gr, -np.ones((B, K)))
+    beta = nnqp(ridge(G), -np.ones((B, K)))
     s = beta.sum(axis=-1, keepdims=True)
     return np.where(s > 0, beta / np.where(s > 0, s, 1.0), 1.0 / K)
 

@@ -64,3 +64,11 @@ def hang(config, *, out_dir, on_progress=None, should_stop=None):
 def torch_threads(config, *, out_dir, on_progress=None, should_stop=None):
     import torch
     return {"threads": torch.get_num_threads(), "cuda_visible_devices": os.environ.get("CUDA_VISIBLE_DEVICES")}
+
+
+def dispatch(config, **kw):
+    """Pick the behaviour per run: ``config["behaviour"]`` names one of the runners above."""
+    name = config.get("behaviour", "quick")
+    if name not in ("quick", "crash", "oom", "die", "hang", "torch_threads"):
+        raise ValueError(f"unknown behaviour {name!r}")
+    return globals()[name](config, **kw)

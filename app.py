@@ -1,0 +1,90 @@
+"""PCD Studio home page: what PCD is, its QP, and where to go next.
+
+Run with ``streamlit run app.py`` (binds to 127.0.0.1 by default, see .streamlit/config.toml).
+"""
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import streamlit as st
+
+from pcd import solve_qp
+from pcd.ui import claim, setup_page
+
+setup_page(
+    "PCD Studio",
+    icon=":material/flag:",
+    intro=(
+        "Hierarchical multi-objective optimization: **one objective is the deliverable** (accuracy) and "
+        "the others only **constrain** it (sparsity, low rank, a rate). Symmetric methods such as the "
+        "weighted sum, MGDA, PCGrad or CAGrad treat every objective as an equal and stop where the "
+        "gradients *cancel* — a **conflict equilibrium** — even though the primary gradient is not zero. "
+        "**Priority-Constrained Descent (PCD)** keeps the primary gradient as the anchor and bends it only "
+        "as much as each secondary needs to make a guaranteed share τ of its own progress."
+    ),
+)
+
+left, right = st.columns([1.15, 1])
+with left:
+    st.subheader("The PCD direction")
+    st.markdown("With per-objective normalized gradients $\\tilde g_i = s_i g_i$, PCD solves a small quadratic programme:")
+    st.latex(r"\tilde d=\arg\min_d \|d-\tilde g_1\|^2\quad\text{s.t.}\quad \tilde g_j\cdot d\ \ge\ \tau_j\,\|\tilde g_j\|^2,\quad j=2,\dots,K")
+    st.markdown(
+        "Its solution is $\\tilde d = \\tilde g_1 + \\sum_j \\mu_j \\tilde g_j$ with $\\mu_j \\ge 0$: the primary's "
+        "coefficient is **pinned to 1**, so no secondary can outvote the deliverable. Everything depends only on "
+        "the $K\\times K$ Gram matrix $G = JJ^\\top$. For one secondary ($K=2$) the answer is a closed form:"
+    )
+    st.latex(r"\mu=\max\!\Big(0,\ \frac{\tau\,\|\tilde g_2\|^2-\tilde g_1\cdot\tilde g_2}{\|\tilde g_2\|^2}\Big)")
+    st.markdown(
+        "The normalization is a bias-corrected EMA of each squared gradient norm, "
+        "$s_i = 1/\\sqrt{\\hat v_i+\\epsilon}$, so the same dimensionless τ means the same thing whatever the "
+        "losses' units. The deployed update is rescaled to $\\|g_1\\|$, so learning rates and schedules keep "
+        "their meaning (a known limitation: where $g_1 = 0$ the deployed update stops)."
+    )
+    claim("WS, MGDA, PCGrad, CAGrad and FAMO stall at a conflict equilibrium on the 2-D saddle toy; PCD crosses "
+          "from three starts. ResNet-34/CIFAR-100 at 80–85 % parameter reduction: PCD 73.0 % vs MGDA 1.2 % "
+          "(unpruned 73.3 %).")
+
+with right:
+    st.subheader("Try the K = 2 case")
+    st.caption("Two unit gradients at an angle. When they conflict, PCD adds just enough of g₂.")
+    angle = st.slider("angle between g₁ and g₂ (degrees)", 0, 180, 150, key="home_angle")
+    tau = st.slider("τ (share of g₂'s own progress required)", 0.0, 1.0, 0.3, 0.01, key="home_tau")
+    th = np.deg2rad(angle)
+    J = np.array([[1.0, 0.0], [np.cos(th), np.sin(th)]])
+    res = solve_qp(J @ J.T, tau)
+    d = res.weights @ J
+    c1, c2, c3 = st.columns(3)
+    c1.metric("μ", f"{res.mu[0]:.3f}")
+    c2.metric("progress on g₁", f"{J[0] @ d:+.3f}")
+    c3.metric("progress on g₂", f"{J[1] @ d:+.3f}", help=f"required: τ‖g₂‖² = {tau:.2f}")
+    if res.active:
+        st.info("The constraint binds: g₁ alone would not give g₂ its τ share, so PCD bends the step.")
+    else:
+        st.success("g₁ alone already gives g₂ its share: PCD is plain gradient descent here (μ = 0).")
+
+st.subheader("Pages")
+pages = [
+    ("pages/01_Gradient_geometry.py", "Gradient geometry", "every method's update for two or three gradients"),
+    ("pages/02_Toy_landscapes.py", "Toy landscapes", "animated trajectories: who stalls at a conflict equilibrium"),
+    ("pages/03_K_objective_benchmark.py", "K-objective benchmark", "the 1.536·√(K−1) law of the symmetric methods"),
+    ("pages/04_Scale_invariance.py", "Scale invariance", "rescale the secondary by 10 orders of magnitude"),
+    ("pages/05_Tau_dial.py", "τ dial", "the trade-off curve as τ moves from 0 to 1"),
+    ("pages/06_Jacobian_descent.py", "Jacobian descent", "aggregator properties, IWRM, Gramian memory (TorchJD)"),
+    ("pages/07_Constraints_vs_penalties.py", "Constraints vs penalties", "Lagrangian methods vs fixed penalties vs PCD"),
+    ("pages/08_Pruning_lab.py", "Pruning lab", "queue CIFAR / digits pruning runs and compare the results"),
+]
+root = Path(__file__).parent
+cols = st.columns(2)
+shown = 0
+for path, label, blurb in pages:
+    if (root / path).is_file():
+        with cols[shown % 2]:
+            st.page_link(path, label=label, icon=":material/arrow_forward:")
+            st.caption(blurb)
+        shown += 1
+if shown == 0:
+    st.caption("No pages are installed yet.")
+
+st.caption("Command line: `python -m pcd --help` · every figure on these pages can be produced by the CLI.")

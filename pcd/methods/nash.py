@@ -1,0 +1,117 @@
+"""Bargaining family: Nash-MTL and AuxiNash.
+
+**Nash-MTL** (Navon et al., "Multi-Task Learning as a Bargaining Game", ICML 2022, arXiv
+2202.01017, eq. (4) and Algorithm 1; TorchJD 0.18 ``NashMTL``). The Nash bargaining solution of the
+"tasks" over the update ``d = J^T alpha`` in a ball satisfies
+
+    alpha_i (G alpha)_i = 1,  alpha > 0          (i.e. G alpha = 1 / alpha)
+
+computed on ``G / ||G||_F`` as TorchJD does; then the update is clipped: if
+``||J^T alpha|| = sqrt(alpha^T G alpha) > max_norm`` (``max_norm > 0``) alpha is rescaled to it. The
+weights are recomputed every ``update_weights_every`` calls (state: last alpha, call count).
+We solve the equation exactly (K = 2 closed form, K >= 3 damped Newton warm-started from the last
+alpha); TorchJD/the official code run <= 20 convex-concave iterations with ECOS and stop at
+``||G alpha - 1/alpha|| < 1e-3``, so they agree with us only to about that accuracy.
+Non-conflicting: ``(J d)_i = (G alpha)_i = 1 / alpha_i > 0``. At an exact cancellation the
+bargaining problem has no solution (alpha -> infinity along the null direction); the ridge
+``1e-13 trace(G)`` keeps alpha finite and the direction is ~0.
+
+**AuxiNash** (Shamsian, Navon, Glazer, Kawaguchi, Chechik, Fetaya, "Auxiliary Learning as an
+Asymmetric Bargaining Game", ICML 2023, arXiv 2301.13501). The asymmetric Nash bargaining solution
+with bargaining powers ``p`` maximizes ``sum_i p_i log(g_i . d)`` over ``||d|| <= 1``; its
+stationarity gives
+
+    alpha_i (G alpha)_i = p_i,   alpha > 0          (G alpha = p / alpha)
+
+with the primary (objective 0) holding the larger power. **Simplification (documented):** the paper
+learns ``p`` in an outer loop by differentiating the primary's validation loss through the update
+(implicit differentiation, every few hundred steps); here the powers are a fixed hyper-parameter:
+``p_1 = K * primary_share`` and ``p_j = K (1 - primary_share) / (K - 1)`` for the auxiliaries, so
+``sum p = K`` and ``primary_share = 1/K`` reproduces Nash-MTL exactly. Normalization and clipping
+follow Nash-MTL (the AuxiNash code builds on it).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from pcd.methods._solvers import nash
+from pcd.methods.base import Method, MethodOutput, Param, register
+
+
+@dataclass
+class NashState:
+    alpha: np.ndarray | None  # last solution [B, K] (normalized-G scale, before clipping)
+    step: int = 0
+
+
+def _bargain(gram: np.ndarray, p: np.ndarray, state: NashState | None, max_norm: float,
+             every: int) -> MethodOutput:
+    B, K = gram.shape[0], gram.shape[-1]
+    if state is None or (state.alpha is not None and state.alpha.shape != (B, K)):
+        state = NashState(alpha=None, step=0)
+    if state.alpha is None or state.step % every == 0:
+        fro = np.sqrt(np.einsum("bij,bij->b", gram, gram))
+        Gn = gram / np.where(fro > 0, fro, 1.0)[:, None, None]
+        alpha, res = nash(Gn, p, state.alpha)
+    else:
+        alpha, res = state.alpha, np.zeros(B)
+    w = alpha.copy()
+    if max_norm > 0:
+        norm = np.sqrt(np.maximum(np.einsum("bi,bij,bj->b", w, gram, w), 0.0))
+        clip = norm > max_norm
+        w = np.where(clip[:, None], w / np.where(clip, norm, 1.0)[:, None] * max_norm, w)
+    return MethodOutput(weights=w, state=NashState(alpha=alpha, step=state.step + 1),
+                        info={"alpha": alpha, "residual": res})
+
+
+_COMMON = (
+    Param("max_norm", 1.0, 0.0, 1e6, help="clip ||update|| to this (0 = no clipping; TorchJD default 1)"),
+    Param("update_weights_every", 1, 1, 10000, kind="int", help="recompute the weights every n calls"),
+)
+
+
+@register
+class NashMTL(Method):
+    name = "nashmtl"
+    display_name = "Nash-MTL"
+    description = "Nash bargaining between objectives: G alpha = 1/alpha, every objective improves."
+    paper = "Navon et al., Multi-Task Learning as a Bargaining Game, ICML 2022 (arXiv 2202.01017)"
+    params = _COMMON
+
+    def init_state(self, batch: int, K: int) -> NashState:
+        return NashState(alpha=None, step=0)
+
+    def weights(self, gram, *, losses=None, jacobian=None, state=None, rng=None) -> MethodOutput:
+        B, K = gram.shape[0], gram.shape[-1]
+        p = np.ones((B, K))
+        return _bargain(gram, p, state, self.hparams["max_norm"], self.hparams["update_weights_every"])
+
+
+@register
+class AuxiNash(Method):
+    name = "auxinash"
+    display_name = "AuxiNash"
+    description = "Asymmetric Nash bargaining: the primary holds the larger bargaining power."
+    paper = "Shamsian et al., Auxiliary Learning as an Asymmetric Bargaining Game, ICML 2023 (arXiv 2301.13501)"
+    params = (
+        Param("primary_share", 0.75, 0.01, 0.99, help="primary's share of the bargaining power (fixed; 1/K = Nash-MTL)"),
+    ) + _COMMON
+    hierarchical = True
+
+    def init_state(self, batch: int, K: int) -> NashState:
+        return NashState(alpha=None, step=0)
+
+    def powers(self, K: int) -> np.ndarray:
+        s = self.hparams["primary_share"]
+        if K == 1:
+            return np.ones(1)
+        p = np.full(K, K * (1.0 - s) / (K - 1))
+        p[0] = K * s
+        return p
+
+    def weights(self, gram, *, losses=None, jacobian=None, state=None, rng=None) -> MethodOutput:
+        B, K = gram.shape[0], gram.shape[-1]
+        p = np.broadcast_to(self.powers(K), (B, K))
+        return _bargain(gram, p, state, self.hparams["max_norm"], self.hparams["update_weights_every"])

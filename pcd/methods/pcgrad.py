@@ -1,0 +1,58 @@
+"""PCGrad: gradient surgery (Yu et al., "Gradient Surgery for Multi-Task Learning", NeurIPS 2020,
+arXiv 2001.06782, Algorithm 1), in Gram-matrix form as TorchJD 0.18's ``PCGradWeighting``.
+
+For each objective i, start from ``g_i^PC = g_i`` and, for j in a random order (j != i):
+
+    if g_i^PC . g_j < 0:   g_i^PC <- g_i^PC - (g_i^PC . g_j / ||g_j||^2) g_j
+
+then ``d = sum_i g_i^PC`` (a sum, as in the paper and TorchJD). Every inner product is read from
+G: with ``g_i^PC = sum_k c_k g_k``, ``g_i^PC . g_j = (G c)_j``. For K = 2 the order does not matter
+and PCGrad equals K * UPGrad; for K >= 3 it is not non-conflicting and depends on the order.
+``order="random"`` draws one permutation per (problem, objective) from ``rng`` (as TorchJD does with
+``torch.randperm``); ``order="fixed"`` uses 0, 1, ..., K-1 (deterministic).
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from pcd.methods.base import Method, MethodOutput, Param, register
+
+
+def pcgrad_weights(G: np.ndarray, perms: np.ndarray) -> np.ndarray:
+    """``G [B, K, K]``, ``perms [B, K, K]`` (a permutation of 0..K-1 per problem and objective)."""
+    B, K = G.shape[0], G.shape[-1]
+    rows = np.arange(B)
+    diag = np.diagonal(G, axis1=1, axis2=2)
+    total = np.zeros((B, K))
+    for i in range(K):
+        c = np.zeros((B, K))
+        c[:, i] = 1.0
+        for t in range(K):
+            j = perms[:, i, t]
+            inner = np.einsum("bk,bk->b", G[rows, j], c)
+            hit = (j != i) & (inner < 0.0)
+            gjj = diag[rows, j]
+            # inner < 0 implies g_j != 0, hence G_jj > 0
+            c[rows, j] -= np.where(hit, inner / np.where(hit, gjj, 1.0), 0.0)
+        total += c
+    return total
+
+
+@register
+class PCGrad(Method):
+    name = "pcgrad"
+    display_name = "PCGrad"
+    description = "Projects each gradient off the others it conflicts with, in random order, then sums."
+    paper = "Yu et al., Gradient Surgery for Multi-Task Learning, NeurIPS 2020 (arXiv 2001.06782)"
+    params = (Param("order", "random", kind="choice", choices=("random", "fixed"),
+                    help="projection order: a random permutation per step (paper) or 0..K-1"),)
+    stochastic = True
+
+    def weights(self, gram, *, losses=None, jacobian=None, state=None, rng=None) -> MethodOutput:
+        B, K = gram.shape[0], gram.shape[-1]
+        if self.hparams["order"] == "fixed" or K <= 2:
+            perms = np.broadcast_to(np.arange(K), (B, K, K))
+        else:
+            rng = rng if rng is not None else np.random.default_rng()
+            perms = rng.permuted(np.broadcast_to(np.arange(K), (B, K, K)), axis=-1)
+        return MethodOutput(weights=pcgrad_weights(gram, perms), state=state)

@@ -1,0 +1,54 @@
+"""Dual-cone projection family: UPGrad and DualProj (Jacobian Descent, Quinton & Rey, arXiv
+2406.16232; TorchJD 0.18 ``UPGradWeighting`` / ``DualProjWeighting``).
+
+Projection onto the dual cone ``C(J) = {y : J y >= 0}`` (paper eq. 3) in weight space
+(Proposition 1): ``pi_J(J^T u) = J^T v`` with ``v = argmin_{v >= u} v^T G v``.
+
+    UPGrad:    weights = (1/K) sum_i v(e_i)          (project every gradient, average; eq. 5)
+    DualProj:  weights = v(1/K * 1)                   (project the mean gradient; GEM, Lopez-Paz &
+                                                       Ranzato 2017, eq. 11)
+
+Both are non-conflicting (``J d >= 0``); UPGrad is also linear under scaling (its direction is a
+sum of positively homogeneous projections). The QPs are solved exactly (vectorized closed form /
+enumeration for K <= 5, :func:`pcd.qp.solve_nnqp` beyond). ``reg_eps`` reproduces TorchJD's
+projector, which solves on ``G / trace(G) + reg_eps I`` (its default is 1e-4; ours is 0, i.e. the
+exact projection, with the ridge ``1e-13 trace(G)`` only to pick unique weights when G is singular).
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from pcd.methods._solvers import project_dual_cone
+from pcd.methods.base import Method, MethodOutput, Param, register
+
+_REG = Param("reg_eps", 0.0, 0.0, 1e-2, help="Tikhonov term added to G / trace(G) (TorchJD's default: 1e-4)")
+
+
+@register
+class UPGrad(Method):
+    name = "upgrad"
+    display_name = "UPGrad"
+    description = "Projects each gradient onto the cone of non-conflicting directions and averages."
+    paper = "Quinton & Rey, Jacobian Descent for Multi-Objective Optimization, arXiv 2406.16232"
+    params = (_REG,)
+
+    def weights(self, gram, *, losses=None, jacobian=None, state=None, rng=None) -> MethodOutput:
+        B, K = gram.shape[0], gram.shape[-1]
+        U = np.broadcast_to(np.eye(K) / K, (B, K, K))
+        V = project_dual_cone(gram, U, self.hparams["reg_eps"])
+        return MethodOutput(weights=V.sum(axis=1), state=state)
+
+
+@register
+class DualProj(Method):
+    name = "dualproj"
+    display_name = "DualProj"
+    description = "Projects the mean gradient onto the cone of non-conflicting directions."
+    paper = "Lopez-Paz & Ranzato, GEM, NeurIPS 2017 (eq. 11); as DualProj in arXiv 2406.16232"
+    params = (_REG,)
+
+    def weights(self, gram, *, losses=None, jacobian=None, state=None, rng=None) -> MethodOutput:
+        B, K = gram.shape[0], gram.shape[-1]
+        U = np.full((B, 1, K), 1.0 / K)
+        V = project_dual_cone(gram, U, self.hparams["reg_eps"])
+        return MethodOutput(weights=V[:, 0], state=state)

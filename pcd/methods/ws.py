@@ -1,0 +1,55 @@
+"""Weighted sum / Mean: fixed, user-given weights (linear scalarization).
+
+    d = sum_i w_i g_i,      weights = w                  (Sum: w_i = 1; Mean: w_i = 1/K)
+
+With ``normalize=True`` the weights are divided by their sum, so the default (all ones) is
+TorchJD's ``MeanWeighting`` (``1/K`` each, Jacobian Descent, arXiv 2406.16232, Sec. 2) and
+``normalize=False`` with all ones is ``SumWeighting``. The PCD paper's "WS" baseline.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from pcd.methods.base import Method, MethodOutput, Param, register
+
+
+def user_weights(w: Any, K: int, who: str) -> np.ndarray:
+    """Expand a weight spec to ``[K]``: a scalar (every secondary; primary 1), ``K-1`` values
+    (secondaries; primary 1) or ``K`` values (every objective)."""
+    arr = np.atleast_1d(np.asarray(w, dtype=np.float64))
+    if arr.size == 1:
+        out = np.full(K, float(arr[0]))
+        out[0] = 1.0
+    elif arr.size == K - 1:
+        out = np.concatenate([[1.0], arr])
+    elif arr.size == K:
+        out = arr.copy()
+    else:
+        raise ValueError(f"{who}: weights must be one number, {K - 1} values (one per secondary) or "
+                         f"{K} values (one per objective), got {arr.size}")
+    return out
+
+
+@register
+class WeightedSum(Method):
+    name = "ws"
+    display_name = "Weighted sum"
+    description = "Adds the gradients with fixed weights (Mean by default): the classic scalarization."
+    paper = "Linear scalarization; Mean/Sum weightings of Jacobian Descent, arXiv 2406.16232"
+    params = (
+        Param("w", 1.0, 0.0, 1e6, per_objective=True,
+              help="weight of each secondary (primary 1), or one weight per objective"),
+        Param("normalize", True, kind="bool", help="divide the weights by their sum (Mean)"),
+    )
+
+    def weights(self, gram, *, losses=None, jacobian=None, state=None, rng=None) -> MethodOutput:
+        B, K = gram.shape[0], gram.shape[-1]
+        w = user_weights(self.hparams["w"], K, self.name)
+        if self.hparams["normalize"]:
+            s = w.sum()
+            if s <= 0:
+                raise ValueError(f"{self.name}: the weights sum to 0; give at least one positive weight")
+            w = w / s
+        return MethodOutput(weights=np.broadcast_to(w, (B, K)).astype(gram.dtype))

@@ -1,0 +1,123 @@
+"""Convex quadratic pairs with a known Pareto set, and the TorchJD-style ``quadratic`` problem.
+
+Both objectives are convex quadratics (Hessians ``A_1, A_2`` positive definite)::
+
+    f_1(x) = 1/2 (x - c_1)^T A_1 (x - c_1),   f_2(x) = s/2 (x - c_2)^T A_2 (x - c_2)
+
+The Pareto set is the curve of weighted-sum minimizers (exact for convex problems)::
+
+    x*(w) = (A_1 + w s A_2)^{-1} (A_1 c_1 + w s A_2 c_2),   w in [0, inf)
+
+from the primary's minimizer ``c_1`` (w = 0) to the secondary's ``c_2`` (w -> inf). Equal-weight
+weighted sum ends at ``x*(1)``, which slides along the set when the scale ``s`` changes.
+
+``quadratic``: an illustration in the spirit of the convex quadratic examples of the Jacobian
+descent paper (Quinton & Rey, arXiv 2406.16232, seed 002); the matrices below are ours (the seed
+does not give them), chosen ill-conditioned and non-aligned so that the aggregators differ.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from pcd.problems.base import Problem, check_float, check_points, register
+
+
+class QuadraticPair(Problem):
+    """Two convex quadratics in 2-D (base of ``quadratic`` and ``scale``)."""
+
+    A1 = np.eye(2)
+    A2 = np.eye(2)
+    C1 = np.zeros(2)
+    C2 = np.ones(2)
+    secondary_scale = 1.0
+
+    def losses_and_jacobian(self, x):
+        X = check_points(x, 2, self.name)
+        d1 = X - self.C1
+        d2 = X - self.C2
+        h1 = d1 @ self.A1
+        h2 = d2 @ self.A2
+        B = X.shape[0]
+        L = np.empty((B, 2))
+        J = np.empty((B, 2, 2))
+        s = self.secondary_scale
+        L[:, 0] = 0.5 * np.einsum("bn,bn->b", d1, h1)
+        L[:, 1] = 0.5 * s * np.einsum("bn,bn->b", d2, h2)
+        J[:, 0] = h1
+        J[:, 1] = s * h2
+        return L, J
+
+    def pareto_weights(self, n: int = 200) -> np.ndarray:
+        """Weights w (on the *unscaled* secondary, i.e. w_eff = w s) sampling the set evenly-ish."""
+        t = np.linspace(0.0, 1.0, max(2, int(n)))
+        with np.errstate(divide="ignore"):
+            return np.where(t < 1, t / (1 - t), np.inf)
+
+    def pareto_point(self, w: float) -> np.ndarray:
+        """``x*(w)`` for the weight ``w`` on the *unscaled* secondary (w = inf: c_2)."""
+        if not np.isfinite(w):
+            return self.C2.copy()
+        return np.linalg.solve(self.A1 + w * self.A2, self.A1 @ self.C1 + w * self.A2 @ self.C2)
+
+    def pareto_set(self, n: int = 200) -> np.ndarray:
+        return np.array([self.pareto_point(w) for w in self.pareto_weights(n)])
+
+    def ws_endpoint(self, weights: tuple[float, float] = (1.0, 1.0)) -> np.ndarray:
+        """Minimizer of ``w_1 f_1 + w_2 f_2`` (with the scale s included in f_2)."""
+        return self.pareto_point(weights[1] * self.secondary_scale / weights[0])
+
+
+@register
+class Quadratic(QuadraticPair):
+    name = "quadratic"
+    display_name = "Convex quadratic pair"
+    description = "Two ill-conditioned convex quadratics; the Pareto set is a curve between their minima."
+    paper = "in the spirit of Jacobian Descent (Quinton & Rey), arXiv 2406.16232"
+
+    A1 = np.array([[4.0, 1.0], [1.0, 1.0]])
+    A2 = np.array([[1.0, -0.5], [-0.5, 3.0]])
+    C1 = np.array([-1.0, 1.0])
+    C2 = np.array([1.0, -1.0])
+
+    def __init__(self) -> None:
+        self.K = 2
+        self.dim = 2
+        self.bounds = ((-2.5, 2.5), (-2.5, 2.5))
+        self.objective_names = ("f1 (primary)", "f2 (secondary)")
+
+    def default_starts(self) -> np.ndarray:
+        return np.array([[-2.0, -2.0], [2.0, 2.0], [0.0, 2.2]])
+
+    def optima(self) -> None:
+        return None  # no common minimizer: a genuine trade-off
+
+
+@register
+class Scale(QuadraticPair):
+    """``scale``: the PCD paper's scale-invariance experiment (secondary multiplied by 10^k)."""
+
+    name = "scale"
+    display_name = "Scale invariance"
+    description = "Secondary multiplied by 10^k: weighted sum slides along the front, PCD should not."
+    paper = "Priority-Constrained Descent, arXiv 2606.29521 (scale-invariance synthetic)"
+
+    A1 = np.eye(2)
+    A2 = np.diag([1.0, 4.0])
+    C1 = np.array([-1.0, -0.5])
+    C2 = np.array([1.0, 0.5])
+
+    def __init__(self, k: float = 0.0) -> None:
+        self.k = check_float(k, "k", -12.0, 12.0, self.name)
+        self.secondary_scale = 10.0 ** self.k
+        self.K = 2
+        self.dim = 2
+        self.bounds = ((-2.0, 2.0), (-1.5, 1.5))
+        self.objective_names = ("1/2 ||x - c1||^2 (primary)", f"10^{self.k:g} * 1/2 (x-c2)' D (x-c2)")
+
+    def default_starts(self) -> np.ndarray:
+        return np.array([[0.0, -1.2]])
+
+    def params(self) -> dict[str, Any]:
+        return {"k": self.k}
