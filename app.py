@@ -61,6 +61,9 @@ with right:
     c3.metric("progress on g₂", f"{J[1] @ d:+.3f}", help=f"required: τ‖g₂‖² = {tau:.2f}")
     if res.active:
         st.info("The constraint binds: g₁ alone would not give g₂ its τ share, so PCD bends the step.")
+        if J[0] @ d < 0:
+            st.caption("With strongly opposed gradients, g₂'s τ share can cost the primary a little in this "
+                       "step; a smaller τ asks for less.")
     else:
         st.success("g₁ alone already gives g₂ its share: PCD is plain gradient descent here (μ = 0).")
 

@@ -3,13 +3,14 @@ friendly errors and downloads. Only presentation lives here -- no math.
 """
 from __future__ import annotations
 
-import io
 import json
+from pathlib import Path
 from typing import Any, Callable, Sequence
 
 import streamlit as st
 
 APP_TITLE = "PCD Studio"
+LOGO = Path(__file__).resolve().parents[2] / "assets" / "logo.svg"
 
 _CSS = """
 <style>
@@ -28,6 +29,8 @@ def setup_page(title: str, icon: str = ":material/insights:", intro: str | None 
     except Exception:  # set_page_config may only be called once per run (e.g. under AppTest)
         pass
     st.markdown(_CSS, unsafe_allow_html=True)
+    if LOGO.is_file():
+        st.logo(str(LOGO), size="large")
     st.title(title)
     if intro:
         st.markdown(intro)
