@@ -64,7 +64,7 @@ from pcd.problems import Problem
 from pcd.problems import make as make_problem
 from pcd.problems.base import check_float, check_int
 
-__all__ = ["run", "RunResult", "sample_steps", "pareto_residual", "Adam", "SGD", "make_optimizer",
+__all__ = ["run", "RunResult", "sample_steps", "pareto_residual", "min_norm_point", "Adam", "SGD", "make_optimizer",
            "resolve_methods"]
 
 MAX_STEPS = 1_000_000
@@ -203,54 +203,63 @@ def make_optimizer(name: str, shape: tuple[int, ...], lr: float, **params: Any) 
 # ---------------------------------------------------------------------------------------------
 # Pareto residual: min-norm element of the convex hull of the gradients
 # ---------------------------------------------------------------------------------------------
-def pareto_residual(jacobian: Any) -> np.ndarray:
-    """``min_{lambda in simplex} ||J^T lambda||`` for a batch ``J [B, K, n]`` -> ``[B]``.
+def min_norm_point(jacobian: Any) -> tuple[np.ndarray, np.ndarray]:
+    """Min-norm element of the convex hull of the rows of ``J [B, K, n]``: ``(lambda [B, K], p [B, n])``
+    with ``lambda`` in the simplex and ``p = lambda @ J`` (Desideri 2012, MGDA).
 
-    Zero iff the point is Pareto-stationary (Desideri 2012, MGDA). K = 1: ``||g||``.
-    K = 2: closed form ``lambda = clip(g_2.(g_2 - g_1) / ||g_1 - g_2||^2, 0, 1)`` on ``g_1``.
+    K = 1: ``p = g``. K = 2: closed form ``lambda_1 = clip(g_2.(g_2 - g_1) / ||g_1 - g_2||^2, 0, 1)``.
     K >= 3: exact via one non-negative least-squares problem (Lawson-Hanson active set),
     ``u* = argmin_{u >= 0} ||J^T u||^2 + (1^T u - 1)^2``; for fixed ``s = 1^T u`` the objective is
-    ``s^2 q(u/s) + (s-1)^2`` so ``lambda* = u*/1^T u*`` minimizes ``q(lambda) = ||J^T lambda||^2``
-    over the simplex. J is scaled to unit max row norm first (the residual is 1-homogeneous).
-    Rows with non-finite entries give NaN.
+    ``s^2 q(u/s) + (s-1)^2``, so ``lambda* = u*/1^T u*`` minimizes ``q(lambda) = ||J^T lambda||^2``
+    over the simplex. J is scaled to unit max row norm first (the problem is 1-homogeneous).
+    Optimality certificate: ``g_i . p >= ||p||^2`` for every i. Non-finite rows give NaN.
     """
     J = np.asarray(jacobian, dtype=np.float64)
     if J.ndim == 2:
         J = J[None]
-    if J.ndim != 3:
-        raise ValueError(f"pareto_residual: Jacobian must have shape [B, K, n], got {np.shape(jacobian)}")
+    if J.ndim != 3 or J.shape[1] < 1:
+        raise ValueError(f"min_norm_point: Jacobian must have shape [B, K, n], got {np.shape(jacobian)}")
     B, K, n = J.shape
-    out = np.full(B, np.nan)
+    lam = np.full((B, K), np.nan)
     ok = np.isfinite(J).all(axis=(1, 2))
     if K == 1:
-        out[ok] = np.linalg.norm(J[ok, 0], axis=-1)
-        return out
-    if K == 2:
+        lam[ok] = 1.0
+    elif K == 2:
         g1, g2 = J[ok, 0], J[ok, 1]
         diff = g1 - g2
         den = np.einsum("bn,bn->b", diff, diff)
         with np.errstate(all="ignore"):
-            lam = np.where(den > 0, np.einsum("bn,bn->b", g2, g2 - g1) / np.where(den > 0, den, 1.0), 1.0)
-        lam = np.clip(lam, 0.0, 1.0)
-        p = lam[:, None] * g1 + (1 - lam[:, None]) * g2
-        out[ok] = np.linalg.norm(p, axis=-1)
-        return out
-    from scipy.optimize import nnls
+            l1 = np.where(den > 0, np.einsum("bn,bn->b", g2, g2 - g1) / np.where(den > 0, den, 1.0), 1.0)
+        l1 = np.clip(l1, 0.0, 1.0)
+        lam[ok] = np.stack([l1, 1.0 - l1], axis=1)
+    else:
+        from scipy.optimize import nnls
 
-    for b in np.flatnonzero(ok):
-        Jb = J[b]
-        scale = np.linalg.norm(Jb, axis=1).max()
-        if scale == 0:
-            out[b] = 0.0
-            continue
-        A = np.vstack([Jb.T / scale, np.ones((1, K))])
         rhs = np.zeros(n + 1)
         rhs[-1] = 1.0
-        u, _ = nnls(A, rhs, maxiter=50 * K)
-        s = u.sum()
-        lam = u / s if s > 0 else np.full(K, 1.0 / K)
-        out[b] = float(np.linalg.norm(lam @ Jb))
-    return out
+        for b in np.flatnonzero(ok):
+            Jb = J[b]
+            scale = np.linalg.norm(Jb, axis=1).max()
+            if scale == 0:
+                lam[b] = 1.0 / K
+                continue
+            A = np.vstack([Jb.T / scale, np.ones((1, K))])
+            try:
+                u, _ = nnls(A, rhs, maxiter=50 * K)
+            except RuntimeError:  # iteration limit: fall back to the best vertex
+                u = np.zeros(K)
+                u[np.argmin(np.linalg.norm(Jb, axis=1))] = 1.0
+            s = u.sum()
+            lam[b] = u / s if s > 0 else 1.0 / K
+    p = np.einsum("bk,bkn->bn", lam, J)
+    return lam, p
+
+
+def pareto_residual(jacobian: Any) -> np.ndarray:
+    """``min_{lambda in simplex} ||J^T lambda||`` for a batch ``J [B, K, n]`` -> ``[B]``: zero iff
+    the point is Pareto-stationary. See :func:`min_norm_point`."""
+    _, p = min_norm_point(jacobian)
+    return np.linalg.norm(p, axis=-1)
 
 
 # ---------------------------------------------------------------------------------------------

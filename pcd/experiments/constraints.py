@@ -128,13 +128,13 @@ def _check_pos(value: Any, name: str, allow_zero: bool = False, high: float | No
     return v
 
 
-def _check_steps(steps: Any, high: int = 200_000) -> int:
+def _check_steps(steps: Any, high: int = 200_000, name: str = "steps") -> int:
     try:
         s = int(steps)
     except (TypeError, ValueError):
-        raise ValueError(f"steps must be an integer, got {steps!r}") from None
+        raise ValueError(f"{name} must be an integer, got {steps!r}") from None
     if s != steps or not 1 <= s <= high:
-        raise ValueError(f"steps must be an integer in [1, {high}], got {steps!r}")
+        raise ValueError(f"{name} must be an integer in [1, {high}], got {steps!r}")
     return s
 
 
@@ -350,7 +350,7 @@ def _toy_pcd(eps: np.ndarray, x0: float, steps: int, lr: float, tau: float) -> T
 
 
 def run_toy(eps: Any = PAPER_EPS, c: Any = DEFAULT_TOY_C, methods: Sequence[str] = TOY_METHODS, *,
-            x0: float = 0.6, steps: int = 1000, lr: float = 0.05, gda_dual_lr: float = 0.5,
+            x0: float = 0.6, steps: int = 500, lr: float = 0.05, gda_dual_lr: float = 0.5,
             rho: float = 20.0, al_dual_lr: float = 1.0, kp: float = 20.0, ki: float = 0.5,
             nupi_lr: float = 1.0, tau: float = 0.1) -> list[ToyRun]:
     """Run the 1-D example ``min cos x on [0, pi/2] s.t. sin x <= eps`` for every ``eps``.
@@ -476,18 +476,23 @@ class RateRun:
     lam: float
     rate_hist: np.ndarray
     hist_every: int
+    surrogate: float = float("nan")  # the differentiable surrogate rate 100 mean sigma(-z) (%)
 
 
-def _metrics(data: RateData, W: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def _metrics(data: RateData, W: np.ndarray, surrogate: bool = False):
+    """True class-0 rate and accuracy in % per run (NaN for a diverged run); optionally also the
+    surrogate rate ``100 mean sigma(-z)``."""
     z = data.X @ W[:, :2].T + W[:, 2]  # [n, R]
-    with np.errstate(invalid="ignore"):
+    with np.errstate(invalid="ignore", over="ignore"):
         pred = (z > 0).astype(float)
         rate = 100.0 * (z < 0).mean(axis=0)
         acc = 100.0 * (pred == data.y[:, None]).mean(axis=0)
+        sur = 100.0 * _sigmoid(-z).mean(axis=0)
     bad = ~np.isfinite(W).all(axis=1)
     rate[bad] = np.nan
     acc[bad] = np.nan
-    return rate, acc
+    sur[bad] = np.nan
+    return (rate, acc, sur) if surrogate else (rate, acc)
 
 
 def _sigmoid(z: np.ndarray) -> np.ndarray:
@@ -511,7 +516,7 @@ def _check_rate_args(target: Any, steps: Any, lr: Any, hist_every: Any) -> tuple
     target = _check_target(target)
     steps = _check_steps(steps, 100_000)
     lr = _check_pos(lr, "lr", high=100.0)
-    hist_every = _check_steps(hist_every, steps)
+    hist_every = min(_check_steps(hist_every, 100_000, "hist_every"), steps)
     return target, steps, lr, hist_every
 
 
@@ -530,10 +535,10 @@ def train_penalty(data: RateData, c: Any, *, target: float = 0.7, steps: int = 3
             W = W - lr * (g_bce + cs[:, None] * g_viol)
             if (t + 1) % hist_every == 0:
                 hist.append(_metrics(data, W)[0])
-    rate, acc = _metrics(data, W)
+    rate, acc, sur = _metrics(data, W, surrogate=True)
     H = np.array(hist).T if hist else np.zeros((cs.size, 0))
     return [RateRun(_penalty_name(float(cv)), "penalty", float(cv), float(rate[i]), float(acc[i]),
-                    W[i, :2].copy(), float(W[i, 2]), float(cv), H[i], hist_every)
+                    W[i, :2].copy(), float(W[i, 2]), float(cv), H[i], hist_every, float(sur[i]))
             for i, cv in enumerate(cs)]
 
 
@@ -599,10 +604,12 @@ def _lagrangian_problem(data: RateData, W, eta: np.ndarray, target: float, init:
 
 
 def train_lagrangian(data: RateData, eta: Any, *, target: float = 0.7, steps: int = 3000, lr: float = 0.1,
-                     hist_every: int = 50) -> list[RateRun]:
+                     hist_every: int = 50, lambda0: Any = 0.0) -> list[RateRun]:
     """Plain GDA on the (proxy-)Lagrangian with Cooper, one run per dual step ``eta >= 0``:
     primal SGD (lr) on ``BCE + lambda (target - r~)``, dual ``lambda <- [lambda + eta (target - r)]_+``
-    (alternating: dual first, Cooper's ``AlternatingDualPrimalOptimizer``). lambda starts at 0."""
+    (alternating: dual first, Cooper's ``AlternatingDualPrimalOptimizer``). lambda starts at
+    ``lambda0`` (default 0). With ``eta = 0`` and ``lambda0 = c`` this *is* the fixed penalty c:
+    a penalty is a Lagrangian whose multiplier is frozen."""
     torch = _torch()
     import cooper
 
@@ -610,8 +617,15 @@ def train_lagrangian(data: RateData, eta: Any, *, target: float = 0.7, steps: in
     if (etas < 0).any():
         raise ValueError(f"dual step eta must be >= 0, got {etas.tolist()}")
     target, steps, lr, hist_every = _check_rate_args(target, steps, lr, hist_every)
+    lam0 = _as_1d(lambda0, "lambda0")
+    if (lam0 < 0).any():
+        raise ValueError(f"lambda0 (initial multiplier) must be >= 0, got {lam0.tolist()}")
+    if lam0.size == 1:
+        lam0 = np.full(etas.size, lam0[0])
+    elif lam0.size != etas.size:
+        raise ValueError(f"lambda0 must be one number or one per eta ({etas.size}), got {lam0.size}")
     W = torch.nn.Parameter(torch.zeros(etas.size, 3, dtype=torch.float64))
-    cmp = _lagrangian_problem(data, W, etas, target)
+    cmp = _lagrangian_problem(data, W, etas, target, init=lam0)
     primal = torch.optim.SGD([W], lr=lr)
     dual = torch.optim.SGD(cmp.dual_parameters(), lr=1.0, maximize=True)
     opt = cooper.optim.AlternatingDualPrimalOptimizer(cmp, primal, dual)
@@ -622,10 +636,10 @@ def train_lagrangian(data: RateData, eta: Any, *, target: float = 0.7, steps: in
             hist.append(_metrics(data, W.detach().numpy())[0])
     Wn = W.detach().numpy().copy()
     lam = cmp.rate.multiplier.weight.detach().numpy().copy()
-    rate, acc = _metrics(data, Wn)
+    rate, acc, sur = _metrics(data, Wn, surrogate=True)
     H = np.array(hist).T if hist else np.zeros((etas.size, 0))
     return [RateRun("gda", "gda", float(ev), float(rate[i]), float(acc[i]), Wn[i, :2].copy(),
-                    float(Wn[i, 2]), float(lam[i]), H[i], hist_every)
+                    float(Wn[i, 2]), float(lam[i]), H[i], hist_every, float(sur[i]))
             for i, ev in enumerate(etas)]
 
 
@@ -634,13 +648,13 @@ def train_pcd(data: RateData, tau: Any, *, target: float = 0.7, steps: int = 300
     """PCD with primary BCE and secondary ``relu(target - r~(w))`` (the surrogate: PCD needs a
     gradient, it never sees the true rate), one run per ``tau``; SGD on the deployed direction.
     """
-    from pcd import EMANormalizer, pcd_weights
+    from pcd import EMANormalizer
 
     taus = _check_tau(tau)
     target, steps, lr, hist_every = _check_rate_args(target, steps, lr, hist_every)
     R = taus.size
     W = np.zeros((R, 3))
-    norms = [EMANormalizer() for _ in range(R)]
+    norm = EMANormalizer()
     hist = []
     with np.errstate(all="ignore"):
         for t in range(steps):
@@ -651,19 +665,39 @@ def train_pcd(data: RateData, tau: Any, *, target: float = 0.7, steps: int = 300
                 W[:] = np.nan
                 break
             G = J @ np.swapaxes(J, -1, -2)
-            step = np.empty_like(W)
-            for r in range(R):
-                s = norms[r].update(np.diagonal(G[r]))
-                a = pcd_weights(G[r], s, float(taus[r])).weights
-                step[r] = a @ J[r]
+            s = norm.update(np.diagonal(G, axis1=-2, axis2=-1))
+            a = _pcd_weights_per_run_tau(G, s, taus)
+            step = np.einsum("rk,rkn->rn", a, J)
             W = W - lr * step
             if (t + 1) % hist_every == 0:
                 hist.append(_metrics(data, W)[0])
-    rate, acc = _metrics(data, W)
+    rate, acc, sur = _metrics(data, W, surrogate=True)
     H = np.array(hist).T if hist else np.zeros((R, 0))
     return [RateRun("pcd", "pcd", float(tv), float(rate[i]), float(acc[i]), W[i, :2].copy(),
-                    float(W[i, 2]), float("nan"), H[i], hist_every)
+                    float(W[i, 2]), float("nan"), H[i], hist_every, float(sur[i]))
             for i, tv in enumerate(taus)]
+
+
+def _pcd_weights_per_run_tau(G: np.ndarray, s: np.ndarray, taus: np.ndarray) -> np.ndarray:
+    """:func:`pcd.pcd_weights` for a batch of K = 2 problems with one tau per run, in one call.
+
+    ``solve_qp`` takes one tau per secondary, not per batch element. For K = 2 and tau_r > 0,
+    scaling the secondary's normalization by ``k_r = tau_r / tau_0`` turns the constraint
+    ``(k g~_2).d >= tau_0 ||k g~_2||^2`` into ``g~_2.d >= tau_r ||g~_2||^2``: same QP, same
+    direction, same deployed weights (``mu' = mu / k``). tau_r = 0 runs are solved separately.
+    """
+    from pcd import pcd_weights
+
+    a = np.empty_like(s)
+    pos = taus > 0
+    if pos.any():
+        t0 = float(taus[pos].max())
+        sp = s[pos].copy()
+        sp[:, 1] *= taus[pos] / t0
+        a[pos] = pcd_weights(G[pos], sp, t0).weights
+    if (~pos).any():
+        a[~pos] = pcd_weights(G[~pos], s[~pos], 0.0).weights
+    return a
 
 
 @dataclass
@@ -681,7 +715,7 @@ class RateSweep:
     def rows(self) -> list[dict]:
         """``{"method", "family", "param", "rate", "accuracy", "lambda"}`` per run (rates in %)."""
         return [{"method": r.method, "family": r.family, "param": r.param, "rate": r.rate,
-                 "accuracy": r.accuracy, "lambda": r.lam} for r in self.runs]
+                 "accuracy": r.accuracy, "surrogate_rate": r.surrogate, "lambda": r.lam} for r in self.runs]
 
     def family(self, name: str) -> list[RateRun]:
         return [r for r in self.runs if r.family == name]
@@ -695,7 +729,7 @@ def rate_sweep(c_grid: Any = PAPER_C, eta_grid: Any = PAPER_ETA, tau_grid: Any =
     log-spaced penalty curve over c in [1e-3, 1e2] (``curve_points`` runs)."""
     data = make_blobs(n, seed)
     target, steps, lr, hist_every = _check_rate_args(target, steps, lr, hist_every)
-    cp = _check_steps(curve_points, 1000)
+    cp = _check_steps(curve_points, 1000, "curve_points")
     runs = train_penalty(data, c_grid, target=target, steps=steps, lr=lr, hist_every=hist_every)
     runs += train_lagrangian(data, eta_grid, target=target, steps=steps, lr=lr, hist_every=hist_every)
     if len(np.atleast_1d(tau_grid)):
@@ -723,7 +757,7 @@ def penalty_bisection(target: float = 0.7, tol: float = 1.0, *, c_lo: float = 1e
     c_hi = _check_pos(c_hi, "c_hi")
     if not c_lo < c_hi:
         raise ValueError(f"need c_lo < c_hi, got {c_lo} and {c_hi}")
-    max_runs = _check_steps(max_runs, 100)
+    max_runs = _check_steps(max_runs, 100, "max_runs")
     data = make_blobs(n, seed)
     goal = 100.0 * target
     log: list[dict] = []
@@ -770,7 +804,7 @@ def rate_cost(steps: int = 300, repeats: int = 5, *, c: float = 2.15, eta: float
     import cooper
 
     steps = _check_steps(steps, 100_000)
-    repeats = _check_steps(repeats, 100)
+    repeats = _check_steps(repeats, 100, "repeats")
     cc = float(check_c(c)[0])
     eta = _check_pos(eta, "eta", allow_zero=True)
     data = make_blobs(n, seed)
@@ -797,10 +831,11 @@ def rate_cost(steps: int = 300, repeats: int = 5, *, c: float = 2.15, eta: float
 # everything at once (the CLI)
 # =================================================================================================
 
-def run_all(eps: Any = PAPER_EPS, c: Any = DEFAULT_TOY_C, *, toy_steps: int = 1000, rate_steps: int = 3000,
+def run_all(eps: Any = PAPER_EPS, c: Any = DEFAULT_TOY_C, *, toy_steps: int = 500, rate_steps: int = 3000,
             x0: float = 0.6, tau: float = 0.1, cost: bool = True, bisection: bool = True) -> dict:
     """The JSON the CLI writes: ``epsilon_table`` and ``rate_sweep`` rows (issue 5), plus the dense
     penalty curve, the bisection count and (optionally) the wall-time comparison."""
+    _check_steps(rate_steps, 100_000)  # fail fast, before the 1-D runs
     runs = run_toy(eps, c, x0=x0, steps=toy_steps, tau=tau)
     sweep = rate_sweep(steps=rate_steps)
     out: dict[str, Any] = {

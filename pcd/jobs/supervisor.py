@@ -99,10 +99,14 @@ def supervisor_pid(data_dir: str | os.PathLike | None = None) -> int | None:
 
 
 def ensure_supervisor(data_dir: str | os.PathLike | None = None, *, slots: int | None = None,
-                      backend: str | None = None, runner: str | None = None) -> dict:
+                      backend: str | None = None, runner: str | None = None, detach: bool = False) -> dict:
     """Start a background supervisor for ``data_dir`` unless one is alive. Returns
     ``{"pid": int, "started": bool}``. Safe to call on every page load: a second supervisor that
-    loses the race for the lock exits at once. The app calls this, so running the app is enough."""
+    loses the race for the lock exits at once. The app calls this, so running the app is enough.
+
+    By default the supervisor stays in the caller's process group, so it stops with the app
+    (Ctrl-C / SIGTERM to the group: its running runs go back to the queue and resume next time);
+    ``detach=True`` starts it in its own session so it outlives the app (prefer systemd for that)."""
     data_dir = Path(data_dir if data_dir is not None else default_data_dir())
     pid = supervisor_pid(data_dir)
     if pid:
@@ -119,7 +123,7 @@ def ensure_supervisor(data_dir: str | os.PathLike | None = None, *, slots: int |
     env["PYTHONPATH"] = os.pathsep.join(p for p in [_package_root(), env.get("PYTHONPATH", "")] if p)
     with open(data_dir / "supervisor.log", "ab") as log:
         proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
-                                env=env, start_new_session=True, close_fds=True)
+                                env=env, start_new_session=bool(detach), close_fds=True)
     # wait (bounded) until it holds the lock, so callers see it at once
     deadline = time.monotonic() + 10.0
     while time.monotonic() < deadline:
@@ -350,6 +354,7 @@ class Supervisor:
     def _check(self, job: Job) -> None:
         out = self.executor.poll(job)
         if out is not None:
+            self.executor.pump(self.jobs)  # the last progress events before the verdict
             self._finish(job, out)
             return
         try:

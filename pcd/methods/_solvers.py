@@ -4,16 +4,16 @@ Every routine works on a batch of problems ``[B, ...]`` and is exact up to float
 
 * :func:`nnqp`        ``min_{mu >= 0} 1/2 mu^T S mu + q^T mu`` for positive definite ``S``
                       (K = 1, 2: closed forms; K <= 5: the KKT point found by enumerating the
-                      2^K free sets, vectorized; larger K: :func:`pcd.qp.solve_nnqp` per problem).
+                      2^K free sets, vectorized; larger K: Cholesky + NNLS per problem).
 * :func:`simplex_min_norm`  ``min_{a in simplex} a^T G a`` (MGDA's problem).
 * :func:`nash`        ``alpha > 0`` with ``alpha_i (G alpha)_i = p_i`` (Nash bargaining, Nash-MTL /
                       AuxiNash): K = 2 closed form, otherwise damped Newton on the self-concordant
                       ``1/2 a^T G a - sum_i p_i log a_i``.
 
 Rank-deficient Gram matrices make the weights of these problems non-unique (the direction is
-unique). We then return the limit of the ridge-regularized problem ``G + delta I`` with
-``delta = RIDGE_REL * trace(G)`` -- the same choice TorchJD's regularized projector converges to,
-so weights are comparable with TorchJD on rank-deficient and exactly cancelling inputs.
+unique). We then return the limit of the ridge-regularized problem (see :func:`ridge`), which for
+exact cancellations between equal-norm gradients is the same choice TorchJD's regularized projector
+converges to.
 """
 from __future__ import annotations
 
@@ -29,17 +29,21 @@ def trace(G: np.ndarray) -> np.ndarray:
     return np.einsum("bii->b", G)
 
 
-def ridge(G: np.ndarray, rel: float | np.ndarray = RIDGE_REL) -> np.ndarray:
-    """``G + rel * trace(G) * I``; problems with ``trace(G) == 0`` get the identity instead.
+def ridge(G: np.ndarray, rel: float | np.ndarray = 0.0) -> np.ndarray:
+    """``G + diag(rel * trace(G) + RIDGE_REL * G_ii + 1e-20 * trace(G))``; the identity when G = 0.
 
-    A zero Gram matrix means every gradient is zero: any weights give the zero direction, and the
-    identity makes each solver return its neutral weights (finite, documented per method).
+    ``rel`` is TorchJD's ``reg_eps`` (its projector solves on ``G / trace(G) + reg_eps I``). The
+    ``RIDGE_REL * G_ii`` part only makes singular problems' weights unique (it is relative to each
+    objective's own scale, so badly scaled gradients are not distorted). A zero Gram matrix means
+    every gradient is zero: any weights give the zero direction, and the identity makes each
+    solver return its neutral weights (finite, documented per method).
     """
     K = G.shape[-1]
-    tr = trace(G)
-    zero = tr <= 0.0
-    delta = np.maximum(np.asarray(rel, dtype=np.float64), RIDGE_REL) * tr
-    out = G + delta[:, None, None] * np.eye(K)
+    diag = np.diagonal(G, axis1=1, axis2=2)
+    tr = diag.sum(-1, keepdims=True)
+    delta = (float(rel) + 1e-20) * tr + RIDGE_REL * diag
+    out = G + np.einsum("bi,ij->bij", delta, np.eye(K))
+    zero = tr[:, 0] <= 0.0
     if zero.any():
         out = np.where(zero[:, None, None], np.eye(K), out)
     return out
@@ -100,9 +104,26 @@ def nnqp(S: np.ndarray, q: np.ndarray) -> np.ndarray:
         return _nnqp2(S, q)
     if n <= 5:
         return _nnqp_enum(S, q)
-    from pcd.qp import solve_nnqp
+    return np.stack([_nnqp_nnls(S[i], q[i]) for i in range(B)]) if B else np.zeros((0, n))
 
-    return np.stack([solve_nnqp(S[i], q[i]) for i in range(B)]) if B else np.zeros((0, n))
+
+def _nnqp_nnls(S: np.ndarray, q: np.ndarray) -> np.ndarray:
+    """One problem, any n: with ``S = L L^T`` (Cholesky), ``1/2 mu^T S mu + q^T mu =
+    1/2 ||L^T mu + L^-1 q||^2 + const``, a non-negative least-squares problem (Lawson-Hanson,
+    :func:`scipy.optimize.nnls`), polished by one exact solve on the free set found."""
+    import scipy.linalg
+    from scipy.optimize import nnls
+
+    L = np.linalg.cholesky(S)
+    rhs = -scipy.linalg.solve_triangular(L, q, lower=True)
+    mu, _ = nnls(L.T, rhs, maxiter=50 * S.shape[0])
+    free = mu > 0
+    if free.any():
+        sol = np.linalg.solve(S[np.ix_(free, free)], -q[free])
+        if np.all(sol >= 0):
+            mu = np.zeros_like(mu)
+            mu[free] = sol
+    return mu
 
 
 def project_dual_cone(G: np.ndarray, U: np.ndarray, reg_eps: float = 0.0) -> np.ndarray:
@@ -150,33 +171,63 @@ def nash(G: np.ndarray, p: np.ndarray, alpha0: np.ndarray | None = None, *, max_
     """Solve ``alpha_i (G alpha)_i = p_i``, ``alpha > 0`` (Nash bargaining with powers ``p``).
 
     This is the stationarity condition of the strictly convex, self-concordant
-    ``phi(a) = 1/2 a^T Gr a - sum_i p_i log a_i`` with ``Gr = G + delta I`` (Nash-MTL, Navon et al.
-    2022, eq. (4): ``G alpha = 1 / alpha``; AuxiNash, Shamsian et al. 2023: ``G alpha = p / alpha``).
+    ``phi(a) = 1/2 a^T G a - sum_i p_i log a_i`` (Nash-MTL, Navon et al. 2022, eq. (4):
+    ``G alpha = 1 / alpha``; AuxiNash, Shamsian et al. 2023: ``G alpha = p / alpha``).
 
     * K = 2: with ``r = a_2 / a_1``, ``c p_1 r^2 + b (p_1 - p_2) r - a p_2 = 0`` has exactly one
-      positive root; ``a_1 = sqrt(p_1 / (G11 + G12 r))``, ``a_2 = r a_1``.
+      positive root; ``a_1 = sqrt(p_1 / (G11 + G12 r))``, ``a_2 = r a_1``; two Newton polishing steps.
     * K >= 3: damped Newton ``a <- a - step / (1 + lambda)`` (lambda = Newton decrement), which
       converges from any positive start for self-concordant functions, then full Newton steps.
 
-    Returns ``(alpha [B, K], residual [B])`` with residual ``max_i |a_i (G a)_i / p_i - 1|``.
+    When G is singular with a positive null vector (e.g. an exact cancellation) there is no
+    solution (phi is unbounded below, alpha -> infinity while the direction ``J^T alpha`` -> 0);
+    those problems are re-solved with ``Gr = G + diag(1e-14 G_ii + 1e-16 trace(G) / K)`` (the
+    identity when ``G = 0``), which keeps alpha finite.
+    Returns ``(alpha [B, K], residual [B])`` with residual ``max_i |a_i (G a)_i / p_i - 1|`` for the
+    matrix actually used.
     """
     B, K = p.shape
-    Gr = ridge(G)
+    diag = np.diagonal(G, axis1=1, axis2=2)
+    tr = diag.sum(-1, keepdims=True)
+    G0 = np.where((tr[:, 0] <= 0)[:, None, None], np.eye(K), G)
+    # warm-started regular problems converge in a few Newton steps; don't spend long on singular ones
+    alpha, res = _nash_solve(G0, p, alpha0, max_iter if alpha0 is None else min(max_iter, 20), tol)
+    bad = ~(res <= 1e-9) | ~np.isfinite(alpha).all(-1)
+    if bad.any():
+        Gr = G0[bad] + np.einsum("bi,ij->bij", 1e-14 * diag[bad] + 1e-16 * tr[bad] / K, np.eye(K))
+        a0 = None if alpha0 is None else alpha0[bad]
+        alpha[bad], res[bad] = _nash_solve(Gr, p[bad], a0, max_iter, tol)
+    return alpha, res
+
+
+def _nash_solve(Gr: np.ndarray, p: np.ndarray, alpha0: np.ndarray | None, max_iter: int,
+                tol: float) -> tuple[np.ndarray, np.ndarray]:
+    B, K = p.shape
     if K == 1:
         alpha = np.sqrt(p[:, 0] / Gr[:, 0, 0])[:, None]
     elif K == 2:
         a, b, c = Gr[:, 0, 0], Gr[:, 0, 1], Gr[:, 1, 1]
         p1, p2 = p[:, 0], p[:, 1]
         A2, A1, A0 = c * p1, b * (p1 - p2), -a * p2
-        disc = np.sqrt(A1 * A1 - 4.0 * A2 * A0)
-        # numerically stable positive root of A2 r^2 + A1 r + A0 = 0 (A2 > 0 > A0)
-        r = np.where(A1 >= 0, -2.0 * A0 / (A1 + disc), (disc - A1) / (2.0 * A2))
-        a1 = np.sqrt(p1 / (a + b * r))
-        alpha = np.stack([a1, r * a1], axis=-1)
+        with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+            disc = np.sqrt(A1 * A1 - 4.0 * A2 * A0)
+            # numerically stable positive root of A2 r^2 + A1 r + A0 = 0 (A2 > 0 > A0)
+            r = np.where(A1 >= 0, -2.0 * A0 / (A1 + disc), (disc - A1) / (2.0 * A2))
+            x = np.sqrt(p1 / (a + b * r))
+            y = r * x
+            for _ in range(2):  # polish with Newton steps on phi (explicit 2x2 inverse)
+                g1 = a * x + b * y - p1 / x
+                g2 = b * x + c * y - p2 / y
+                h11, h22 = a + p1 / (x * x), c + p2 / (y * y)
+                det = h11 * h22 - b * b
+                nx, ny = x - (h22 * g1 - b * g2) / det, y - (h11 * g2 - b * g1) / det
+                good = (nx > 0) & (ny > 0) & np.isfinite(nx) & np.isfinite(ny)
+                x, y = np.where(good, nx, x), np.where(good, ny, y)
+        alpha = np.stack([x, y], axis=-1)
     else:
         if alpha0 is None or alpha0.shape != (B, K) or not np.all(np.isfinite(alpha0)) or np.any(alpha0 <= 0):
             # start on the right scale: a = t * 1 minimizes phi along the ray when t^2 = sum(p) / 1^T G 1
-            s = np.einsum("bij->b", Gr)
+            s = np.maximum(np.einsum("bij->b", Gr), np.einsum("bii->b", Gr) / K)
             alpha = np.sqrt(p.sum(-1) / s)[:, None] * np.ones((1, K))
         else:
             alpha = alpha0.copy()
@@ -185,7 +236,11 @@ def nash(G: np.ndarray, p: np.ndarray, alpha0: np.ndarray | None = None, *, max_
             Ga = np.einsum("bij,bj->bi", Gr[active], alpha[active])
             grad = Ga - p[active] / alpha[active]
             H = Gr[active] + np.einsum("bi,ij->bij", p[active] / alpha[active] ** 2, np.eye(K))
-            step = np.linalg.solve(H, grad[..., None])[..., 0]
+            try:
+                step = np.linalg.solve(H, grad[..., None])[..., 0]
+            except np.linalg.LinAlgError:  # alpha ran off to infinity (singular G): give up here
+                alpha[active] = np.inf
+                break
             lam = np.sqrt(np.maximum(np.einsum("bi,bi->b", grad, step), 0.0))
             damp = np.where(lam > 0.25, 1.0 / (1.0 + lam), 1.0)
             new = alpha[active] - damp[:, None] * step
@@ -197,7 +252,7 @@ def nash(G: np.ndarray, p: np.ndarray, alpha0: np.ndarray | None = None, *, max_
             active[idx[done]] = False
             if not active.any():
                 break
-    Ga = np.einsum("bij,bj->bi", Gr, alpha)
-    with np.errstate(divide="ignore", invalid="ignore"):
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+        Ga = np.einsum("bij,bj->bi", Gr, alpha)
         res = np.abs(alpha * Ga / p - 1.0).max(axis=-1)
-    return alpha, res
+    return alpha, np.where(np.isfinite(res), res, np.inf)

@@ -6,7 +6,8 @@
 
     alpha_i (G alpha)_i = 1,  alpha > 0          (i.e. G alpha = 1 / alpha)
 
-computed on ``G / ||G||_F`` as TorchJD does; then the update is clipped: if
+(TorchJD divides G by ``||G||_F`` for its solver and multiplies the constraint back by the same
+factor, so the equation holds for the raw G, as here); then the update is clipped: if
 ``||J^T alpha|| = sqrt(alpha^T G alpha) > max_norm`` (``max_norm > 0``) alpha is rescaled to it. The
 weights are recomputed every ``update_weights_every`` calls (state: last alpha, call count).
 We solve the equation exactly (K = 2 closed form, K >= 3 damped Newton warm-started from the last
@@ -42,7 +43,7 @@ from pcd.methods.base import Method, MethodOutput, Param, register
 
 @dataclass
 class NashState:
-    alpha: np.ndarray | None  # last solution [B, K] (normalized-G scale, before clipping)
+    alpha: np.ndarray | None  # last solution [B, K] (before clipping)
     step: int = 0
 
 
@@ -52,9 +53,7 @@ def _bargain(gram: np.ndarray, p: np.ndarray, state: NashState | None, max_norm:
     if state is None or (state.alpha is not None and state.alpha.shape != (B, K)):
         state = NashState(alpha=None, step=0)
     if state.alpha is None or state.step % every == 0:
-        fro = np.sqrt(np.einsum("bij,bij->b", gram, gram))
-        Gn = gram / np.where(fro > 0, fro, 1.0)[:, None, None]
-        alpha, res = nash(Gn, p, state.alpha)
+        alpha, res = nash(gram, p, state.alpha)
     else:
         alpha, res = state.alpha, np.zeros(B)
     w = alpha.copy()

@@ -21,6 +21,13 @@ from pcd.methods.base import Method, MethodOutput, Param, register
 def pcgrad_weights(G: np.ndarray, perms: np.ndarray) -> np.ndarray:
     """``G [B, K, K]``, ``perms [B, K, K]`` (a permutation of 0..K-1 per problem and objective)."""
     B, K = G.shape[0], G.shape[-1]
+    if K == 2:  # closed form: each gradient loses its component along the other when they conflict
+        a, b, c = G[:, 0, 0], G[:, 0, 1], G[:, 1, 1]
+        neg = b < 0.0  # implies a > 0 and c > 0
+        w = np.ones((B, 2))
+        w[:, 1] += np.where(neg, -b / np.where(neg, c, 1.0), 0.0)
+        w[:, 0] += np.where(neg, -b / np.where(neg, a, 1.0), 0.0)
+        return w
     rows = np.arange(B)
     diag = np.diagonal(G, axis1=1, axis2=2)
     total = np.zeros((B, K))

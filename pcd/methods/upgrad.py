@@ -10,7 +10,7 @@ Projection onto the dual cone ``C(J) = {y : J y >= 0}`` (paper eq. 3) in weight 
 
 Both are non-conflicting (``J d >= 0``); UPGrad is also linear under scaling (its direction is a
 sum of positively homogeneous projections). The QPs are solved exactly (vectorized closed form /
-enumeration for K <= 5, :func:`pcd.qp.solve_nnqp` beyond). ``reg_eps`` reproduces TorchJD's
+enumeration for K <= 5, Cholesky + non-negative least squares beyond). ``reg_eps`` reproduces TorchJD's
 projector, which solves on ``G / trace(G) + reg_eps I`` (its default is 1e-4; ours is 0, i.e. the
 exact projection, with the ridge ``1e-13 trace(G)`` only to pick unique weights when G is singular).
 """
@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from pcd.methods._solvers import project_dual_cone
+from pcd.methods._solvers import project_dual_cone, ridge
 from pcd.methods.base import Method, MethodOutput, Param, register
 
 _REG = Param("reg_eps", 0.0, 0.0, 1e-2, help="Tikhonov term added to G / trace(G) (TorchJD's default: 1e-4)")
@@ -34,6 +34,13 @@ class UPGrad(Method):
 
     def weights(self, gram, *, losses=None, jacobian=None, state=None, rng=None) -> MethodOutput:
         B, K = gram.shape[0], gram.shape[-1]
+        if K == 2:  # closed form: v(e_1) = (1, max(0, -G12 / G22)), v(e_2) = (max(0, -G12 / G11), 1)
+            Gr = ridge(gram, self.hparams["reg_eps"])
+            a, b, c = Gr[:, 0, 0], Gr[:, 0, 1], Gr[:, 1, 1]
+            w = np.empty((B, 2))
+            w[:, 0] = 0.5 * (1.0 + np.maximum(-b / a, 0.0))
+            w[:, 1] = 0.5 * (1.0 + np.maximum(-b / c, 0.0))
+            return MethodOutput(weights=w, state=state)
         U = np.broadcast_to(np.eye(K) / K, (B, K, K))
         V = project_dual_cone(gram, U, self.hparams["reg_eps"])
         return MethodOutput(weights=V.sum(axis=1), state=state)

@@ -11,7 +11,7 @@ accepting ONLY these node types::
 Anything else -- attribute access, subscripts, strings, keywords, lambdas, comparisons, other
 names -- is rejected with a ``ValueError`` that names the offending token and its (0-based)
 position. There is no ``eval``/``compile``/``exec`` of user text anywhere. Size is bounded
-(<= 400 characters, <= 200 nodes, nesting depth <= 30), exponents must be constants with
+(<= 400 characters, <= 200 nodes, parentheses nested <= 30 deep, syntax tree <= 120 deep), exponents must be constants with
 ``|p| <= 16`` and literals ``|c| <= 1e12``.
 
 Evaluation is vectorized NumPy over a batch of points, and gradients are exact: the tree is
@@ -39,7 +39,8 @@ from pcd.problems.base import Problem, check_float, check_points, register
 
 MAX_CHARS = 400
 MAX_NODES = 200
-MAX_DEPTH = 30
+MAX_DEPTH = 30          # parentheses
+MAX_TREE_DEPTH = 120    # syntax-tree depth (a flat sum of n terms is n deep)
 MAX_EXPONENT = 16.0
 MAX_LITERAL = 1e12
 MAX_SECONDARIES = 7
@@ -143,8 +144,8 @@ def _convert(node: ast.AST, text: str, counter: list[int], depth: int, offset: i
     counter[0] += 1
     if counter[0] > MAX_NODES:
         raise _err(text, _pos(node, offset), f"formula has more than {MAX_NODES} elements")
-    if depth > MAX_DEPTH:
-        raise _err(text, _pos(node, offset), f"formula nested deeper than {MAX_DEPTH}")
+    if depth > MAX_TREE_DEPTH:
+        raise _err(text, _pos(node, offset), f"formula nested deeper than {MAX_TREE_DEPTH}")
     d = depth + 1
     if isinstance(node, ast.Constant):
         val = node.value
@@ -224,7 +225,7 @@ def _eval(t: tuple, X: np.ndarray) -> tuple[Any, np.ndarray | None]:
     """Forward-mode AD: returns (value, gradient [B, 2] or None for a constant)."""
     k = t[0]
     if k == "c":
-        return t[1], None
+        return np.float64(t[1]), None  # NumPy scalars: 1/0 -> inf (reported), never ZeroDivisionError
     if k == "v":
         g = np.zeros((X.shape[0], 2))
         g[:, t[1]] = 1.0
@@ -248,7 +249,7 @@ def _eval(t: tuple, X: np.ndarray) -> tuple[Any, np.ndarray | None]:
         p = t[2]
         if p == 0:
             return np.ones_like(np.asarray(a, dtype=float)), None
-        v = np.power(a, p) if np.ndim(a) else float(np.power(float(a), p))
+        v = np.power(a, p)
         if p == 1:
             return v, ga
         if ga is None:

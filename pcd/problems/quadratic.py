@@ -1,4 +1,4 @@
-"""Convex quadratic pairs with a known Pareto set, and the TorchJD-style ``quadratic`` problem.
+"""``quadratic``: a convex quadratic pair with a known Pareto set (TorchJD-style illustration).
 
 Both objectives are convex quadratics (Hessians ``A_1, A_2`` positive definite)::
 
@@ -17,11 +17,9 @@ does not give them), chosen ill-conditioned and non-aligned so that the aggregat
 """
 from __future__ import annotations
 
-from typing import Any
-
 import numpy as np
 
-from pcd.problems.base import Problem, check_float, check_points, register
+from pcd.problems.base import Problem, check_points, register
 
 
 class QuadraticPair(Problem):
@@ -92,32 +90,3 @@ class Quadratic(QuadraticPair):
 
     def optima(self) -> None:
         return None  # no common minimizer: a genuine trade-off
-
-
-@register
-class Scale(QuadraticPair):
-    """``scale``: the PCD paper's scale-invariance experiment (secondary multiplied by 10^k)."""
-
-    name = "scale"
-    display_name = "Scale invariance"
-    description = "Secondary multiplied by 10^k: weighted sum slides along the front, PCD should not."
-    paper = "Priority-Constrained Descent, arXiv 2606.29521 (scale-invariance synthetic)"
-
-    A1 = np.eye(2)
-    A2 = np.diag([1.0, 4.0])
-    C1 = np.array([-1.0, -0.5])
-    C2 = np.array([1.0, 0.5])
-
-    def __init__(self, k: float = 0.0) -> None:
-        self.k = check_float(k, "k", -12.0, 12.0, self.name)
-        self.secondary_scale = 10.0 ** self.k
-        self.K = 2
-        self.dim = 2
-        self.bounds = ((-2.0, 2.0), (-1.5, 1.5))
-        self.objective_names = ("1/2 ||x - c1||^2 (primary)", f"10^{self.k:g} * 1/2 (x-c2)' D (x-c2)")
-
-    def default_starts(self) -> np.ndarray:
-        return np.array([[0.0, -1.2]])
-
-    def params(self) -> dict[str, Any]:
-        return {"k": self.k}

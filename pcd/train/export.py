@@ -70,7 +70,7 @@ def _coupled(model: nn.Module, input_shape: tuple[int, ...]):
                 rn = rn + m.bias.detach().double().pow(2)
             idx = torch.tensor(idxs)
             r = torch.tensor(rr)
-            vals = rn[idx].cpu()
+            vals = rn.cpu()[idx]
             sq.index_add_(0, r, vals)
             mx = mx.scatter_reduce(0, r, vals, reduce="amax")
             has_prod[r] = True
@@ -178,7 +178,7 @@ def prune_model(model: nn.Module, input_shape: tuple[int, ...], plan: PruningPla
     return pruned, [list(h) for h in dg.pruning_history()]
 
 
-def save_pruned(path: str | os.PathLike, model: nn.Module, *, arch: str, num_classes: int, in_channels: int,
+def save_pruned(path: str | os.PathLike | io.BytesIO, model: nn.Module, *, arch: str, num_classes: int, in_channels: int,
                 input_shape: tuple[int, ...], history: list) -> int:
     """Save architecture + pruning history + state dict; returns the file size in bytes."""
     blob = {
@@ -191,6 +191,8 @@ def save_pruned(path: str | os.PathLike, model: nn.Module, *, arch: str, num_cla
         "state_dict": {k: v.detach().cpu() for k, v in model.state_dict().items()},
     }
     torch.save(blob, path)
+    if isinstance(path, io.BytesIO):
+        return path.getbuffer().nbytes
     return Path(path).stat().st_size
 
 

@@ -1,0 +1,56 @@
+"""Per-call cost of every registered method (microseconds per call), on random Gram matrices.
+
+    python benchmarks/bench_methods.py [--repeat N] [--quick]
+
+Cases: B=3, K=2 (the toy engine: 3 starts); B=1000, K=2 (a dense grid of starts); B=1, K=16 and
+B=1000, K=16 (many objectives). Stateful methods are called with their state carried along, as the
+engine does; GradDrop gets J (n = K + 3 columns); FAMO gets positive losses.
+"""
+from __future__ import annotations
+
+import argparse
+import time
+
+import numpy as np
+
+import pcd.methods as methods
+
+CASES = [(3, 2), (1000, 2), (1, 16), (1000, 16)]
+
+
+def bench(name: str, B: int, K: int, repeat: int, rng: np.random.Generator) -> float:
+    m = methods.make(name)
+    J = rng.standard_normal((B, K, K + 3))
+    G = J @ J.transpose(0, 2, 1)
+    losses = rng.uniform(0.5, 2.0, (B, K))
+    state = m.init_state(B, K)
+    kw = dict(losses=losses, jacobian=J, rng=rng)
+    out = m(G, state=state, **kw)  # warm-up (caches, first-call work)
+    state = out.state
+    t0 = time.perf_counter()
+    for _ in range(repeat):
+        out = m(G, state=state, **kw)
+        state = out.state
+    return (time.perf_counter() - t0) / repeat * 1e6
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--repeat", type=int, default=200, help="calls per (method, case) for the small cases")
+    ap.add_argument("--quick", action="store_true", help="skip the B=1000, K=16 case")
+    args = ap.parse_args()
+    rng = np.random.default_rng(0)
+    cases = [c for c in CASES if not (args.quick and c == (1000, 16))]
+    header = f"{'method':<12}" + "".join(f"{f'B={B},K={K}':>16}" for B, K in cases)
+    print("microseconds per call")
+    print(header)
+    for name in methods.available():
+        row = f"{name:<12}"
+        for B, K in cases:
+            rep = args.repeat if B * K <= 64 else max(3, args.repeat // 50)
+            row += f"{bench(name, B, K, rep, rng):>16.1f}"
+        print(row, flush=True)
+
+
+if __name__ == "__main__":
+    main()

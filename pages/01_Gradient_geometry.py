@@ -1,0 +1,108 @@
+"""Page 1 -- Gradient geometry: every method's update for two (or three) gradients."""
+from __future__ import annotations
+
+import streamlit as st
+
+import pcd.methods as registry
+from pcd import studio
+from pcd.ui import claim, download_csv, download_figure, setup_page, show_error, url_default, url_sync
+from pcd.viz.geometry import geometry_figure
+from pcd.viz.theme import method_color
+
+setup_page(
+    "Gradient geometry",
+    icon=":material/explore:",
+    intro=(
+        "One step of every method, drawn. Two gradients g₁ (the **primary**) and g₂ (a secondary) meet at an "
+        "angle; each method turns them into one update vector d (the optimizer steps along −d). Progress on "
+        "objective i is the first-order decrease gᵢ·d. A symmetric method balances the gradients, so when they "
+        "point against each other its update shrinks towards zero — the seed of a **conflict equilibrium**. PCD "
+        "keeps g₁ as the anchor: it finds the point of the shaded region (every secondary gets at least a share τ "
+        "of its own progress) closest to g₁."
+    ),
+)
+st.latex(r"\tilde d=\arg\min_d\|d-\tilde g_1\|^2\ \ \text{s.t.}\ \ \tilde g_j\cdot d\ge\tau\|\tilde g_j\|^2"
+         r"\quad\Rightarrow\quad \tilde d=\tilde g_1+\textstyle\sum_j\mu_j\tilde g_j,\ \ \mu_j\ge 0")
+
+ALL = registry.available()
+DEFAULT_METHODS = [m for m in ("pcd", "ws", "mgda", "pcgrad", "cagrad", "upgrad") if m in ALL]
+
+controls, view = st.columns([1, 2.6], gap="large")
+with controls:
+    angle = st.slider("angle ∠(g₁, g₂) in degrees", 0, 180, url_default("angle", 150), key="geo_angle")
+    norm2 = st.slider("‖g₂‖ (‖g₁‖ = 1)", 0.1, 3.0, url_default("norm2", 1.0), 0.05, key="geo_norm2")
+    tau = st.slider("τ (PCD)", 0.0, 1.0, url_default("tau", 0.3), 0.01, key="geo_tau")
+    use_g3 = st.toggle("add a third gradient g₃ (K = 3)", url_default("g3", False), key="geo_g3")
+    third = None
+    if use_g3:
+        a3 = st.slider("angle of g₃ from g₁", -180, 180, url_default("angle3", -110), key="geo_angle3")
+        n3 = st.slider("‖g₃‖", 0.1, 3.0, url_default("norm3", 0.8), 0.05, key="geo_norm3")
+        third = (a3, n3)
+    methods = st.multiselect("methods", ALL, default=url_default("methods", DEFAULT_METHODS, allowed=ALL),
+                             format_func=lambda m: registry.get(m).display_name, key="geo_methods")
+    url_sync(angle=angle, norm2=norm2, tau=tau, g3=use_g3, methods=methods,
+             **({"angle3": third[0], "norm3": third[1]} if third else {}))
+
+
+@st.cache_data(show_spinner=False, max_entries=256)
+def _compute(angle, norm2, third, tau, methods):
+    J = studio.gradient_vectors(angle, norm2, third)
+    return studio.method_directions(J, methods, tau=tau)
+
+
+with view:
+    try:
+        result = _compute(angle, norm2, third, tau, tuple(methods))
+        fig = geometry_figure(result)
+    except ValueError as exc:
+        show_error(exc)
+        st.stop()
+    st.plotly_chart(fig, theme=None, key="geo_chart", config={"displaylogo": False})
+
+table = studio.directions_table(result)
+
+
+def _color_method(col):
+    colors = {r["label"]: r["color"] for r in result["rows"]}
+    return [f"color: {colors.get(v, '#24292f')}; font-weight: 600" for v in col]
+
+
+st.subheader("What each update does")
+st.caption("gᵢ·d > 0: objective i decreases to first order. **conflicts** = some objective gets worse. "
+           "Weights wᵢ are the raw-space coefficients (d = Σ wᵢ gᵢ).")
+fmt = {c: "{:+.4f}" for c in table.columns if c.startswith("g")}
+fmt.update({"‖d‖": "{:.4f}", **{c: "{:.4g}" for c in table.columns if c.startswith("w")}})
+st.dataframe(table.style.apply(_color_method, subset=["method"]).format(fmt, na_rep="—"),
+             hide_index=True, width="stretch")
+for r in result["rows"]:
+    if r["error"]:
+        st.warning(f"{r['label']}: {r['error']}")
+
+pcd_row = next((r for r in result["rows"] if r["method"] == "pcd"), None)
+if pcd_row is not None and not pcd_row["error"]:
+    mu = ", ".join(f"μ{j + 2} = {m:.3f}" for j, m in enumerate(pcd_row["mu"]))
+    if not pcd_row["feasible"]:
+        st.warning("The secondaries' constraints are mutually incompatible here (K ≥ 3): PCD reports "
+                   "`feasible = False` and falls back to the primary for this step.")
+    st.markdown(f"**PCD:** the coefficient of g₁ is pinned to 1 — d̃ = g̃₁ + Σ μⱼ g̃ⱼ with {mu}. "
+                "The dotted segment shows the bend from g₁ to the QP solution d̃ (open circle); the deployed "
+                "update is d̃ rescaled to ‖g₁‖ (solid red arrow).")
+
+with st.expander("Why do weighted sum, MGDA and CAGrad coincide when ‖g₂‖ = ‖g₁‖?"):
+    st.markdown(
+        "With equal norms the problem is symmetric under swapping g₁ and g₂. MGDA's min-norm point of the "
+        "segment [g₁, g₂] is then its midpoint, ½(g₁ + g₂) — exactly the equal-weight sum. CAGrad searches "
+        "around the average gradient, and for two equal-norm gradients its optimum stays on the bisector, "
+        "so it returns a multiple of the same vector. All three point along g₁ + g₂: as the angle goes to "
+        "180° that vector goes to zero, although neither gradient is zero. Move ‖g₂‖ away from 1 and they "
+        "separate: WS follows the larger gradient, MGDA the smaller one."
+    )
+claim("1-D conflict equilibrium: primary gradient 0.5, secondary −0.5 → symmetric methods stop although the "
+      "primary gradient is 0.5 (exact)", here="set the angle to 180° and ‖g₂‖ = 1: WS and MGDA return d = 0 "
+      "while PCD (τ > 0) still returns a non-zero d = g₁ + μ g₂, rescaled")
+
+c1, c2 = st.columns(2)
+with c1:
+    download_csv(table, "gradient_geometry.csv", key="geo_csv")
+with c2:
+    download_figure(fig, "gradient_geometry.html", key="geo_html")

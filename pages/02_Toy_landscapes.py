@@ -1,0 +1,204 @@
+"""Page 2 -- Toy landscapes: animated trajectories of every method on 2-D problems."""
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import streamlit as st
+
+import pcd.methods as registry
+from pcd import studio
+from pcd.engine import run
+from pcd.ui import claim, download_csv, download_figure, setup_page, show_error, url_default, url_sync
+from pcd.viz.landscape import landscape_figure, loss_figure
+
+setup_page(
+    "Toy landscapes",
+    icon=":material/landscape:",
+    intro=(
+        "Run every method from the same start points on a 2-D problem and watch where it goes. The background "
+        "is the primary objective (darker = higher, log scale, contour lines); green marks where the secondary "
+        "is zero; the gold star is where **both** objectives are optimal. Symmetric methods stop where the "
+        "gradients cancel — a **conflict equilibrium** — although the primary gradient is not zero; PCD keeps "
+        "g₁ as the anchor and crosses the barrier. Press **▶ Play** under the map."
+    ),
+)
+
+ALL = registry.available()
+DEFAULT_METHODS = [m for m in ("pcd", "ws", "mgda", "pcgrad", "cagrad", "famo") if m in ALL]
+LRS = [0.001, 0.002, 0.005, 0.01, 0.02, 0.05, 0.1, 0.2]
+STEPS = [200, 500, 1000, 1500, 2000, 3000, 5000]
+PROBLEMS = list(studio.TOY_PROBLEMS)
+DEFAULT_F1 = "(x**2-4)**2/4 + y**2/2"
+DEFAULT_F2 = "relu(abs(x-2)-0.5) + relu(abs(y)-0.5)"
+
+with st.sidebar:
+    st.header("Settings")
+    problem_name = st.selectbox("problem", PROBLEMS, index=PROBLEMS.index(url_default("problem", "saddle2d", PROBLEMS)),
+                                format_func=lambda k: studio.TOY_PROBLEMS[k], key="toy_problem")
+    f1 = f2 = None
+    formula_error = None
+    if problem_name == "custom":
+        f1 = st.text_input("primary f₁(x, y)", url_default("f1", DEFAULT_F1), key="toy_f1")
+        f2 = st.text_input("secondary f₂(x, y)", url_default("f2", DEFAULT_F2), key="toy_f2")
+        try:
+            problem = studio.toy_problem("custom", f1, f2)
+        except ValueError as exc:
+            formula_error = exc
+            show_error(exc)
+    methods = st.multiselect("methods", ALL, default=url_default("methods", DEFAULT_METHODS, allowed=ALL),
+                             format_func=lambda m: registry.get(m).display_name, key="toy_methods")
+    tau = st.slider("τ (PCD)", 0.0, 1.0, url_default("tau", 0.02), 0.01, key="toy_tau",
+                    help="share of each secondary's own progress PCD guarantees per step")
+    opt = st.radio("optimizer", ["adam", "sgd"], index=["adam", "sgd"].index(url_default("opt", "adam", ["adam", "sgd"])),
+                   horizontal=True, format_func=str.capitalize, key="toy_opt")
+    lr = st.select_slider("learning rate", LRS, value=url_default("lr", 0.02, LRS), key="toy_lr")
+    steps = st.select_slider("steps", STEPS, value=url_default("steps", 1500, STEPS), key="toy_steps")
+    mode = st.radio("start points", ["presets", "grid", "typed"], horizontal=True,
+                    index=["presets", "grid", "typed"].index(url_default("starts", "presets", ["presets", "grid", "typed"])),
+                    key="toy_starts")
+    grid_n = 3
+    typed = ""
+    if mode == "grid":
+        grid_n = st.slider("grid (n × n starts)", 2, 5, url_default("grid", 3), key="toy_grid")
+    elif mode == "typed":
+        typed = st.text_area("start points 'x, y' (one per line)", url_default("typed", "-2.5, 0.4\n-1.0, 1.5"),
+                             key="toy_typed")
+    with st.expander("method hyper-parameters"):
+        try:
+            hp_url = json.loads(url_default("hp", "{}"))
+            hp_url = hp_url if isinstance(hp_url, dict) else {}
+        except ValueError:
+            hp_url = {}
+        hparams: dict[str, dict] = {}
+        for m in methods:
+            params = [p for p in registry.get(m).params if not (m == "pcd" and p.name == "tau")]
+            if not params:
+                continue
+            st.markdown(f"**{registry.get(m).display_name}**")
+            vals = {}
+            for p in params:
+                key = f"toy_hp_{m}_{p.name}"
+                cur = hp_url.get(m, {}).get(p.name, p.default)
+                try:
+                    cur = p.validate(cur, m)
+                except ValueError:
+                    cur = p.default
+                if p.kind == "bool":
+                    vals[p.name] = st.checkbox(p.name, bool(cur), key=key, help=p.help or None)
+                elif p.kind == "choice":
+                    vals[p.name] = st.selectbox(p.name, list(p.choices), index=list(p.choices).index(cur), key=key,
+                                                help=p.help or None)
+                elif p.kind == "int":
+                    vals[p.name] = int(st.number_input(p.name, min_value=int(p.low) if p.low is not None else None,
+                                                       max_value=int(p.high) if p.high is not None else None,
+                                                       value=int(cur), step=1, key=key, help=p.help or None))
+                else:
+                    vals[p.name] = float(st.number_input(p.name, min_value=p.low, max_value=p.high, value=float(cur),
+                                                         format="%.6g", key=key, help=p.help or None))
+            try:
+                hparams[m] = studio.hparam_values(m, vals)
+            except ValueError as exc:
+                show_error(exc)
+                hparams[m] = {}
+        hparams = {m: v for m, v in hparams.items() if v}
+
+url_sync(problem=problem_name, methods=methods, tau=tau, opt=opt, lr=lr, steps=steps, starts=mode,
+         **({"grid": grid_n} if mode == "grid" else {}), **({"typed": typed} if mode == "typed" else {}),
+         **({"f1": f1, "f2": f2} if problem_name == "custom" else {}),
+         **({"hp": json.dumps(hparams, separators=(",", ":"))} if hparams else {}))
+
+if formula_error is not None:
+    st.error(f"Fix the formula in the sidebar to run: {formula_error}", icon=":material/function:")
+    st.stop()
+if not methods:
+    st.info("Choose at least one method in the sidebar.")
+    st.stop()
+
+
+@st.cache_resource(show_spinner=False, max_entries=32)
+def _problem(name, f1, f2):
+    return studio.toy_problem(name, f1, f2)
+
+
+@st.cache_data(show_spinner=False, max_entries=16)
+def _grid(name, f1, f2):
+    prob = _problem(name, f1, f2)
+    return prob.grid(300, 200), prob.pareto_set(), prob.optima(), list(prob.objective_names)
+
+
+@st.cache_data(show_spinner=False, max_entries=256)
+def _run_one(name, f1, f2, method, hp_json, tau, opt, lr, steps, starts):
+    hp = json.loads(hp_json)
+    if method == "pcd":
+        hp["tau"] = tau
+    return run(_problem(name, f1, f2), [method], starts=np.array(starts), steps=steps, optimizer=opt, lr=lr,
+               method_params={method: hp} if hp else None, record=200)
+
+
+@st.cache_resource(show_spinner=False, max_entries=32)
+def _figures(name, f1, f2, runs_key, _res):
+    grid, pareto, optima, names = _grid(name, f1, f2)
+    return (landscape_figure(_res, grid, pareto_set=pareto, optima=optima, height=560),
+            loss_figure(_res, names))
+
+
+try:
+    problem = _problem(problem_name, f1, f2)
+    if mode == "presets":
+        starts = problem.default_starts()
+    elif mode == "grid":
+        starts = studio.grid_starts(problem.bounds, grid_n)
+    else:
+        starts = studio.parse_starts(typed)
+    starts_key = tuple(map(tuple, np.round(np.asarray(starts, dtype=float), 10).tolist()))
+    with st.spinner("running…"):
+        runs = [_run_one(problem_name, f1, f2, m, json.dumps(hparams.get(m, {}), sort_keys=True),
+                         tau if m == "pcd" else None, opt, lr, steps, starts_key) for m in methods]
+    res = studio.merge_results(runs)
+    runs_key = (tuple(methods), json.dumps(hparams, sort_keys=True), tau, opt, lr, steps, starts_key)
+    fig, lfig = _figures(problem_name, f1, f2, runs_key, res)
+except ValueError as exc:
+    show_error(exc)
+    st.stop()
+
+st.plotly_chart(fig, theme=None, key="toy_map", config={"displaylogo": False, "scrollZoom": False})
+for name, msg in res.errors.items():
+    st.warning(f"{registry.get(name).display_name} failed: {msg}")
+
+names = _grid(problem_name, f1, f2)[3]
+st.subheader("Where each trajectory ended")
+table = studio.endpoint_table(res, names)
+
+
+def _shade(col):
+    good = {"reached CMS": "#dafbe1", "stalled": "#ffebe9", "diverged": "#fff8c5", "method error": "#fff8c5"}
+    out = []
+    for v in col:
+        bg = next((c for k, c in good.items() if str(v).startswith(k)), "")
+        out.append(f"background-color: {bg}" if bg else "")
+    return out
+
+
+num_cols = [c for c in table.columns if c.startswith("final") or c in ("‖∇f₁‖", "CMS residual")]
+st.dataframe(table.style.apply(_shade, subset=["diagnosis"]).format({c: "{:.3e}" for c in num_cols}),
+             hide_index=True, width="stretch")
+st.caption("CMS residual = max over objectives of ‖∇fᵢ‖ at the end (0 ⇔ every objective stationary). "
+           "*Stalled* = the update vanished while ‖∇f₁‖ > 1e-3. *Primary stationary* = ∇f₁ = 0 halts "
+           "the deployed update (PCD's known limitation, e.g. exactly on the saddle).")
+if problem_name == "saddle2d":
+    n_cross = int(sum(str(d) == "cms" for d in res.diagnosis[res.methods.index("pcd")])) if "pcd" in res.methods else None
+    claim("WS, MGDA, PCGrad, CAGrad, FAMO stall at a Pareto-stationary point with the secondary > 0; PCD crosses "
+          "from 3 different starts to where both objectives are optimal",
+          here=(f"PCD reached CMS from {n_cross} of {res.S} starts" if n_cross is not None else "add PCD to compare"))
+
+st.subheader("Loss vs step")
+st.plotly_chart(lfig, theme=None, key="toy_loss", config={"displaylogo": False})
+
+c1, c2, c3 = st.columns(3)
+with c1:
+    download_csv(studio.trajectories_table(res), "toy_trajectories.csv", "Trajectories (CSV)", key="toy_csv")
+with c2:
+    download_csv(table, "toy_endpoints.csv", "Endpoint table (CSV)", key="toy_end_csv")
+with c3:
+    download_figure(fig, "toy_landscape.html", "Animated figure (HTML)", key="toy_html")

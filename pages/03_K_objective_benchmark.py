@@ -1,0 +1,97 @@
+"""Page 3 -- K-objective benchmark: the 1.536·√(K−1) law of the convex-combination methods."""
+from __future__ import annotations
+
+import pandas as pd
+import streamlit as st
+
+import pcd.methods as registry
+from pcd.experiments import synthetic
+from pcd.ui import claim, download_csv, download_figure, setup_page, show_error, url_default, url_sync
+from pcd.viz.kbench import residual_figure, residual_table
+
+setup_page(
+    "K-objective benchmark",
+    icon=":material/stacked_line_chart:",
+    intro=(
+        "A double well in every coordinate (primary) and K−1 secondaries, each pulling one coordinate to +1 "
+        "across the barrier. Every method starts in the wrong valley, at xⱼ = −0.6. There the convex "
+        "combination of the gradients is exactly zero, so methods that step along a convex combination "
+        "(MGDA, CAGrad, UPGrad, …) never leave — although the primary gradient has norm 1.536·√(K−1). "
+        "PCD pins the primary's coefficient to 1, crosses, and ends at the point where every objective is "
+        "optimal. The plot shows the primary-gradient norm at the end of the run."
+    ),
+)
+
+KS = [2, 3, 5, 9, 17, 33, 65]
+ALL = registry.available()
+DEFAULT_METHODS = [m for m in ("pcd", "mgda", "ws") if m in ALL]
+STEPS = [200, 300, 500, 1000, 2000, 3000]
+
+c1, c2, c3, c4 = st.columns([1.3, 2.2, 1, 1])
+with c1:
+    k_lo, k_hi = st.select_slider("K range", KS, value=(url_default("kmin", 2, KS), url_default("kmax", 65, KS)),
+                                  key="kb_range")
+with c2:
+    methods = st.multiselect("methods", ALL, default=url_default("methods", DEFAULT_METHODS, allowed=ALL),
+                             format_func=lambda m: registry.get(m).display_name, key="kb_methods",
+                             help="CAGrad, UPGrad and Nash-MTL solve an inner problem per step: slow at large K")
+with c3:
+    steps = st.select_slider("steps", STEPS, value=url_default("steps", 500, STEPS), key="kb_steps")
+with c4:
+    tau = st.slider("τ (PCD)", 0.0, 1.0, url_default("tau", 0.3), 0.01, key="kb_tau")
+url_sync(kmin=k_lo, kmax=k_hi, methods=methods, steps=steps, tau=tau)
+Ks = [k for k in KS if k_lo <= k <= k_hi]
+if not methods:
+    st.info("Choose at least one method.")
+    st.stop()
+
+
+@st.cache_data(show_spinner=False, max_entries=512)
+def _one(K, method, steps, tau):
+    # one (K, method) pair per cache entry: changing the K range or adding a method only runs what is new
+    return synthetic.kdw(Ks=[K], methods=[method], steps=steps, tau=tau if method == "pcd" else None)
+
+
+try:
+    with st.spinner("running the double well for every K…"):
+        records = [r for K in Ks for m in methods for r in _one(K, m, steps, tau)]
+    fig = residual_figure(records)
+    table = residual_table(records)
+except ValueError as exc:
+    show_error(exc)
+    st.stop()
+
+st.plotly_chart(fig, theme=None, key="kb_chart", config={"displaylogo": False})
+fmt = {c: "{:.3e}" for c in table.columns if c != "K"}
+st.dataframe(table.style.format(fmt, na_rep="—"), hide_index=True, width="stretch")
+
+law_rows = [r for r in records if r["method"] in ("mgda", "cagrad")]
+pcd_rows = [r for r in records if r["method"] == "pcd"]
+here = []
+if law_rows:
+    worst = max(abs(r["ratio"] - 1) for r in law_rows)
+    here.append(f"MGDA/CAGrad residual / law within {100 * worst:.2g} % over K = {Ks[0]}…{Ks[-1]}")
+if pcd_rows:
+    here.append(f"PCD residual ≤ {max(r['primary_grad_norm'] for r in pcd_rows):.1e}, final loss ≤ "
+                f"{max(max(r['losses']) for r in pcd_rows):.1e}")
+claim("MGDA / CAGrad residual 1.536·√(K−1); PCD gradient residual ~1e-15, loss ~1e-29",
+      here="; ".join(here) or "add MGDA, CAGrad or PCD to compare",
+      note="PCD's residual depends on the step budget and learning rate (Adam, lr 0.01): more steps → closer to "
+           "machine precision. CAGrad's inner problem lets it creep off the start (its residual can fall below the law).")
+
+with st.expander("Where does 1.536·√(K−1) come from?"):
+    st.markdown(
+        "Primary f₁(x) = Σⱼ (xⱼ² − 1)², secondaries fⱼ₊₁(x) = ½(xⱼ − 1)². At xⱼ = −0.6 every coordinate of ∇f₁ is "
+        "4·xⱼ·(xⱼ² − 1) = 4·(−0.6)·(0.36 − 1) = **1.536**, so ‖∇f₁‖ = 1.536·√(K−1); each secondary gradient is "
+        "−1.6·eⱼ. With λ₀ = 1/(1 + (K−1)/0.96) and λⱼ = 0.96·λ₀ the convex combination λ₀∇f₁ + Σ λⱼ∇fⱼ₊₁ = "
+        "λ₀(1.536 − 1.6·0.96)·𝟙 = 0: the start is Pareto-stationary. A method whose step is a convex "
+        "combination of the gradients has a zero step there and stays, with residual ‖∇f₁‖ = 1.536·√(K−1). "
+        "PCD's constraint g̃ⱼ·d ≥ τ‖g̃ⱼ‖² forces progress on every secondary while the primary keeps weight 1."
+    )
+    st.latex(r"\|\nabla f_1(-0.6\cdot\mathbf 1)\| = 4\cdot 0.6\cdot 0.64\,\sqrt{K-1} = 1.536\sqrt{K-1}")
+
+d1, d2 = st.columns(2)
+with d1:
+    download_csv(pd.DataFrame(records).drop(columns=["losses"]), "k_objective_benchmark.csv", key="kb_csv")
+with d2:
+    download_figure(fig, "k_objective_benchmark.html", key="kb_html")

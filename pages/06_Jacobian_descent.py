@@ -1,0 +1,248 @@
+"""Page 6 -- Jacobian descent (seed 002, arXiv 2406.16232, TorchJD): aggregator properties,
+instance-wise risk minimization and the memory of the Gramian, next to PCD."""
+from __future__ import annotations
+
+import pandas as pd
+import streamlit as st
+
+import pcd.methods as registry
+from pcd.experiments import jd
+from pcd.ui import claim, download_csv, download_figure, download_json, setup_page, show_error, url_default, url_sync
+from pcd.viz.jd import iwrm_figure, memory_figure, properties_figure
+
+setup_page(
+    "Jacobian descent",
+    icon=":material/grid_on:",
+    intro=(
+        "Jacobian descent (Quinton & Rey, arXiv 2406.16232, the **TorchJD** library) views every multi-objective "
+        "method as an **aggregator** A that turns the Jacobian J (one row per objective gradient) into one update "
+        "d = A(J). The paper asks three things of an aggregator and proposes **UPGrad**, which has all three; it "
+        "also trains with one objective **per training sample** (instance-wise risk minimization, IWRM) and "
+        "computes the Gram matrix G = JJᵀ without ever materializing J. This page checks those claims live, and "
+        "shows where PCD stands — honestly: PCD is built for a *hierarchy*, not for symmetric balance."
+    ),
+)
+
+ALL = registry.available()
+tab_props, tab_iwrm, tab_mem = st.tabs(["Aggregator properties", "Instance-wise risk minimization", "Gramian memory"])
+
+
+def _label(m: str) -> str:
+    return registry.get(m).display_name or m
+
+
+# ------------------------------------------------------------------------------------------ properties
+
+@st.cache_data(show_spinner="checking every method on sampled Jacobians…", max_entries=32)
+def _properties(methods: tuple[str, ...], samples: int, tau: float, seed: int) -> dict:
+    return jd.property_table(list(methods), samples=samples, tau=tau, seed=seed)
+
+
+with tab_props:
+    st.markdown(
+        "Every method in the registry is run as an aggregator on sampled Jacobians — **random**, rows scaled by "
+        "**diag(c)** (c from 10⁻² to 10²), **rank-deficient** and **exactly cancelling** (rows sum to 0) — for "
+        "K = 2, 3, 5 objectives in 12 dimensions. Each cell shows ✓/✗ and the **worst violation** found "
+        "(a scale-free number; ✓ means below 10⁻⁵):\n"
+        "- **non-conflicting** — J·A(J) ≥ 0 componentwise (violation: the most negative cosine between a gradient and d);\n"
+        "- **linear under scaling** — c ↦ A(diag(c)J) is linear for c > 0 (violation: relative error of "
+        "A(diag(αc₁+βc₂)J) vs αA(diag(c₁)J)+βA(diag(c₂)J));\n"
+        "- **weighted** — A(J) = Jᵀw for some w (violation: relative distance of d from the row space of J);\n"
+        "- **primary-anchored** (PCD's) — the primary's coefficient is pinned: the update *is* g₁ whenever g₁ already "
+        "gives every secondary its τ share, and rescaling a secondary's loss never moves the update;\n"
+        "- **per-secondary progress** (PCD's) — with g₁'s coefficient pinned to 1 in normalized gradients, "
+        "g̃ⱼ·d̃ ≥ τ‖g̃ⱼ‖² for every secondary (samples where these requirements are mutually incompatible are skipped)."
+    )
+    c1, c2, c3 = st.columns([2.2, 1, 1])
+    with c1:
+        methods = st.multiselect("methods", ALL, default=url_default("methods", ALL, allowed=ALL),
+                                 format_func=_label, key="jd_methods")
+    with c2:
+        samples = st.slider("Jacobians per family and K", 1, 10, url_default("samples", 4), key="jd_samples")
+    with c3:
+        tau = st.slider("τ (PCD, and the progress share checked)", 0.0, 0.5, url_default("tau", 0.02), 0.01,
+                        key="jd_tau")
+    try:
+        table = _properties(tuple(methods), int(samples), float(tau), 0)
+        fig = properties_figure(table)
+    except ValueError as exc:
+        show_error(exc)
+        table = None
+    if table:
+        st.plotly_chart(fig, theme=None, key="jd_props_chart", config={"displaylogo": False})
+        rows = jd.property_rows(table)
+        all_three = [_label(r["method"]) for r in rows if r["all_three_jd"]]
+        listed = [r for r in rows if r["matches_paper"] is not None]
+        agree = sum(1 for r in listed if r["matches_paper"])
+        claim(paper="UPGrad is non-conflicting, linear under scaling and weighted; MGDA, DualProj, PCGrad, CAGrad, "
+                    "Aligned-MTL … each miss at least one (Table 1).",
+              here=(f"all three: {', '.join(all_three) or 'none'}; the live verdicts agree with the paper's table "
+                    f"for {agree} of the {len(listed)} methods it lists"),
+              note="PCD is not non-conflicting by design: when a secondary needs it, PCD gives up some primary "
+                   "progress (with g₂ = −g₁ its update is −g₁: the secondary's τ share outranks a standstill). It is linear under scaling "
+                   "only because the secondaries' scales drop out (normalization) and the step is rescaled to ‖g₁‖; "
+                   "it is the only method here that is primary-anchored and guarantees every secondary its τ share.")
+        df = pd.DataFrame(rows)
+        with st.expander("details: worst violations and where they occur"):
+            st.dataframe(df, hide_index=True, use_container_width=True)
+        d1, d2 = st.columns(2)
+        with d1:
+            download_csv(df, "jd_properties.csv", key="jd_props_csv")
+        with d2:
+            download_json(table, "jd_properties.json", key="jd_props_json")
+
+# ------------------------------------------------------------------------------------------ IWRM
+
+
+@st.cache_data(show_spinner=False, max_entries=16)
+def _iwrm(methods: tuple[str, ...], seeds: int, steps: int, batch: int, lr: float, tau: float,
+          _progress=None) -> dict:
+    cfg = jd.IWRMConfig(methods=methods, seeds=tuple(range(seeds)), steps=steps, batch_size=batch, lr=lr, tau=tau,
+                        eval_every=max(1, steps // 12))
+    return jd.run_iwrm(cfg, progress=_progress)
+
+
+with tab_iwrm:
+    st.markdown(
+        "Every training sample's loss is its own objective: a batch of B images gives a B × n Jacobian, the "
+        "aggregator turns it into one update, and plain SGD steps along it at a fixed learning rate. **Mean is "
+        "exactly SGD (ERM).** A tiny CNN (no BatchNorm, so every loss depends on its own sample only) learns "
+        "scikit-learn's 8×8 digits (1,024 training images, 360 test images). **PCD's variant:** primary = the "
+        "batch's mean loss, secondaries = the B per-sample losses (K = B + 1), so PCD follows SGD and bends it only "
+        "where a sample would not get its τ share. PCGrad *sums* B projected gradients, so its lr is divided by B."
+    )
+    iwrm_all = [m for m in ALL]
+    iwrm_default = [m for m in jd.IWRM_DEFAULT_METHODS if m in ALL]
+    c1, c2, c3, c4, c5 = st.columns([2.2, 1, 1, 1, 1])
+    with c1:
+        i_methods = st.multiselect("methods", iwrm_all, default=url_default("iwrm_methods", iwrm_default,
+                                                                            allowed=iwrm_all),
+                                   format_func=_label, key="jd_iwrm_methods")
+    with c2:
+        i_seeds = st.slider("seeds", 1, 5, url_default("iwrm_seeds", 2), key="jd_iwrm_seeds")
+    with c3:
+        i_steps = st.slider("steps", 10, 300, url_default("iwrm_steps", 100), 10, key="jd_iwrm_steps")
+    with c4:
+        i_batch = st.select_slider("batch B", [8, 16, 32, 64], url_default("iwrm_batch", 32, allowed=[8, 16, 32, 64]),
+                                   key="jd_iwrm_batch")
+    with c5:
+        lrs = [0.01, 0.02, 0.05, 0.1, 0.2]
+        i_lr = st.select_slider("learning rate", lrs, url_default("iwrm_lr", 0.05, allowed=lrs), key="jd_iwrm_lr")
+    st.caption("About 0.5–2 s per method, seed and 10 steps on a laptop CPU (PCD solves a (B+1)-objective QP "
+               "per step). Results are cached: re-running the same settings is instant.")
+    key = (tuple(i_methods), int(i_seeds), int(i_steps), int(i_batch), float(i_lr), float(tau))
+    if st.button("Train", type="primary", key="jd_iwrm_run"):
+        bar = st.progress(0.0, text="starting…")
+        try:
+            st.session_state["jd_iwrm_result"] = (key, _iwrm(*key, _progress=lambda f, t: bar.progress(
+                min(max(f, 0.0), 1.0), text=t)))
+        except ValueError as exc:
+            show_error(exc)
+        bar.empty()
+    stored = st.session_state.get("jd_iwrm_result")
+    if stored is not None:
+        skey, res = stored
+        if skey != key:
+            st.info("The settings changed since this run — press **Train** to update.")
+        try:
+            fig = iwrm_figure(res)
+        except ValueError as exc:
+            show_error(exc)
+        else:
+            st.plotly_chart(fig, theme=None, key="jd_iwrm_chart", config={"displaylogo": False})
+            rows = jd.iwrm_rows(res)
+            by = {r["method"]: r for r in rows}
+            here = "; ".join(f"{r['display_name'] if r['method'] != 'ws' else 'Mean'} "
+                             f"{r['final_test_acc_pct']:.1f} % (loss {r['final_train_loss']:.3f}, "
+                             f"early cos {r['early_cosine']:.2f})" for r in rows)
+            claim(paper="IWRM test accuracy, Mean (SGD) vs UPGrad: MNIST 96.3 / 96.0 %, CIFAR-10 47.7 / 48.1 %; "
+                        "MGDA far behind (CIFAR-10 32.9 %). UPGrad's update has a low cosine with the SGD gradient "
+                        "early in training and lowers the training loss faster.",
+                  here=here,
+                  note="Here: digits 8×8 (not MNIST), a 3-layer CNN, one shared lr (the paper tunes one per "
+                       "method), few steps — compare the shapes of the curves, not the decimals. "
+                       + (f"{sum(r['diverged_runs'] for r in rows)} run(s) diverged (their curves stop)."
+                          if any(r["diverged_runs"] for r in rows) else ""))
+            df = pd.DataFrame(rows)
+            st.dataframe(df, hide_index=True, use_container_width=True)
+            d1, d2 = st.columns(2)
+            with d1:
+                download_csv(df, "jd_iwrm.csv", key="jd_iwrm_csv")
+            with d2:
+                download_figure(fig, "jd_iwrm.html", key="jd_iwrm_html")
+    url_sync(methods=methods, samples=samples, tau=tau, iwrm_methods=i_methods, iwrm_seeds=i_seeds,
+             iwrm_steps=i_steps, iwrm_batch=i_batch, iwrm_lr=i_lr)
+
+# ------------------------------------------------------------------------------------------ memory
+
+with tab_mem:
+    have_torchjd = jd.torchjd_available()
+    st.markdown(
+        "Most aggregators need only the Gram matrix G = JJᵀ (B × B), never J itself (B × n). The paper's "
+        "**Gramian reverse accumulation** builds G layer by layer during the backward pass — O(n + B²) memory "
+        "instead of O(B·n). **What is TorchJD's:** `torchjd.autogram.Engine` (the Gramian) and "
+        "`torchjd.autojac.backward` (the paper's plain Jacobian descent, which materializes J). **What is ours:** "
+        "the per-sample Jacobian through `torch.func.vmap(grad)`, the CNN, and the measurement (peak resident "
+        "memory of this process over one step on CPU; `torch.cuda.max_memory_allocated` on a GPU). All modes "
+        "produce the same G (checked below)."
+    )
+    if not have_torchjd:
+        st.warning("`torchjd` is not installed, so only the ERM reference and our per-sample Jacobian are measured "
+                   "(install it with `pip install torchjd==0.18.0` to add TorchJD's autojac and autogram).")
+    import torch  # noqa: E402 - only needed here
+
+    devices = ["cpu"] + (["cuda"] if torch.cuda.is_available() else [])
+    c1, c2, c3 = st.columns([2, 1, 1])
+    with c1:
+        all_b = [8, 16, 32, 64, 128]
+        m_bs = st.multiselect("batch sizes B", all_b, default=url_default("mem_b", [8, 16, 32, 64], allowed=all_b),
+                              key="jd_mem_b")
+    with c2:
+        m_width = st.select_slider("CNN width", [8, 16, 32], url_default("mem_width", 16, allowed=[8, 16, 32]),
+                                   key="jd_mem_width")
+    with c3:
+        m_device = st.selectbox("device", devices, key="jd_mem_device")
+    if not torch.cuda.is_available():
+        st.caption("No CUDA GPU here: GPU memory is not measured on this machine. TorchJD's autojac grows fast: "
+                   "B = 128 takes a few seconds per step on CPU.")
+    if st.button("Measure", type="primary", key="jd_mem_run"):
+        bar = st.progress(0.0, text="starting…")
+        try:
+            st.session_state["jd_mem_result"] = jd.measure_gramian_memory(
+                sorted(int(b) for b in m_bs), width=int(m_width), repeats=2, device=m_device,
+                progress=lambda f, t: bar.progress(min(max(f, 0.0), 1.0), text=t))
+        except ValueError as exc:
+            show_error(exc)
+        bar.empty()
+    mem = st.session_state.get("jd_mem_result")
+    if mem is not None:
+        try:
+            fig = memory_figure(mem)
+        except ValueError as exc:
+            show_error(exc)
+        else:
+            st.plotly_chart(fig, theme=None, key="jd_mem_chart", config={"displaylogo": False})
+            here = None
+            if mem.get("reduction_vs_autojac"):
+                bs = mem["batch_sizes"]
+                i = bs.index(32) if 32 in bs else len(bs) - 1
+                red = mem["reduction_vs_autojac"][i]
+                aj, ag = mem["modes"]["autojac"]["peak_mb"][i], mem["modes"]["autogram"]["peak_mb"][i]
+                if red is not None:
+                    here = (f"B = {bs[i]}: autojac {aj:.1f} MB → autogram {ag:.1f} MB ({100 * red:.0f} % lower), "
+                            f"{mem['n_params']:,} parameters, {mem['device']}")
+                    if mem.get("reduction_vs_jacobian"):
+                        rj = mem["reduction_vs_jacobian"][i]
+                        here += (f"; vs our per-sample Jacobian: {100 * rj:.0f} % lower" if rj is not None else "")
+            claim(paper="Gramian reverse accumulation lowers peak memory by 87–93 % vs the materialized Jacobian at "
+                        "batch 32 (e.g. CIFAR-10 619 → 75 MB, NVIDIA L4).",
+                  here=here or "measure with TorchJD installed to compare",
+                  note="TorchJD's autojac backpropagates a B-row Jacobian through every activation; a per-sample "
+                       "Jacobian via torch.func is already far leaner, so against it the Gramian gains little on a "
+                       "CNN this small (its largest layer's per-sample block dominates).")
+            if mem.get("gram_rel_max_diff"):
+                st.caption(f"Largest relative difference between the modes' Gram matrices: "
+                           f"{max(mem['gram_rel_max_diff']):.1e} (float32). Memory: {mem['memory_source']}.")
+            df = pd.DataFrame(jd.memory_rows(mem))
+            st.dataframe(df, hide_index=True, use_container_width=True)
+            download_csv(df, "jd_memory.csv", key="jd_mem_csv")

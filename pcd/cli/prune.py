@@ -1,0 +1,96 @@
+"""``python -m pcd prune``: one structured-pruning training run (see :mod:`pcd.train.run`)."""
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+
+from pcd.cli import UsageError, write_json
+
+
+def _methods_text() -> str:
+    try:
+        from pcd.train.run import method_names
+
+        return ", ".join(method_names())
+    except Exception:  # pragma: no cover - registry import problems must not break --help
+        return "(registry unavailable)"
+
+
+def register(subparsers) -> None:
+    from pcd.train.models import ARCH_HELP
+
+    archs = "; ".join(f"{k}: {v}" for k, v in ARCH_HELP.items())
+    p = subparsers.add_parser(
+        "prune",
+        help="train a network with a pruning secondary (group lasso / L1+nuclear) and export the pruned model",
+        description=(
+            "One pruning run: primary = cross-entropy, secondary = group lasso over conv filters (K=2) or "
+            "L1 + nuclear norm (K=3), combined by METHOD, then physical pruning with Torch-Pruning. "
+            f"Architectures: {archs}. Methods: {_methods_text()}."
+        ),
+    )
+    p.add_argument("--dataset", default="digits", choices=["digits", "cifar10", "cifar100"])
+    p.add_argument("--arch", default=None, help="architecture (default: smallcnn for digits, resnet18 for CIFAR)")
+    p.add_argument("--method", default="pcd", help="registry method or prox | lagrangian (default pcd)")
+    p.add_argument("--method-params", default="{}", help='JSON object of hyper-parameters, e.g. \'{"w": 0.01}\'')
+    p.add_argument("--tau", type=float, default=0.02, help="PCD tolerance tau in [0, 1] (default 0.02)")
+    p.add_argument("--secondary", default="group_lasso", choices=["group_lasso", "l1+nuclear"])
+    p.add_argument("--grouping", default="filter", choices=["filter", "filter+bn", "coupled"],
+                   help="group lasso groups: paper's filters, filters + their BN gamma/beta, or Torch-Pruning-coupled channels")
+    p.add_argument("--epochs", type=int, default=2)
+    p.add_argument("--batch-size", type=int, default=128)
+    p.add_argument("--optimizer", default="adam", choices=["adam", "sgd"])
+    p.add_argument("--lr", type=float, default=1e-3)
+    p.add_argument("--schedule", default="cosine", choices=["cosine", "none"])
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--device", default="auto", help="auto | cpu | cuda | cuda:N")
+    p.add_argument("--data-dir", default=None, help="folder with the CIFAR archives (default $PCD_DATA_DIR or ~/.cache/pcd-studio/data)")
+    p.add_argument("--download", action="store_true", help="download CIFAR (MD5-checked) when it is missing")
+    p.add_argument("--max-train-samples", type=int, default=None, help="train on a fixed random subset (CPU runs)")
+    p.add_argument("--max-test-samples", type=int, default=None)
+    p.add_argument("--export-threshold", type=float, default=1e-4, help="remove channels whose filters' L2 norm is below this")
+    p.add_argument("--target-reduction", type=float, default=None,
+                   help="instead: remove the weakest channels until this parameter reduction (0..1)")
+    p.add_argument("--no-export", action="store_true", help="skip physical pruning")
+    p.add_argument("--latency-repeats", type=int, default=10)
+    p.add_argument("--threads", type=int, default=None, help="torch CPU threads (default: torch's)")
+    p.add_argument("--out", required=True, help="run folder (config.json, metrics.jsonl, checkpoint.pt, final.json, model)")
+    p.add_argument("--json", default=None, help="write the result JSON here (- for stdout)")
+    p.add_argument("--quiet", action="store_true", help="no per-epoch line on stderr")
+    p.set_defaults(func=run)
+
+
+def config_from_args(args: argparse.Namespace) -> dict:
+    try:
+        mp = json.loads(args.method_params)
+    except json.JSONDecodeError as exc:
+        raise UsageError(f"--method-params must be a JSON object: {exc}") from None
+    if not isinstance(mp, dict):
+        raise UsageError("--method-params must be a JSON object")
+    return {
+        "dataset": args.dataset, "arch": args.arch, "method": args.method, "method_params": mp, "tau": args.tau,
+        "secondary": args.secondary, "grouping": args.grouping, "epochs": args.epochs, "batch_size": args.batch_size,
+        "optimizer": args.optimizer, "lr": args.lr, "schedule": args.schedule, "seed": args.seed,
+        "device": args.device, "data_dir": args.data_dir, "download": args.download,
+        "max_train_samples": args.max_train_samples, "max_test_samples": args.max_test_samples,
+        "export": not args.no_export, "export_threshold": args.export_threshold,
+        "target_reduction": args.target_reduction, "latency_repeats": args.latency_repeats, "threads": args.threads,
+    }
+
+
+def run(args: argparse.Namespace) -> int:
+    from pcd.train.run import train, validate_config
+
+    cfg = validate_config(config_from_args(args))
+
+    def progress(p: dict) -> None:
+        row = p.get("metrics")
+        if row and not args.quiet:
+            print(f"epoch {p['epoch']}/{p['epochs']}: acc {row.get('test_acc')} group sparsity "
+                  f"{row.get('group_sparsity')} % loss {row.get('train_loss')}", file=sys.stderr)
+
+    result = train(cfg, out_dir=args.out, on_progress=progress)
+    if args.json:
+        write_json(result, args.json)
+    return 0

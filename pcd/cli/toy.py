@@ -1,0 +1,57 @@
+"""``python -m pcd toy``: run methods from several starts on a 2-D landscape (PCD paper, Fig. 1).
+
+Writes a JSON list, one object per (method, start) with ``method``, ``start``, ``end``,
+``losses``, ``primary_grad_norm``, ``cms_residual``, ``pareto_residual``, ``stalled``,
+``diverged`` (+ ``diverged_step``, ``diagnosis``). See :func:`pcd.experiments.synthetic.toy`.
+"""
+from __future__ import annotations
+
+import argparse
+
+from pcd.cli import UsageError, write_json
+
+
+def parse_starts(text: str | None):
+    """``"-2.55,0.4;-2.9,0.12"`` -> [[-2.55, 0.4], [-2.9, 0.12]] (None -> problem defaults)."""
+    if text is None:
+        return None
+    pts = []
+    for part in (p.strip() for p in text.split(";")):
+        if not part:
+            continue
+        try:
+            pts.append([float(v) for v in part.split(",")])
+        except ValueError:
+            raise UsageError(f"--starts: expected 'x,y;x,y;...', got {text!r}") from None
+    if not pts:
+        raise UsageError("--starts: give at least one point 'x,y'")
+    return pts
+
+
+def add_common(p: argparse.ArgumentParser, steps: int = 3000, tau: bool = True) -> None:
+    p.add_argument("--steps", default=steps, help=f"optimizer steps (>= 1, default {steps})")
+    p.add_argument("--lr", default=0.01, help="learning rate (> 0, default 0.01)")
+    p.add_argument("--optimizer", default="adam", help="adam (default) or sgd")
+    if tau:
+        p.add_argument("--tau", default=0.3, help="PCD's tau in [0, 1] (default 0.3)")
+    p.add_argument("--seed", default=0, help="seed of the stochastic methods (default 0)")
+    p.add_argument("--json", default="-", metavar="FILE", help="output file ('-' = stdout, default)")
+
+
+def _run(args: argparse.Namespace) -> int:
+    from pcd.experiments.synthetic import toy
+
+    records = toy(problem=args.problem, methods=args.methods, steps=args.steps, lr=args.lr,
+                  optimizer=args.optimizer, tau=args.tau, starts=parse_starts(args.starts), seed=args.seed)
+    write_json(records, args.json)
+    return 0
+
+
+def register(subparsers) -> None:
+    p = subparsers.add_parser("toy", help="methods x starts on a 2-D landscape (saddle2d, ...); JSON records",
+                              description=__doc__.splitlines()[0])
+    p.add_argument("--problem", default="saddle2d", help="problem name (see pcd.problems.available())")
+    p.add_argument("--methods", default="pcd,ws,mgda,pcgrad,cagrad,famo", help="comma-separated method names")
+    p.add_argument("--starts", default=None, help="start points 'x,y;x,y' (default: the problem's)")
+    add_common(p)
+    p.set_defaults(func=_run)

@@ -1,0 +1,245 @@
+"""The PCD paper's synthetic experiments as functions returning plain data (CLI, pages, tests).
+
+* :func:`toy`   -- 2-D landscapes (default ``saddle2d``, the paper's Fig. 1): one record per
+  (method, start) with end point, losses, residuals and a one-word diagnosis. Claim (paper):
+  PCD crosses the barrier to (2, 0) from all three starts; WS, MGDA, PCGrad, CAGrad, FAMO stop
+  at a conflict equilibrium in the left valley with L2 > 0.
+* :func:`kdw`   -- the K-objective double well from ``x_j = -0.6``: final primary-gradient
+  residual per (K, method) next to the law ``1.536 sqrt(K-1)`` (MGDA / CAGrad in the paper) and
+  PCD's ~1e-15.
+* :func:`scale` -- scale invariance: the secondary of ``scale`` multiplied by ``10^k``,
+  k = -5..5; operating point per scale and the *drift* (max pairwise distance between operating
+  points). Paper: PCD drifts by 0.0075, WS slides along the whole front.
+* :func:`tau_sweep` -- PCD's tau trade-off curve on a 2-D problem.
+
+Defaults follow the issue's protocol: Adam, lr 0.01, tau = 0.3, equal-weight WS, 3000 steps.
+``tau`` is applied to every method that has a ``tau`` hyper-parameter unless ``method_params``
+says otherwise.
+"""
+from __future__ import annotations
+
+import math
+from typing import Any, Iterable, Sequence
+
+import numpy as np
+
+from pcd.engine import RunResult, resolve_methods, run
+from pcd.problems import make as make_problem
+from pcd.problems.base import check_float, check_int
+from pcd.problems.double_well import MAX_K, residual_law
+
+TOY_METHODS = ("pcd", "ws", "mgda", "pcgrad", "cagrad", "famo")
+KDW_METHODS = ("pcd", "mgda", "cagrad", "ws", "upgrad")
+KDW_KS = (2, 3, 5, 9, 17, 33, 65)
+SCALE_EXPONENTS = tuple(range(-5, 6))
+SCALE_METHODS = ("ws", "pcd")
+TAUS = tuple(np.round(np.concatenate([[0.0], np.arange(0.01, 0.1, 0.01), np.arange(0.1, 1.0001, 0.1)]), 4))
+
+__all__ = ["toy", "toy_run", "kdw", "scale", "tau_sweep", "parse_methods", "parse_floats", "TOY_METHODS",
+           "KDW_METHODS", "KDW_KS", "SCALE_EXPONENTS", "TAUS"]
+
+
+def parse_methods(methods: str | Iterable[str]) -> list[str]:
+    """``"pcd, ws"`` or a list -> validated lower-case registry names (ValueError lists the allowed)."""
+    import pcd.methods as registry
+
+    if isinstance(methods, str):
+        names = [m.strip().lower() for m in methods.split(",") if m.strip()]
+    else:
+        names = [str(m).strip().lower() for m in methods]
+    if not names:
+        raise ValueError(f"no methods given; available: {', '.join(registry.available())}")
+    for n in names:
+        registry.get(n)  # raises "unknown method ..."
+    if len(set(names)) != len(names):
+        raise ValueError(f"a method is listed twice: {names}")
+    return names
+
+
+def parse_floats(text: str | Iterable[float], name: str = "values") -> list[float]:
+    """``"0,0.1,0.2"`` or a list -> floats; also accepts ``"a:b:step"`` ranges (inclusive)."""
+    if isinstance(text, str):
+        out: list[float] = []
+        for part in (p.strip() for p in text.split(",")):
+            if not part:
+                continue
+            if ":" in part:
+                bits = part.split(":")
+                if len(bits) != 3:
+                    raise ValueError(f"{name}: range must be start:stop:step, got {part!r}")
+                a, b, st = (check_float(v, name) for v in bits)
+                if st <= 0 or b < a or (b - a) / st > 10_000:
+                    raise ValueError(f"{name}: bad range {part!r} (need start <= stop, 0 < step, <= 10000 values)")
+                out.extend(np.round(np.arange(a, b + st / 2, st), 12).tolist())
+            else:
+                out.append(check_float(part, name))
+    else:
+        out = [check_float(v, name) for v in text]
+    if not out:
+        raise ValueError(f"{name}: give at least one number")
+    return out
+
+
+def _method_params(names: Sequence[str], tau: float | None, extra: dict | None) -> dict[str, dict]:
+    import pcd.methods as registry
+
+    out: dict[str, dict] = {}
+    for n in names:
+        hp: dict[str, Any] = {}
+        if tau is not None and any(p.name == "tau" for p in registry.get(n).params):
+            hp["tau"] = tau
+        hp.update((extra or {}).get(n, {}) or {})
+        if hp:
+            out[n] = hp
+    unknown = sorted(set(extra or {}) - set(names))
+    if unknown:
+        raise ValueError(f"method_params given for method(s) not run: {unknown}")
+    return out
+
+
+def toy_run(problem: str = "saddle2d", methods: str | Iterable[str] = TOY_METHODS, steps: int = 3000,
+            lr: float = 0.01, optimizer: str = "adam", tau: float | None = 0.3, starts: Any = None,
+            method_params: dict | None = None, problem_params: dict | None = None, seed: int = 0,
+            record: Any = None, optimizer_params: dict | None = None) -> RunResult:
+    """The full engine result of :func:`toy` (positions etc. for plotting)."""
+    names = parse_methods(methods)
+    if tau is not None:
+        tau = check_float(tau, "tau", 0.0, 1.0)
+    return run(problem, names, starts=starts, steps=steps, optimizer=optimizer, lr=lr,
+               method_params=_method_params(names, tau, method_params), problem_params=problem_params,
+               seed=seed, record=record, optimizer_params=optimizer_params)
+
+
+def toy(problem: str = "saddle2d", methods: str | Iterable[str] = TOY_METHODS, steps: int = 3000,
+        lr: float = 0.01, optimizer: str = "adam", tau: float | None = 0.3, starts: Any = None,
+        method_params: dict | None = None, problem_params: dict | None = None, seed: int = 0,
+        optimizer_params: dict | None = None) -> list[dict[str, Any]]:
+    """One JSON-able record per (method, start): ``method``, ``start``, ``end``, ``losses``,
+    ``primary_grad_norm``, ``cms_residual``, ``pareto_residual``, ``stalled``, ``diverged``,
+    ``diverged_step``, ``diagnosis`` (see :mod:`pcd.engine`). Records only the end points."""
+    steps_i = check_int(steps, "steps", 1, 1_000_000)
+    res = toy_run(problem, methods, steps_i, lr, optimizer, tau, starts, method_params, problem_params,
+                  seed, record=[0, steps_i], optimizer_params=optimizer_params)
+    return res.to_records()
+
+
+def kdw(Ks: Iterable[int] = KDW_KS, methods: str | Iterable[str] = KDW_METHODS, steps: int = 3000,
+        lr: float = 0.01, optimizer: str = "adam", tau: float | None = 0.3, start: float = -0.6,
+        method_params: dict | None = None, seed: int = 0) -> list[dict[str, Any]]:
+    """K-objective double well (:mod:`pcd.problems.double_well`), all methods from ``x_j = start``.
+
+    One record per (K, method): ``K``, ``method``, ``primary_grad_norm`` (final ``||grad f_1||``),
+    ``losses`` (final), ``law`` (= 1.536 sqrt(K-1), the conflict-equilibrium residual at the
+    start), ``ratio`` (= primary_grad_norm / law), ``stalled``, ``cms_residual``,
+    ``pareto_residual``, ``diagnosis``, ``end_mean`` (mean coordinate at the end: -0.6 = never
+    moved, 1 = the CMS point).
+    """
+    Ks = [check_int(k, "K", 2, MAX_K) for k in Ks]
+    if not Ks:
+        raise ValueError("give at least one K (K >= 2)")
+    names = parse_methods(methods)
+    mp = _method_params(names, None if tau is None else check_float(tau, "tau", 0.0, 1.0), method_params)
+    out = []
+    for K in Ks:
+        res = run("double_well", names, steps=steps, optimizer=optimizer, lr=lr, method_params=mp,
+                  problem_params={"K": K, "start": start}, seed=seed, record=[0, check_int(steps, "steps", 1)])
+        law = make_problem("double_well", K=K, start=start).residual_law()
+        for m, name in enumerate(names):
+            g = float(res.primary_grad_norm[m, 0])
+            out.append({
+                "K": K, "method": name, "primary_grad_norm": g,
+                "losses": res.end_losses[m, 0].tolist(), "law": law,
+                "ratio": g / law if law > 0 else math.nan,
+                "stalled": bool(res.stalled[m, 0]), "cms_residual": float(res.cms_residual[m, 0]),
+                "pareto_residual": float(res.pareto_residual[m, 0]),
+                "diagnosis": str(res.diagnosis[m, 0]), "diverged": bool(res.diverged[m, 0]),
+                "end_mean": float(np.mean(res.end[m, 0])),
+            })
+    return out
+
+
+def scale(exponents: Iterable[float] = SCALE_EXPONENTS, methods: str | Iterable[str] = SCALE_METHODS,
+          steps: int = 3000, lr: float = 0.01, optimizer: str = "adam", tau: float | None = 0.3,
+          average_last: float = 0.2, method_params: dict | None = None, seed: int = 0) -> dict[str, Any]:
+    """Scale invariance on :mod:`pcd.problems.scale` (secondary x 10^k).
+
+    For every method and scale the *operating point* is the mean position over the last
+    ``average_last`` fraction of the steps (methods that chatter on the box's kinks oscillate
+    with an amplitude ~ lr; the time average is the point they operate at). ``drift`` = max
+    pairwise distance between the operating points across scales; ``drift_final`` the same for
+    the raw final iterates. Returns ``{"scales", "exponents", "methods": {name: {"endpoints",
+    "final_points", "drift", "drift_final", "losses"}}, "pareto_set", "ws_theory",
+    "constrained_optimum"}``.
+    """
+    from pcd.problems.scale import Scale
+
+    exps = [check_float(k, "exponent", -12.0, 12.0) for k in exponents]
+    if len(exps) < 2:
+        raise ValueError("give at least two scale exponents")
+    steps = check_int(steps, "steps", 1, 1_000_000)
+    average_last = check_float(average_last, "average_last", 0.0, 1.0, strict_low=True)
+    names = parse_methods(methods)
+    mp = _method_params(names, None if tau is None else check_float(tau, "tau", 0.0, 1.0), method_params)
+    first = max(0, steps - int(round(average_last * steps)))
+    record = np.arange(first, steps + 1)
+    pts = {n: [] for n in names}
+    fin = {n: [] for n in names}
+    losses = {n: [] for n in names}
+    for k in exps:
+        res = run("scale", names, steps=steps, optimizer=optimizer, lr=lr, method_params=mp,
+                  problem_params={"k": k}, seed=seed, record=record)
+        for m, n in enumerate(names):
+            with np.errstate(all="ignore"):
+                pts[n].append(np.nanmean(res.positions[m, 0], axis=0))
+            fin[n].append(res.end[m, 0])
+            losses[n].append(res.end_losses[m, 0])
+
+    def drift(P: list[np.ndarray]) -> float:
+        A = np.asarray(P)
+        return float(np.nanmax(np.linalg.norm(A[:, None] - A[None], axis=-1)))
+
+    return {
+        "scales": [10.0 ** k for k in exps],
+        "exponents": exps,
+        "methods": {n: {"endpoints": np.asarray(pts[n]).tolist(), "final_points": np.asarray(fin[n]).tolist(),
+                        "drift": drift(pts[n]), "drift_final": drift(fin[n]),
+                        "losses": np.asarray(losses[n]).tolist()} for n in names},
+        "pareto_set": Scale().pareto_set(100).tolist(),
+        "ws_theory": [Scale.ws_endpoint(10.0 ** k).tolist() for k in exps],
+        "constrained_optimum": Scale.constrained_optimum().tolist(),
+        "settings": {"steps": steps, "lr": lr, "optimizer": optimizer, "tau": tau, "average_last": average_last},
+    }
+
+
+def tau_sweep(problem: str = "saddle2d", taus: Iterable[float] = TAUS, steps: int = 3000, lr: float = 0.01,
+              optimizer: str = "adam", method: str = "pcd", starts: Any = None,
+              problem_params: dict | None = None, method_params: dict | None = None,
+              seed: int = 0) -> list[dict[str, Any]]:
+    """PCD's tau trade-off: one record per tau with the mean final losses over the starts,
+    per-start end points / losses / diagnosis, and ``cms_fraction`` (share of starts ending at a
+    CMS point, e.g. (2, 0) on saddle2d)."""
+    taus = [check_float(t, "tau", 0.0, 1.0) for t in taus]
+    if not taus:
+        raise ValueError("give at least one tau in [0, 1]")
+    name = parse_methods([method])[0]
+    import pcd.methods as registry
+
+    if not any(p.name == "tau" for p in registry.get(name).params):
+        raise ValueError(f"method {name!r} has no tau hyper-parameter")
+    steps = check_int(steps, "steps", 1, 1_000_000)
+    out = []
+    for t in taus:
+        hp = dict(method_params or {})
+        hp["tau"] = t
+        res = run(problem, [name], starts=starts, steps=steps, optimizer=optimizer, lr=lr,
+                  method_params={name: hp}, problem_params=problem_params, seed=seed, record=[0, steps])
+        diag = [str(d) for d in res.diagnosis[0]]
+        with np.errstate(all="ignore"):
+            mean_losses = np.nanmean(res.end_losses[0], axis=0)
+        out.append({
+            "tau": t, "method": name, "losses": mean_losses.tolist(),
+            "ends": res.end[0].tolist(), "start_losses": res.end_losses[0].tolist(),
+            "diagnosis": diag, "cms_fraction": float(np.mean([d == "cms" for d in diag])),
+            "primary_grad_norm": res.primary_grad_norm[0].tolist(),
+        })
+    return out

@@ -1,0 +1,36 @@
+"""DBGD: dynamic barrier gradient descent (Gong & Liu, "Automatic and Harmless Regularization with
+Constrained and Lexicographic Optimization: A Dynamic Barrier Approach", NeurIPS 2021,
+arXiv 2106.10343). For a primary f and secondaries g_j with barrier ``phi_j = beta ||g_j||^2``:
+
+    d = argmin_d ||d - g_1||^2   s.t.   g_j . d >= beta ||g_j||^2     (raw gradients)
+      = g_1 + sum_j mu_j g_j,    K = 2:  mu = max(0, (beta ||g_2||^2 - g_1.g_2) / ||g_2||^2)
+
+i.e. PCD's QP (:func:`pcd.solve_qp`) with ``tau = beta`` on the raw, un-normalized Gram matrix and
+no rescaling (the PCD paper, Sec. 5: DBGD is PCD without the EMA normalization). The weights are
+``[1, mu]``; ``info`` carries ``mu``, ``feasible`` and ``active`` (mutually incompatible constraints,
+K >= 3 only, fall back to the primary as in PCD). Because the gradients are not normalized, the same
+beta buys very different amounts of secondary progress depending on the gradients' scales.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from pcd.methods.base import Method, MethodOutput, Param, register
+
+
+@register
+class DBGD(Method):
+    name = "dbgd"
+    display_name = "DBGD"
+    description = "PCD's constrained direction on raw (un-normalized) gradients: a dynamic barrier."
+    paper = "Gong & Liu, Automatic and Harmless Regularization ... Dynamic Barrier Approach, NeurIPS 2021"
+    params = (Param("beta", 0.3, 0.0, 1.0, per_objective=True,
+                    help="barrier: each secondary's progress >= beta ||g_j||^2 (raw gradients)"),)
+    hierarchical = True
+
+    def weights(self, gram, *, losses=None, jacobian=None, state=None, rng=None) -> MethodOutput:
+        from pcd.qp import solve_qp
+
+        res = solve_qp(gram, tau=self.hparams["beta"])
+        info = {"mu": res.mu, "feasible": np.asarray(res.feasible), "active": res.active_mask}
+        return MethodOutput(weights=res.weights, state=state, info=info)

@@ -1,0 +1,349 @@
+"""Page-level data preparation for the Studio pages (no Streamlit, no new math).
+
+Every function here only *calls* the library (``pcd.methods``, ``pcd.pcd_weights``,
+``pcd.engine``, ``pcd.problems``) and arranges its results as plain data (dicts, NumPy arrays,
+pandas tables) for the figure builders in :mod:`pcd.viz` and for the CLI/tests. The pages are then
+just widgets -> these functions -> figures.
+"""
+from __future__ import annotations
+
+import math
+from typing import Any, Sequence
+
+import numpy as np
+
+import pcd.methods as registry
+from pcd.direction import pcd_weights
+
+DIAGNOSIS_LABELS = {
+    "cms": "reached CMS (every objective stationary)",
+    "conflict_equilibrium": "stalled at a conflict equilibrium",
+    "primary_stationary": "primary stationary (update halted)",
+    "moving": "still moving",
+    "diverged": "diverged",
+    "error": "method error",
+}
+
+
+# ---------------------------------------------------------------------------------------------
+# input helpers
+# ---------------------------------------------------------------------------------------------
+def _num(value: Any, name: str, low: float | None = None, high: float | None = None) -> float:
+    try:
+        v = float(value)
+    except (TypeError, ValueError):
+        raise ValueError(f"{name} must be a number, got {value!r}") from None
+    if not math.isfinite(v):
+        raise ValueError(f"{name} must be finite, got {value!r}")
+    if (low is not None and v < low) or (high is not None and v > high):
+        raise ValueError(f"{name} must be in [{low}, {high}], got {value!r}")
+    return v
+
+
+def check_methods(methods: Any) -> list[str]:
+    """Registry names (list or comma-separated string), validated, duplicates removed, order kept."""
+    if isinstance(methods, str):
+        methods = [m for m in (p.strip() for p in methods.split(",")) if m]
+    try:
+        names = [str(m).strip().lower() for m in methods]
+    except TypeError:
+        raise ValueError(f"methods must be a list of method names, got {methods!r}") from None
+    if not names:
+        raise ValueError(f"choose at least one method; available: {', '.join(registry.available())}")
+    out: list[str] = []
+    for n in names:
+        registry.get(n)  # raises ValueError with the available names
+        if n not in out:
+            out.append(n)
+    return out
+
+
+# ---------------------------------------------------------------------------------------------
+# page 1: gradient geometry
+# ---------------------------------------------------------------------------------------------
+def gradient_vectors(angle_deg: float = 150.0, norm2: float = 1.0, third: tuple[float, float] | None = None,
+                     norm1: float = 1.0) -> np.ndarray:
+    """The 2-D gradients of the geometry page as rows ``J [K, 2]``.
+
+    ``g1`` points along the x axis with length ``norm1``; ``g2`` makes ``angle_deg`` (0..180) with
+    it and has length ``norm2``; ``third = (angle_deg, norm)`` adds ``g3`` (angle measured from
+    ``g1`` counter-clockwise, -180..180).
+    """
+    a2 = _num(angle_deg, "angle between g1 and g2 (degrees)", 0.0, 180.0)
+    n1 = _num(norm1, "||g1||", 0.0, 1e6)
+    n2 = _num(norm2, "||g2||", 0.0, 1e6)
+    rows = [[n1, 0.0], [n2 * math.cos(math.radians(a2)), n2 * math.sin(math.radians(a2))]]
+    if third is not None:
+        try:
+            a3, n3 = third
+        except (TypeError, ValueError):
+            raise ValueError(f"third gradient must be (angle_deg, norm), got {third!r}") from None
+        a3 = _num(a3, "angle of g3 (degrees)", -180.0, 180.0)
+        n3 = _num(n3, "||g3||", 0.0, 1e6)
+        rows.append([n3 * math.cos(math.radians(a3)), n3 * math.sin(math.radians(a3))])
+    return np.array(rows, dtype=np.float64)
+
+
+def method_directions(J: Any, methods: Any, tau: float = 0.3,
+                      method_params: dict[str, dict] | None = None, seed: int = 0) -> dict[str, Any]:
+    """One step of every method at gradients ``J [K, n]`` (first step, fresh state).
+
+    Returns ``{"J", "rows"}`` where each row is a dict: ``method``, ``label``, ``color``,
+    ``weights [K]``, ``direction [n]`` (``weights @ J``, or the method's own ``info["direction"]``),
+    ``progress [K]`` (``g_i . d``: first-order decrease of objective i per unit step),
+    ``conflicts`` (some ``g_i . d < 0``), ``norm`` (``||d||``) and ``error`` (a message when the
+    method rejected the input; nothing raised). PCD also gets ``tau`` from the argument unless
+    ``method_params["pcd"]`` sets it, and its row carries ``mu``, ``feasible`` and ``qp_point``:
+    the QP solution ``d~`` drawn in units where ``||g~_1|| = ||g_1||`` (``g_1 + sum_j mu_j ||g_1|| g_j/||g_j||``,
+    first step of the EMA normalizer so ``s_i = 1/||g_i||``), plus ``halfplanes``: the feasible
+    region ``{d : (g_j/||g_j||) . d >= tau ||g_1||}`` as ``(unit normal, offset)`` pairs.
+    """
+    J = np.asarray(J, dtype=np.float64)
+    if J.ndim != 2 or J.shape[0] < 2 or J.shape[1] < 1 or not np.isfinite(J).all():
+        raise ValueError(f"J must be a finite [K, n] array with K >= 2 objectives, got shape {np.shape(J)}")
+    tau = _num(tau, "tau", 0.0, 1.0)
+    names = check_methods(methods)
+    method_params = {k.lower(): dict(v or {}) for k, v in (method_params or {}).items()}
+    K = J.shape[0]
+    G = (J @ J.T)[None]
+    losses = np.ones((1, K))
+    norms = np.linalg.norm(J, axis=1)
+    rows = []
+    for i, name in enumerate(names):
+        hp = dict(method_params.get(name, {}))
+        if name == "pcd":
+            hp.setdefault("tau", tau)
+        row: dict[str, Any] = {"method": name, "label": registry.get(name).display_name or name,
+                               "color": registry.color(name), "error": None}
+        try:
+            inst = registry.make(name, **hp)
+            out = inst(G, losses=losses, jacobian=J[None], state=inst.init_state(1, K),
+                       rng=np.random.default_rng([seed, i]))
+            w = np.asarray(out.weights, dtype=np.float64)[0]
+            d = out.info.get("direction") if (inst.needs_jacobian and out.info) else None
+            d = (w @ J) if d is None else np.asarray(d, dtype=np.float64).reshape(-1)
+        except ValueError as exc:
+            row.update(weights=np.full(K, np.nan), direction=np.full(J.shape[1], np.nan),
+                       progress=np.full(K, np.nan), conflicts=False, norm=float("nan"), error=str(exc))
+            rows.append(row)
+            continue
+        progress = J @ d
+        tol = 1e-9 * float(norms.max()) ** 2  # rounding level of g_i . d for |d| ~ |g|
+        row.update(weights=w, direction=d, progress=progress,
+                   conflicts=bool(np.any(progress < -tol)), norm=float(np.linalg.norm(d)))
+        if name == "pcd":
+            row.update(_pcd_geometry(J, inst.hparams["tau"]))
+        rows.append(row)
+    return {"J": J, "tau": tau, "rows": rows}
+
+
+def _pcd_geometry(J: np.ndarray, tau: Any) -> dict[str, Any]:
+    norms = np.linalg.norm(J, axis=1)
+    K = J.shape[0]
+    taus = np.broadcast_to(np.asarray(tau, dtype=np.float64), (K - 1,)) if np.ndim(tau) else np.full(K - 1, float(tau))
+    if norms[0] == 0:
+        return {"mu": np.full(K - 1, np.nan), "feasible": True, "qp_point": np.zeros(J.shape[1]), "halfplanes": []}
+    with np.errstate(divide="ignore"):
+        scales = np.where(norms > 0, 1.0 / np.where(norms > 0, norms, 1.0), 0.0)
+    res = pcd_weights((J @ J.T)[None], scales[None], float(taus[0]) if np.all(taus == taus[0]) else taus).qp
+    wt = np.asarray(res.weights, dtype=np.float64)[0]      # normalized-space weights (w~_1 = 1)
+    qp_point = norms[0] * (wt * scales) @ J                 # d~ in units where ||g~_1|| = ||g_1||
+    halfplanes = [(J[j] / norms[j], float(taus[j - 1]) * norms[0]) for j in range(1, K) if norms[j] > 0]
+    return {"mu": np.asarray(res.mu, dtype=np.float64).reshape(-1)[: K - 1],
+            "feasible": bool(np.asarray(res.feasible).reshape(-1)[0]),
+            "qp_point": qp_point, "halfplanes": halfplanes}
+
+
+def directions_table(result: dict[str, Any]):
+    """The per-method table of :func:`method_directions` as a DataFrame (one row per method)."""
+    import pandas as pd
+
+    J = result["J"]
+    K = J.shape[0]
+    recs = []
+    for r in result["rows"]:
+        rec = {"method": r["label"]}
+        for k in range(K):
+            rec[f"g{k + 1}·d"] = float(r["progress"][k])
+        rec["conflicts"] = "—" if r["error"] else ("yes" if r["conflicts"] else "no")
+        rec["‖d‖"] = r["norm"]
+        for k in range(K):
+            rec[f"w{k + 1}"] = float(r["weights"][k])
+        rec["note"] = r["error"] or ""
+        recs.append(rec)
+    return pd.DataFrame.from_records(recs)
+
+
+# ---------------------------------------------------------------------------------------------
+# page 2: toy landscapes
+# ---------------------------------------------------------------------------------------------
+MAX_STARTS = 64
+
+
+def parse_starts(text: str, dim: int = 2) -> np.ndarray:
+    """Typed start points ``"x, y; x, y"`` (or one point per line) -> ``[S, dim]``.
+
+    Raises ValueError naming the bad entry; at most ``MAX_STARTS`` points.
+    """
+    if not isinstance(text, str) or not text.strip():
+        raise ValueError("type at least one start point as 'x, y' (separate points with ';' or new lines)")
+    parts = [p.strip() for p in text.replace("\n", ";").split(";") if p.strip()]
+    if len(parts) > MAX_STARTS:
+        raise ValueError(f"at most {MAX_STARTS} start points, got {len(parts)}")
+    pts = []
+    for i, part in enumerate(parts):
+        vals = [v for v in part.replace("(", " ").replace(")", " ").replace(",", " ").split() if v]
+        if len(vals) != dim:
+            raise ValueError(f"start point {i + 1} ({part!r}) must have {dim} numbers")
+        try:
+            p = [float(v) for v in vals]
+        except ValueError:
+            raise ValueError(f"start point {i + 1} ({part!r}) must contain numbers only") from None
+        if not all(math.isfinite(v) for v in p):
+            raise ValueError(f"start point {i + 1} ({part!r}) must be finite")
+        pts.append(p)
+    return np.array(pts, dtype=np.float64)
+
+
+def grid_starts(bounds: Sequence[Sequence[float]], n: int = 3, margin: float = 0.12) -> np.ndarray:
+    """An ``n x n`` grid of start points inside 2-D ``bounds`` (``margin`` = fraction left at each edge)."""
+    n = int(n)
+    if not 1 <= n <= 8:
+        raise ValueError(f"grid size must be in [1, 8] (at most 64 starts), got {n}")
+    margin = _num(margin, "margin", 0.0, 0.49)
+    try:
+        (a0, a1), (b0, b1) = bounds
+    except (TypeError, ValueError):
+        raise ValueError(f"bounds must be ((xmin, xmax), (ymin, ymax)), got {bounds!r}") from None
+    def axis(lo, hi):
+        w = hi - lo
+        return np.array([(lo + hi) / 2]) if n == 1 else np.linspace(lo + margin * w, hi - margin * w, n)
+    X, Y = np.meshgrid(axis(float(a0), float(a1)), axis(float(b0), float(b1)))
+    return np.stack([X.ravel(), Y.ravel()], axis=1)
+
+
+def merge_results(results: Sequence[Any]):
+    """Concatenate engine runs of *different methods* on the same problem, starts and recorded
+    steps into one :class:`pcd.engine.RunResult` (so each method can be run and cached separately).
+    """
+    import dataclasses
+
+    results = list(results)
+    if not results:
+        raise ValueError("merge_results needs at least one run")
+    if len(results) == 1:
+        return results[0]
+    first = results[0]
+    for r in results[1:]:
+        if r.problem != first.problem or r.steps != first.steps or not np.array_equal(r.record, first.record) \
+                or not np.array_equal(r.starts, first.starts):
+            raise ValueError("runs to merge must share problem, steps, recorded steps and starts")
+    names = [m for r in results for m in r.methods]
+    if len(set(names)) != len(names):
+        raise ValueError(f"runs to merge must have different methods, got {names}")
+    per_method = ["positions", "losses", "grad_norms", "weights", "update_norms", "end", "end_losses",
+                  "end_grad_norms", "primary_grad_norm", "cms_residual", "pareto_residual",
+                  "final_update_norm", "speed", "stalled", "diverged", "diverged_step", "diagnosis"]
+    fields = {f: np.concatenate([getattr(r, f) for r in results], axis=0) for f in per_method}
+    mp: dict = {}
+    errors: dict = {}
+    ms: dict = {}
+    for r in results:
+        mp.update(r.method_params)
+        errors.update(r.errors)
+        ms.update(r.method_seconds)
+    return dataclasses.replace(first, methods=names, method_params=mp, errors=errors, method_seconds=ms,
+                               seconds=float(sum(r.seconds for r in results)), **fields)
+
+
+def endpoint_table(res: Any, objective_names: Sequence[str] | None = None):
+    """One row per trajectory: method, start, end point, final losses, ``||grad f_1||``, CMS
+    residual and the engine's diagnosis in words (with the step for divergence)."""
+    import pandas as pd
+
+    K = res.end_losses.shape[-1]
+    names = list(objective_names) if objective_names is not None else [f"f{k + 1}" for k in range(K)]
+    recs = []
+    for m, name in enumerate(res.methods):
+        label = registry.get(name).display_name if name in registry.available() else name
+        for s in range(res.S):
+            diag = str(res.diagnosis[m, s])
+            text = DIAGNOSIS_LABELS.get(diag, diag)
+            if diag in ("diverged", "error") and res.diverged_step[m, s] >= 0:
+                text += f" at step {int(res.diverged_step[m, s])}"
+            if diag == "error" and name in res.errors:
+                text += f" ({res.errors[name]})"
+            rec = {"method": label, "start": f"S{s + 1} ({', '.join(f'{v:.2f}' for v in res.starts[s])})",
+                   "end": "(" + ", ".join(f"{v:.3f}" for v in res.end[m, s]) + ")"}
+            for k in range(K):
+                rec[f"final {names[k]}"] = float(res.end_losses[m, s, k])
+            rec["‖∇f₁‖"] = float(res.primary_grad_norm[m, s])
+            rec["CMS residual"] = float(res.cms_residual[m, s])
+            rec["diagnosis"] = text
+            recs.append(rec)
+    return pd.DataFrame.from_records(recs)
+
+
+def trajectories_table(res: Any):
+    """Long table of every recorded point: method, start, step, coordinates, losses (for CSV)."""
+    import pandas as pd
+
+    M, S, T, n = res.positions.shape
+    K = res.losses.shape[-1]
+    cols: dict[str, Any] = {
+        "method": np.repeat(np.asarray(res.methods, dtype=object), S * T),
+        "start": np.tile(np.repeat(np.arange(1, S + 1), T), M),
+        "step": np.tile(np.asarray(res.record), M * S),
+    }
+    for i in range(n):
+        cols[f"x{i + 1}"] = res.positions[..., i].reshape(-1)
+    for k in range(K):
+        cols[f"f{k + 1}"] = res.losses[..., k].reshape(-1)
+    cols["update_norm"] = res.update_norms.reshape(-1)
+    return pd.DataFrame(cols)
+
+
+TOY_PROBLEMS = {
+    "saddle2d": "Saddle: two valleys and a barrier (PCD Fig. 1)",
+    "double_well": "Double well, K = 2 slice (two coordinates, one secondary)",
+    "two_task": "Two-task toy (CAGrad / Nash-MTL / FAMO)",
+    "quadratic": "Convex quadratic pair (Pareto set known)",
+    "custom": "Custom formula pair",
+}
+
+
+def toy_problem(name: str, primary: str | None = None, secondary: str | None = None,
+                bounds: Sequence[Sequence[float]] | None = None):
+    """The 2-D problem of the toy page: a registry problem, the double-well K = 2 slice, or a
+    custom formula pair (the parser's ValueError names the bad token and its position)."""
+    import pcd.problems as problems
+
+    key = str(name).strip().lower()
+    if key not in TOY_PROBLEMS:
+        raise ValueError(f"unknown toy problem {name!r}; allowed: {', '.join(TOY_PROBLEMS)}")
+    if key == "double_well":
+        return problems.make("double_well", K=2, dim=2)
+    if key == "custom":
+        kwargs: dict[str, Any] = {}
+        if primary is not None:
+            kwargs["primary"] = primary
+        if secondary is not None:
+            kwargs["secondaries"] = [secondary]
+        if bounds is not None:
+            kwargs["bounds"] = bounds
+        return problems.make("custom", **kwargs)
+    return problems.make(key)
+
+
+def hparam_values(method: str, values: dict[str, Any] | None) -> dict[str, Any]:
+    """Keep only a method's known hyper-parameters that differ from their defaults (validated)."""
+    cls = registry.get(method)
+    out = {}
+    known = {p.name: p for p in cls.params}
+    for k, v in (values or {}).items():
+        if k not in known:
+            raise ValueError(f"{method}: unknown hyper-parameter {k!r}; allowed: {', '.join(known) or 'none'}")
+        v = known[k].validate(v, method)
+        if v != known[k].default:
+            out[k] = v
+    return out

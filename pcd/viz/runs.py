@@ -1,0 +1,127 @@
+"""Figures of the Pruning lab: live training curves, the results scatter with its Pareto front,
+matched-sparsity comparison and hypervolume bars. Pure functions: plain data in, ``go.Figure`` out.
+"""
+from __future__ import annotations
+
+import math
+from typing import Any, Mapping, Sequence
+
+import plotly.graph_objects as go
+from plotly.subplots import make_subplots
+
+from pcd.viz.theme import base_layout, method_color, method_label, style_axes
+
+CURVE_KEYS: dict[str, str] = {
+    "test_acc": "test accuracy (%)",
+    "train_loss": "training loss (cross-entropy)",
+    "group_sparsity": "group sparsity (%)",
+    "secondary_1": "secondary 1 (group lasso / l1)",
+    "mu": "PCD's mu (mean per epoch)",
+    "cosine": "cos(primary, secondary gradient)",
+    "param_sparsity": "parameter sparsity (%)",
+    "effective_rank": "effective rank",
+}
+_SYMBOLS = ("circle", "diamond", "square", "triangle-up", "x", "star", "cross", "triangle-down",
+            "pentagon", "hexagon", "star-triangle-up", "hourglass", "bowtie", "circle-open", "diamond-open")
+
+
+def _finite(v: Any) -> bool:
+    try:
+        return math.isfinite(float(v))
+    except (TypeError, ValueError):
+        return False
+
+
+def curves_figure(series: Mapping[str, Sequence[Mapping[str, Any]]], methods: Mapping[str, str] | None = None,
+                  keys: Sequence[str] | None = None, height: int = 520) -> go.Figure:
+    """Per-epoch curves of several runs: one panel per metric key present, one line per run.
+
+    ``series``: ``{run label: [epoch row, ...]}`` (rows hold ``epoch`` and metric values);
+    ``methods``: ``{run label: method}`` to colour each run by its method."""
+    if not isinstance(series, Mapping):
+        raise ValueError("series must map a run label to its list of epoch rows")
+    methods = dict(methods or {})
+    wanted = list(keys) if keys is not None else list(CURVE_KEYS)
+    bad = [k for k in wanted if not isinstance(k, str)]
+    if bad:
+        raise ValueError(f"keys must be strings, got {bad}")
+    present = [k for k in wanted if any(_finite(r.get(k)) for rows in series.values() for r in rows)]
+    if not present:
+        fig = go.Figure()
+        fig.update_layout(**base_layout(height=220))
+        fig.add_annotation(text="no epoch finished yet", showarrow=False, x=0.5, y=0.5, xref="paper", yref="paper")
+        fig.update_xaxes(visible=False)
+        fig.update_yaxes(visible=False)
+        return fig
+    ncols = min(3, len(present))
+    nrows = math.ceil(len(present) / ncols)
+    fig = make_subplots(rows=nrows, cols=ncols, subplot_titles=[CURVE_KEYS.get(k, k) for k in present],
+                        horizontal_spacing=0.08, vertical_spacing=0.16)
+    for j, (label, rows) in enumerate(series.items()):
+        m = methods.get(label)
+        color = method_color(m) if m else None
+        for i, key in enumerate(present):
+            pts = [(r.get("epoch"), float(r[key])) for r in rows if _finite(r.get(key)) and r.get("epoch") is not None]
+            if not pts:
+                continue
+            fig.add_trace(go.Scatter(x=[p[0] for p in pts], y=[p[1] for p in pts], mode="lines+markers",
+                                     name=str(label), legendgroup=str(label), showlegend=(i == 0),
+                                     line=dict(color=color, width=2), marker=dict(size=5),
+                                     hovertemplate=f"{label}<br>epoch %{{x}}<br>{key} %{{y:.4g}}<extra></extra>"),
+                          row=i // ncols + 1, col=i % ncols + 1)
+    fig.update_layout(**base_layout(height=max(height, 280 * nrows)))
+    fig.update_xaxes(title_text="epoch")
+    return style_axes(fig)
+
+
+def results_scatter(points: Sequence[Mapping[str, Any]], x: str, y: str = "test_acc",
+                    front: Sequence[int] | None = None, x_label: str | None = None, y_label: str | None = None,
+                    height: int = 560) -> go.Figure:
+    """Accuracy vs a compression measure: one marker per run (symbol = method, colour = tau), the
+    Pareto front (``front`` = indices into ``points``, sorted by x) as a line."""
+    if not isinstance(x, str) or not isinstance(y, str):
+        raise ValueError("x and y must be key names")
+    pts = [p for p in points if _finite(p.get(x)) and _finite(p.get(y))]
+    fig = go.Figure()
+    methods = sorted({str(p.get("method")) for p in pts})
+    taus = [float(p["tau"]) for p in pts if _finite(p.get("tau"))]
+    cmin, cmax = (min(taus), max(taus)) if taus else (0.0, 1.0)
+    if cmax == cmin:
+        cmax = cmin + 1e-9
+    for k, m in enumerate(methods):
+        sel = [p for p in pts if str(p.get("method")) == m]
+        fig.add_trace(go.Scatter(
+            x=[p[x] for p in sel], y=[p[y] for p in sel], mode="markers", name=method_label(m),
+            marker=dict(symbol=_SYMBOLS[k % len(_SYMBOLS)], size=13,
+                        color=[p["tau"] if _finite(p.get("tau")) else cmin for p in sel],
+                        cmin=cmin, cmax=cmax, colorscale="Viridis", showscale=(k == 0),
+                        colorbar=dict(title="τ", x=1.02), line=dict(color=method_color(m), width=2.5)),
+            customdata=[[p.get("id"), p.get("tau"), p.get("seed")] for p in sel],
+            hovertemplate=(f"{method_label(m)} · run %{{customdata[0]}}<br>τ %{{customdata[1]}} · seed "
+                           f"%{{customdata[2]}}<br>{x} %{{x:.4g}}<br>{y} %{{y:.4g}}<extra></extra>")))
+    if front:
+        fp = [points[i] for i in front if 0 <= i < len(points)]
+        fig.add_trace(go.Scatter(x=[p[x] for p in fp], y=[p[y] for p in fp], mode="lines", name="Pareto front",
+                                 line=dict(color="#24292f", width=1.5, dash="dot"), hoverinfo="skip"))
+    fig.update_layout(**base_layout(height=height))
+    fig.update_xaxes(title_text=x_label or x)
+    fig.update_yaxes(title_text=y_label or y)
+    if not pts:
+        fig.add_annotation(text="no finished run with these measures yet", showarrow=False, x=0.5, y=0.5,
+                           xref="paper", yref="paper")
+    return style_axes(fig)
+
+
+def method_bars(values: Mapping[str, float], title: str, y_label: str, height: int = 380,
+                text_format: str = ".1f") -> go.Figure:
+    """One bar per method in the method's colour (matched-sparsity accuracy, hypervolume)."""
+    if not isinstance(values, Mapping):
+        raise ValueError("values must map method -> number")
+    items = [(m, float(v)) for m, v in values.items() if _finite(v)]
+    fig = go.Figure(go.Bar(
+        x=[method_label(m) for m, _ in items], y=[v for _, v in items],
+        marker_color=[method_color(m) for m, _ in items],
+        text=[format(v, text_format) for _, v in items], textposition="outside"))
+    fig.update_layout(**base_layout(title=title, height=height), showlegend=False)
+    fig.update_yaxes(title_text=y_label)
+    return style_axes(fig)

@@ -1,0 +1,133 @@
+"""The visual identity shared by every figure: fonts, light layout, one colour per method,
+objective colours, and a NumPy -> PNG data-URI renderer for landscape backgrounds.
+
+Pure helpers (no Streamlit). Method colours come from :func:`pcd.methods.color` so a method has
+the same colour on every page, table and plot.
+"""
+from __future__ import annotations
+
+import base64
+import io
+from typing import Any
+
+import numpy as np
+import plotly.graph_objects as go
+
+import pcd.methods as registry
+
+FONT = "Inter, -apple-system, 'Segoe UI', Roboto, Helvetica, Arial, sans-serif"
+WIDTH = 1100          # figures are sized for a laptop screen (the page is ~1250 px wide)
+HEIGHT = 560
+GRID = "#e6e8eb"
+AXIS = "#57606a"
+# Objective colours (primary, secondary 1, 2, ...): distinct from the method palette's accents.
+OBJECTIVE_COLORS = ("#24292f", "#0969da", "#bf8700", "#8250df", "#1a7f37", "#cf222e", "#6e7781", "#953800")
+# Light sequential colour map for backgrounds (low = pale, high = dark): control points.
+_CMAP = np.array([
+    [247, 251, 255], [222, 235, 247], [198, 219, 239], [158, 202, 225],
+    [107, 174, 214], [66, 146, 198], [33, 113, 181], [8, 69, 148],
+], dtype=np.float64)
+
+
+def method_color(name: str) -> str:
+    """The method's colour (one colour per method everywhere)."""
+    return registry.color(name)
+
+
+def method_label(name: str) -> str:
+    """The method's display name (``"pcd"`` -> ``"PCD"``); unknown names are returned as given."""
+    try:
+        return registry.get(name).display_name or str(name)
+    except ValueError:
+        return str(name)
+
+
+def objective_color(k: int) -> str:
+    """Colour of objective ``k`` (0 = primary)."""
+    if int(k) < 0:
+        raise ValueError(f"objective index must be >= 0, got {k}")
+    return OBJECTIVE_COLORS[int(k) % len(OBJECTIVE_COLORS)]
+
+
+def rgba(hex_color: str, alpha: float) -> str:
+    """``"#rrggbb"`` -> ``"rgba(r,g,b,alpha)"``."""
+    h = str(hex_color).lstrip("#")
+    if len(h) != 6:
+        raise ValueError(f"colour must be '#rrggbb', got {hex_color!r}")
+    if not 0.0 <= float(alpha) <= 1.0:
+        raise ValueError(f"alpha must be in [0, 1], got {alpha}")
+    r, g, b = (int(h[i:i + 2], 16) for i in (0, 2, 4))
+    return f"rgba({r},{g},{b},{float(alpha):g})"
+
+
+def base_layout(title: str | None = None, height: int = HEIGHT, width: int | None = None, **extra: Any) -> dict:
+    """Layout defaults: white background, readable fonts, light grid, legend on top."""
+    layout: dict[str, Any] = dict(
+        template="plotly_white",
+        font=dict(family=FONT, size=14, color="#24292f"),
+        height=int(height),
+        margin=dict(l=60, r=20, t=60 if title else 30, b=50),
+        legend=dict(orientation="h", yanchor="bottom", y=1.01, xanchor="left", x=0.0,
+                    bgcolor="rgba(255,255,255,0.7)"),
+        hoverlabel=dict(font=dict(family=FONT, size=13)),
+        paper_bgcolor="white",
+        plot_bgcolor="white",
+    )
+    if width is not None:
+        layout["width"] = int(width)
+    if title:
+        layout["title"] = dict(text=title, x=0.01, xanchor="left", font=dict(size=17))
+    layout.update(extra)
+    return layout
+
+
+def style_axes(fig: go.Figure) -> go.Figure:
+    """Light grid lines and axis colours on every axis of ``fig``."""
+    fig.update_xaxes(showgrid=True, gridcolor=GRID, zeroline=False, linecolor=AXIS, ticks="outside",
+                     tickcolor=AXIS)
+    fig.update_yaxes(showgrid=True, gridcolor=GRID, zeroline=False, linecolor=AXIS, ticks="outside",
+                     tickcolor=AXIS)
+    return fig
+
+
+def colorize(values: Any) -> np.ndarray:
+    """Map values in ``[0, 1]`` (NaN allowed -> white) to RGB uint8 ``[..., 3]`` with the light map."""
+    v = np.asarray(values, dtype=np.float64)
+    nan = ~np.isfinite(v)
+    v = np.clip(np.where(nan, 0.0, v), 0.0, 1.0)
+    pos = v * (len(_CMAP) - 1)
+    lo = np.floor(pos).astype(int)
+    hi = np.minimum(lo + 1, len(_CMAP) - 1)
+    frac = (pos - lo)[..., None]
+    rgb = _CMAP[lo] * (1 - frac) + _CMAP[hi] * frac
+    rgb[nan] = 255.0
+    return np.round(rgb).astype(np.uint8)
+
+
+def png_data_uri(rgb: Any) -> str:
+    """An RGB(A) uint8 image ``[H, W, 3|4]`` (row 0 = top) as a ``data:image/png;base64,...`` URI."""
+    arr = np.asarray(rgb)
+    if arr.ndim != 3 or arr.shape[2] not in (3, 4) or arr.shape[0] < 1 or arr.shape[1] < 1:
+        raise ValueError(f"image must have shape [H, W, 3] or [H, W, 4], got {arr.shape}")
+    if arr.dtype != np.uint8:
+        raise ValueError(f"image must be uint8, got {arr.dtype}")
+    from PIL import Image
+
+    buf = io.BytesIO()
+    Image.fromarray(arr, mode="RGBA" if arr.shape[2] == 4 else "RGB").save(buf, format="PNG")
+    return "data:image/png;base64," + base64.b64encode(buf.getvalue()).decode("ascii")
+
+
+def to_png_bytes(fig: go.Figure, scale: float = 2.0) -> bytes | None:
+    """Static PNG export when an offline renderer (kaleido + Chromium) is available, else ``None``.
+
+    Never raises for a missing or broken exporter: PNG export is optional.
+    """
+    try:
+        import kaleido  # noqa: F401
+    except Exception:
+        return None
+    try:
+        return fig.to_image(format="png", scale=scale)
+    except Exception:
+        return None

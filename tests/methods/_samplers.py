@@ -1,0 +1,37 @@
+"""Shared matrix samplers for the method tests (TorchJD style), float64.
+
+Each returns a Jacobian ``J [B, K, n]``; ``gram(J)`` gives ``G = J J^T [B, K, K]``.
+
+* ``random``     i.i.d. standard normal rows
+* ``scaled``     random rows multiplied by factors spread over 1e-3 ... 1e3 (diag-scaled Gram)
+* ``rank_def``   rank K - 1 (rows are combinations of K - 1 random vectors); K = 2: parallel rows
+* ``cancel``     exact cancellation ``g_2 = -g_1`` (other rows random)
+"""
+from __future__ import annotations
+
+import numpy as np
+
+KINDS = ("random", "scaled", "rank_def", "cancel")
+
+
+def jacobian(kind: str, B: int, K: int, n: int | None = None, seed: int = 0) -> np.ndarray:
+    rng = np.random.default_rng(seed)
+    n = K + 3 if n is None else n
+    if kind == "random":
+        return rng.standard_normal((B, K, n))
+    if kind == "scaled":
+        J = rng.standard_normal((B, K, n))
+        f = 10.0 ** rng.uniform(-3, 3, (B, K))
+        return J * f[..., None]
+    if kind == "rank_def":
+        r = max(1, K - 1)
+        return np.einsum("bkr,brn->bkn", rng.standard_normal((B, K, r)), rng.standard_normal((B, r, n)))
+    if kind == "cancel":
+        J = rng.standard_normal((B, K, n))
+        J[:, 1] = -J[:, 0]
+        return J
+    raise ValueError(kind)
+
+
+def gram(J: np.ndarray) -> np.ndarray:
+    return np.einsum("bkn,bln->bkl", J, J)

@@ -1,0 +1,86 @@
+"""Real browser: queue a tiny digits run from the Pruning lab form, watch it train through the
+supervisor that the page starts, see it reach "done" and appear in the results plot."""
+from __future__ import annotations
+
+import os
+import signal
+import time
+
+import pytest
+
+from pcd.jobs import RunStore, supervisor_pid, train_available
+
+pytestmark = [pytest.mark.slow, pytest.mark.browser,
+              pytest.mark.skipif(not train_available(), reason="pcd.train.run (issue 6) is not installed")]
+
+
+def _metric(page, label):
+    """Text value of the st.metric with this label ('' when absent)."""
+    loc = page.locator('[data-testid="stMetric"]').filter(
+        has=page.locator('[data-testid="stMetricLabel"]', has_text=label))
+    if loc.count() == 0:
+        return ""
+    return loc.first.locator('[data-testid="stMetricValue"]').inner_text().strip()
+
+
+def _wait(pred, timeout, what):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        v = pred()
+        if v:
+            return v
+        time.sleep(0.25)
+    raise AssertionError(f"timed out after {timeout} s waiting for {what}")
+
+
+def test_queue_watch_and_explore_a_digits_run(streamlit_server, page, artifacts_dir):
+    data_dir = streamlit_server["data_dir"]
+    store = RunStore(data_dir)
+    before = {r["id"] for r in store.list()}
+    try:
+        page.goto(streamlit_server["url"] + "/Pruning_lab?epochs=3", wait_until="domcontentloaded")
+        page.get_by_role("button", name="Queue run(s)").wait_for(timeout=60_000)
+        subset = page.get_by_role("spinbutton", name="training images (0 = all)")
+        subset.fill("384")
+        subset.press("Enter")
+        page.wait_for_timeout(1500)
+        page.get_by_role("button", name="Queue run(s)").click()
+        page.get_by_text("Queued run(s)").wait_for(timeout=30_000)
+        new = _wait(lambda: [r for r in store.list() if r["id"] not in before], 10, "the queued run in the store")
+        rid = new[0]["id"]
+        cfg = new[0]["config"]
+        assert cfg["dataset"] == "digits" and cfg["epochs"] == 3 and cfg["max_train_samples"] == 384
+
+        page.get_by_role("tab", name="Queue & runs").click()
+        # the page started a supervisor; the run starts and its progress advances
+        assert _wait(lambda: supervisor_pid(data_dir), 30, "the supervisor started by the page")
+        seen = []
+
+        def progressed():
+            r = store.get(rid)
+            seen.append(r["progress"])
+            return r["status"] == "done" or (r["status"] == "running" and r["progress"] > 0)
+
+        _wait(progressed, 120, "progress")
+        _wait(lambda: _metric(page, "done") == "1" or store.get(rid)["status"] == "running"
+              and _metric(page, "running") == "1", 60, "the page showing the run")
+        _wait(lambda: store.get(rid)["status"] in ("done", "failed"), 240, "the run to finish")
+        assert store.get(rid)["status"] == "done", store.get(rid)["error"]
+        progress = [p for p in seen if p is not None]
+        assert progress == sorted(progress)  # never goes backwards
+        # the live fragment notices and refreshes without a reload
+        _wait(lambda: _metric(page, "done") == "1", 30, "the 'done' counter on the page")
+        assert _metric(page, "running") == "0"
+
+        page.get_by_role("tab", name="Results explorer").click()
+        page.locator(".js-plotly-plot").filter(has_text="Pareto front").first.wait_for(timeout=30_000)
+        page.wait_for_timeout(1000)
+        page.screenshot(path=str(artifacts_dir / "pruning_lab_results.png"), full_page=True)
+        assert page.locator('[data-testid="stException"]').count() == 0
+    finally:
+        pid = supervisor_pid(data_dir)
+        if pid and pid > 0:
+            try:
+                os.kill(pid, signal.SIGTERM)  # requeues nothing here: the run is finished
+            except ProcessLookupError:
+                pass

@@ -1,0 +1,140 @@
+"""Streamlit AppTest for the Studio pages 1-5: default run has no exception, changing each main
+widget re-renders with a different figure, bad input shows an error element (never a traceback).
+
+Runs use small settings through the URL (query parameters) so the whole file stays quick.
+"""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from streamlit.testing.v1 import AppTest
+
+PAGES = Path(__file__).resolve().parents[2] / "pages"
+
+
+def _app(name: str, **query) -> AppTest:
+    at = AppTest.from_file(str(PAGES / name), default_timeout=120)
+    for k, v in query.items():
+        at.query_params[k] = str(v)
+    return at.run()
+
+
+def _specs(at: AppTest) -> list[dict]:
+    return [json.loads(el.proto.spec) for el in at.get("plotly_chart")]
+
+
+def _ok(at: AppTest) -> None:
+    assert not at.exception, at.exception
+    assert not at.error, [e.value for e in at.error]
+
+
+def test_geometry_page_widgets_rerender_and_url():
+    at = _app("01_Gradient_geometry.py", angle=150)
+    _ok(at)
+    fig0 = _specs(at)[0]
+    names = [t.get("name") for t in fig0["data"]]
+    assert "PCD feasible region" in names and "PCD" in names and "MGDA" in names
+    table0 = at.dataframe[0].value
+    assert list(table0["method"])[:3] == ["PCD", "Weighted sum", "MGDA"]
+    at.slider(key="geo_angle").set_value(60).run()
+    _ok(at)
+    assert _specs(at)[0] != fig0
+    assert at.query_params["angle"] == ["60"] or at.query_params["angle"] == "60"
+    # 60 degrees: no conflict for MGDA / WS
+    t = at.dataframe[0].value.set_index("method")
+    assert t.loc["MGDA", "conflicts"] == "no" and t.loc["Weighted sum", "conflicts"] == "no"
+    at.slider(key="geo_norm2").set_value(2.0).run()
+    at.slider(key="geo_tau").set_value(0.8).run()
+    _ok(at)
+    at.toggle(key="geo_g3").set_value(True).run()
+    _ok(at)
+    assert "g3·d" in at.dataframe[0].value.columns
+    at.multiselect(key="geo_methods").set_value(["pcd", "upgrad"]).run()
+    _ok(at)
+    assert list(at.dataframe[0].value["method"]) == ["PCD", "UPGrad"]
+
+
+def test_toy_page_default_animation_and_widgets():
+    at = _app("02_Toy_landscapes.py", steps=200, methods="pcd,ws")
+    _ok(at)
+    maps = _specs(at)
+    assert len(maps) == 2
+    fig = at.get("plotly_chart")[0]
+    spec = json.loads(fig.proto.spec)
+    assert spec["layout"]["images"][0]["source"].startswith("data:image/png")
+    assert spec["layout"]["updatemenus"][0]["buttons"][0]["label"].endswith("Play")
+    diag = at.dataframe[0].value
+    assert len(diag) == 2 * 3  # 2 methods x 3 preset starts
+    before = spec
+    at.slider(key="toy_tau").set_value(0.4).run()
+    _ok(at)
+    assert json.loads(at.get("plotly_chart")[0].proto.spec) != before
+    at.radio(key="toy_opt").set_value("sgd").run()
+    _ok(at)
+    at.radio(key="toy_starts").set_value("grid").run()
+    _ok(at)
+    assert len(at.dataframe[0].value) == 2 * 9
+    at.selectbox(key="toy_problem").set_value("quadratic").run()
+    _ok(at)
+
+
+def test_toy_page_bad_formula_and_bad_starts_show_errors():
+    at = _app("02_Toy_landscapes.py", steps=200, methods="ws", problem="custom")
+    _ok(at)
+    at.text_input(key="toy_f1").set_value("x**2 + import(y)").run()
+    assert not at.exception
+    assert at.error and any("position" in e.value for e in at.error)
+    assert not at.get("plotly_chart")
+    at = _app("02_Toy_landscapes.py", steps=200, methods="ws", starts="typed")
+    at.text_area(key="toy_typed").set_value("1, 2; oops").run()
+    assert not at.exception
+    assert any("start point 2" in e.value for e in at.error)
+
+
+def test_kbench_page_law_table_and_widgets():
+    at = _app("03_K_objective_benchmark.py", kmin=2, kmax=9, steps=500, methods="pcd,mgda")
+    _ok(at)
+    t = at.dataframe[0].value
+    assert list(t["K"]) == [2, 3, 5, 9]
+    # MGDA sits exactly on the law; PCD far below it
+    assert ((t["MGDA"] / t["law 1.536·√(K−1)"] - 1).abs() < 1e-3).all()
+    assert (t["PCD"] < 1e-2 * t["law 1.536·√(K−1)"]).all()
+    spec = _specs(at)[0]
+    assert spec["layout"]["xaxis"]["type"] == "log" and spec["layout"]["yaxis"]["type"] == "log"
+    at.multiselect(key="kb_methods").set_value(["mgda", "ws"]).run()
+    _ok(at)
+    assert "Weighted sum" in at.dataframe[0].value.columns and "PCD" not in at.dataframe[0].value.columns
+    at.select_slider(key="kb_range").set_value((3, 5)).run()
+    _ok(at)
+    assert list(at.dataframe[0].value["K"]) == [3, 5]
+
+
+def test_scale_page_slider_moves_highlight_and_eps_changes_drift():
+    at = _app("04_Scale_invariance.py", steps=300)
+    _ok(at)
+    fig0 = _specs(at)[0]
+    metrics0 = [m.value for m in at.metric]
+    at.slider(key="sc_k").set_value(3).run()
+    _ok(at)
+    assert _specs(at)[0] != fig0
+    assert [m.value for m in at.metric] == metrics0  # only the highlight moved
+    at.select_slider(key="sc_eps").set_value(1e-16).run()
+    _ok(at)
+    drift = at.dataframe[0].value.set_index("method")["drift (operating point)"]
+    assert drift["PCD"] < 1e-2 < drift["Weighted sum"]
+
+
+def test_tau_page_selection_changes_trajectory():
+    at = _app("05_Tau_dial.py", steps=200)
+    _ok(at)
+    specs = _specs(at)
+    assert len(specs) == 2
+    assert len(at.dataframe[0].value) == 11
+    at.select_slider(key="td_tau").set_value(0.5).run()
+    _ok(at)
+    title = json.loads(at.get("plotly_chart")[1].proto.spec)["layout"]["title"]["text"]
+    assert "0.5" in title
+    at.selectbox(key="td_problem").set_value("saddle2d").run()
+    _ok(at)

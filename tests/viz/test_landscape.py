@@ -1,0 +1,164 @@
+"""Toy-landscape figures and data prep: frames, traces, background image, tables."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import pcd.problems as problems
+from pcd import studio
+from pcd.engine import run, sample_steps
+from pcd.viz.landscape import TRAIL, background_image, landscape_figure, loss_figure, zero_set_mask
+from pcd.viz.theme import method_color
+
+
+@pytest.fixture(scope="module")
+def saddle_run():
+    prob = problems.make("saddle2d")
+    runs = [run(prob, [m], steps=400, lr=0.02, record=200, method_params={"pcd": {"tau": 0.02}} if m == "pcd" else None)
+            for m in ("pcd", "ws", "mgda")]
+    return prob, studio.merge_results(runs)
+
+
+def test_background_image_orientation_zero_set_and_contours():
+    prob = problems.make("saddle2d")
+    xs, ys, Z = prob.grid(140, 80)
+    img = background_image(xs, ys, Z)
+    assert img.shape == (80, 140, 3) and img.dtype == np.uint8
+    # the secondary's zero set (box around (2, 0)) is tinted green: G channel dominates there
+    i = np.argmin(abs(xs - 2.0))
+    j_top = 80 - 1 - np.argmin(abs(ys - 0.0))  # row 0 = top = largest y
+    r, g, b = img[j_top, i].astype(int)
+    assert g > r and g > b - 10
+    # far from the box, no green tint (blue-ish map)
+    r2, g2, b2 = img[5, 5].astype(int)
+    assert b2 >= g2
+    # orientation: row 0 is the largest y -- a primary increasing in y is darkest at the top
+    gx, gy = np.linspace(0, 1, 30), np.linspace(0, 1, 20)
+    ramp = np.broadcast_to(gy[:, None], (20, 30))[None]
+    ramp_img = background_image(gx, gy, ramp).astype(int).sum(axis=2)
+    assert ramp_img[0].mean() < ramp_img[-1].mean()
+    with pytest.raises(ValueError):
+        background_image(xs, ys, Z[:, :, :-1])
+
+
+def test_zero_set_mask_line_and_region():
+    xs = np.linspace(-1, 1, 101)
+    X, Y = np.meshgrid(xs, xs)
+    line = 0.5 * (X - 0.3) ** 2             # zero set: the line x = 0.3
+    mask = zero_set_mask(line)
+    cols = np.unique(np.nonzero(mask)[1])
+    assert abs(xs[cols].mean() - 0.3) < 0.02 and len(cols) <= 5
+    box = np.maximum(np.abs(X) - 0.5, 0)     # zero on a region
+    assert zero_set_mask(box)[50, 50] and not zero_set_mask(box)[0, 0]
+
+
+def test_landscape_figure_frames_traces_and_static_layers(saddle_run):
+    prob, res = saddle_run
+    fig = landscape_figure(res, prob.grid(120, 70), pareto_set=prob.pareto_set(), optima=prob.optima())
+    T = len(res.record)
+    assert len(fig.frames) == T == len(sample_steps(400, 200))
+    # frames are named by the step and update only the last (animated) trace
+    assert [f.name for f in fig.frames] == [str(int(k)) for k in res.record]
+    last = len(fig.data) - 1
+    assert all(tuple(f.traces) == (last,) for f in fig.frames)
+    M, S = len(res.methods), res.S
+    n_pts = M * S * (TRAIL + 1)
+    assert len(fig.frames[0].data[0].x) == n_pts
+    # heads (the last M*S points) follow the recorded positions
+    t = 57
+    heads = np.c_[fig.frames[t].data[0].x, fig.frames[t].data[0].y][-M * S:]
+    np.testing.assert_allclose(heads, res.positions[:, :, t].reshape(-1, 2), atol=1e-5)
+    # early motion is not lost: the first frames are consecutive steps
+    assert [int(f.name) for f in fig.frames[:5]] == [0, 1, 2, 3, 4]
+    # faint full paths, one per method in the method's colour; background as an image (survives animation)
+    for name in res.methods:
+        tr = next(t for t in fig.data if t.legendgroup == name and t.mode == "lines")
+        r, g, b = (int(method_color(name)[i:i + 2], 16) for i in (1, 3, 5))
+        assert tr.line.color.startswith(f"rgba({r},{g},{b},")
+        assert len(tr.x) == S * (T + 1)
+    assert not any(t.type in ("contour", "heatmap") for t in fig.data)
+    assert len(fig.layout.images) == 1 and fig.layout.images[0].source.startswith("data:image/png;base64,")
+    assert fig.layout.images[0].layer == "below"
+    # play / pause and a slider with one step per frame
+    labels = [b.label for b in fig.layout.updatemenus[0].buttons]
+    assert any("Play" in lab for lab in labels) and any("Pause" in lab for lab in labels)
+    assert len(fig.layout.sliders[0].steps) == T
+    assert fig.layout.yaxis.scaleanchor == "x"
+    # head colours: one per method
+    cols = list(fig.data[last].marker.color)[-M * S:]
+    assert cols == [method_color(m) for m in res.methods for _ in range(S)]
+
+
+def test_landscape_static_mode_and_validation(saddle_run):
+    prob, res = saddle_run
+    fig = landscape_figure(res, prob.grid(60, 40), animate=False)
+    assert len(fig.frames) == 0
+    last = fig.data[-1]
+    heads = np.c_[last.x, last.y][-len(res.methods) * res.S:]
+    np.testing.assert_allclose(heads, res.positions[:, :, -1].reshape(-1, 2), atol=1e-5)
+    with pytest.raises(ValueError):
+        landscape_figure(res, prob.grid(60, 40), frame_ms=0)
+    with pytest.raises(ValueError):
+        landscape_figure(res, prob.grid(60, 40), image="not a uri")
+
+
+def test_loss_figure_log_axes_and_colours(saddle_run):
+    prob, res = saddle_run
+    fig = loss_figure(res, prob.objective_names)
+    K = res.losses.shape[-1]
+    assert len(fig.data) == len(res.methods) * res.S * K
+    assert fig.layout.xaxis.type == "log" and fig.layout.yaxis.type == "log" and fig.layout.yaxis2.type == "log"
+    for tr in fig.data:
+        assert tr.line.color == method_color(tr.legendgroup)
+        assert np.all(np.asarray(tr.y) >= 1e-12)  # zeros clipped to the floor, log-safe
+    with pytest.raises(ValueError):
+        loss_figure(res, ["only one name"])
+
+
+def test_loss_figure_shifts_negative_objectives():
+    prob = problems.make("two_task")
+    res = run(prob, ["ws"], steps=50, lr=0.05, record=20)
+    fig = loss_figure(res)
+    assert all(np.all(np.asarray(t.y) > 0) for t in fig.data)
+
+
+def test_endpoint_table_diagnosis_matches_paper_claim(saddle_run):
+    prob, res = saddle_run
+    df = studio.endpoint_table(res, prob.objective_names)
+    assert len(df) == len(res.methods) * res.S
+    ws = df[df["method"] == "Weighted sum"]
+    assert all(d.startswith("stalled at a conflict equilibrium") for d in ws["diagnosis"])
+    assert (ws[f"final {prob.objective_names[1]}"] > 1.0).all()  # secondary > 0 at the stall
+
+
+def test_trajectories_table_and_merge(saddle_run):
+    prob, res = saddle_run
+    tab = studio.trajectories_table(res)
+    T = len(res.record)
+    assert len(tab) == len(res.methods) * res.S * T
+    row = tab[(tab["method"] == "ws") & (tab["start"] == 2)].iloc[10]
+    np.testing.assert_allclose([row["x1"], row["x2"]], res.positions[1, 1, 10])
+    with pytest.raises(ValueError, match="different methods"):
+        studio.merge_results([res, res])
+
+
+def test_starts_helpers():
+    pts = studio.parse_starts("-2.5, 0.4\n(1, 2); 3 4")
+    np.testing.assert_allclose(pts, [[-2.5, 0.4], [1, 2], [3, 4]])
+    with pytest.raises(ValueError, match="point 2"):
+        studio.parse_starts("1, 2; 3")
+    with pytest.raises(ValueError, match="numbers"):
+        studio.parse_starts("1, a")
+    g = studio.grid_starts(((-1, 1), (0, 2)), 3)
+    assert g.shape == (9, 2) and g[:, 0].min() > -1 and g[:, 1].max() < 2
+    with pytest.raises(ValueError):
+        studio.grid_starts(((-1, 1), (0, 2)), 9)
+
+
+def test_toy_problem_custom_formula_error_names_the_token():
+    with pytest.raises(ValueError, match="foo"):
+        studio.toy_problem("custom", "x**2 + foo(y)", "y**2")
+    p = studio.toy_problem("double_well")
+    assert p.K == 2 and p.dim == 2
+    with pytest.raises(ValueError, match="unknown toy problem"):
+        studio.toy_problem("nope")
