@@ -11,7 +11,7 @@ true-rate count), so the relative overhead depends on how expensive the step its
 Both loops use the same model, data (400 points), primal SGD, surrogate and step count; runs are
 interleaved and the median over repeats is reported.
 
-    python benchmarks/bench_constraints.py [--steps 300] [--repeats 5] [--hidden 64 512 2048]
+    python benchmarks/bench_constraints.py [--steps 300] [--repeats 5] [--hidden 64 512]
 """
 from __future__ import annotations
 
@@ -79,7 +79,7 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--steps", type=int, default=300)
     ap.add_argument("--repeats", type=int, default=5)
-    ap.add_argument("--hidden", type=int, nargs="*", default=[64, 512, 2048])
+    ap.add_argument("--hidden", type=int, nargs="*", default=[64, 512])
     args = ap.parse_args()
     torch.set_num_threads(1)
 

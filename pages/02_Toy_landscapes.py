@@ -10,7 +10,8 @@ import pcd.methods as registry
 from pcd import studio
 from pcd.engine import run
 from pcd.ui import claim, download_csv, download_figure, setup_page, show_error, url_default, url_sync
-from pcd.viz.landscape import landscape_figure, loss_figure
+from pcd.viz.landscape import background_image, landscape_figure, loss_figure
+from pcd.viz.theme import png_data_uri
 
 setup_page(
     "Toy landscapes",
@@ -51,9 +52,9 @@ with st.sidebar:
     tau = st.slider("τ (PCD)", 0.0, 1.0, url_default("tau", 0.02), 0.01, key="toy_tau",
                     help="share of each secondary's own progress PCD guarantees per step")
     opt = st.radio("optimizer", ["adam", "sgd"], index=["adam", "sgd"].index(url_default("opt", "adam", ["adam", "sgd"])),
-                   horizontal=True, format_func=str.capitalize, key="toy_opt")
+                   horizontal=True, format_func={"adam": "Adam", "sgd": "SGD"}.get, key="toy_opt")
     lr = st.select_slider("learning rate", LRS, value=url_default("lr", 0.02, LRS), key="toy_lr")
-    steps = st.select_slider("steps", STEPS, value=url_default("steps", 1500, STEPS), key="toy_steps")
+    steps = st.select_slider("steps", STEPS, value=url_default("steps", 1000, STEPS), key="toy_steps")
     mode = st.radio("start points", ["presets", "grid", "typed"], horizontal=True,
                     index=["presets", "grid", "typed"].index(url_default("starts", "presets", ["presets", "grid", "typed"])),
                     key="toy_starts")
@@ -127,6 +128,12 @@ def _grid(name, f1, f2):
     return prob.grid(300, 200), prob.pareto_set(), prob.optima(), list(prob.objective_names)
 
 
+@st.cache_data(show_spinner=False, max_entries=16)
+def _image(name, f1, f2):
+    # the landscape rendered once per problem (PNG data URI), reused by every figure
+    return png_data_uri(background_image(*_grid(name, f1, f2)[0]))
+
+
 @st.cache_data(show_spinner=False, max_entries=256)
 def _run_one(name, f1, f2, method, hp_json, tau, opt, lr, steps, starts):
     hp = json.loads(hp_json)
@@ -139,7 +146,7 @@ def _run_one(name, f1, f2, method, hp_json, tau, opt, lr, steps, starts):
 @st.cache_resource(show_spinner=False, max_entries=32)
 def _figures(name, f1, f2, runs_key, _res):
     grid, pareto, optima, names = _grid(name, f1, f2)
-    return (landscape_figure(_res, grid, pareto_set=pareto, optima=optima, height=560),
+    return (landscape_figure(_res, grid, pareto_set=pareto, optima=optima, height=560, image=_image(name, f1, f2)),
             loss_figure(_res, names))
 
 

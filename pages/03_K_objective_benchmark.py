@@ -26,8 +26,9 @@ KS = [2, 3, 5, 9, 17, 33, 65]
 ALL = registry.available()
 DEFAULT_METHODS = [m for m in ("pcd", "mgda", "ws") if m in ALL]
 STEPS = [200, 300, 500, 1000, 2000, 3000]
+LRS = [0.005, 0.01, 0.02, 0.03, 0.05]
 
-c1, c2, c3, c4 = st.columns([1.3, 2.2, 1, 1])
+c1, c2, c3, c4, c5 = st.columns([1.3, 2.2, 1, 1, 1])
 with c1:
     k_lo, k_hi = st.select_slider("K range", KS, value=(url_default("kmin", 2, KS), url_default("kmax", 65, KS)),
                                   key="kb_range")
@@ -36,10 +37,12 @@ with c2:
                              format_func=lambda m: registry.get(m).display_name, key="kb_methods",
                              help="CAGrad, UPGrad and Nash-MTL solve an inner problem per step: slow at large K")
 with c3:
-    steps = st.select_slider("steps", STEPS, value=url_default("steps", 500, STEPS), key="kb_steps")
+    steps = st.select_slider("steps", STEPS, value=url_default("steps", 300, STEPS), key="kb_steps")
 with c4:
+    lr = st.select_slider("learning rate (Adam)", LRS, value=url_default("lr", 0.03, LRS), key="kb_lr")
+with c5:
     tau = st.slider("τ (PCD)", 0.0, 1.0, url_default("tau", 0.3), 0.01, key="kb_tau")
-url_sync(kmin=k_lo, kmax=k_hi, methods=methods, steps=steps, tau=tau)
+url_sync(kmin=k_lo, kmax=k_hi, methods=methods, steps=steps, lr=lr, tau=tau)
 Ks = [k for k in KS if k_lo <= k <= k_hi]
 if not methods:
     st.info("Choose at least one method.")
@@ -47,14 +50,14 @@ if not methods:
 
 
 @st.cache_data(show_spinner=False, max_entries=512)
-def _one(K, method, steps, tau):
+def _one(K, method, steps, lr, tau):
     # one (K, method) pair per cache entry: changing the K range or adding a method only runs what is new
-    return synthetic.kdw(Ks=[K], methods=[method], steps=steps, tau=tau if method == "pcd" else None)
+    return synthetic.kdw(Ks=[K], methods=[method], steps=steps, lr=lr, tau=tau if method == "pcd" else None)
 
 
 try:
     with st.spinner("running the double well for every K…"):
-        records = [r for K in Ks for m in methods for r in _one(K, m, steps, tau)]
+        records = [r for K in Ks for m in methods for r in _one(K, m, steps, lr, tau if m == "pcd" else None)]
     fig = residual_figure(records)
     table = residual_table(records)
 except ValueError as exc:
@@ -76,8 +79,8 @@ if pcd_rows:
                 f"{max(max(r['losses']) for r in pcd_rows):.1e}")
 claim("MGDA / CAGrad residual 1.536·√(K−1); PCD gradient residual ~1e-15, loss ~1e-29",
       here="; ".join(here) or "add MGDA, CAGrad or PCD to compare",
-      note="PCD's residual depends on the step budget and learning rate (Adam, lr 0.01): more steps → closer to "
-           "machine precision. CAGrad's inner problem lets it creep off the start (its residual can fall below the law).")
+      note="PCD's residual depends on the step budget and learning rate (Adam): more steps and a smaller final "
+           "step → closer to machine precision (the defaults here are sized for a quick page). CAGrad's inner problem lets it creep off the start (its residual can fall below the law).")
 
 with st.expander("Where does 1.536·√(K−1) come from?"):
     st.markdown(

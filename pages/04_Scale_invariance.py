@@ -25,7 +25,7 @@ st.latex(r"\tilde g_i = \frac{g_i}{\sqrt{\hat v_i+\epsilon}},\qquad \hat v_i \ap
 
 ALL = registry.available()
 EPS = [1e-8, 1e-12, 1e-16, 1e-20]
-STEPS = [300, 500, 1000, 2000, 3000]
+STEPS = [200, 300, 500, 1000, 2000, 3000]
 c1, c2, c3, c4 = st.columns([2, 1, 1, 1])
 with c1:
     methods = st.multiselect("methods", ALL, default=url_default("methods", ["ws", "pcd"], allowed=ALL),
@@ -36,7 +36,7 @@ with c3:
     eps = st.select_slider("PCD ε", EPS, value=url_default("eps", 1e-8, EPS), format_func=lambda v: f"{v:.0e}",
                            key="sc_eps", help="the normalizer's ε; the paper's default is 1e-8")
 with c4:
-    steps = st.select_slider("steps", STEPS, value=url_default("steps", 500, STEPS), key="sc_steps")
+    steps = st.select_slider("steps", STEPS, value=url_default("steps", 300, STEPS), key="sc_steps")
 k = st.slider("scale of the secondary: 10^k", -5, 5, url_default("k", 0), key="sc_k",
               help="highlights the operating points at this scale; the sweep covers every k")
 url_sync(methods=methods, tau=tau, eps=eps, steps=steps, k=k)

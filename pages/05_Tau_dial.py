@@ -27,7 +27,7 @@ PROBLEMS = {"quadratic": "Convex quadratic pair (a genuine trade-off)",
             "scale": "Box constraint (scale problem, k = 0)",
             "two_task": "Two-task toy (CAGrad)"}
 TAUS = [0.0, 0.005, 0.01, 0.02, 0.05, 0.1, 0.2, 0.3, 0.5, 0.7, 1.0]
-STEPS = [200, 500, 1000, 2000, 3000]
+STEPS = [200, 300, 500, 1000, 2000, 3000]
 LRS = [0.005, 0.01, 0.02, 0.05]
 
 c1, c2, c3 = st.columns([2, 1, 1])
@@ -36,7 +36,7 @@ with c1:
     problem = st.selectbox("problem", names, index=names.index(url_default("problem", "quadratic", names)),
                            format_func=PROBLEMS.get, key="td_problem")
 with c2:
-    steps = st.select_slider("steps", STEPS, value=url_default("steps", 500, STEPS), key="td_steps")
+    steps = st.select_slider("steps", STEPS, value=url_default("steps", 300, STEPS), key="td_steps")
 with c3:
     lr = st.select_slider("learning rate (Adam)", LRS, value=url_default("lr", 0.02, LRS), key="td_lr")
 

@@ -122,10 +122,10 @@ if toy_ok:
               help=f"arctan c = {math.atan(c):.3f}: from x₀ above it descent goes to π/2, below it to 0.")
     rows = C.epsilon_table(shown)
     final_df = pd.DataFrame([{"method": r["method"], "x_T": r["x"], "|x_T − x*| / x*": r["rel_error"],
-                              "λ_T": r["lambda"], "sin x_T − ε": r["violation"], "ends at": r["endpoint"]}
+                              "λ_T": f"{r['lambda']:.4g}" if math.isfinite(r["lambda"]) else "— (no multiplier)",
+                              "sin x_T − ε": r["violation"], "ends at": r["endpoint"]}
                              for r in rows])
-    st.dataframe(final_df.style.format({"x_T": "{:.5f}", "|x_T − x*| / x*": "{:.2e}", "λ_T": "{:.4g}",
-                                        "sin x_T − ε": "{:+.2e}"}, na_rep="—"),
+    st.dataframe(final_df.style.format({"x_T": "{:.5f}", "|x_T − x*| / x*": "{:.2e}", "sin x_T − ε": "{:+.2e}"}),
                  hide_index=True, width="stretch", key="cp_final_table")
     traces = [{"label": r.method, "family": r.family, "x": r.x[:, 0], "lam": r.lam[:, 0]} for r in shown]
     fig_traj = V.toy_trajectory_figure(traces, x_star, lam_star)

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from pcd.qp import QPResult, solve_qp
+from pcd.qp import _ZERO_REL, QPResult, check_tau, solve_qp
 
 
 @dataclass(frozen=True)
@@ -26,19 +26,52 @@ class PCDWeights:
     scale_to_primary: np.ndarray  # [...] ||g_1|| / ||d~|| (0 when undefined)
 
 
-def pcd_weights(gram: np.ndarray, scales: np.ndarray, tau) -> PCDWeights:
-    """Deployed PCD weights for raw Gram ``[..., K, K]`` and normalization scales ``[..., K]``."""
+def pcd_weights(gram: np.ndarray, scales: np.ndarray, tau, *, trusted: bool = False) -> PCDWeights:
+    """Deployed PCD weights for raw Gram ``[..., K, K]`` and normalization scales ``[..., K]``.
+
+    ``trusted=True`` skips the input checks (the caller has validated the Gram matrix and tau):
+    the batched toy engine calls this thousands of times per run.
+    """
     g = np.asarray(gram, dtype=np.float64)
     s = np.asarray(scales, dtype=np.float64)
+    if g.shape[-1] == 2 and trusted:
+        return _pcd_weights_k2(g, s, float(np.asarray(tau).reshape(-1)[0]))
     gn = g * s[..., :, None] * s[..., None, :]
     res = solve_qp(gn, tau)
     w = res.weights  # the primary's weights [1, 0, ..., 0] where the constraints are infeasible
+    factor = _rescale(w, gn, g[..., 0, 0])
+    return PCDWeights(weights=w * s * factor[..., None], qp=res, scale_to_primary=factor)
+
+
+def _rescale(w: np.ndarray, gn: np.ndarray, g11: np.ndarray) -> np.ndarray:
+    """``||g_1|| / ||d~||``, or 0 where d~ is zero up to rounding or g_1 = 0."""
     dn2 = np.einsum("...i,...ij,...j->...", w, gn, w)
     # ||d~||^2 computed from the Gram matrix carries a rounding error of order
     # eps * (sum_i |w_i| ||g~_i||)^2; below that, d~ is zero (e.g. exact cancellation with tau = 0).
     size2 = np.einsum("...i,...i->...", np.abs(w), np.sqrt(np.maximum(np.diagonal(gn, axis1=-2, axis2=-1), 0.0))) ** 2
-    g1 = np.sqrt(np.maximum(g[..., 0, 0], 0.0))
+    return _factor(dn2, size2, g11)
+
+
+def _factor(dn2, size2, g11):
+    g1 = np.sqrt(np.maximum(g11, 0.0))
     ok = (dn2 > 10 * np.finfo(np.float64).eps * size2) & (g1 > 0)
-    factor = np.where(ok, g1 / np.sqrt(np.where(ok, dn2, 1.0)), 0.0)
-    a = w * s * factor[..., None]
-    return PCDWeights(weights=a, qp=res, scale_to_primary=factor)
+    return np.where(ok, g1 / np.sqrt(np.where(ok, dn2, 1.0)), 0.0)
+
+
+def _pcd_weights_k2(g: np.ndarray, s: np.ndarray, tau: float) -> PCDWeights:
+    """K = 2 fast path: the closed form ``mu = max(0, (tau e - c) / e)`` written out elementwise."""
+    s1, s2 = s[..., 0], s[..., 1]
+    a = g[..., 0, 0] * s1 * s1
+    c = g[..., 0, 1] * s1 * s2
+    e = g[..., 1, 1] * s2 * s2
+    nz = e > _ZERO_REL * np.maximum(a, e)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        mu = np.where(nz, np.maximum((tau * e - c) / np.where(nz, e, 1.0), 0.0), 0.0)
+    dn2 = a + 2.0 * mu * c + mu * mu * e
+    size2 = (np.sqrt(np.maximum(a, 0.0)) + mu * np.sqrt(np.maximum(e, 0.0))) ** 2
+    factor = _factor(dn2, size2, g[..., 0, 0])
+    w = np.stack([np.ones_like(mu), mu], axis=-1)
+    active = np.stack([np.zeros_like(nz), mu > 0], axis=-1)
+    feasible = np.ones(mu.shape, dtype=bool)
+    res = QPResult(weights=w, mu=mu[..., None], active_mask=active, feasible=feasible if mu.ndim else True)
+    return PCDWeights(weights=w * s * factor[..., None], qp=res, scale_to_primary=factor)

@@ -27,6 +27,9 @@ problem call over all M*S points), forms ``G_t = J_t J_t^T``, calls each method 
 ``[S, K, K]`` slice (plus losses, J, its state and a seeded ``np.random.Generator``), takes the
 direction ``d_t = w_t @ J_t`` (or ``info["direction"]`` when a ``needs_jacobian`` method such as
 GradDrop supplies one) and, for t < steps, applies the optimizer: ``x_{t+1} = opt(x_t, d_t)``.
+The engine validates the Gram matrices itself (finite float64 ``[S, K, K]``; rows of diverged
+trajectories are replaced by the identity and frozen), so it calls ``Method.weights`` directly
+unless a method overrides ``__call__``. ``res.method_seconds`` times each method's calls.
 Adam and SGD(+momentum, Nesterov) reproduce ``torch.optim`` exactly (same formulas and order of
 floating-point operations; tested against ``torch.optim.Adam/SGD``).
 
@@ -47,7 +50,10 @@ Diagnosis per trajectory, at the last finite point ``x_end``:
     the trajectory is frozen from then on, later records are NaN; never raises. A method that
     raises is reported in ``errors[name]`` and its trajectories marked diverged ("error").
   * ``diagnosis``: ``"diverged"`` / ``"error"``; ``"cms"`` if ``cms_residual <= grad_tol``;
-    ``"conflict_equilibrium"`` if stalled; ``"primary_stationary"`` if only the primary gradient
+    ``"conflict_equilibrium"`` if stalled (note: this also labels a method parked on an active
+    constraint with the primary held back on purpose, e.g. PCD chattering on the ``scale``
+    problem's box corner -- read it together with the secondary losses); ``"primary_stationary"``
+    if only the primary gradient
     vanished (e.g. MGDA's failure mode at g_1 = 0, or PCD's deployed update halting at g_1 = 0);
     ``"moving"`` otherwise.
 """
@@ -56,7 +62,7 @@ from __future__ import annotations
 import math
 import time
 from dataclasses import dataclass, field
-from typing import Any, Iterable, Sequence
+from typing import Any, Sequence
 
 import numpy as np
 
@@ -503,76 +509,95 @@ def run(
     eye = np.eye(K)
     method_alive = [True] * M
 
-    for t in range(steps + 1):
-        if t == steps - window:
-            x_window = x.copy()
-        with np.errstate(all="ignore"):
-            L, J = prob.losses_and_jacobian(x)
-        finite = np.isfinite(L).all(axis=1) & np.isfinite(J).all(axis=(1, 2)) & np.isfinite(x).all(axis=1)
-        newly = alive & ~finite
-        if newly.any():
-            div_step[newly] = t
-            alive &= finite
-        all_alive = bool(alive.all())
-        if not all_alive:
-            L = np.where(alive[:, None], L, 0.0)
-            J = np.where(alive[:, None, None], J, 0.0)
-        end_x = np.where(alive[:, None], x, end_x) if not all_alive else x
-        end_L = np.where(alive[:, None], L, end_L) if not all_alive else L
-        end_J = np.where(alive[:, None, None], J, end_J) if not all_alive else J
-        G = J @ J.transpose(0, 2, 1)
-        if not all_alive:
-            G[~alive] = eye
-        for m, (label, inst) in enumerate(meths):
-            sl = slice(m * S, (m + 1) * S)
-            if not method_alive[m]:
-                W[sl] = 0.0
-                continue
-            t0 = time.perf_counter()
-            try:
-                out = inst(G[sl], losses=L[sl], jacobian=J[sl], state=states[m],
-                           rng=rngs[m] if getattr(inst, "stochastic", False) else None)
-            except Exception as exc:  # a method bug must not take the page down: report it
-                errors[label] = f"{type(exc).__name__}: {exc}".splitlines()[0]
-                method_alive[m] = False
-                dead = np.zeros(MS, dtype=bool)
-                dead[sl] = alive[sl]
-                div_step[dead] = t
-                alive &= ~dead
-                W[sl] = 0.0
-                D[sl] = 0.0
-                m_seconds[label] += time.perf_counter() - t0
-                continue
-            states[m] = out.state
-            W[sl] = out.weights
-            direction = out.info.get("direction") if getattr(inst, "needs_jacobian", False) and out.info else None
-            if direction is not None:
-                D[sl] = direction
-            else:
-                D[sl] = (out.weights[:, None, :] @ J[sl])[:, 0, :]
-            m_seconds[label] += time.perf_counter() - t0
-        if not bool(alive.all()):
-            D[~alive] = 0.0
-        r = rec_pos[t]
-        if r >= 0:
-            positions[:, r] = x
-            losses_r[:, r] = L
-            gnorms_r[:, r] = np.sqrt(np.einsum("bkn,bkn->bk", J, J))
-            weights_r[:, r] = W
-            unorm_r[:, r] = np.sqrt(np.einsum("bn,bn->b", D, D))
-            if not bool(alive.all()):
-                dead = ~alive
-                positions[dead, r] = np.nan
-                losses_r[dead, r] = np.nan
-                gnorms_r[dead, r] = np.nan
-                weights_r[dead, r] = np.nan
-                unorm_r[dead, r] = np.nan
-                just = dead & (div_step == t)
-                positions[just, r] = x[just]
-        if t < steps:
-            with np.errstate(all="ignore"):
-                x = opt.step(x, D, None if bool(alive.all()) else alive)
+    # Per-method constants, hoisted out of the step loop.
+    from pcd.methods.base import Method as _Method
 
+    slices = [slice(m * S, (m + 1) * S) for m in range(M)]
+    fast = [type(inst).__call__ is _Method.__call__ for _, inst in meths]   # Gram pre-validated here
+    stoch = [bool(getattr(inst, "stochastic", False)) for _, inst in meths]
+    own_dir = [bool(getattr(inst, "needs_jacobian", False)) for _, inst in meths]
+    any_own_dir = any(own_dir)
+    all_alive = True
+    perf = time.perf_counter
+    old_err = np.seterr(all="ignore")  # NaN/inf are detected and reported, not warned about
+    try:
+        for t in range(steps + 1):
+            if t == steps - window:
+                x_window = x.copy()
+            L, J = prob.losses_and_jacobian(x)
+            if not (np.isfinite(J).all() and np.isfinite(L).all() and np.isfinite(x).all()):
+                finite = np.isfinite(L).all(axis=1) & np.isfinite(J).all(axis=(1, 2)) & np.isfinite(x).all(axis=1)
+                newly = alive & ~finite
+                div_step[newly] = t
+                alive &= finite
+                all_alive = bool(alive.all())
+            if all_alive:
+                end_x, end_L, end_J = x, L, J
+            else:
+                L = np.where(alive[:, None], L, 0.0)
+                J = np.where(alive[:, None, None], J, 0.0)
+                end_x = np.where(alive[:, None], x, end_x)
+                end_L = np.where(alive[:, None], L, end_L)
+                end_J = np.where(alive[:, None, None], J, end_J)
+            G = J @ J.transpose(0, 2, 1)
+            if not all_alive:
+                G[~alive] = eye
+            own = None
+            for m in range(M):
+                label, inst = meths[m]
+                sl = slices[m]
+                if not method_alive[m]:
+                    W[sl] = 0.0
+                    continue
+                t0 = perf()
+                try:
+                    kw = dict(losses=L[sl], jacobian=J[sl], state=states[m], rng=rngs[m] if stoch[m] else None)
+                    out = inst.weights(G[sl], **kw) if fast[m] else inst(G[sl], **kw)
+                except Exception as exc:  # a method bug must not take the page down: report it
+                    errors[label] = f"{type(exc).__name__}: {exc}".splitlines()[0]
+                    method_alive[m] = False
+                    dead = np.zeros(MS, dtype=bool)
+                    dead[sl] = alive[sl]
+                    div_step[dead] = t
+                    alive &= ~dead
+                    all_alive = bool(alive.all())
+                    W[sl] = 0.0
+                    m_seconds[label] += perf() - t0
+                    continue
+                states[m] = out.state
+                W[sl] = out.weights
+                if own_dir[m] and out.info and out.info.get("direction") is not None:
+                    own = own or []
+                    own.append((sl, np.asarray(out.info["direction"], dtype=np.float64)))
+                m_seconds[label] += perf() - t0
+            D = (W[:, None, :] @ J)[:, 0, :]          # d = w @ J, all methods at once
+            if any_own_dir and own:
+                for sl, direction in own:
+                    D[sl] = direction
+            if not all_alive:
+                D[~alive] = 0.0
+            r = rec_pos[t]
+            if r >= 0:
+                positions[:, r] = x
+                losses_r[:, r] = L
+                gnorms_r[:, r] = np.sqrt(np.einsum("bkn,bkn->bk", J, J))
+                weights_r[:, r] = W
+                unorm_r[:, r] = np.sqrt(np.einsum("bn,bn->b", D, D))
+                if not all_alive:
+                    dead = ~alive
+                    positions[dead, r] = np.nan
+                    losses_r[dead, r] = np.nan
+                    gnorms_r[dead, r] = np.nan
+                    weights_r[dead, r] = np.nan
+                    unorm_r[dead, r] = np.nan
+                    just = dead & (div_step == t)
+                    positions[just, r] = x[just]
+            if t < steps:
+                x = opt.step(x, D, None if all_alive else alive)
+    finally:
+        np.seterr(**old_err)
+
+    end_J = np.asarray(end_J)
     final_unorm = np.sqrt(np.einsum("bn,bn->b", D, D))
     final_unorm[~alive] = np.nan
     with np.errstate(all="ignore"):

@@ -24,7 +24,7 @@ def _run(args: argparse.Namespace) -> int:
 def register(subparsers) -> None:
     p = subparsers.add_parser("scale", help="scale invariance: operating points across secondary scales 10^k",
                               description=__doc__.splitlines()[0])
-    p.add_argument("--exponents", default="-5:5:1", help="k values: list '-5,0,5' or range 'a:b:step' (default -5:5:1)")
+    p.add_argument("--exponents", default="-5:5:1", help="k values: list or range a:b:step; write --exponents=-5,0,5 when it starts with '-' (default -5:5:1)")
     p.add_argument("--methods", default="ws,pcd", help="comma-separated method names (default ws,pcd)")
     p.add_argument("--average-last", dest="average_last", default=0.2,
                    help="operating point = mean position over this last fraction of steps (default 0.2)")

@@ -52,3 +52,20 @@ def _run(args: argparse.Namespace) -> int:
             return 0
         print(f"error: {exc}", file=sys.stderr)
         return 2
+
+
+def main(argv: list[str] | None = None) -> int:
+    """The ``worker`` command alone, without importing the other commands (keeps the supervisor
+    process light: it never imports torch on a machine without GPUs). Used by
+    :func:`pcd.jobs.ensure_supervisor`: ``python -c "from pcd.cli.worker import main; main()" ...``."""
+    from pcd.cli import _Parser
+
+    parser = _Parser(prog="python -m pcd")
+    register(parser.add_subparsers(dest="command", parser_class=_Parser))
+    args = parser.parse_args(["worker", *(sys.argv[1:] if argv is None else argv)])
+    try:
+        return int(args.func(args) or 0)
+    except ValueError as exc:  # UsageError included
+        msg = str(exc).strip().splitlines()[0] if str(exc).strip() else exc.__class__.__name__
+        print(f"error: {msg}", file=sys.stderr)
+        return 2

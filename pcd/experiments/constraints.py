@@ -156,9 +156,9 @@ def _check_target(target: Any) -> float:
 
 
 def _torch():
+    """torch, imported lazily (the NumPy-only parts of this module do not pay for it)."""
     import torch
 
-    torch.set_num_threads(1)
     return torch
 
 
@@ -185,6 +185,9 @@ def penalty_endpoint(c: float, x0: float) -> float:
     """Where gradient descent on ``P_c`` from ``x0`` ends: 0 if ``x0 < arctan c`` (the penalty's
     maximum), pi/2 if ``x0 > arctan c``; ``x0`` itself at the (unstable) stationary point."""
     cc = float(check_c(c)[0])
+    x0 = float(x0)
+    if not 0.0 <= x0 <= HALF_PI:
+        raise ValueError(f"start x0 must lie in [0, pi/2], got {x0!r}")
     top = math.atan(cc)
     if x0 < top:
         return 0.0

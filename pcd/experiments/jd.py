@@ -327,7 +327,11 @@ def check_properties(method: str | Method, *, K_values: Sequence[int] = (2, 3, 5
         # primary-anchored (a): pass-through when g_1 already gives every secondary its share
         for i, J in enumerate(sample_jacobians("aligned", K, samples, seed=seed)):
             base_loss = rng.uniform(0.5, 2.0, size=K)
-            d, _ = agg(J, base_loss, int(rng.integers(2**31)))
+            s = int(rng.integers(2**31))
+            un = J / np.linalg.norm(J, axis=1, keepdims=True)
+            if np.min(un[1:] @ un[0]) < tau:  # g_1 does not give every secondary its share here
+                continue
+            d, _ = agg(J, base_loss, s)
             record("primary_anchored", _rel(d, J[0], J), "aligned", K, i)
     if skipped:
         notes.append(f"per-secondary progress: {skipped} sample(s) with mutually incompatible "

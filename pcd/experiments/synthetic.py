@@ -23,10 +23,10 @@ from typing import Any, Iterable, Sequence
 
 import numpy as np
 
-from pcd.engine import RunResult, resolve_methods, run
+from pcd.engine import RunResult, run
 from pcd.problems import make as make_problem
 from pcd.problems.base import check_float, check_int
-from pcd.problems.double_well import MAX_K, residual_law
+from pcd.problems.double_well import MAX_K
 
 TOY_METHODS = ("pcd", "ws", "mgda", "pcgrad", "cagrad", "famo")
 KDW_METHODS = ("pcd", "mgda", "cagrad", "ws", "upgrad")

@@ -240,8 +240,10 @@ class RunStore:
         return self._row(row)
 
     def set_pid(self, run_id: int, token: str, pid: int) -> None:
-        self._conn.execute("UPDATE runs SET pid=? WHERE id=? AND token=? AND status='running'",
-                           (int(pid), int(run_id), token))
+        """The worker process is up (the no-progress watchdog counts from here, not from the claim)."""
+        now = time.time()
+        self._conn.execute("UPDATE runs SET pid=?, heartbeat=?, progress_at=? WHERE id=? AND token=? "
+                           "AND status='running'", (int(pid), now, now, int(run_id), token))
 
     def heartbeat(self, run_id: int, token: str) -> bool:
         """Record that the worker of this run is alive; False if the run is no longer ours."""

@@ -33,6 +33,8 @@ from pcd.jobs.child import DEFAULT_RUNNER, resolve_runner
 from pcd.jobs.store import RunStore, default_data_dir
 
 LOCK_NAME = "supervisor.lock"
+# `python -m pcd worker` without importing the other CLI commands (some import torch at start-up)
+WORKER_CMD = [sys.executable, "-c", "import sys; from pcd.cli.worker import main; sys.exit(main())"]
 BACKENDS = ("local", "ray")
 
 
@@ -112,7 +114,7 @@ def ensure_supervisor(data_dir: str | os.PathLike | None = None, *, slots: int |
     if pid:
         return {"pid": pid, "started": False}
     data_dir.mkdir(parents=True, exist_ok=True)
-    cmd = [sys.executable, "-m", "pcd", "worker", "--data-dir", str(data_dir), "--quiet-if-running"]
+    cmd = [*WORKER_CMD, "--data-dir", str(data_dir), "--quiet-if-running"]
     if slots is not None:
         cmd += ["--slots", str(int(slots))]
     if backend:
@@ -141,6 +143,19 @@ def _package_root() -> str:
 
 # ---- slots -----------------------------------------------------------------------------------
 
+def _gpu_count() -> int:
+    """``torch.cuda.device_count()``; on a machine without an NVIDIA driver (no /dev/nvidiactl and
+    no nvidia-smi) torch is not even imported, so the supervisor starts light."""
+    import shutil
+    if os.environ.get("CUDA_VISIBLE_DEVICES") == "" or not (os.path.exists("/dev/nvidiactl") or shutil.which("nvidia-smi")):
+        return 0
+    try:
+        import torch
+        return torch.cuda.device_count() if torch.cuda.is_available() else 0
+    except Exception:  # pragma: no cover
+        return 0
+
+
 @dataclass
 class Slot:
     name: str                 # shown as the run's device: "cuda:0", "cpu:0", "ray:0"
@@ -153,11 +168,7 @@ def plan_slots(slots: int | None = None, gpus: int | None = None, cpus: int | No
     if slots is not None and (isinstance(slots, bool) or not isinstance(slots, int) or not 1 <= slots <= 64):
         raise ValueError(f"slots must be an integer in [1, 64], got {slots!r}")
     if gpus is None:
-        try:
-            import torch
-            gpus = torch.cuda.device_count() if torch.cuda.is_available() else 0
-        except Exception:  # pragma: no cover
-            gpus = 0
+        gpus = _gpu_count()
     cpus = cpus or os.cpu_count() or 1
     n = slots or max(1, gpus)
     threads = str(max(1, min(8, cpus // n)) if gpus else max(1, cpus // n))

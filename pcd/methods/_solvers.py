@@ -4,7 +4,8 @@ Every routine works on a batch of problems ``[B, ...]`` and is exact up to float
 
 * :func:`nnqp`        ``min_{mu >= 0} 1/2 mu^T S mu + q^T mu`` for positive definite ``S``
                       (K = 1, 2: closed forms; K <= 5: the KKT point found by enumerating the
-                      2^K free sets, vectorized; larger K: Cholesky + NNLS per problem).
+                      2^K free sets, vectorized; larger K: block principal pivoting per
+                      problem, Cholesky + NNLS as the fallback).
 * :func:`simplex_min_norm`  ``min_{a in simplex} a^T G a`` (MGDA's problem).
 * :func:`nash`        ``alpha > 0`` with ``alpha_i (G alpha)_i = p_i`` (Nash bargaining, Nash-MTL /
                       AuxiNash): K = 2 closed form, otherwise damped Newton on the self-concordant
@@ -104,7 +105,48 @@ def nnqp(S: np.ndarray, q: np.ndarray) -> np.ndarray:
         return _nnqp2(S, q)
     if n <= 5:
         return _nnqp_enum(S, q)
-    return np.stack([_nnqp_nnls(S[i], q[i]) for i in range(B)]) if B else np.zeros((0, n))
+    out = np.zeros((B, n))
+    for i in range(B):
+        mu = _nnqp_bpp(S[i], q[i])
+        out[i] = _nnqp_nnls(S[i], q[i]) if mu is None else mu
+    return out
+
+
+def _nnqp_bpp(S: np.ndarray, q: np.ndarray, maxiter: int = 60) -> np.ndarray | None:
+    """Block principal pivoting (Judice & Pires 1994) for the LCP ``w = S mu + q >= 0``,
+    ``mu >= 0``, ``mu . w = 0`` with S positive definite: guess the free set, solve on it, flip every
+    infeasible index (Murty's single flip when that stops improving). Typically a few Cholesky
+    solves. Returns None if it does not terminate (the caller then uses NNLS)."""
+    import scipy.linalg
+
+    n = q.shape[0]
+    scale = max(float(np.abs(np.diagonal(S)).max()), 1e-300)
+    tol = 1e-12 * np.sqrt(scale * np.maximum(np.diagonal(S), 1e-300))
+    free = q < 0
+    best, backup = n + 1, 3
+    for _ in range(maxiter):
+        mu = np.zeros(n)
+        if free.any():
+            try:
+                cf = scipy.linalg.cho_factor(S[np.ix_(free, free)], check_finite=False)
+            except np.linalg.LinAlgError:
+                return None
+            mu[free] = scipy.linalg.cho_solve(cf, -q[free], check_finite=False)
+        w = S @ mu + q
+        bad = (free & (mu < 0)) | (~free & (w < -tol * (1.0 + np.abs(mu).max())))
+        nbad = int(bad.sum())
+        if nbad == 0:
+            return np.maximum(mu, 0.0)
+        if nbad < best:
+            best, backup = nbad, 3
+            free ^= bad
+        elif backup > 0:
+            backup -= 1
+            free ^= bad
+        else:
+            j = int(np.flatnonzero(bad)[-1])
+            free[j] = ~free[j]
+    return None
 
 
 def _nnqp_nnls(S: np.ndarray, q: np.ndarray) -> np.ndarray:
@@ -147,9 +189,10 @@ def project_dual_cone(G: np.ndarray, U: np.ndarray, reg_eps: float = 0.0) -> np.
 def simplex_min_norm(G: np.ndarray) -> np.ndarray:
     """``argmin_{a >= 0, sum a = 1} a^T G a`` for ``G [B, K, K]`` (MGDA, Desideri 2012).
 
-    K = 2: ``a_1 = clip((G22 - G12) / (G11 + G22 - 2 G12), 0, 1)``. K >= 3: with ``Gr = G + delta I``
+    K = 2: ``a_1 = clip((G22 - G12) / (G11 + G22 - 2 G12), 0, 1)``. 3 <= K <= 5: with ``Gr = G + delta I``
     positive definite, ``beta = argmin_{beta >= 0} 1/2 beta^T Gr beta - 1^T beta`` and
-    ``a = beta / sum(beta)`` (the KKT conditions ``(Gr a)_i >= a^T Gr a`` coincide).
+    ``a = beta / sum(beta)`` (the KKT conditions ``(Gr a)_i >= a^T Gr a`` coincide), vectorized.
+    K > 5: block principal pivoting on the support (:func:`_simplex_bpp`) per problem.
     """
     B, K = G.shape[0], G.shape[-1]
     if K == 1:
@@ -161,9 +204,64 @@ def simplex_min_norm(G: np.ndarray) -> np.ndarray:
             t = np.where(den > 0, (c - b) / den, 0.5)
         t = np.clip(t, 0.0, 1.0)
         return np.stack([t, 1.0 - t], axis=-1)
-    beta = nnqp(ridge(G), -np.ones((B, K)))
-    s = beta.sum(axis=-1, keepdims=True)
-    return np.where(s > 0, beta / np.where(s > 0, s, 1.0), 1.0 / K)
+    Gr = ridge(G)
+    if K <= 5:
+        beta = nnqp(Gr, -np.ones((B, K)))
+        s = beta.sum(axis=-1, keepdims=True)
+        return np.where(s > 0, beta / np.where(s > 0, s, 1.0), 1.0 / K)
+    out = np.empty((B, K))
+    for i in range(B):
+        a = _simplex_bpp(Gr[i])
+        if a is None:  # fall back to the non-negative QP form
+            beta = _nnqp_nnls(Gr[i], -np.ones(K))
+            a = beta / beta.sum() if beta.sum() > 0 else np.full(K, 1.0 / K)
+        out[i] = a
+    return out
+
+
+def _simplex_bpp(G: np.ndarray, maxiter: int = 60) -> np.ndarray | None:
+    """``argmin_{a in simplex} a^T G a`` for positive definite G by block principal pivoting on the
+    support F: solve the bordered KKT system ``[G_FF 1; 1^T 0] [a_F; -nu] = [0; 1]``, then flip
+    support indices with ``a_i < 0`` and outside indices with ``(G a)_i < nu`` (well conditioned even
+    when the min norm is 0, unlike the non-negative QP form). None if it does not terminate."""
+    K = G.shape[0]
+    diag = np.diagonal(G)
+    tol = 1e-12 * float(diag.max())
+    free = np.ones(K, dtype=bool)
+    best, backup = K + 1, 3
+    for _ in range(maxiter):
+        if not free.any():
+            free[int(np.argmin(diag))] = True
+        idx = np.flatnonzero(free)
+        m = idx.size
+        M = np.zeros((m + 1, m + 1))
+        M[:m, :m] = G[np.ix_(idx, idx)]
+        M[:m, m] = M[m, :m] = 1.0
+        rhs = np.zeros(m + 1)
+        rhs[m] = 1.0
+        try:
+            sol = np.linalg.solve(M, rhs)
+        except np.linalg.LinAlgError:
+            return None
+        a = np.zeros(K)
+        a[idx] = sol[:m]
+        nu = -sol[m]
+        w = G @ a - nu
+        bad = (free & (a < 0)) | (~free & (w < -tol))
+        nbad = int(bad.sum())
+        if nbad == 0:
+            a = np.maximum(a, 0.0)
+            return a / a.sum()
+        if nbad < best:
+            best, backup = nbad, 3
+            free ^= bad
+        elif backup > 0:
+            backup -= 1
+            free ^= bad
+        else:
+            j = int(np.flatnonzero(bad)[-1])
+            free[j] = ~free[j]
+    return None
 
 
 def nash(G: np.ndarray, p: np.ndarray, alpha0: np.ndarray | None = None, *, max_iter: int = 100,

@@ -104,6 +104,11 @@ class MethodOutput:
     """What a method returns for one batch: weights ``[B, K]``, its new state, diagnostics.
 
     ``info`` holds optional per-batch arrays (e.g. PCD's ``mu`` ``[B, K]``, ``feasible`` ``[B]``).
+
+    ``info["direction"]`` ``[B, n]``, when present, is the exact update and callers must use it
+    instead of ``weights @ J``: methods that act per coordinate (``needs_jacobian``, e.g. GradDrop)
+    cannot be written as a combination of the gradients; their ``weights`` are then only the
+    least-squares weights of that update (its projection onto the span of the gradients).
     """
 
     weights: np.ndarray

@@ -15,8 +15,12 @@ Exact solver (K <= 5): for a support F, stationarity ``b_F + phi G_FF w_F / s = 
 ``s = ||g_w||`` and ``1^T w_F = 1`` has the closed form ``x = G_FF^-1 1``, ``y = G_FF^-1 b_F``,
 ``disc = (1^T y)^2 - (1^T x)(b^T y - phi^2)``, ``nu = (1^T y + sqrt(disc)) / 1^T x``,
 ``w_F = (nu x - y) / sqrt(disc)``, ``s = phi / sqrt(disc)``; the feasible candidate with the lowest
-objective over all supports is the minimizer (the objective is convex). K > 5: SLSQP per problem,
-as the official implementation (``scipy.optimize.minimize``). ``c = 0`` is the mean.
+objective over all supports is the minimizer (the objective is convex). K > 5: block principal
+pivoting over supports with the same closed form (exact, a few solves; started from every index,
+else from the support of an approximate solution found through the perspective form
+``phi ||g|| = min_r phi (||g||^2 / r + r) / 2``, which turns the inner problem into MGDA on a
+shifted Gram matrix and leaves a convex 1-D search over r), falling back to SLSQP
+(as the official implementation, ``scipy.optimize.minimize``) if it fails. ``c = 0`` is the mean.
 """
 from __future__ import annotations
 
@@ -85,6 +89,87 @@ def _solve_k2(Gr: np.ndarray, b: np.ndarray, phi: np.ndarray) -> np.ndarray:
     return np.stack([t, 1.0 - t], axis=-1)
 
 
+def _solve_bpp(Gr: np.ndarray, b: np.ndarray, phi: float, maxiter: int = 60,
+               free: np.ndarray | None = None) -> np.ndarray | None:
+    """One problem, any K: block principal pivoting on the support with the closed-form candidate
+    of :func:`_solve_enum` (flip support indices with ``w_i < 0`` and outside indices whose partial
+    derivative ``b_i + phi (G w)_i / s`` is below ``nu``). None when it does not terminate or a
+    support has no stationary point (the caller then uses SLSQP)."""
+    K = b.shape[0]
+    tol = 1e-11 * (np.abs(b).max() + phi * np.sqrt(np.diagonal(Gr).max()))
+    free = np.ones(K, dtype=bool) if free is None else free.copy()
+    best, backup = K + 1, 3
+    for _ in range(maxiter):
+        if not free.any():
+            free[int(np.argmin(b + phi * np.sqrt(np.diagonal(Gr))))] = True
+        idx = np.flatnonzero(free)
+        try:
+            xy = np.linalg.solve(Gr[np.ix_(idx, idx)], np.stack([np.ones(idx.size), b[idx]], axis=-1))
+        except np.linalg.LinAlgError:
+            return None
+        x, y = xy[:, 0], xy[:, 1]
+        ox, oy = x.sum(), y.sum()
+        disc = oy * oy - ox * (b[idx] @ y - phi * phi)
+        if not disc > 0:
+            return None
+        sd = np.sqrt(disc)
+        nu = (oy + sd) / ox
+        w = np.zeros(K)
+        w[idx] = (nu * x - y) / sd
+        grad = b + (phi / (phi / sd)) * (Gr @ w)  # b + phi G w / s with s = phi / sd
+        bad = (free & (w < 0)) | (~free & (grad < nu - tol))
+        nbad = int(bad.sum())
+        if nbad == 0:
+            w = np.maximum(w, 0.0)
+            return w / w.sum()
+        if nbad < best:
+            best, backup = nbad, 3
+            free ^= bad
+        elif backup > 0:
+            backup -= 1
+            free ^= bad
+        else:
+            j = int(np.flatnonzero(bad)[-1])
+            free[j] = ~free[j]
+    return None
+
+
+def _support_by_perspective(Gr: np.ndarray, b: np.ndarray, phi: float, iters: int = 15) -> np.ndarray:
+    """Approximate minimizer's support via ``phi ||g|| = min_r phi (||g||^2 / r + r) / 2``:
+    for fixed r the problem is ``min_w (phi / 2r) ||J^T w + (r / phi) g0||^2`` over the simplex, i.e.
+    MGDA on the shifted Gram matrix ``G + t (b 1^T + 1 b^T) + t^2 |g0|^2 1 1^T`` (``t = r / phi``,
+    ``b = J g0``); the outer value is convex in r (partial minimization of a perspective), so a
+    golden-section search on log r finds it."""
+    from pcd.methods._solvers import simplex_min_norm
+
+    K = b.shape[0]
+    one = np.ones(K)
+    g0sq = max(float(b.sum()) / K, 0.0)  # |g0|^2 = 1^T G 1 / K^2 = sum(b) / K
+
+    def inner(r: float) -> tuple[float, np.ndarray]:
+        t = r / phi
+        Gs = Gr + t * (np.outer(b, one) + np.outer(one, b)) + t * t * g0sq * np.outer(one, one)
+        w = simplex_min_norm(Gs[None])[0]
+        return phi / (2 * r) * float(w @ Gs @ w) - r * g0sq / (2 * phi) + phi * r / 2, w
+
+    hi = np.log(np.sqrt(np.diagonal(Gr).max()))
+    lo = hi - 30.0
+    g = (np.sqrt(5.0) - 1) / 2
+    x1, x2 = hi - g * (hi - lo), lo + g * (hi - lo)
+    f1, f2 = inner(np.exp(x1))[0], inner(np.exp(x2))[0]
+    for _ in range(iters):
+        if f1 <= f2:
+            hi, x2, f2 = x2, x1, f1
+            x1 = hi - g * (hi - lo)
+            f1 = inner(np.exp(x1))[0]
+        else:
+            lo, x1, f1 = x1, x2, f2
+            x2 = lo + g * (hi - lo)
+            f2 = inner(np.exp(x2))[0]
+    w = inner(np.exp(0.5 * (lo + hi)))[1]
+    return w > 1e-9 * w.max()
+
+
 def _solve_slsqp(G: np.ndarray, b: np.ndarray, phi: float) -> np.ndarray:
     from scipy.optimize import minimize
 
@@ -104,8 +189,52 @@ def _solve_slsqp(G: np.ndarray, b: np.ndarray, phi: float) -> np.ndarray:
     return w / w.sum()
 
 
-def cagrad_weights(G: np.ndarray, c: float, norm_eps: float = 1e-4) -> np.ndarray:
+def _cagrad_k2(G: np.ndarray, c: float, norm_eps: float) -> np.ndarray:
+    """K = 2 fast path of :func:`cagrad_weights` on flat arrays (same formulas, fewer array ops)."""
+    g11, g12, g22 = G[:, 0, 0], G[:, 0, 1], G[:, 1, 1]
+    tr = g11 + g22
+    keep = tr >= norm_eps
+    inv = keep / np.where(tr > 0, tr, 1.0)
+    a, o, e = g11 * inv, g12 * inv, g22 * inv  # normalized Gram entries (0 when trace < norm_eps)
+    b1, b2 = 0.5 * (a + o), 0.5 * (o + e)
+    phi = 0.5 * c * np.sqrt(np.maximum(a + 2.0 * o + e, 0.0))
+    # ridge (uniqueness only; see pcd.methods._solvers.ridge); identity when the trace is 0
+    z = ~keep
+    ar, er = a * (1.0 + 1e-13) + 1e-20 + z, e * (1.0 + 1e-13) + 1e-20 + z
+    f1 = b1 + phi * np.sqrt(ar)
+    f2 = b2 + phi * np.sqrt(er)
+    det = ar * er - o * o
+    x1, x2 = (er - o) / det, (ar - o) / det
+    y1, y2 = (er * b1 - o * b2) / det, (ar * b2 - o * b1) / det
+    ox, oy = x1 + x2, y1 + y2
+    disc = oy * oy - ox * (b1 * y1 + b2 * y2 - phi * phi)
+    sd = np.sqrt(np.maximum(disc, 1e-300))
+    w1 = ((oy + sd) / ox * x1 - y1) / sd
+    ok = (disc > 0) & (det > 0) & (w1 >= -1e-10) & (w1 <= 1.0 + 1e-10)
+    f3 = np.where(ok, b1 * w1 + b2 * (1.0 - w1) + phi * phi / sd, np.inf)
+    t = np.where((f1 <= f2) & (f1 <= f3), 1.0, np.where(f2 <= f3, 0.0, np.clip(w1, 0.0, 1.0)))
+    # phi = 0: linear objective, centre of the optimal face
+    lin = phi <= 1e-15
+    tie = np.abs(b1 - b2) <= 1e-12 * np.maximum(np.abs(b1), np.abs(b2))
+    t = np.where(lin, np.where(tie, 0.5, (b1 < b2) * 1.0), t)
+    u = 1.0 - t
+    gw = np.sqrt(np.maximum(t * t * a + 2.0 * t * u * o + u * u * e, 0.0))
+    big = gw >= norm_eps
+    coef = phi / np.where(big, gw, 1.0)
+    return big[:, None] * (0.5 + coef[:, None] * np.stack([t, u], axis=-1))
+
+
+def cagrad_weights(G: np.ndarray, c: float, norm_eps: float = 1e-4,
+                   support: np.ndarray | None = None) -> np.ndarray:
+    """CAGrad weights ``[B, K]``. ``support`` ``[B, K]`` (bool, optional; K > 5 only) is a first guess
+    of the dual solution's support, e.g. the previous step's (see :meth:`CAGrad.weights`)."""
+    return _cagrad(G, c, norm_eps, support)[0]
+
+
+def _cagrad(G: np.ndarray, c: float, norm_eps: float, support: np.ndarray | None):
     B, K = G.shape[0], G.shape[-1]
+    if K == 2:
+        return _cagrad_k2(G, c, norm_eps), None
     tr = trace(G)
     zero = tr < norm_eps
     Gn = np.where(zero[:, None, None], 0.0, G / np.where(tr > 0, tr, 1.0)[:, None, None])
@@ -117,8 +246,18 @@ def cagrad_weights(G: np.ndarray, c: float, norm_eps: float = 1e-4) -> np.ndarra
     elif K <= 5:
         w = _solve_enum(Gr, b, phi)
     else:
-        w = np.stack([_solve_slsqp(Gn[i], b[i], float(phi[i])) if phi[i] > 0 else np.full(K, 1.0 / K)
-                      for i in range(B)])
+        w = np.full((B, K), 1.0 / K)
+        for i in range(B):
+            if phi[i] > 0:
+                p = float(phi[i])
+                wi = None
+                if support is not None and support.shape == (B, K) and support[i].any():
+                    wi = _solve_bpp(Gr[i], b[i], p, free=support[i])
+                if wi is None:
+                    wi = _solve_bpp(Gr[i], b[i], p)
+                if wi is None:  # start from the support of an approximate solution instead
+                    wi = _solve_bpp(Gr[i], b[i], p, free=_support_by_perspective(Gr[i], b[i], p))
+                w[i] = _solve_slsqp(Gn[i], b[i], p) if wi is None else wi
     # phi = 0 (c = 0, or a zero mean gradient): a linear objective, minimized on a whole face of the
     # simplex; take the centre of that face (what TorchJD's interior-point solver returns)
     lin = phi <= 1e-15
@@ -129,7 +268,7 @@ def cagrad_weights(G: np.ndarray, c: float, norm_eps: float = 1e-4) -> np.ndarra
     big = gw >= norm_eps
     coef = np.where(big, phi / np.where(big, gw, 1.0), 0.0)
     out = 1.0 / K + coef[:, None] * w
-    return np.where(big[:, None], out, 0.0)
+    return np.where(big[:, None], out, 0.0), (w > 0 if K > 5 else None)
 
 
 @register
@@ -144,5 +283,7 @@ class CAGrad(Method):
     )
 
     def weights(self, gram, *, losses=None, jacobian=None, state=None, rng=None) -> MethodOutput:
-        return MethodOutput(weights=cagrad_weights(gram, self.hparams["c"], self.hparams["norm_eps"]),
-                            state=state)
+        support = state if isinstance(state, np.ndarray) and state.dtype == bool else None
+        w, support = _cagrad(gram, self.hparams["c"], self.hparams["norm_eps"], support)
+        # state: the dual solution's support (K > 5), the first guess at the next call
+        return MethodOutput(weights=w, state=support)

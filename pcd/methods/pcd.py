@@ -17,6 +17,7 @@ import numpy as np
 from pcd.direction import pcd_weights
 from pcd.methods.base import Method, MethodOutput, Param, register
 from pcd.normalize import EMANormalizer
+from pcd.qp import check_tau
 
 
 @register
@@ -42,7 +43,7 @@ class PCDMethod(Method):
         if state is None:
             state = self.init_state(gram.shape[0], gram.shape[-1])
         scales = state.update(np.diagonal(gram, axis1=-2, axis2=-1))
-        out = pcd_weights(gram, scales, self.hparams["tau"])
+        out = pcd_weights(gram, scales, check_tau(self.hparams["tau"], gram.shape[-1]), trusted=True)
         info = {"mu": out.qp.mu, "feasible": np.asarray(out.qp.feasible), "active": out.qp.active_mask,
                 "scales": scales}
         return MethodOutput(weights=out.weights, state=state, info=info)

@@ -13,8 +13,6 @@ subgradients at the clamp kinks). Starts: the five used in those papers' figures
 """
 from __future__ import annotations
 
-import numpy as np
-
 from pcd.problems.base import register
 from pcd.problems.custom import CustomProblem
 

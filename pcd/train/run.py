@@ -187,8 +187,12 @@ def validate_config(config: dict) -> dict:
         import pcd.methods as M
 
         cls = M.get(method)
-        if "tau" in {p.name for p in cls.params} and "tau" not in mp:
-            mp["tau"] = cfg["tau"]
+        if "tau" in {p.name for p in cls.params}:
+            if "tau" not in mp:
+                mp["tau"] = cfg["tau"]
+            elif isinstance(mp["tau"], (int, float)) and not isinstance(mp["tau"], bool):
+                cfg["tau"] = float(mp["tau"])  # one source of truth in the recorded config
+                _float(cfg, "tau", 0.0, 1.0)
         inst = cls(**mp)  # raises ValueError for bad hyper-parameters
         mp = {k: (v.tolist() if isinstance(v, np.ndarray) else v) for k, v in inst.hparams.items()}
     cfg["method_params"] = mp

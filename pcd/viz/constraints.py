@@ -30,6 +30,10 @@ _DASHES = ("dot", "dash", "dashdot", "longdash", "longdashdot", "solid")
 HALF_PI = math.pi / 2
 
 
+_LEGEND_RIGHT = dict(orientation="v", x=1.01, y=1.0, xanchor="left", yanchor="top", bgcolor="rgba(255,255,255,0.7)")
+_LEGEND_BELOW = dict(orientation="h", x=0.0, y=-0.22, xanchor="left", yanchor="top", bgcolor="rgba(255,255,255,0.7)")
+
+
 def family_color(family: str) -> str:
     """The colour of a method family (``ValueError`` for an unknown one)."""
     if family not in FAMILIES:
@@ -93,6 +97,7 @@ def toy_landscape_figure(c: float, eps: float, finals: Sequence[Mapping[str, Any
                         symbol=("circle", "diamond", "square", "triangle-up", "x", "star")[i % 6])))
     fig.update_layout(**base_layout("Where each method ends on the 1-D example", height=440),
                       xaxis_title="x", yaxis_title="value")
+    fig.update_layout(legend=_LEGEND_RIGHT)
     fig.update_xaxes(range=[-0.02, HALF_PI + 0.02])
     return style_axes(fig)
 
@@ -137,6 +142,7 @@ def toy_trajectory_figure(traces: Sequence[Mapping[str, Any]], x_star: float, la
     fig.update_yaxes(range=[-0.05 * lam_max, lam_max], title_text="λ", row=2, col=1)
     fig.update_xaxes(title_text="step", row=2, col=1)
     fig.update_layout(**base_layout("Trajectories", height=620))
+    fig.update_layout(legend=_LEGEND_RIGHT)
     if off:
         fig.add_annotation(text="off scale: " + "; ".join(off), xref="paper", yref="paper", x=1.0, y=0.0,
                            xanchor="right", yanchor="bottom", showarrow=False, font=dict(size=12, color="#57606a"))
@@ -167,6 +173,7 @@ def epsilon_figure(rows: Sequence[Mapping[str, Any]]) -> go.Figure:
             marker=dict(size=8, color=family_color(fam))))
     fig.update_layout(**base_layout("Final x against ε: only AL / nuPI sit on arcsin ε", height=440),
                       xaxis_title="ε", yaxis_title="x after the last step")
+    fig.update_layout(legend=_LEGEND_RIGHT)
     fig.update_yaxes(range=[-0.05, HALF_PI + 0.05])
     return style_axes(fig)
 
@@ -208,6 +215,7 @@ def decision_boundary_figure(X: Any, y: Any, boundaries: Sequence[Mapping[str, A
                                  line=dict(color=color, width=3, dash=dash)))
     fig.update_layout(**base_layout("Decision boundaries (class 0 on the lower-left side)", height=480),
                       xaxis_title="x₁", yaxis_title="x₂")
+    fig.update_layout(legend=_LEGEND_BELOW)
     fig.update_xaxes(range=[lo[0], hi[0]])
     fig.update_yaxes(range=[lo[1], hi[1]], scaleanchor="x", scaleratio=1)
     return style_axes(fig)
@@ -258,7 +266,8 @@ def rate_sweep_figure(penalty: Mapping[str, Any], lagrangian: Mapping[str, Any],
                       annotation_text=f"target ≥ {target_pct:g} %", annotation_position="bottom right")
         fig.update_xaxes(type="log", title_text=xlabel, row=1, col=col)
         fig.update_yaxes(range=[40, 103], title_text="% of points", row=1, col=col)
-    fig.update_layout(**base_layout(None, height=460))
+    fig.update_layout(**base_layout(None, height=520))
+    fig.update_layout(legend=_LEGEND_BELOW, margin=dict(l=60, r=20, t=40, b=150))
     return style_axes(fig)
 
 
@@ -280,6 +289,7 @@ def rate_history_figure(traces: Sequence[Mapping[str, Any]], target_pct: float =
                   annotation_text=f"target {target_pct:g} %", annotation_position="bottom right")
     fig.update_layout(**base_layout("Class-0 rate during training", height=400),
                       xaxis_title="step", yaxis_title="class-0 rate (%)")
+    fig.update_layout(legend=_LEGEND_BELOW)
     fig.update_yaxes(range=[40, 103])
     return style_axes(fig)
 

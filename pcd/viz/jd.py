@@ -23,6 +23,8 @@ MODE_COLORS = {"erm": "#7f7f7f", "jacobian": "#1f77b4", "autojac": "#ff7f0e", "a
 MODE_NAMES = {"erm": "ERM backward (reference)", "jacobian": "per-sample Jacobian (ours, torch.func)",
               "autojac": "TorchJD autojac (materialized J)", "autogram": "TorchJD autogram (Gramian)"}
 _YES, _NO = "#dafbe1", "#ffebe9"
+# Legend below the panels, so it never covers the subplot titles.
+_LEGEND_BELOW = dict(orientation="h", yanchor="top", y=-0.25, xanchor="left", x=0.0)
 
 
 def _fmt(v: Any) -> str:
@@ -104,7 +106,8 @@ def iwrm_figure(result: dict[str, Any]) -> go.Figure:
         _band(fig, steps, np.asarray(r["train_loss"], dtype=float), name, 1, 1, True)
         _band(fig, steps, np.asarray(r["test_acc"], dtype=float), name, 1, 2, False, scale=100.0)
         _band(fig, list(range(1, T + 1)), np.asarray(r["cosine"], dtype=float), name, 1, 3, False)
-    fig.update_layout(**base_layout(None, height=420))
+    fig.update_layout(**base_layout(None, height=470))
+    fig.update_layout(legend=_LEGEND_BELOW, margin=dict(l=60, r=20, t=40, b=110))
     fig.update_xaxes(title_text="step")
     fig.update_yaxes(type="log", row=1, col=1)
     fig.update_yaxes(range=[-1.05, 1.05], row=1, col=3)
@@ -129,7 +132,8 @@ def memory_figure(mem: dict[str, Any]) -> go.Figure:
                                  line=dict(color=c, width=2)), row=1, col=1)
         fig.add_trace(go.Scatter(x=bs, y=r["seconds"], mode="lines+markers", name=name, legendgroup=mode,
                                  showlegend=False, line=dict(color=c, width=2)), row=1, col=2)
-    fig.update_layout(**base_layout(None, height=400))
+    fig.update_layout(**base_layout(None, height=450))
+    fig.update_layout(legend=_LEGEND_BELOW, margin=dict(l=60, r=20, t=40, b=110))
     fig.update_xaxes(type="log", title_text="batch size B (= objectives)", tickvals=bs)
     fig.update_yaxes(type="log")
     return style_axes(fig)

@@ -14,7 +14,6 @@ from typing import Any, Sequence
 
 import numpy as np
 import plotly.graph_objects as go
-from plotly.subplots import make_subplots
 
 from pcd.viz.theme import (base_layout, colorize, method_color, method_label, objective_color, png_data_uri,
                            rgba, style_axes)
@@ -201,7 +200,9 @@ def landscape_figure(res: Any, grid: tuple[Any, Any, Any], pareto_set: Any = Non
                 opac.append(0.25 + 0.6 * (o + TRAIL) / TRAIL)
                 custom.append([method_label(name), s + 1, ""])
                 line_w.append(0.0)
-    for m, name in enumerate(methods):
+    head_order = list(range(M))[::-1]  # the first method (e.g. PCD) is drawn last, on top
+    for m in head_order:
+        name = methods[m]
         for s in range(S):
             colors.append(method_color(name))
             sizes.append(13.0)
@@ -212,7 +213,7 @@ def landscape_figure(res: Any, grid: tuple[Any, Any, Any], pareto_set: Any = Non
     def comet(t: int) -> tuple[np.ndarray, np.ndarray]:
         idx = np.clip(t + tail_idx, 0, T - 1)
         pts = pos[:, :, idx, :]                                        # [M, S, TRAIL + 1, 2]
-        xy = np.concatenate([pts[:, :, :-1].reshape(-1, 2), pts[:, :, -1].reshape(-1, 2)])
+        xy = np.concatenate([pts[:, :, :-1].reshape(-1, 2), pts[head_order, :, -1].reshape(-1, 2)])
         xy = np.round(xy, 5)
         return xy[:, 0], xy[:, 1]
 
@@ -226,7 +227,7 @@ def landscape_figure(res: Any, grid: tuple[Any, Any, Any], pareto_set: Any = Non
     anim_idx = [len(traces) - 1]
 
     layout = base_layout(title=title, height=height)
-    layout["margin"] = dict(l=55, r=20, t=70 if title else 40, b=110 if animate else 50)
+    layout["margin"] = dict(l=55, r=20, t=70 if title else 40, b=125 if animate else 50)
     axis = dict(showgrid=False, zeroline=False, linecolor="#57606a", ticks="outside", tickcolor="#57606a",
                 constrain="domain")
     layout["xaxis"] = dict(axis, range=[x0, x1], title=dict(text="x₁"))
@@ -249,10 +250,10 @@ def landscape_figure(res: Any, grid: tuple[Any, Any, Any], pareto_set: Any = Non
         steps = [dict(method="animate", label=str(int(k)),
                       args=[[str(int(k))], dict(mode="immediate", frame=dict(duration=0, redraw=False),
                                                 transition=dict(duration=0))]) for k in record]
-        layout["updatemenus"] = [dict(type="buttons", direction="left", showactive=False, x=0.0, y=-0.09,
+        layout["updatemenus"] = [dict(type="buttons", direction="left", showactive=False, x=0.0, y=-0.16,
                                       xanchor="left", yanchor="top", pad=dict(r=8, t=0), buttons=[play, pause],
                                       font=dict(size=13))]
-        layout["sliders"] = [dict(active=0, x=0.16, y=-0.06, len=0.84, xanchor="left", yanchor="top",
+        layout["sliders"] = [dict(active=0, x=0.16, y=-0.13, len=0.84, xanchor="left", yanchor="top",
                                   currentvalue=dict(prefix="step ", visible=True, xanchor="right", font=dict(size=13)),
                                   pad=dict(t=0, b=0), transition=dict(duration=0), steps=steps)]
     # Built as one plain spec and constructed once (incremental add_trace/update_layout of ~200
@@ -285,25 +286,37 @@ def loss_figure(res: Any, objective_names: Sequence[str] | None = None, floor: f
         shift = min(0.0, low)
         shifts.append(shift)
         titles.append(names[k] + (f"  (shown: f − {shift:.3g})" if shift < 0 else ""))
-    fig = make_subplots(rows=1, cols=K, subplot_titles=titles, horizontal_spacing=0.08)
+    # one log-log panel per objective, built as a single spec (Plotly's incremental subplot API
+    # validates every call and costs ~10x more for the ~M*S*K traces)
+    gap = 0.08
+    width = (1.0 - gap * (K - 1)) / K
     dashes = ("solid", "dash", "dot", "dashdot", "longdash", "longdashdot")
-    x = np.maximum(record, 0) + 1  # log x axis: step + 1
-    traces, rows, cols = [], [], []
+    x = (np.maximum(record, 0) + 1).astype(float)  # log x axis: step + 1
+    traces = []
     for m, name in enumerate(res.methods):
         for s in range(S):
             for k in range(K):
                 y = np.maximum(L[m, s, :, k] - shifts[k], floor)
-                traces.append(go.Scatter(x=x, y=y, mode="lines", legendgroup=name,
-                                         name=method_label(name), showlegend=(s == 0 and k == 0),
-                                         line=dict(color=method_color(name), width=2, dash=dashes[s % len(dashes)]),
-                                         hovertemplate=f"{method_label(name)} · start {s + 1}<br>step %{{customdata}}"
-                                                       f"<br>%{{y:.3e}}<extra></extra>",
-                                         customdata=record))
-                rows.append(1)
-                cols.append(k + 1)
-    fig.add_traces(traces, rows=rows, cols=cols)
-    fig.update_layout(**base_layout(height=height))
-    style_axes(fig)
-    fig.update_xaxes(type="log", title_text="step + 1")
-    fig.update_yaxes(type="log", exponentformat="power")
+                traces.append(dict(type="scatter", x=x, y=y, mode="lines", legendgroup=name,
+                                   name=method_label(name), showlegend=(s == 0 and k == 0),
+                                   xaxis="x" if k == 0 else f"x{k + 1}", yaxis="y" if k == 0 else f"y{k + 1}",
+                                   line=dict(color=method_color(name), width=2, dash=dashes[s % len(dashes)]),
+                                   customdata=record,
+                                   hovertemplate=f"{method_label(name)} · start {s + 1}<br>step %{{customdata}}"
+                                                 f"<br>%{{y:.3e}}<extra></extra>"))
+    layout = base_layout(height=height)
+    axis = dict(showgrid=True, gridcolor="#e6e8eb", zeroline=False, linecolor="#57606a", ticks="outside",
+                tickcolor="#57606a", type="log")
+    annotations = []
+    for k in range(K):
+        x0 = k * (width + gap)
+        sx = "" if k == 0 else str(k + 1)
+        layout[f"xaxis{sx}"] = dict(axis, domain=[x0, x0 + width], anchor=f"y{sx}", title=dict(text="step + 1"))
+        layout[f"yaxis{sx}"] = dict(axis, anchor=f"x{sx}", exponentformat="power")
+        annotations.append(dict(text=titles[k], x=x0 + width / 2, y=1.0, xref="paper", yref="paper",
+                                xanchor="center", yanchor="bottom", showarrow=False, font=dict(size=14)))
+    layout["annotations"] = annotations
+    layout["margin"] = dict(l=60, r=20, t=70, b=50)
+    layout["legend"] = dict(layout["legend"], y=1.12)
+    fig = go.Figure({"data": traces, "layout": layout})
     return fig

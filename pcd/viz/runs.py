@@ -85,9 +85,7 @@ def results_scatter(points: Sequence[Mapping[str, Any]], x: str, y: str = "test_
     fig = go.Figure()
     methods = sorted({str(p.get("method")) for p in pts})
     taus = [float(p["tau"]) for p in pts if _finite(p.get("tau"))]
-    cmin, cmax = (min(taus), max(taus)) if taus else (0.0, 1.0)
-    if cmax == cmin:
-        cmax = cmin + 1e-9
+    cmin, cmax = 0.0, (max(taus) if taus and max(taus) > 0 else 1.0)  # τ >= 0: the scale starts at 0
     for k, m in enumerate(methods):
         sel = [p for p in pts if str(p.get("method")) == m]
         fig.add_trace(go.Scatter(

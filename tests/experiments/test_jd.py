@@ -143,6 +143,16 @@ def test_memory_validates():
         jd.measure_gramian_memory([4], device="tpu")
 
 
+def test_memory_without_torchjd_measures_the_rest(monkeypatch):
+    monkeypatch.setattr(jd, "torchjd_available", lambda: False)
+    with pytest.raises(ValueError, match="needs torchjd"):
+        jd.measure_gramian_memory([4], modes=("autogram",))
+    mem = jd.measure_gramian_memory([4], width=4, repeats=1)
+    assert list(mem["modes"]) == ["erm", "jacobian"]
+    assert len(mem["skipped"]) == 2 and all("torchjd" in s for s in mem["skipped"])
+    assert "reduction_vs_autojac" not in mem
+
+
 @pytest.mark.slow
 def test_gramian_is_the_same_and_far_leaner_than_torchjd_autojac():
     pytest.importorskip("torchjd")

@@ -11,6 +11,8 @@ from pathlib import Path
 
 import pytest
 
+from pcd.jobs.supervisor import WORKER_CMD
+
 REPO = Path(__file__).resolve().parents[2]
 
 
@@ -39,7 +41,7 @@ def kill_tree(proc: subprocess.Popen) -> None:
 
 
 def start_worker(data_dir, *args, runner="tests.jobs.runners:quick", env=None):
-    cmd = [sys.executable, "-m", "pcd", "worker", "--data-dir", str(data_dir), "--poll", "0.1",
+    cmd = [*WORKER_CMD, "--data-dir", str(data_dir), "--poll", "0.1",
            "--runner", runner, *map(str, args)]
     e = dict(os.environ)
     e["PYTHONPATH"] = str(REPO) + os.pathsep + e.get("PYTHONPATH", "")

@@ -41,9 +41,13 @@ def crash(config, *, out_dir, on_progress=None, should_stop=None):
     raise RuntimeError("boom: simulated crash in epoch 1")
 
 
+class OutOfMemoryError(RuntimeError):
+    """Same name and message as ``torch.cuda.OutOfMemoryError`` (recognised by name and message;
+    not importing torch keeps this test runner fast)."""
+
+
 def oom(config, *, out_dir, on_progress=None, should_stop=None):
-    import torch
-    raise torch.cuda.OutOfMemoryError("CUDA out of memory. Tried to allocate 2.00 GiB")
+    raise OutOfMemoryError("CUDA out of memory. Tried to allocate 2.00 GiB")
 
 
 def die(config, *, out_dir, on_progress=None, should_stop=None):

@@ -148,3 +148,10 @@ def test_bad_arguments_raise_value_error():
         check_properties("nope")
     with pytest.raises(ValueError, match="K"):
         check_properties("ws", K_values=(1,))
+
+
+def test_pcd_properties_hold_for_a_large_tau_too():
+    r = check_properties("pcd", samples=2, tau=0.6, hparams={"tau": 0.6})
+    assert r.holds["primary_anchored"] and r.holds["per_secondary_progress"]
+    # UPGrad makes no such promise (it stops on exactly cancelling rows)
+    assert not check_properties("upgrad", samples=2, tau=0.6).holds["per_secondary_progress"]

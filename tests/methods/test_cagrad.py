@@ -34,7 +34,8 @@ def _objective(w, Gn, b, phi):
 def test_oracle_torchjd(kind, K, c):
     torch = pytest.importorskip("torch")
     agg = pytest.importorskip("torchjd.aggregation")
-    pytest.importorskip("cvxpy")
+    pytest.importorskip("cvxpy")  # torchjd[cagrad]
+    pytest.importorskip("clarabel")
     G = gram(jacobian(kind, 4, K, seed=K))
     w = methods.make("cagrad", c=c)(G).weights
     ref = np.stack([agg.CAGradWeighting(c=c)(torch.tensor(g)).numpy() for g in G])
@@ -90,3 +91,31 @@ def test_mean_when_c_zero_and_conflict_aversion():
 def test_cancellation_is_zero_update():
     J = jacobian("cancel", 3, 2)
     np.testing.assert_array_equal(methods.make("cagrad", c=0.5)(gram(J)).weights, np.zeros((3, 2)))
+
+
+@pytest.mark.parametrize("kind", KINDS)
+@pytest.mark.parametrize("K", [9, 17])
+@pytest.mark.parametrize("c", [0.3, 2.0])
+def test_large_k_pivoting_matches_slsqp(kind, K, c):
+    # K > 5: support pivoting with the closed form (exact) is at least as good as SLSQP (official
+    # solver), and warm-starting from the previous support gives the same answer
+    from pcd.methods.cagrad import _solve_slsqp
+
+    G = gram(jacobian(kind, 3, K, seed=K))
+    m = methods.make("cagrad", c=c)
+    out = m(G)
+    again = m(G, state=out.state)
+    np.testing.assert_allclose(again.weights, out.weights, rtol=1e-9, atol=1e-12)
+    Gn, b, phi = _dual(G, c)
+    w = out.weights - 1.0 / K
+    for i in range(3):
+        if phi[i] <= 1e-15:
+            continue
+        ws = _solve_slsqp(Gn[i], b[i], float(phi[i]))
+        if np.all(out.weights[i] == 0):  # ||g_w|| < norm_eps: SLSQP's optimum is (almost) there too
+            assert np.sqrt(ws @ Gn[i] @ ws) < 1e-3
+            continue
+        wo = w[i] / w[i].sum()
+        fo = _objective(wo[None], Gn[i:i + 1], b[i:i + 1], phi[i:i + 1])[0]
+        fs = _objective(ws[None], Gn[i:i + 1], b[i:i + 1], phi[i:i + 1])[0]
+        assert fo <= fs + 1e-9

@@ -39,7 +39,7 @@ def test_zero_primary_gives_zero_direction(K):
 
 
 @pytest.mark.parametrize("kind", KINDS)
-@pytest.mark.parametrize("K", [2, 3, 4, 7])
+@pytest.mark.parametrize("K", [2, 3, 4, 7, 17])
 def test_exact_kkt(kind, K):
     J = jacobian(kind, 6, K, seed=K)
     G = gram(J)

@@ -19,7 +19,8 @@ from tests.methods._samplers import KINDS, gram, jacobian
 def _torchjd(name, G, reg):
     torch = pytest.importorskip("torch")
     agg = pytest.importorskip("torchjd.aggregation")
-    pytest.importorskip("quadprog")
+    pytest.importorskip("quadprog")  # TorchJD's default projector: torchjd[quadprog-projector]
+    pytest.importorskip("qpsolvers")
     from torchjd._linalg._dual_cone import QuadprogProjector
 
     cls = agg.UPGradWeighting if name == "upgrad" else agg.DualProjWeighting

@@ -71,6 +71,7 @@ def test_queue_watch_and_explore_a_digits_run(streamlit_server, page, artifacts_
         # the live fragment notices and refreshes without a reload
         _wait(lambda: _metric(page, "done") == "1", 30, "the 'done' counter on the page")
         assert _metric(page, "running") == "0"
+        page.screenshot(path=str(artifacts_dir / "pruning_lab_runs.png"))
 
         page.get_by_role("tab", name="Results explorer").click()
         page.locator(".js-plotly-plot").filter(has_text="Pareto front").first.wait_for(timeout=30_000)

@@ -64,7 +64,7 @@ def test_iwrm_run_shows_curves_and_finite_metrics(app):
 
 
 def test_memory_measurement_runs_and_reports_the_gram_check(app):
-    app.multiselect(key="jd_mem_b").set_value([8])
+    app.multiselect(key="jd_mem_b").set_value([8, 32])
     app.select_slider(key="jd_mem_width").set_value(8)
     app.run()
     app.button(key="jd_mem_run").click().run()
@@ -89,3 +89,18 @@ def test_empty_method_selection_is_a_friendly_error():
     at.multiselect(key="jd_methods").set_value([]).run()
     assert not at.exception
     assert any("at least one method" in e.value for e in at.error)
+
+
+def test_memory_tab_degrades_without_torchjd(monkeypatch):
+    monkeypatch.setattr(jd, "torchjd_available", lambda: False)
+    at = AppTest.from_file(PAGE, default_timeout=240)
+    at.query_params["samples"] = "1"
+    at.query_params["methods"] = "ws"
+    at.run()
+    assert any("torchjd" in w.value and "not installed" in w.value for w in at.warning)
+    at.multiselect(key="jd_mem_b").set_value([8])
+    at.select_slider(key="jd_mem_width").set_value(8).run()
+    at.button(key="jd_mem_run").click().run()
+    assert not at.exception and not at.error
+    modes = set(at.dataframe[-1].value["mode"])
+    assert modes == {"erm", "jacobian"}

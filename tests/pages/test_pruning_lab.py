@@ -160,3 +160,23 @@ def test_reload_shows_the_same_state(data_dir):
     second = _table(_app(), "ETA")
     assert first[["id", "status"]].equals(second[["id", "status"]])
     assert list(second["status"]) == ["⏳ queued", "✅ done"]
+
+
+def test_calibration_run_jumps_the_queue_and_estimate_appears(data_dir):
+    store = RunStore(data_dir)
+    store.submit({"dataset": "digits", "method": "ws", "epochs": 3})
+    at = _app()
+    assert any("No time estimate yet" in c.value for c in at.caption)
+    at.button(key="pl_calibrate").click().run()
+    cal = [r for r in store.list() if r["label"] == "calibration"]
+    assert len(cal) == 1 and cal[0]["config"]["epochs"] == 1 and cal[0]["config"]["export"] is False
+    assert store.queue_order()[0] == cal[0]["id"]
+    # once a run of the same shape has finished, the form shows an estimate
+    cfg = dict(cal[0]["config"])
+    store.cancel(cal[0]["id"])
+    rid = store.submit(cfg, priority=100)
+    run = store.claim("test", "cpu:0")
+    assert run["id"] == rid
+    store.finish(rid, run["token"], "done", result={"config": cfg, "seconds": 4.0, "epochs_completed": 1})
+    at = _app()
+    assert any(c.value.startswith("Estimated ≈") and "4.0 s/epoch" in c.value for c in at.caption)

@@ -94,7 +94,7 @@ def test_toy_page_bad_formula_and_bad_starts_show_errors():
 
 
 def test_kbench_page_law_table_and_widgets():
-    at = _app("03_K_objective_benchmark.py", kmin=2, kmax=9, steps=500, methods="pcd,mgda")
+    at = _app("03_K_objective_benchmark.py", kmin=2, kmax=9, steps=300, lr=0.03, methods="pcd,mgda")
     _ok(at)
     t = at.dataframe[0].value
     assert list(t["K"]) == [2, 3, 5, 9]

@@ -127,3 +127,20 @@ def test_normalization_matches_stats_and_epoch_covers_all():
     assert x.shape[0] == ds.x_train.shape[0]
     assert abs(float(x.mean())) < 1e-4 and abs(float(x.std()) - 1.0) < 1e-3
     assert torch.equal(torch.sort(torch.cat(ys)).values, torch.sort(ds.y_train).values)
+
+
+def test_download_checks_md5(tmp_path, monkeypatch):
+    """The download path (here from a file:// URL) keeps a file only when its MD5 matches."""
+    src = tmp_path / "src"
+    archive = D.write_fake_cifar(src, "cifar10", n_train=20, n_test=10)
+    entry = list(D._CIFAR["cifar10"])
+    entry[2] = archive.as_uri()
+    entry[3] = D._md5(archive)
+    monkeypatch.setitem(D._CIFAR, "cifar10", tuple(entry))
+    ds = D.load_dataset("cifar10", data_dir=tmp_path / "dl", download=True)
+    assert ds.x_train.shape[0] == 20 and (tmp_path / "dl" / "cifar-10-python.tar.gz").exists()
+    entry[3] = "0" * 32
+    monkeypatch.setitem(D._CIFAR, "cifar10", tuple(entry))
+    with pytest.raises(FileNotFoundError, match="MD5"):
+        D.download_cifar("cifar10", tmp_path / "dl2")
+    assert not (tmp_path / "dl2" / "cifar-10-python.tar.gz").exists()

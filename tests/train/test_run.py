@@ -44,6 +44,7 @@ def test_defaults_and_tau_passed_to_pcd():
     cfg = validate_config({"dataset": "digits", "tau": 0.1})
     assert cfg["arch"] == "smallcnn" and cfg["method"] == "pcd" and cfg["method_params"]["tau"] == 0.1
     assert validate_config({"dataset": "cifar10", "download": True})["arch"] == "resnet18"
+    assert validate_config({"method_params": {"tau": 0.3}})["tau"] == 0.3  # one recorded tau
     json.dumps(cfg)  # plain data
 
 
@@ -128,6 +129,17 @@ def test_cifar_format_end_to_end_resnet8(cifar_dir, tmp_path):
     assert 1 - e["params_after"] / e["params_before"] >= 0.3
     assert e["flops_after"] < e["flops_before"] and e["file_bytes_after"] < e["file_bytes_before"]
     assert res["config"]["arch"] == "resnet8" and _finite(res["test_acc"])
+
+
+@pytest.mark.slow
+def test_cifar_format_resnet18_coupled_steps(cifar_dir, tmp_path):
+    """ResNet-18 on CIFAR-shaped data through the same path (coupled groups, PCD weights finite)."""
+    res = train({"dataset": "cifar10", "data_dir": str(cifar_dir), "arch": "resnet18", "method": "pcd",
+                 "tau": 0.5, "grouping": "coupled", "epochs": 1, "batch_size": 32, "max_train_samples": 32,
+                 "export": False}, out_dir=tmp_path)
+    row = res["history"][0]
+    assert res["export"] is None and _finite(row["test_acc"]) and _finite(row["secondary_1"])
+    assert row["weights"][1] > 0 and math.isfinite(row["cosine"])
 
 
 @pytest.mark.slow

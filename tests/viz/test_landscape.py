@@ -67,7 +67,8 @@ def test_landscape_figure_frames_traces_and_static_layers(saddle_run):
     # heads (the last M*S points) follow the recorded positions
     t = 57
     heads = np.c_[fig.frames[t].data[0].x, fig.frames[t].data[0].y][-M * S:]
-    np.testing.assert_allclose(heads, res.positions[:, :, t].reshape(-1, 2), atol=1e-5)
+    # heads are drawn in reverse method order (the first method, PCD, on top)
+    np.testing.assert_allclose(heads, res.positions[::-1, :, t].reshape(-1, 2), atol=1e-5)
     # early motion is not lost: the first frames are consecutive steps
     assert [int(f.name) for f in fig.frames[:5]] == [0, 1, 2, 3, 4]
     # faint full paths, one per method in the method's colour; background as an image (survives animation)
@@ -86,7 +87,7 @@ def test_landscape_figure_frames_traces_and_static_layers(saddle_run):
     assert fig.layout.yaxis.scaleanchor == "x"
     # head colours: one per method
     cols = list(fig.data[last].marker.color)[-M * S:]
-    assert cols == [method_color(m) for m in res.methods for _ in range(S)]
+    assert cols == [method_color(m) for m in res.methods[::-1] for _ in range(S)]
 
 
 def test_landscape_static_mode_and_validation(saddle_run):
@@ -95,7 +96,7 @@ def test_landscape_static_mode_and_validation(saddle_run):
     assert len(fig.frames) == 0
     last = fig.data[-1]
     heads = np.c_[last.x, last.y][-len(res.methods) * res.S:]
-    np.testing.assert_allclose(heads, res.positions[:, :, -1].reshape(-1, 2), atol=1e-5)
+    np.testing.assert_allclose(heads, res.positions[::-1, :, -1].reshape(-1, 2), atol=1e-5)
     with pytest.raises(ValueError):
         landscape_figure(res, prob.grid(60, 40), frame_ms=0)
     with pytest.raises(ValueError):
