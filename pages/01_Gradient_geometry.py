@@ -7,7 +7,7 @@ import pcd.methods as registry
 from pcd import studio
 from pcd.ui import claim, download_csv, download_figure, setup_page, show_error, url_default, url_sync
 from pcd.viz.geometry import geometry_figure
-from pcd.viz.theme import method_color
+from pcd.viz.theme import to_png_bytes
 
 setup_page(
     "Gradient geometry",
@@ -27,6 +27,8 @@ st.latex(r"\tilde d=\arg\min_d\|d-\tilde g_1\|^2\ \ \text{s.t.}\ \ \tilde g_j\cd
 ALL = registry.available()
 DEFAULT_METHODS = [m for m in ("pcd", "ws", "mgda", "pcgrad", "cagrad", "upgrad") if m in ALL]
 
+methods = st.multiselect("methods", ALL, default=url_default("methods", DEFAULT_METHODS, allowed=ALL),
+                         format_func=lambda m: registry.get(m).display_name, key="geo_methods")
 controls, view = st.columns([1, 2.6], gap="large")
 with controls:
     angle = st.slider("angle ∠(g₁, g₂) in degrees", 0, 180, url_default("angle", 150), key="geo_angle")
@@ -38,8 +40,6 @@ with controls:
         a3 = st.slider("angle of g₃ from g₁", -180, 180, url_default("angle3", -110), key="geo_angle3")
         n3 = st.slider("‖g₃‖", 0.1, 3.0, url_default("norm3", 0.8), 0.05, key="geo_norm3")
         third = (a3, n3)
-    methods = st.multiselect("methods", ALL, default=url_default("methods", DEFAULT_METHODS, allowed=ALL),
-                             format_func=lambda m: registry.get(m).display_name, key="geo_methods")
     url_sync(angle=angle, norm2=norm2, tau=tau, g3=use_g3, methods=methods,
              **({"angle3": third[0], "norm3": third[1]} if third else {}))
 
@@ -101,8 +101,15 @@ claim("1-D conflict equilibrium: primary gradient 0.5, secondary −0.5 → symm
       "primary gradient is 0.5 (exact)", here="set the angle to 180° and ‖g₂‖ = 1: WS and MGDA return d = 0 "
       "while PCD (τ > 0) still returns a non-zero d = g₁ + μ g₂, rescaled")
 
-c1, c2 = st.columns(2)
+c1, c2, c3 = st.columns(3)
 with c1:
     download_csv(table, "gradient_geometry.csv", key="geo_csv")
 with c2:
     download_figure(fig, "gradient_geometry.html", key="geo_html")
+with c3:
+    if st.toggle("PNG export", False, key="geo_png"):
+        png = to_png_bytes(fig)
+        if png:
+            st.download_button("Figure (PNG)", png, "gradient_geometry.png", "image/png", key="geo_png_dl")
+        else:
+            st.caption("PNG export needs the optional `kaleido` package (offline, uses Chromium); HTML works everywhere.")

@@ -11,7 +11,7 @@ from pcd import studio
 from pcd.engine import run
 from pcd.ui import claim, download_csv, download_figure, setup_page, show_error, url_default, url_sync
 from pcd.viz.landscape import background_image, landscape_figure, loss_figure
-from pcd.viz.theme import png_data_uri
+from pcd.viz.theme import png_data_uri, to_png_bytes
 
 setup_page(
     "Toy landscapes",
@@ -122,7 +122,7 @@ def _problem(name, f1, f2):
     return studio.toy_problem(name, f1, f2)
 
 
-@st.cache_data(show_spinner=False, max_entries=16)
+@st.cache_resource(show_spinner=False, max_entries=16)
 def _grid(name, f1, f2):
     prob = _problem(name, f1, f2)
     return prob.grid(300, 200), prob.pareto_set(), prob.optima(), list(prob.objective_names)
@@ -201,8 +201,16 @@ if problem_name == "saddle2d":
 
 st.subheader("Loss vs step")
 st.plotly_chart(lfig, theme=None, key="toy_loss", config={"displaylogo": False})
+st.caption("Log scales; line style = start point (solid S1, dashed S2, dotted S3, …). Exact zeros are drawn at 1e-12.")
 
-c1, c2, c3 = st.columns(3)
+c1, c2, c3, c4 = st.columns(4)
+with c4:
+    if st.toggle("PNG export", False, key="toy_png"):
+        png = to_png_bytes(fig)
+        if png:
+            st.download_button("Map (PNG, last frame)", png, "toy_landscape.png", "image/png", key="toy_png_dl")
+        else:
+            st.caption("PNG export needs the optional `kaleido` package; the HTML keeps the animation.")
 with c1:
     download_csv(studio.trajectories_table(res), "toy_trajectories.csv", "Trajectories (CSV)", key="toy_csv")
 with c2:

@@ -61,7 +61,7 @@ def _trajectory_figure(problem, tau, steps, lr):
     prob = problems.make(problem)
     res = synthetic.toy_run(problem, ["pcd"], steps=steps, lr=lr, tau=tau, record=200)
     return landscape_figure(res, prob.grid(240, 160), pareto_set=prob.pareto_set(), optima=prob.optima(),
-                            height=430, title=f"PCD trajectories at τ = {tau:g}")
+                            height=470)
 
 
 try:
@@ -101,6 +101,7 @@ with left:
     st.plotly_chart(fig, theme=None, key="td_chart", on_select="rerun", selection_mode="points",
                     config={"displaylogo": False})
 with right:
+    st.markdown(f"**PCD trajectories at τ = {tau_sel:g}** ({steps} steps, Adam lr {lr})")
     st.plotly_chart(tfig, theme=None, key="td_traj", config={"displaylogo": False})
 
 table = tau_table(records)

@@ -175,8 +175,8 @@ with tab_queue:
 # ---------------------------------------------------------------------------------------------
 # Queue and runs (live)
 # ---------------------------------------------------------------------------------------------
-STATUS_ICON = {"queued": "⏳ queued", "running": "▶️ running", "done": "✅ done", "failed": "❌ failed",
-               "cancelled": "⏹ cancelled"}
+STATUS_ICON = {"queued": "queued", "running": "running", "done": "done", "failed": "failed",
+               "cancelled": "cancelled"}
 
 
 def _runs_table(runs: list[dict]) -> pd.DataFrame:
@@ -206,7 +206,8 @@ def _runs_view() -> None:
     cols = st.columns(6)
     for col, (s, n) in zip(cols, counts.items()):
         col.metric(s, n)
-    cols[5].metric("supervisor", f"pid {pid}" if pid else "stopped")
+    cols[5].metric("supervisor", "on" if pid else "off",
+                   help=f"pid {pid} serves {DATA_DIR}" if pid else f"nothing serves {DATA_DIR}")
     if not pid:
         st.caption("No supervisor is serving this data folder: queued runs wait. It starts with the app, or run "
                    f"`python -m pcd worker --data-dir {DATA_DIR}`.")
@@ -238,7 +239,7 @@ with tab_runs:
 
     ids = [r["id"] for r in store.list()][::-1]
     if ids:
-        c1, c2, c3, c4 = st.columns([1.2, 1, 1, 1])
+        c1, c2, c3, c4 = st.columns([1.2, 1, 1, 1], vertical_alignment="bottom")
         sel = c1.selectbox("run", ids, key="pl_action_id", format_func=lambda i: f"run {i}")
         try:
             if c2.button("Cancel", key="pl_cancel"):

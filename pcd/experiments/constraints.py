@@ -47,6 +47,8 @@ wall-time comparison and checked against the NumPy loop in the tests.
 """
 from __future__ import annotations
 
+import contextlib
+import functools
 import math
 import time
 from dataclasses import dataclass, field
@@ -160,6 +162,30 @@ def _torch():
     import torch
 
     return torch
+
+
+@contextlib.contextmanager
+def _one_thread():
+    """Run torch single-threaded inside the block and restore the caller's setting afterwards.
+
+    These problems have 1-8 parameters per run: intra-op threads only add synchronization
+    (on a loaded 2-core machine multi-threading made the loops ~20x slower)."""
+    torch = _torch()
+    old = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        yield torch
+    finally:
+        torch.set_num_threads(old)
+
+
+def _single_threaded(fn):
+    """Decorator: run ``fn`` inside :func:`_one_thread`."""
+    @functools.wraps(fn)
+    def wrapper(*args, **kwargs):
+        with _one_thread():
+            return fn(*args, **kwargs)
+    return wrapper
 
 
 # =================================================================================================
@@ -352,6 +378,7 @@ def _toy_pcd(eps: np.ndarray, x0: float, steps: int, lr: float, tau: float) -> T
                   {"x0": x0, "lr": lr, "tau": tau, "steps": steps})
 
 
+@_single_threaded
 def run_toy(eps: Any = PAPER_EPS, c: Any = DEFAULT_TOY_C, methods: Sequence[str] = TOY_METHODS, *,
             x0: float = 0.6, steps: int = 500, lr: float = 0.05, gda_dual_lr: float = 0.5,
             rho: float = 20.0, al_dual_lr: float = 1.0, kp: float = 20.0, ki: float = 0.5,
@@ -545,6 +572,7 @@ def train_penalty(data: RateData, c: Any, *, target: float = 0.7, steps: int = 3
             for i, cv in enumerate(cs)]
 
 
+@_single_threaded
 def train_penalty_torch(data: RateData, c: Any, *, target: float = 0.7, steps: int = 3000,
                         lr: float = 0.1) -> np.ndarray:
     """The same penalty loop written in torch (autograd, ``torch.optim.SGD``): the baseline of the
@@ -606,6 +634,7 @@ def _lagrangian_problem(data: RateData, W, eta: np.ndarray, target: float, init:
     return RateConstrained()
 
 
+@_single_threaded
 def train_lagrangian(data: RateData, eta: Any, *, target: float = 0.7, steps: int = 3000, lr: float = 0.1,
                      hist_every: int = 50, lambda0: Any = 0.0) -> list[RateRun]:
     """Plain GDA on the (proxy-)Lagrangian with Cooper, one run per dual step ``eta >= 0``:
@@ -792,6 +821,7 @@ def penalty_bisection(target: float = 0.7, tol: float = 1.0, *, c_lo: float = 1e
 # 3. Cost: constrained loop vs penalty loop
 # =================================================================================================
 
+@_single_threaded
 def rate_cost(steps: int = 300, repeats: int = 5, *, c: float = 2.15, eta: float = 0.1,
               target: float = 0.7, lr: float = 0.1, n: int = 400, seed: int = 0) -> dict:
     """Wall time of one training run: plain torch penalty loop vs Cooper's constrained loop

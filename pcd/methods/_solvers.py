@@ -50,6 +50,15 @@ def ridge(G: np.ndarray, rel: float | np.ndarray = 0.0) -> np.ndarray:
     return out
 
 
+def ridge2(G: np.ndarray, rel: float = 0.0) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """:func:`ridge` for K = 2 on flat arrays: ``(a, b, c)`` = ridged ``(G11, G12, G22)``."""
+    g11, g12, g22 = G[:, 0, 0], G[:, 0, 1], G[:, 1, 1]
+    tr = g11 + g22
+    z = tr <= 0.0
+    f = (float(rel) + 1e-20) * tr
+    return g11 + f + RIDGE_REL * g11 + z, g12, g22 + f + RIDGE_REL * g22 + z
+
+
 @lru_cache(maxsize=16)
 def _free_sets(n: int, include_empty: bool) -> np.ndarray:
     rows = [s for s in itertools.product((0.0, 1.0), repeat=n) if include_empty or any(s)]
@@ -96,8 +105,12 @@ def _nnqp2(S: np.ndarray, q: np.ndarray) -> np.ndarray:
     return np.where(np.isfinite(out), out, 0.0)
 
 
-def nnqp(S: np.ndarray, q: np.ndarray) -> np.ndarray:
-    """Batched ``argmin_{mu >= 0} 1/2 mu^T S mu + q^T mu`` for positive definite ``S [B, n, n]``."""
+def nnqp(S: np.ndarray, q: np.ndarray, free0: np.ndarray | None = None) -> np.ndarray:
+    """Batched ``argmin_{mu >= 0} 1/2 mu^T S mu + q^T mu`` for positive definite ``S [B, n, n]``.
+
+    ``free0`` ``[B, n]`` (bool, optional, n > 5 only): first guess of the set where ``mu > 0``
+    (e.g. the previous step's), which saves pivoting steps along a trajectory.
+    """
     B, n = q.shape
     if n == 1:
         return np.maximum(-q / S[:, :, 0], 0.0)
@@ -106,13 +119,14 @@ def nnqp(S: np.ndarray, q: np.ndarray) -> np.ndarray:
     if n <= 5:
         return _nnqp_enum(S, q)
     out = np.zeros((B, n))
+    use0 = free0 is not None and free0.shape == (B, n)
     for i in range(B):
-        mu = _nnqp_bpp(S[i], q[i])
+        mu = _nnqp_bpp(S[i], q[i], free=free0[i] if use0 else None)
         out[i] = _nnqp_nnls(S[i], q[i]) if mu is None else mu
     return out
 
 
-def _nnqp_bpp(S: np.ndarray, q: np.ndarray, maxiter: int = 60) -> np.ndarray | None:
+def _nnqp_bpp(S: np.ndarray, q: np.ndarray, maxiter: int = 60, free: np.ndarray | None = None) -> np.ndarray | None:
     """Block principal pivoting (Judice & Pires 1994) for the LCP ``w = S mu + q >= 0``,
     ``mu >= 0``, ``mu . w = 0`` with S positive definite: guess the free set, solve on it, flip every
     infeasible index (Murty's single flip when that stops improving). Typically a few Cholesky
@@ -122,7 +136,7 @@ def _nnqp_bpp(S: np.ndarray, q: np.ndarray, maxiter: int = 60) -> np.ndarray | N
     n = q.shape[0]
     scale = max(float(np.abs(np.diagonal(S)).max()), 1e-300)
     tol = 1e-12 * np.sqrt(scale * np.maximum(np.diagonal(S), 1e-300))
-    free = q < 0
+    free = q < 0 if free is None else free.copy()
     best, backup = n + 1, 3
     for _ in range(maxiter):
         mu = np.zeros(n)
@@ -168,21 +182,24 @@ def _nnqp_nnls(S: np.ndarray, q: np.ndarray) -> np.ndarray:
     return mu
 
 
-def project_dual_cone(G: np.ndarray, U: np.ndarray, reg_eps: float = 0.0) -> np.ndarray:
+def project_dual_cone(G: np.ndarray, U: np.ndarray, reg_eps: float = 0.0,
+                      free0: np.ndarray | None = None) -> np.ndarray:
     """Weights ``v`` of the projections of ``J^T u`` onto the dual cone ``{y : J y >= 0}``.
 
     By Proposition 1 of Jacobian Descent (arXiv 2406.16232), ``pi_J(J^T u) = J^T v`` with
     ``v = argmin_{v >= u} v^T G v``; with ``v = u + mu`` this is the non-negative QP
     ``min_{mu >= 0} 1/2 mu^T G mu + (G u)^T mu``. ``G [B, K, K]``, ``U [B, M, K]`` (M targets per
     problem) -> ``V [B, M, K]``. ``reg_eps`` adds ``reg_eps * trace(G) * I`` like TorchJD's
-    projector (which solves on ``G / trace(G) + reg_eps I``).
+    projector (which solves on ``G / trace(G) + reg_eps I``). ``free0`` ``[B, M, K]``: optional
+    first guess of where ``v > u`` (K > 5), e.g. ``V > U`` from the previous step.
     """
     B, M, K = U.shape
     Gr = ridge(G, reg_eps)
     S = np.repeat(Gr, M, axis=0)
     u = U.reshape(B * M, K)
     q = np.einsum("bij,bj->bi", S, u)
-    mu = nnqp(S, q)
+    f0 = None if free0 is None or free0.shape != (B, M, K) else free0.reshape(B * M, K)
+    mu = nnqp(S, q, f0)
     return (u + mu).reshape(B, M, K)
 
 

@@ -18,10 +18,14 @@ from __future__ import annotations
 
 import numpy as np
 
-from pcd.methods._solvers import project_dual_cone, ridge
+from pcd.methods._solvers import project_dual_cone, ridge2
 from pcd.methods.base import Method, MethodOutput, Param, register
 
 _REG = Param("reg_eps", 0.0, 0.0, 1e-2, help="Tikhonov term added to G / trace(G) (TorchJD's default: 1e-4)")
+
+
+def _free(state):
+    return state if isinstance(state, np.ndarray) and state.dtype == bool else None
 
 
 @register
@@ -35,15 +39,15 @@ class UPGrad(Method):
     def weights(self, gram, *, losses=None, jacobian=None, state=None, rng=None) -> MethodOutput:
         B, K = gram.shape[0], gram.shape[-1]
         if K == 2:  # closed form: v(e_1) = (1, max(0, -G12 / G22)), v(e_2) = (max(0, -G12 / G11), 1)
-            Gr = ridge(gram, self.hparams["reg_eps"])
-            a, b, c = Gr[:, 0, 0], Gr[:, 0, 1], Gr[:, 1, 1]
+            a, b, c = ridge2(gram, self.hparams["reg_eps"])
             w = np.empty((B, 2))
             w[:, 0] = 0.5 * (1.0 + np.maximum(-b / a, 0.0))
             w[:, 1] = 0.5 * (1.0 + np.maximum(-b / c, 0.0))
             return MethodOutput(weights=w, state=state)
         U = np.broadcast_to(np.eye(K) / K, (B, K, K))
-        V = project_dual_cone(gram, U, self.hparams["reg_eps"])
-        return MethodOutput(weights=V.sum(axis=1), state=state)
+        V = project_dual_cone(gram, U, self.hparams["reg_eps"], _free(state))
+        # state (K > 5): where each projection moved, the solver's first guess at the next call
+        return MethodOutput(weights=V.sum(axis=1), state=V > U if K > 5 else None)
 
 
 @register
@@ -56,6 +60,12 @@ class DualProj(Method):
 
     def weights(self, gram, *, losses=None, jacobian=None, state=None, rng=None) -> MethodOutput:
         B, K = gram.shape[0], gram.shape[-1]
+        if K == 2:  # closed form: the mean conflicts with at most one gradient; project off it
+            a, b, c = ridge2(gram, self.hparams["reg_eps"])
+            w = np.empty((B, 2))
+            w[:, 0] = 0.5 + np.maximum(-0.5 * (a + b) / a, 0.0)
+            w[:, 1] = 0.5 + np.maximum(-0.5 * (b + c) / c, 0.0)
+            return MethodOutput(weights=w, state=state)
         U = np.full((B, 1, K), 1.0 / K)
-        V = project_dual_cone(gram, U, self.hparams["reg_eps"])
-        return MethodOutput(weights=V[:, 0], state=state)
+        V = project_dual_cone(gram, U, self.hparams["reg_eps"], _free(state))
+        return MethodOutput(weights=V[:, 0], state=V > U if K > 5 else None)

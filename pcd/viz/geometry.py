@@ -44,7 +44,7 @@ def clip_polygon(box: tuple[float, float, float, float], halfplanes: Sequence[tu
     return poly
 
 
-def geometry_figure(result: dict[str, Any], show_region: bool = True, height: int = 600) -> go.Figure:
+def geometry_figure(result: dict[str, Any], show_region: bool = True, height: int = 560) -> go.Figure:
     """Gradients ``g_i`` (black / blue / amber), PCD's feasible region (shaded) and each method's
     update ``d`` as an arrow in its colour; PCD also shows its QP point ``d~`` (before the rescale
     to ``||g_1||``) and the pinned decomposition ``g_1 + mu g_2``.
@@ -113,8 +113,9 @@ def geometry_figure(result: dict[str, Any], show_region: bool = True, height: in
                                  hovertemplate="d~ = (%{x:.3f}, %{y:.3f})<extra></extra>"))
     fig.update_layout(**base_layout(height=height, annotations=annotations, showlegend=True))
     style_axes(fig)
-    fig.update_xaxes(range=[-lim, lim], zeroline=True, zerolinecolor="#c9ced4")
-    fig.update_yaxes(range=[-lim, lim], scaleanchor="x", scaleratio=1, zeroline=True, zerolinecolor="#c9ced4")
+    fig.update_xaxes(range=[-lim, lim], zeroline=True, zerolinecolor="#c9ced4", constrain="domain")
+    fig.update_yaxes(range=[-lim, lim], scaleanchor="x", scaleratio=1, zeroline=True, zerolinecolor="#c9ced4",
+                     constrain="domain")
     fig.update_layout(legend=dict(orientation="v", x=1.02, y=1.0, xanchor="left", yanchor="top"),
                       margin=dict(l=40, r=20, t=30, b=40))
     return fig

@@ -47,9 +47,6 @@ def residual_figure(records: Sequence[dict], floor: float = 1e-16, height: int =
     methods = list(dict.fromkeys(r["method"] for r in recs))
     fig = go.Figure()
     kk = np.geomspace(max(2, Ks[0]), max(Ks[-1], Ks[0] + 1), 100)
-    fig.add_trace(go.Scatter(x=kk, y=law(kk), mode="lines", name="law 1.536·√(K−1)",
-                             line=dict(color="#24292f", width=2, dash="dash"),
-                             hovertemplate="K = %{x:.0f}<br>1.536·√(K−1) = %{y:.4f}<extra></extra>"))
     fig.add_trace(go.Scatter(x=[kk[0], kk[-1]], y=[floor, floor], mode="lines", name=f"≤ {floor:g} (machine precision)",
                              line=dict(color="#8c959f", width=1, dash="dot"), hoverinfo="name"))
     for m in methods:
@@ -67,6 +64,10 @@ def residual_figure(records: Sequence[dict], floor: float = 1e-16, height: int =
             customdata=np.c_[raw, np.array(diag, dtype=object)],
             hovertemplate=f"<b>{method_label(m)}</b><br>K = %{{x:.0f}}<br>‖∇f₁‖ = %{{customdata[0]:.3e}}"
                           "<br>%{customdata[1]}<extra></extra>"))
+    # the law on top (dashed), so it stays visible where a method sits exactly on it
+    fig.add_trace(go.Scatter(x=kk, y=law(kk), mode="lines", name="law 1.536·√(K−1)",
+                             line=dict(color="#24292f", width=2, dash="dash"),
+                             hovertemplate="K = %{x:.0f}<br>1.536·√(K−1) = %{y:.4f}<extra></extra>"))
     fig.update_layout(**base_layout(height=height))
     style_axes(fig)
     fig.update_xaxes(type="log", title_text="number of objectives K", tickvals=Ks, ticktext=[str(k) for k in Ks])

@@ -176,6 +176,7 @@ def landscape_figure(res: Any, grid: tuple[Any, Any, Any], pareto_set: Any = Non
     diag = np.asarray(getattr(res, "diagnosis", np.full((M, S), "")), dtype=object)
     for m, name in enumerate(methods):
         full = np.concatenate([pos[m], np.full((S, 1, 2), np.nan)], axis=1).reshape(-1, 2)
+        full = full.astype(np.float32)
         txt = [f"start {s + 1} · step {int(k)}" for s in range(S) for k in list(record) + [-1]]
         traces.append(dict(type="scatter", x=full[:, 0], y=full[:, 1], mode="lines", name=method_label(name),
                            legendgroup=name, line=dict(color=rgba(method_color(name), 0.5), width=2.5),
@@ -214,7 +215,7 @@ def landscape_figure(res: Any, grid: tuple[Any, Any, Any], pareto_set: Any = Non
         idx = np.clip(t + tail_idx, 0, T - 1)
         pts = pos[:, :, idx, :]                                        # [M, S, TRAIL + 1, 2]
         xy = np.concatenate([pts[:, :, :-1].reshape(-1, 2), pts[head_order, :, -1].reshape(-1, 2)])
-        xy = np.round(xy, 5)
+        xy = xy.astype(np.float32)  # half the payload of ~200 frames; ample for a screen
         return xy[:, 0], xy[:, 1]
 
     t_show = T - 1 if not animate else 0

@@ -56,7 +56,7 @@ def curves_figure(series: Mapping[str, Sequence[Mapping[str, Any]]], methods: Ma
     ncols = min(3, len(present))
     nrows = math.ceil(len(present) / ncols)
     fig = make_subplots(rows=nrows, cols=ncols, subplot_titles=[CURVE_KEYS.get(k, k) for k in present],
-                        horizontal_spacing=0.08, vertical_spacing=0.16)
+                        horizontal_spacing=0.08, vertical_spacing=0.28 if nrows > 1 else 0.1)
     for j, (label, rows) in enumerate(series.items()):
         m = methods.get(label)
         color = method_color(m) if m else None
@@ -69,8 +69,11 @@ def curves_figure(series: Mapping[str, Sequence[Mapping[str, Any]]], methods: Ma
                                      line=dict(color=color, width=2), marker=dict(size=5),
                                      hovertemplate=f"{label}<br>epoch %{{x}}<br>{key} %{{y:.4g}}<extra></extra>"),
                           row=i // ncols + 1, col=i % ncols + 1)
-    fig.update_layout(**base_layout(height=max(height, 280 * nrows)))
-    fig.update_xaxes(title_text="epoch")
+    layout = base_layout(height=max(height, 320 * nrows))
+    layout["margin"] = dict(l=60, r=20, t=90, b=50)
+    layout["legend"] = dict(layout["legend"], y=1.0 + 60.0 / max(height, 320 * nrows))
+    fig.update_layout(**layout)
+    fig.update_xaxes(title_text="epoch", title_standoff=4)
     return style_axes(fig)
 
 

@@ -174,3 +174,26 @@ def test_exact_cancellation(name):
         assert np.all(norm >= 1e-3 * g) and np.all(np.isfinite(d))
         # it moves against g_1 by a share of the secondary's progress: g_2 . d > 0
         assert np.all(np.einsum("bn,bn->b", J[:, 1], d) > 0)
+
+
+try:
+    from hypothesis import given, settings, strategies as st
+    from hypothesis.extra.numpy import arrays
+except ImportError:  # pragma: no cover
+    given = None
+
+if given is not None:
+    @settings(max_examples=60, deadline=None)
+    @given(st.integers(2, 4).flatmap(lambda K: arrays(
+        np.float64, (1, K, 3),
+        elements=st.floats(-10, 10, allow_nan=False, allow_infinity=False))))
+    def test_hypothesis_finite_and_non_conflicting(J):
+        # arbitrary small Jacobians (zeros, duplicates, cancellations included by the strategy)
+        for name in DETERMINISTIC + ["pcgrad"]:
+            out, d = run(name, J, max_norm=0.0) if name in ("nashmtl", "auxinash") else run(name, J)
+            assert np.isfinite(out.weights).all() and np.isfinite(d).all(), name
+            if name in ("mgda", "upgrad", "dualproj"):
+                prog = J[0] @ d[0]
+                gn = np.linalg.norm(J[0], axis=-1)
+                dscale = np.linalg.norm(d[0]) + np.abs(out.weights[0]) @ gn
+                assert np.all(prog >= -1e-9 * gn * dscale - 1e-12), name

@@ -71,6 +71,8 @@ def test_queue_watch_and_explore_a_digits_run(streamlit_server, page, artifacts_
         # the live fragment notices and refreshes without a reload
         _wait(lambda: _metric(page, "done") == "1", 30, "the 'done' counter on the page")
         assert _metric(page, "running") == "0"
+        # nothing runs any more: the live curves go away (and the 2 s refresh with them)
+        _wait(lambda: page.get_by_text("Live curves of the running runs").count() == 0, 30, "live curves gone")
         page.screenshot(path=str(artifacts_dir / "pruning_lab_runs.png"))
 
         page.get_by_role("tab", name="Results explorer").click()

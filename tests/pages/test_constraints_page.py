@@ -1,6 +1,7 @@
 """AppTest of pages/07_Constraints_vs_penalties.py: default run, widgets, friendly errors."""
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -54,12 +55,27 @@ def test_changing_eps_and_c_rerenders_with_new_numbers(app):
     assert not app.exception and _metrics(app)["x* = arcsin ε"] == "0.3363"
 
 
+def _trace_names(app, title_part):
+    for chart in app.get("plotly_chart"):
+        spec = json.loads(chart.proto.spec)
+        title = spec.get("layout", {}).get("title", {}).get("text", "")
+        if title_part in title:
+            return [t.get("name") for t in spec["data"]]
+    raise AssertionError(f"no chart titled {title_part!r}")
+
+
 def test_rate_widgets_pick_other_runs(app):
+    before = _trace_names(app, "Decision boundaries")
+    assert any(n.startswith("penalty(c=2.15): 74.25 % class 0") for n in before)
     app.select_slider(key="cp_rate_c").set_value(100.0).run()
+    app.select_slider(key="cp_eta").set_value(10.0).run()
     assert not app.exception
-    names = [t for t in app.markdown if "PCD" in t.value]
-    assert names  # the PCD paragraph reports surrogate and true rate
-    assert any("surrogate" in t.value for t in names)
+    after = _trace_names(app, "Decision boundaries")
+    assert any(n.startswith("penalty(c=100): 100.00 % class 0") for n in after)
+    assert any(n.startswith("Lagrangian η = 10: 70.00 % class 0") for n in after)
+    assert app.query_params["rc"] == "100.0" and app.query_params["eta"] == "10.0"
+    pcd_text = [t.value for t in app.markdown if t.value.startswith("**PCD** (τ")]
+    assert pcd_text and "surrogate" in pcd_text[0]
 
 
 @pytest.mark.parametrize("key, value, msg", [("cp_eps", 1.2, "strictly between 0 and 1"),
