@@ -19,7 +19,7 @@ setup_page(
     intro=(
         "Run every method from the same start points on a 2-D problem and watch where it goes. The background "
         "is the primary objective (darker = higher, log scale, contour lines); green marks where the secondary "
-        "is zero; the gold star is where **both** objectives are optimal. Symmetric methods stop where the "
+        "is at its minimum (zero here); the gold star is where **both** objectives are optimal. Symmetric methods stop where the "
         "gradients cancel — a **conflict equilibrium** — although the primary gradient is not zero; PCD keeps "
         "g₁ as the anchor and crosses the barrier. Press **▶ Play** under the map."
     ),
@@ -175,7 +175,8 @@ for name, msg in res.errors.items():
 
 names = _grid(problem_name, f1, f2)[3]
 st.subheader("Where each trajectory ended")
-table = studio.endpoint_table(res, names)
+table = studio.endpoint_table(res)
+st.caption(" · ".join(f"f{k + 1} = {n}" for k, n in enumerate(names)))
 
 
 def _shade(col):

@@ -86,9 +86,11 @@ if clicked is not None and clicked in TAUS and st.session_state.get("td_last_cli
     st.session_state["td_last_click"] = clicked
     st.session_state["td_tau"] = clicked
 
+if "td_tau" not in st.session_state:
+    st.session_state["td_tau"] = sel_default
 left, right = st.columns([1.15, 1])
 with right:
-    tau_sel = st.select_slider("show the trajectory for τ", TAUS, value=sel_default, key="td_tau")
+    tau_sel = st.select_slider("show the trajectory for τ", TAUS, key="td_tau")
 url_sync(problem=problem, steps=steps, lr=lr, tau=tau_sel)
 try:
     fig = tradeoff_figure(records, pareto_front=front, selected=tau_sel,

@@ -152,7 +152,6 @@ with tab_iwrm:
         else:
             st.plotly_chart(fig, theme=None, key="jd_iwrm_chart", config={"displaylogo": False})
             rows = jd.iwrm_rows(res)
-            by = {r["method"]: r for r in rows}
             here = "; ".join(f"{r['display_name'] if r['method'] != 'ws' else 'Mean'} "
                              f"{r['final_test_acc_pct']:.1f} % (loss {r['final_train_loss']:.3f}, "
                              f"early cos {r['early_cosine']:.2f})" for r in rows)

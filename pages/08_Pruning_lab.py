@@ -6,6 +6,7 @@ same one ``python -m pcd runs ...`` uses; a background supervisor executes the q
 from __future__ import annotations
 
 import os
+import time
 
 import pandas as pd
 import streamlit as st
@@ -180,6 +181,7 @@ STATUS_ICON = {"queued": "queued", "running": "running", "done": "done", "failed
 
 
 def _runs_table(runs: list[dict]) -> pd.DataFrame:
+    now = time.time()
     rows = []
     for r in runs:
         cfg = r["config"] or {}
@@ -190,7 +192,10 @@ def _runs_table(runs: list[dict]) -> pd.DataFrame:
             "progress": float(r["progress"] or 0.0),
             "epoch": f"{r['epoch'] or 0}/{r['epochs'] or cfg.get('epochs', '?')}",
             "ETA": f"{eta:.0f} s" if eta is not None else "",
-            "device": r["device"] or "", "method": cfg.get("method", ""),
+            "device": r["device"] or "",
+            "heartbeat": (f"{max(0.0, now - r['heartbeat']):.0f} s ago" if r["status"] == "running"
+                          and r.get("heartbeat") else ""),
+            "method": cfg.get("method", ""),
             "τ": cfg.get("tau") if uses_tau(str(cfg.get("method"))) else None, "seed": cfg.get("seed"),
             "data / arch": f"{cfg.get('dataset')}/{cfg.get('arch')}",
             "acc %": res.get("test_acc"), "group sparsity %": res.get("group_sparsity"),
@@ -223,8 +228,8 @@ def _runs_view() -> None:
         st.markdown("**Live curves of the running runs**")
         series = {f"run {r['id']}": store.metrics(r["id"]) for r in running}
         meth = {f"run {r['id']}": (r["config"] or {}).get("method", "") for r in running}
-        st.plotly_chart(curves_figure(series, meth, keys=["test_acc", "train_loss", "group_sparsity", "mu",
-                                                          "cosine"]),
+        st.plotly_chart(curves_figure(series, meth, keys=["test_acc", "train_loss", "secondary_1", "group_sparsity",
+                                                          "mu", "cosine"]),
                         theme=None, key="pl_live", config={"displaylogo": False})
     if st.session_state.get("pl_was_active") and not (running or counts["queued"]):
         st.session_state["pl_was_active"] = False

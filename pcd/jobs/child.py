@@ -20,7 +20,7 @@ import sys
 import threading
 import time
 import traceback
-from typing import Any, Callable
+from typing import Callable
 
 from pcd.jobs.store import RunStore
 

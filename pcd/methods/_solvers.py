@@ -6,7 +6,8 @@ Every routine works on a batch of problems ``[B, ...]`` and is exact up to float
                       (K = 1, 2: closed forms; K <= 5: the KKT point found by enumerating the
                       2^K free sets, vectorized; larger K: block principal pivoting per
                       problem, Cholesky + NNLS as the fallback).
-* :func:`simplex_min_norm`  ``min_{a in simplex} a^T G a`` (MGDA's problem).
+* :func:`simplex_min_norm`  ``min_{a in simplex} a^T G a`` (MGDA's problem; K = 2 closed form, K <= 5
+                      enumeration, larger K block principal pivoting on the support).
 * :func:`nash`        ``alpha > 0`` with ``alpha_i (G alpha)_i = p_i`` (Nash bargaining, Nash-MTL /
                       AuxiNash): K = 2 closed form, otherwise damped Newton on the self-concordant
                       ``1/2 a^T G a - sum_i p_i log a_i``.
@@ -23,7 +24,7 @@ from functools import lru_cache
 
 import numpy as np
 
-RIDGE_REL = 1e-13  # ridge added to the diagonal, relative to the trace (uniqueness only)
+RIDGE_REL = 1e-13  # ridge added to each diagonal entry, relative to that entry (uniqueness only)
 
 
 def trace(G: np.ndarray) -> np.ndarray:
@@ -31,7 +32,7 @@ def trace(G: np.ndarray) -> np.ndarray:
 
 
 def ridge(G: np.ndarray, rel: float | np.ndarray = 0.0) -> np.ndarray:
-    """``G + diag(rel * trace(G) + RIDGE_REL * G_ii + 1e-20 * trace(G))``; the identity when G = 0.
+    """``G + diag(rel * trace(G) + RIDGE_REL * G_ii + 1e-30 * trace(G))``; the identity when G = 0.
 
     ``rel`` is TorchJD's ``reg_eps`` (its projector solves on ``G / trace(G) + reg_eps I``). The
     ``RIDGE_REL * G_ii`` part only makes singular problems' weights unique (it is relative to each
@@ -42,7 +43,7 @@ def ridge(G: np.ndarray, rel: float | np.ndarray = 0.0) -> np.ndarray:
     K = G.shape[-1]
     diag = np.diagonal(G, axis1=1, axis2=2)
     tr = diag.sum(-1, keepdims=True)
-    delta = (float(rel) + 1e-20) * tr + RIDGE_REL * diag
+    delta = (float(rel) + 1e-30) * tr + RIDGE_REL * diag
     out = G + np.einsum("bi,ij->bij", delta, np.eye(K))
     zero = tr[:, 0] <= 0.0
     if zero.any():
@@ -55,7 +56,7 @@ def ridge2(G: np.ndarray, rel: float = 0.0) -> tuple[np.ndarray, np.ndarray, np.
     g11, g12, g22 = G[:, 0, 0], G[:, 0, 1], G[:, 1, 1]
     tr = g11 + g22
     z = tr <= 0.0
-    f = (float(rel) + 1e-20) * tr
+    f = (float(rel) + 1e-30) * tr
     return g11 + f + RIDGE_REL * g11 + z, g12, g22 + f + RIDGE_REL * g22 + z
 
 
@@ -206,10 +207,11 @@ def project_dual_cone(G: np.ndarray, U: np.ndarray, reg_eps: float = 0.0,
 def simplex_min_norm(G: np.ndarray) -> np.ndarray:
     """``argmin_{a >= 0, sum a = 1} a^T G a`` for ``G [B, K, K]`` (MGDA, Desideri 2012).
 
-    K = 2: ``a_1 = clip((G22 - G12) / (G11 + G22 - 2 G12), 0, 1)``. 3 <= K <= 5: with ``Gr = G + delta I``
-    positive definite, ``beta = argmin_{beta >= 0} 1/2 beta^T Gr beta - 1^T beta`` and
-    ``a = beta / sum(beta)`` (the KKT conditions ``(Gr a)_i >= a^T Gr a`` coincide), vectorized.
-    K > 5: block principal pivoting on the support (:func:`_simplex_bpp`) per problem.
+    K = 2: ``a_1 = clip((G22 - G12) / (G11 + G22 - 2 G12), 0, 1)``. 3 <= K <= 5: on the ridged
+    (positive definite) ``Gr``, the bordered KKT system of every support, vectorized
+    (:func:`_simplex_enum`). K > 5: block principal pivoting on the support (:func:`_simplex_bpp`)
+    per problem, with the non-negative QP form ``beta = argmin_{beta >= 0} 1/2 beta^T Gr beta -
+    1^T beta``, ``a = beta / sum(beta)`` as the fallback.
     """
     B, K = G.shape[0], G.shape[-1]
     if K == 1:
@@ -223,9 +225,7 @@ def simplex_min_norm(G: np.ndarray) -> np.ndarray:
         return np.stack([t, 1.0 - t], axis=-1)
     Gr = ridge(G)
     if K <= 5:
-        beta = nnqp(Gr, -np.ones((B, K)))
-        s = beta.sum(axis=-1, keepdims=True)
-        return np.where(s > 0, beta / np.where(s > 0, s, 1.0), 1.0 / K)
+        return _simplex_enum(Gr)
     out = np.empty((B, K))
     for i in range(B):
         a = _simplex_bpp(Gr[i])
@@ -234,6 +234,27 @@ def simplex_min_norm(G: np.ndarray) -> np.ndarray:
             a = beta / beta.sum() if beta.sum() > 0 else np.full(K, 1.0 / K)
         out[i] = a
     return out
+
+
+def _simplex_enum(G: np.ndarray) -> np.ndarray:
+    """Vectorized over the batch and all 2^K - 1 supports F: the bordered KKT system
+    ``[G_FF 1; 1^T 0] [a_F; -nu] = [0; 1]`` (``nu = a^T G a`` at its solution); the feasible
+    (``a_F >= 0``) candidate with the smallest ``nu`` is the minimizer. G positive definite."""
+    B, K = G.shape[0], G.shape[-1]
+    F = _free_sets(K, False)  # [P, K]
+    P = F.shape[0]
+    M = np.zeros((B, P, K + 1, K + 1))
+    M[..., :K, :K] = G[:, None] * (F[:, :, None] * F[:, None, :])[None] + (np.eye(K) * (1.0 - F)[:, None, :])[None]
+    M[..., :K, K] = F[None]
+    M[..., K, :K] = F[None]
+    rhs = np.zeros((B, P, K + 1))
+    rhs[..., K] = 1.0
+    sol = np.linalg.solve(M, rhs[..., None])[..., 0]
+    a, nu = sol[..., :K], -sol[..., K]
+    feas = a.min(axis=-1) >= -1e-12
+    best = np.argmin(np.where(feas, nu, np.inf), axis=1)
+    a = np.maximum(a[np.arange(B), best], 0.0)
+    return a / a.sum(axis=-1, keepdims=True)
 
 
 def _simplex_bpp(G: np.ndarray, maxiter: int = 60) -> np.ndarray | None:

@@ -200,7 +200,7 @@ def _cagrad_k2(G: np.ndarray, c: float, norm_eps: float) -> np.ndarray:
     phi = 0.5 * c * np.sqrt(np.maximum(a + 2.0 * o + e, 0.0))
     # ridge (uniqueness only; see pcd.methods._solvers.ridge); identity when the trace is 0
     z = ~keep
-    ar, er = a * (1.0 + 1e-13) + 1e-20 + z, e * (1.0 + 1e-13) + 1e-20 + z
+    ar, er = a * (1.0 + 1e-13) + 1e-30 + z, e * (1.0 + 1e-13) + 1e-30 + z
     f1 = b1 + phi * np.sqrt(ar)
     f2 = b2 + phi * np.sqrt(er)
     det = ar * er - o * o

@@ -23,10 +23,11 @@ def pcgrad_weights(G: np.ndarray, perms: np.ndarray) -> np.ndarray:
     B, K = G.shape[0], G.shape[-1]
     if K == 2:  # closed form: each gradient loses its component along the other when they conflict
         a, b, c = G[:, 0, 0], G[:, 0, 1], G[:, 1, 1]
-        neg = b < 0.0  # implies a > 0 and c > 0
+        # b < 0 implies a, c > 0 in exact arithmetic; guard against underflowed squared norms
+        n1, n2 = (b < 0.0) & (c > 0.0), (b < 0.0) & (a > 0.0)
         w = np.ones((B, 2))
-        w[:, 1] += np.where(neg, -b / np.where(neg, c, 1.0), 0.0)
-        w[:, 0] += np.where(neg, -b / np.where(neg, a, 1.0), 0.0)
+        w[:, 1] += np.where(n1, -b / np.where(n1, c, 1.0), 0.0)
+        w[:, 0] += np.where(n2, -b / np.where(n2, a, 1.0), 0.0)
         return w
     rows = np.arange(B)
     diag = np.diagonal(G, axis1=1, axis2=2)
@@ -37,9 +38,9 @@ def pcgrad_weights(G: np.ndarray, perms: np.ndarray) -> np.ndarray:
         for t in range(K):
             j = perms[:, i, t]
             inner = np.einsum("bk,bk->b", G[rows, j], c)
-            hit = (j != i) & (inner < 0.0)
             gjj = diag[rows, j]
-            # inner < 0 implies g_j != 0, hence G_jj > 0
+            # inner < 0 implies g_j != 0, hence G_jj > 0 (guarded against underflow)
+            hit = (j != i) & (inner < 0.0) & (gjj > 0.0)
             c[rows, j] -= np.where(hit, inner / np.where(hit, gjj, 1.0), 0.0)
         total += c
     return total

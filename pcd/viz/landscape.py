@@ -4,7 +4,7 @@ Why a background *image*: Plotly drops contour/heatmap traces when an animation 
 landscape is rendered once to a PNG (NumPy -> PIL) and placed with ``layout.images``; every
 animated trace is a scatter (which survives ``Plotly.animate`` with ``redraw=False``). Contour
 lines of the primary are drawn into the image (quantized log-levels), the secondaries' zero sets
-are tinted green. The full paths are drawn faint and static; each frame moves only the heads and
+are tinted green (where each secondary attains its minimum on the grid, 0 for a constraint-like secondary). The full paths are drawn faint and static; each frame moves only the heads and
 a short solid trail. Frames are the engine's recorded steps (``record=200`` -> ~200 steps sampled
 half geometrically, half linearly, so the fast early motion is not lost).
 """
@@ -162,12 +162,7 @@ def landscape_figure(res: Any, grid: tuple[Any, Any, Any], pareto_set: Any = Non
     if Z.shape[0] > 1:
         traces.append(dict(type="scatter", x=[None], y=[None], mode="markers",
                            marker=dict(symbol="square", size=12, color=rgba("#2ea043", 0.8)),
-                           name="secondary = 0", hoverinfo="skip"))
-    if pareto_set is not None:
-        ps = np.asarray(pareto_set, dtype=np.float64)
-        if ps.ndim == 2 and ps.shape[1] == 2 and len(ps) > 1:
-            traces.append(dict(type="scatter", x=ps[:, 0], y=ps[:, 1], mode="lines", name="Pareto set",
-                               line=dict(color="#8250df", width=3, dash="dash"), hoverinfo="name"))
+                           name="secondary at its minimum", hoverinfo="skip"))
     if optima is not None:
         op = np.asarray(optima, dtype=np.float64).reshape(-1, 2)
         traces.append(dict(type="scatter", x=op[:, 0], y=op[:, 1], mode="markers", name="all objectives optimal",
@@ -182,6 +177,12 @@ def landscape_figure(res: Any, grid: tuple[Any, Any, Any], pareto_set: Any = Non
                            legendgroup=name, line=dict(color=rgba(method_color(name), 0.5), width=2.5),
                            text=txt, hovertemplate=f"{method_label(name)} · %{{text}}<br>"
                                                    f"(%{{x:.3f}}, %{{y:.3f}})<extra></extra>"))
+    # the Pareto set above the faint paths
+    if pareto_set is not None:
+        ps = np.asarray(pareto_set, dtype=np.float64)
+        if ps.ndim == 2 and ps.shape[1] == 2 and len(ps) > 1:
+            traces.append(dict(type="scatter", x=ps[:, 0], y=ps[:, 1], mode="lines", name="Pareto set",
+                               line=dict(color="#8250df", width=3, dash="dash"), hoverinfo="name"))
     traces.append(dict(type="scatter", x=starts[:, 0], y=starts[:, 1], mode="markers+text", name="starts",
                        text=[f"S{s + 1}" for s in range(S)], textposition="top center",
                        textfont=dict(size=12, color="#24292f"),

@@ -4,9 +4,7 @@ from __future__ import annotations
 import os
 import signal
 import subprocess
-import sys
 import time
-from contextlib import contextmanager
 from pathlib import Path
 
 import pytest

@@ -39,6 +39,7 @@ def test_ray_backend_runs_streams_progress_cancels_and_fails(tmp_path, local_ray
     ok = store.submit({"epochs": 3, "sleep": 0.2})
     long = store.submit({"epochs": 500, "sleep": 0.2})
     bad = store.submit({"behaviour": "crash"})
+    hung = store.submit({"behaviour": "hang"})
     sup = Supervisor(tmp_path, slots=2, backend="ray", runner="tests.jobs.runners:dispatch", poll_s=0.1,
                      cancel_grace_s=3.0)
     th = threading.Thread(target=sup.run, kwargs={"max_seconds": 120}, daemon=True)
@@ -54,6 +55,13 @@ def test_ray_backend_runs_streams_progress_cancels_and_fails(tmp_path, local_ray
         wait_for(lambda: store.get(long)["status"] == "cancelled", 15, what="ray run cancelled")
         wait_for(lambda: store.get(bad)["status"] == "failed", 60, what="crash recorded")
         assert store.get(bad)["error"] == "RuntimeError: boom: simulated crash in epoch 1"
+        # a task that ignores the cancel flag is force-cancelled (ray.cancel(force=True)) after the grace
+        wait_for(lambda: store.get(hung)["status"] == "running" and store.get(hung)["progress"] > 0, 60,
+                 what="hung task reporting")
+        store.cancel(hung)
+        wait_for(lambda: store.get(hung)["status"] == "cancelled", 20, what="hung ray task force-cancelled")
+        assert "worker killed after 3 s" in store.get(hung)["error"]
+        assert not sup.jobs  # both slots free again
     finally:
         sup.stop()
         th.join(timeout=30)

@@ -1,7 +1,6 @@
 """Unit tests of the SQLite run store: claim, cancel, reap, order, concurrency."""
 from __future__ import annotations
 
-import json
 import multiprocessing as mp
 import sqlite3
 import threading

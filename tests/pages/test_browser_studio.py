@@ -72,17 +72,24 @@ def test_page_loads_slider_changes_figure(page, streamlit_server, artifacts_dir,
     assert page.locator("[data-testid='stException']").count() == 0
     before = page.evaluate(SIGNATURE)
     slider = page.locator(f".st-key-{slider_key} input[type='range']").first
-    slider.focus()
-    t1 = time.perf_counter()
-    slider.press("ArrowRight")
-    page.wait_for_function(f"(before) => ({SIGNATURE})() !== before", arg=before, timeout=60_000)
-    latency = time.perf_counter() - t1
-    _wait_idle(page)
-    assert page.locator("[data-testid='stException']").count() == 0
+    latencies = []
+    for _ in range(2):  # the first change after a load, then a second (warm) one
+        slider.focus()
+        t1 = time.perf_counter()
+        slider.press("ArrowRight")
+        page.wait_for_function(f"(before) => ({SIGNATURE})() !== before", arg=before, timeout=60_000)
+        latencies.append(time.perf_counter() - t1)
+        _wait_idle(page)
+        assert page.locator("[data-testid='stException']").count() == 0
+        before = page.evaluate(SIGNATURE)
     # the new value is in the URL (shareable view)
     assert "=" in page.url.split("?", 1)[-1]
-    page.screenshot(path=str(artifacts_dir / f"studio_{path}.png"), full_page=True)
-    LATENCY[path] = {"first_load_s": round(first_load, 3), "slider_to_new_figure_s": round(latency, 3)}
+    # Streamlit scrolls inside its own container: a tall viewport captures the whole page
+    page.set_viewport_size({"width": 1400, "height": 2400})
+    page.wait_for_timeout(800)
+    page.screenshot(path=str(artifacts_dir / f"studio_{path}.png"))
+    LATENCY[path] = {"first_load_s": round(first_load, 3),
+                     "slider_to_new_figure_s": [round(v, 3) for v in latencies]}
 
 
 def test_toy_page_play_advances_animation(page, streamlit_server, artifacts_dir):
@@ -108,3 +115,15 @@ def test_toy_page_play_advances_animation(page, streamlit_server, artifacts_dir)
     paused = page.evaluate(slider_val)
     page.wait_for_timeout(700)
     assert page.evaluate(slider_val) == paused
+
+
+def test_tau_page_click_on_curve_selects_that_tau(page, streamlit_server):
+    page.goto(f"{streamlit_server['url']}/Tau_dial?problem=quadratic&steps=200&lr=0.02&tau=0.1")
+    _wait_chart(page)
+    _wait_idle(page)
+    points = page.locator(".js-plotly-plot").first.locator(".scatterlayer .trace").first.locator(".points path")
+    assert points.count() == 11  # one point per τ of the sweep
+    points.nth(8).click(force=True)  # τ = 0.5
+    page.wait_for_function("() => window.location.search.includes('tau=0.5')", timeout=30_000)
+    _wait_idle(page)
+    assert page.locator("text=PCD trajectories at τ = 0.5").count() == 1

@@ -27,7 +27,7 @@ def _app():
     return at
 
 
-def _result(method, tau, acc, gs, params_after, secondary="group_lasso", rank=None, seed=0):
+def _result(method, tau, acc, gs, params_after, secondary="group_lasso", rank=None, seed=0, model_path=None):
     cfg = {"dataset": "digits", "arch": "smallcnn", "method": method, "tau": tau, "seed": seed, "epochs": 3,
            "secondary": secondary, "grouping": "filter", "batch_size": 128}
     return cfg, {"config": cfg, "test_acc": acc, "group_sparsity": gs, "param_sparsity": gs, "grouping": "filter",
@@ -36,7 +36,7 @@ def _result(method, tau, acc, gs, params_after, secondary="group_lasso", rank=No
                  "export": {"params_before": 1000, "params_after": params_after, "flops_before": 2e6,
                             "flops_after": 2e6 * params_after / 1000, "latency_ms_before": 1.0,
                             "latency_ms_after": 0.8, "file_bytes_before": 8000, "file_bytes_after": 8 * params_after,
-                            "test_acc": acc - 0.5}}
+                            "test_acc": acc - 0.5, **({"path": str(model_path)} if model_path else {})}}
 
 
 def _add_done(store, *specs):
@@ -116,6 +116,8 @@ def test_runs_table_live_curves_and_cancel(data_dir):
     assert list(df["id"]) == [queued, running]
     assert list(df["status"]) == ["queued", "running"]
     assert df.loc[df["id"] == running, "progress"].item() == pytest.approx(0.25)
+    assert df.loc[df["id"] == running, "heartbeat"].item().endswith("s ago")
+    assert df.loc[df["id"] == running, "device"].item() == "cpu:0"
     live = at.get("plotly_chart")
     assert any("run %d" % running in el.proto.spec for el in live)
     at.selectbox(key="pl_action_id").set_value(queued)
@@ -130,8 +132,10 @@ def test_runs_table_live_curves_and_cancel(data_dir):
 
 def test_results_explorer_front_matched_comparison_and_hypervolume(data_dir):
     store = RunStore(data_dir)
+    model = data_dir / "model_pruned.pt"
+    model.write_bytes(b"pruned-model-bytes")
     ids = _add_done(store,
-                    ("pcd", 0.02, 95.0, 60.0, 300), ("pcd", 0.1, 90.0, 85.0, 150),
+                    ("pcd", 0.02, 95.0, 60.0, 300), ("pcd", 0.1, 90.0, 85.0, 150, {"model_path": model}),
                     ("ws", 0.02, 60.0, 82.0, 160), ("mgda", 0.02, 12.0, 99.0, 10),
                     ("pcd", 0.02, 93.0, 70.0, 300, {"secondary": "l1+nuclear", "rank": 2.0}),
                     ("auxinash", 0.02, 50.0, 50.0, 500, {"secondary": "l1+nuclear", "rank": 4.0}))
@@ -149,6 +153,8 @@ def test_results_explorer_front_matched_comparison_and_hypervolume(data_dir):
     at.run()
     rep = _table(at, "measure")
     assert rep.loc[rep["measure"] == "parameters", "after"].item() == 150
+    labels = [b.label for b in at.get("download_button")]
+    assert "Download metrics CSV" in labels and "Download pruned model" in labels
     assert not at.exception
 
 

@@ -54,6 +54,13 @@ def test_geometry_page_widgets_rerender_and_url():
     at.multiselect(key="geo_methods").set_value(["pcd", "upgrad"]).run()
     _ok(at)
     assert list(at.dataframe[0].value["method"]) == ["PCD", "UPGrad"]
+    # PNG export degrades gracefully without kaleido (a note, no error)
+    at.toggle(key="geo_png").set_value(True).run()
+    _ok(at)
+    try:
+        import kaleido  # noqa: F401
+    except ImportError:
+        assert any("kaleido" in c.value for c in at.caption)
 
 
 def test_toy_page_default_animation_and_widgets():
