@@ -33,6 +33,27 @@ PROBLEMS = list(studio.TOY_PROBLEMS)
 DEFAULT_F1 = "(x**2-4)**2/4 + y**2/2"
 DEFAULT_F2 = "relu(abs(x-2)-0.5) + relu(abs(y)-0.5)"
 
+MODES = ["presets", "grid", "typed"]
+DEFAULT_TYPED = "-2.5, 0.4\n-1.0, 1.5"
+# Start-point widgets are driven by session state so that a click on the map can switch them to
+# "typed" and append the clicked point before they are drawn.
+if "toy_starts" not in st.session_state:
+    st.session_state["toy_starts"] = url_default("starts", "presets", MODES)
+if "toy_typed" not in st.session_state:
+    st.session_state["toy_typed"] = url_default("typed", DEFAULT_TYPED)
+_event = st.session_state.get("toy_map")
+try:
+    _pts = list(_event["selection"]["points"]) if _event else []
+except (KeyError, TypeError):
+    _pts = []
+if _pts and "x" in _pts[-1] and "y" in _pts[-1]:
+    _click = (round(float(_pts[-1]["x"]), 3), round(float(_pts[-1]["y"]), 3))
+    if st.session_state.get("toy_last_click") != _click:
+        st.session_state["toy_last_click"] = _click
+        base = st.session_state.get("toy_last_starts", "")
+        st.session_state["toy_starts"] = "typed"
+        st.session_state["toy_typed"] = (base + "\n" if base else "") + f"{_click[0]:.3f}, {_click[1]:.3f}"
+
 with st.sidebar:
     st.header("Settings")
     problem_name = st.selectbox("problem", PROBLEMS, index=PROBLEMS.index(url_default("problem", "saddle2d", PROBLEMS)),
@@ -55,16 +76,14 @@ with st.sidebar:
                    horizontal=True, format_func={"adam": "Adam", "sgd": "SGD"}.get, key="toy_opt")
     lr = st.select_slider("learning rate", LRS, value=url_default("lr", 0.02, LRS), key="toy_lr")
     steps = st.select_slider("steps", STEPS, value=url_default("steps", 1000, STEPS), key="toy_steps")
-    mode = st.radio("start points", ["presets", "grid", "typed"], horizontal=True,
-                    index=["presets", "grid", "typed"].index(url_default("starts", "presets", ["presets", "grid", "typed"])),
-                    key="toy_starts")
+    mode = st.radio("start points", MODES, horizontal=True, key="toy_starts",
+                    help="or click on the map to add a start point")
     grid_n = 3
     typed = ""
     if mode == "grid":
         grid_n = st.slider("grid (n × n starts)", 2, 5, url_default("grid", 3), key="toy_grid")
     elif mode == "typed":
-        typed = st.text_area("start points 'x, y' (one per line)", url_default("typed", "-2.5, 0.4\n-1.0, 1.5"),
-                             key="toy_typed")
+        typed = st.text_area("start points 'x, y' (one per line)", key="toy_typed")
     with st.expander("method hyper-parameters"):
         try:
             hp_url = json.loads(url_default("hp", "{}"))
@@ -146,7 +165,8 @@ def _run_one(name, f1, f2, method, hp_json, tau, opt, lr, steps, starts):
 @st.cache_resource(show_spinner=False, max_entries=32)
 def _figures(name, f1, f2, runs_key, _res):
     grid, pareto, optima, names = _grid(name, f1, f2)
-    return (landscape_figure(_res, grid, pareto_set=pareto, optima=optima, height=560, image=_image(name, f1, f2)),
+    return (landscape_figure(_res, grid, pareto_set=pareto, optima=optima, height=560, image=_image(name, f1, f2),
+                             click_grid=60),
             loss_figure(_res, names))
 
 
@@ -159,6 +179,7 @@ try:
     else:
         starts = studio.parse_starts(typed)
     starts_key = tuple(map(tuple, np.round(np.asarray(starts, dtype=float), 10).tolist()))
+    st.session_state["toy_last_starts"] = "\n".join(f"{x:.3f}, {y:.3f}" for x, y in np.asarray(starts)[:, :2])
     with st.spinner("running…"):
         runs = [_run_one(problem_name, f1, f2, m, json.dumps(hparams.get(m, {}), sort_keys=True),
                          tau if m == "pcd" else None, opt, lr, steps, starts_key) for m in methods]
@@ -169,7 +190,9 @@ except ValueError as exc:
     show_error(exc)
     st.stop()
 
-st.plotly_chart(fig, theme=None, key="toy_map", config={"displaylogo": False, "scrollZoom": False})
+st.plotly_chart(fig, theme=None, key="toy_map", on_select="rerun", selection_mode="points",
+                config={"displaylogo": False, "scrollZoom": False})
+st.caption("Click anywhere on the map to add a start point there (the start points switch to *typed*).")
 for name, msg in res.errors.items():
     st.warning(f"{registry.get(name).display_name} failed: {msg}")
 

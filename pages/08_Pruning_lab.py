@@ -117,7 +117,7 @@ with tab_queue:
         c1, c2, c3 = st.columns(3)
         epochs = int(c1.number_input("epochs", 1, 1000, int(url_default("epochs", 3)), key="pl_epochs"))
         batch = int(c2.number_input("batch size", 1, 4096, 128, key="pl_batch"))
-        lr = float(c3.number_input("learning rate", 1e-6, 10.0, 1e-3, format="%g", key="pl_lr"))
+        lr = float(c3.number_input("learning rate", 1e-6, 10.0, 1e-3, step=1e-4, format="%g", key="pl_lr"))
         c1, c2, c3 = st.columns(3)
         optimizer = c1.selectbox("optimizer", ["adam", "sgd"], key="pl_opt")
         device = c2.selectbox("device", ["auto", "cpu", "cuda"], key="pl_device")

@@ -75,8 +75,11 @@ def _nnqp_enum(S: np.ndarray, q: np.ndarray) -> np.ndarray:
     M = S[:, None] * FF[None] + (np.eye(n) * (1.0 - F)[:, None, :])[None]  # [B, P, n, n]
     rhs = -(q[:, None, :] * F[None])  # [B, P, n]
     mu = np.linalg.solve(M, rhs[..., None])[..., 0]
-    scale = np.abs(mu).max(axis=-1)
-    feas = mu.min(axis=-1) >= -1e-9 * scale - 1e-300
+    # per-component tolerance: the size of the terms of equation i over S_ii (components can differ
+    # by many orders of magnitude when the gradients' norms do)
+    diag = np.diagonal(S, axis1=1, axis2=2)[:, None, :]
+    terms = np.abs(q)[:, None, :] + np.einsum("bij,bpj->bpi", np.abs(S), np.abs(mu))
+    feas = np.all(mu >= -1e-9 * terms / diag - 1e-300, axis=-1)
     obj = 0.5 * np.einsum("bn,bpn->bp", q, mu)  # = 1/2 mu^T S mu + q^T mu at a stationary point
     obj = np.where(feas, obj, np.inf)
     best = np.argmin(obj, axis=1)
@@ -325,7 +328,13 @@ def nash(G: np.ndarray, p: np.ndarray, alpha0: np.ndarray | None = None, *, max_
     B, K = p.shape
     diag = np.diagonal(G, axis1=1, axis2=2)
     tr = diag.sum(-1, keepdims=True)
-    G0 = np.where((tr[:, 0] <= 0)[:, None, None], np.eye(K), G)
+    zero = tr[:, 0] <= 0
+    G0 = np.where(zero[:, None, None], np.eye(K), G) if zero.any() else G
+    if K == 2:  # closed form: solve the plain and the ridged problem in one vectorized pass
+        Gr = G0 + np.einsum("bi,ij->bij", 1e-14 * diag + 1e-16 * tr / K, np.eye(K))
+        both, rb = _nash_solve(np.concatenate([G0, Gr]), np.concatenate([p, p]), None, max_iter, tol)
+        bad = ~(rb[:B] <= 1e-9) | ~np.isfinite(both[:B]).all(-1)
+        return np.where(bad[:, None], both[B:], both[:B]), np.where(bad, rb[B:], rb[:B])
     # warm-started regular problems converge in a few Newton steps; don't spend long on singular ones
     alpha, res = _nash_solve(G0, p, alpha0, max_iter if alpha0 is None else min(max_iter, 20), tol)
     bad = ~(res <= 1e-9) | ~np.isfinite(alpha).all(-1)

@@ -19,7 +19,8 @@ density as an inequality constraint; the differentiable proxy is the group lasso
 initial value, the multiplier is driven by the true density -- a proxy-Lagrangian).
 
 Files in ``out_dir``: ``config.json``, ``metrics.jsonl`` (one row per epoch), ``checkpoint.pt``
-(after every epoch; resuming from it gives the same result as an uninterrupted run on CPU),
+(after every epoch and on cancel; resuming from it gives the same result as an uninterrupted run
+on CPU),
 ``final.json`` (the result, identical to ``python -m pcd prune --json``), ``model_pruned.pt``
 (see :mod:`pcd.train.export`). On CUDA: bf16 autocast, TF32 and channels-last.
 """
@@ -440,7 +441,8 @@ def train(
     ``on_progress(payload)`` is called every ``progress_every`` steps and at each epoch end with
     ``{"epoch", "epochs", "step", "steps_total", "progress", "metrics"}`` (``metrics`` = the
     epoch's row at epoch end, else None). ``should_stop()`` is polled every few steps; when it
-    returns True, :class:`Cancelled` is raised (the checkpoint of the last finished epoch stays).
+    returns True, :class:`Cancelled` is raised after saving a mid-epoch checkpoint (model, optimizer,
+    method state, the epoch's RNG state and running averages), so the next call resumes at that batch.
     Divergence (NaN/inf) ends training early and is reported (``"diverged": true``), not raised.
     Returns the result dict (also written to ``final.json``).
     """
@@ -495,6 +497,7 @@ def train(
 
     rows: list[dict] = []
     start_epoch, elapsed, diverged = 0, 0.0, False
+    mid = None
     if ckpt_path.exists():
         ck = torch.load(ckpt_path, map_location=device, weights_only=True)
         model.load_state_dict(ck["model"])
@@ -507,13 +510,28 @@ def train(
             cooper_opt.dual_optimizers[0].load_state_dict(ck["dual_optimizer"])
         rows = [json.loads(r) for r in ck["rows"]]
         start_epoch, elapsed, diverged = int(ck["epoch"]), float(ck["elapsed"]), bool(ck["diverged"])
+        mid = json.loads(ck.get("mid_epoch") or "null")  # a run cancelled inside an epoch
 
     def progress(epoch: int, step: int, row: dict | None) -> None:
         if on_progress is not None:
             on_progress({"epoch": epoch, "epochs": cfg["epochs"], "step": step, "steps_total": steps_total,
                          "progress": min(1.0, step / max(steps_total, 1)), "metrics": row})
 
-    step = start_epoch * steps_per_epoch
+    def save_checkpoint(epochs_done: int, mid_epoch: dict | None = None) -> None:
+        ck = {"model": model.state_dict(), "optimizer": opt.state_dict(), "scheduler": sched.state_dict(),
+              "method_state": _pack(gram_step.state) if gram_step is not None else None,
+              "rows": [json.dumps(_clean(r), allow_nan=False) for r in rows], "epoch": epochs_done,
+              "elapsed": elapsed, "diverged": diverged,
+              "mid_epoch": json.dumps(mid_epoch) if mid_epoch is not None else None}
+        if cmp is not None:
+            ck["cmp"] = cmp.state_dict()
+            ck["dual_optimizer"] = cooper_opt.dual_optimizers[0].state_dict()
+        tmp = ckpt_path.with_suffix(".tmp")
+        torch.save(ck, tmp)
+        tmp.replace(ckpt_path)
+
+    skip = int(mid["batches"]) if mid else 0
+    step = start_epoch * steps_per_epoch + skip
     autocast = torch.autocast("cuda", dtype=torch.bfloat16) if cuda else _nullcontext()
     for epoch in range(start_epoch, cfg["epochs"]):
         if diverged:
@@ -523,9 +541,17 @@ def train(
         gen = torch.Generator().manual_seed(cfg["seed"] * 1_000_003 + epoch)
         rng = np.random.default_rng([cfg["seed"], epoch])
         stats = _Stats()
-        model.train()
         t0 = time.perf_counter()
+        if mid and epoch == start_epoch:  # resume inside this epoch: same batches, same RNG streams
+            rng.bit_generator.state = mid["rng"]
+            stats.sums, stats.counts = mid["sums"], mid["counts"]
+            t0 -= float(mid["epoch_seconds"])
+        else:
+            skip = 0
+        model.train()
         for i, (x, y) in enumerate(data.train_batches(cfg["batch_size"], gen)):
+            if i < skip:  # batches already trained on before the interruption (drawn, not used)
+                continue
             if cuda:
                 x = x.contiguous(memory_format=torch.channels_last)
             if cmp is not None:
@@ -557,7 +583,9 @@ def train(
             stats.add("train_loss", lv)
             step += 1
             if should_stop is not None and step % 5 == 0 and should_stop():
-                raise Cancelled(f"stopped in epoch {epoch + 1} at step {step}")
+                save_checkpoint(epoch, {"batches": i + 1, "rng": rng.bit_generator.state, "sums": stats.sums,
+                                        "counts": stats.counts, "epoch_seconds": time.perf_counter() - t0})
+                raise Cancelled(f"stopped in epoch {epoch + 1} at step {step} (checkpoint saved)")
             if step % cfg["progress_every"] == 0:
                 progress(epoch + 1, step, None)
         epoch_time = time.perf_counter() - t0
@@ -567,16 +595,7 @@ def train(
         row = _epoch_row(epoch + 1, model, data, stats, K, opt, elapsed, epoch_time, i + 1, diverged, groups)
         rows.append(row)
         (out / "metrics.jsonl").write_text("".join(json.dumps(_clean(r), allow_nan=False) + "\n" for r in rows), encoding="utf-8")
-        ck = {"model": model.state_dict(), "optimizer": opt.state_dict(), "scheduler": sched.state_dict(),
-              "method_state": _pack(gram_step.state) if gram_step is not None else None,
-              "rows": [json.dumps(_clean(r), allow_nan=False) for r in rows], "epoch": epoch + 1,
-              "elapsed": elapsed, "diverged": diverged}
-        if cmp is not None:
-            ck["cmp"] = cmp.state_dict()
-            ck["dual_optimizer"] = cooper_opt.dual_optimizers[0].state_dict()
-        tmp = ckpt_path.with_suffix(".tmp")
-        torch.save(ck, tmp)
-        tmp.replace(ckpt_path)
+        save_checkpoint(epoch + 1)
         progress(epoch + 1, step, _clean(row))
 
     result = _finish(cfg, model, data, rows, elapsed, diverged, out, device, groups)

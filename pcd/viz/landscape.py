@@ -129,13 +129,16 @@ def _traj(res: Any) -> tuple[np.ndarray, list[str], np.ndarray, np.ndarray]:
 
 def landscape_figure(res: Any, grid: tuple[Any, Any, Any], pareto_set: Any = None, optima: Any = None,
                      title: str | None = None, height: int = 600, frame_ms: int = 45,
-                     animate: bool = True, image: str | None = None) -> go.Figure:
+                     animate: bool = True, image: str | None = None, click_grid: int = 0) -> go.Figure:
     """The animated trajectory map.
 
     ``res``: a :class:`pcd.engine.RunResult` (or anything with ``positions [M, S, T, 2]``,
     ``methods``, ``record``, ``starts``, ``diagnosis``); ``grid = (xs, ys, Z [K, ny, nx])`` from
     ``problem.grid()``; ``pareto_set [P, 2]`` and ``optima [Q, 2]`` are drawn when given;
-    ``image``: a ready PNG data URI of :func:`background_image` (to reuse a cached one).
+    ``image``: a ready PNG data URI of :func:`background_image` (to reuse a cached one);
+    ``click_grid = n > 0`` adds an invisible ``n x n`` grid of clickable points (trace named
+    ``"click to add a start"``, just before the animated trace) so a page can turn a click on the
+    map into a start point (a click on the background image itself emits no event).
 
     Traces, in order: legend keys for the background (contours, secondary zero set); the
     Pareto set and optima (if any); per method its faint full paths (one trace per method, starts
@@ -188,6 +191,15 @@ def landscape_figure(res: Any, grid: tuple[Any, Any, Any], pareto_set: Any = Non
                        textfont=dict(size=12, color="#24292f"),
                        marker=dict(symbol="circle-open", size=13, color="#24292f", line=dict(width=2)),
                        hovertemplate="start (%{x:.3f}, %{y:.3f})<extra></extra>"))
+
+    click_grid = int(click_grid)
+    if click_grid < 0 or click_grid > 200:
+        raise ValueError(f"click_grid must be in [0, 200], got {click_grid}")
+    if click_grid:
+        gx, gy = np.meshgrid(np.linspace(x0, x1, click_grid), np.linspace(y0, y1, click_grid))
+        traces.append(dict(type="scatter", x=gx.ravel(), y=gy.ravel(), mode="markers", name="click to add a start",
+                           showlegend=False, hoverinfo="none",
+                           marker=dict(size=10, color="rgba(0,0,0,0)", opacity=0)))
 
     # ONE animated trace: for every (method, start) a fading comet tail of TRAIL recorded points
     # followed by the heads (drawn last, on top). Colours/sizes/hover are static; frames only

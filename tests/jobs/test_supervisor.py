@@ -103,9 +103,10 @@ def test_cancel_running_run_stops_within_seconds(tmp_path, worker):
     assert pid and _alive(pid)
     t0 = time.monotonic()
     assert store.cancel(rid) == "cancelling"
-    wait_for(lambda: _status(store, rid) == "cancelled", 5, what="run cancelled")
-    assert time.monotonic() - t0 < 3.0
-    wait_for(lambda: not _alive(pid), 5, what="child process gone")
+    wait_for(lambda: _status(store, rid) == "cancelled", 10, what="run cancelled")
+    assert time.monotonic() - t0 < 5.0  # the child stops itself at its next check (not killed)
+    assert store.get(rid)["error"] == "cancelled by user"
+    wait_for(lambda: not _alive(pid), 10, what="child process gone")
     assert store.get(rid)["epoch"] < 200
     wait_for(lambda: _status(store, nxt) == "done", 30, what="next run done")
 

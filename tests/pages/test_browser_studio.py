@@ -127,3 +127,20 @@ def test_tau_page_click_on_curve_selects_that_tau(page, streamlit_server):
     page.wait_for_function("() => window.location.search.includes('tau=0.5')", timeout=30_000)
     _wait_idle(page)
     assert page.locator("text=PCD trajectories at τ = 0.5").count() == 1
+
+
+def test_toy_page_click_on_map_adds_a_start(page, streamlit_server):
+    page.goto(f"{streamlit_server['url']}/Toy_landscapes?methods=pcd,ws&steps=200")
+    _wait_chart(page)
+    _wait_idle(page)
+    box = page.locator(".js-plotly-plot .nsewdrag").first.bounding_box()
+    page.mouse.click(box["x"] + box["width"] * 0.35, box["y"] + box["height"] * 0.2)
+    page.wait_for_function("() => window.location.search.includes('starts=typed')", timeout=30_000)
+    _wait_idle(page)
+    from urllib.parse import parse_qs, urlparse
+    typed = parse_qs(urlparse(page.url).query)["typed"][0]
+    lines = [ln for ln in typed.splitlines() if ln.strip()]
+    assert len(lines) == 4  # the 3 preset starts + the clicked point
+    x, y = (float(v) for v in lines[-1].split(","))
+    assert -3.5 < x < 0 and 0 < y < 2  # upper-left part of the saddle map
+    page.wait_for_selector(".js-plotly-plot text:text-is('S4')", timeout=30_000)

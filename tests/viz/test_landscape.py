@@ -101,6 +101,19 @@ def test_landscape_static_mode_and_validation(saddle_run):
         landscape_figure(res, prob.grid(60, 40), frame_ms=0)
     with pytest.raises(ValueError):
         landscape_figure(res, prob.grid(60, 40), image="not a uri")
+    with pytest.raises(ValueError):
+        landscape_figure(res, prob.grid(60, 40), click_grid=-1)
+
+
+def test_click_grid_trace_covers_bounds_and_keeps_animation_last(saddle_run):
+    prob, res = saddle_run
+    fig = landscape_figure(res, prob.grid(60, 40), click_grid=30)
+    grid = next(t for t in fig.data if t.name == "click to add a start")
+    assert len(grid.x) == 900 and grid.hoverinfo == "none"
+    assert min(grid.x) == prob.bounds[0][0] and max(grid.y) == prob.bounds[1][1]
+    last = len(fig.data) - 1
+    assert fig.data[last - 1] is grid or fig.data[last - 1].name == "click to add a start"
+    assert all(tuple(f.traces) == (last,) for f in fig.frames)
 
 
 def test_loss_figure_log_axes_and_colours(saddle_run):
