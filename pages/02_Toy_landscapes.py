@@ -166,7 +166,7 @@ def _run_one(name, f1, f2, method, hp_json, tau, opt, lr, steps, starts):
 def _figures(name, f1, f2, runs_key, _res):
     grid, pareto, optima, names = _grid(name, f1, f2)
     return (landscape_figure(_res, grid, pareto_set=pareto, optima=optima, height=560, image=_image(name, f1, f2),
-                             click_grid=36),
+                             click_grid=36, validate=False),
             loss_figure(_res, names))
 
 

@@ -176,38 +176,58 @@ def _kkt_ok(G: np.ndarray, u: np.ndarray, C: np.ndarray, b: np.ndarray, mu: np.n
     return bool((np.abs(mu * slack) <= tol * np.maximum(1.0, np.abs(mu))).all())
 
 
-def _bpp(S: np.ndarray, q: np.ndarray, tol: np.ndarray, maxiter: int = 50) -> np.ndarray | None:
-    """Block principal pivoting for ``w = S mu + q >= 0, mu >= 0, w.mu = 0`` (S positive definite)."""
-    m = q.shape[0]
-    free = q < -tol  # warm start: the constraints violated at mu = 0
-    best, backup = m + 1, 3
+def principal_pivoting(free: np.ndarray, subproblem, maxiter: int = 50):
+    """Block principal pivoting driver (Judice & Pires, 1994) shared by every pivoting solver.
+
+    ``subproblem(free)`` solves the problem with the variables in the boolean mask ``free`` as the
+    free (basic) set and returns ``(x, bad)``: the candidate and the mask of indices that violate
+    their sign or complementarity condition -- or None when that free set is singular. It may
+    mutate ``free`` in place (e.g. to keep it non-empty). Every infeasible index is flipped while
+    that reduces their number; after three non-improving tries, Murty's single flip of the largest
+    infeasible index guarantees finite termination for P-matrices. Returns ``x`` or None.
+    """
+    free = free.copy()
+    best, backup = free.size + 1, 3
     for _ in range(maxiter):
-        mu = np.zeros(m)
-        if free.any():
-            Sf = S[np.ix_(free, free)]
-            try:
-                cf = scipy.linalg.cho_factor(Sf, check_finite=False)
-            except np.linalg.LinAlgError:
-                return None
-            d = np.diag(cf[0])
-            if d.min() <= 1e-7 * np.sqrt(max(np.diag(Sf).max(), np.finfo(float).tiny)):
-                return None  # (nearly) singular principal submatrix: leave it to Goldfarb-Idnani
-            mu[free] = scipy.linalg.cho_solve(cf, -q[free], check_finite=False)
-        w = S @ mu + q
-        bad = (free & (mu < 0)) | (~free & (w < -tol))
+        out = subproblem(free)
+        if out is None:
+            return None
+        x, bad = out
         nbad = int(bad.sum())
         if nbad == 0:
-            return np.maximum(mu, 0.0)
+            return x
         if nbad < best:
             best, backup = nbad, 3
             free ^= bad
         elif backup > 0:
             backup -= 1
             free ^= bad
-        else:  # Murty's single principal pivot on the largest infeasible index: finite termination
+        else:
             j = int(np.flatnonzero(bad)[-1])
             free[j] = ~free[j]
     return None
+
+
+def _bpp(S: np.ndarray, q: np.ndarray, tol: np.ndarray, maxiter: int = 50) -> np.ndarray | None:
+    """Block principal pivoting for ``w = S mu + q >= 0, mu >= 0, w.mu = 0`` (S positive definite)."""
+
+    def subproblem(free):
+        mu = np.zeros(q.shape[0])
+        if free.any():
+            Sf = S[np.ix_(free, free)]
+            try:
+                cf = scipy.linalg.cho_factor(Sf, check_finite=False)
+            except np.linalg.LinAlgError:
+                return None
+            if np.diag(cf[0]).min() <= 1e-7 * np.sqrt(max(np.diag(Sf).max(), np.finfo(float).tiny)):
+                return None  # (nearly) singular principal submatrix: leave it to Goldfarb-Idnani
+            mu[free] = scipy.linalg.cho_solve(cf, -q[free], check_finite=False)
+        w = S @ mu + q
+        return mu, (free & (mu < 0)) | (~free & (w < -tol))
+
+    # warm start: the constraints violated at mu = 0
+    mu = principal_pivoting(q < -tol, subproblem, maxiter)
+    return None if mu is None else np.maximum(mu, 0.0)
 
 
 def _goldfarb_idnani(G: np.ndarray, u: np.ndarray, C: np.ndarray, b: np.ndarray, scale: float) -> tuple[np.ndarray, bool]:

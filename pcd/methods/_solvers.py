@@ -24,6 +24,8 @@ from functools import lru_cache
 
 import numpy as np
 
+from pcd.qp import principal_pivoting
+
 RIDGE_REL = 1e-13  # ridge added to each diagonal entry, relative to that entry (uniqueness only)
 
 
@@ -140,9 +142,8 @@ def _nnqp_bpp(S: np.ndarray, q: np.ndarray, maxiter: int = 60, free: np.ndarray 
     n = q.shape[0]
     scale = max(float(np.abs(np.diagonal(S)).max()), 1e-300)
     tol = 1e-12 * np.sqrt(scale * np.maximum(np.diagonal(S), 1e-300))
-    free = q < 0 if free is None else free.copy()
-    best, backup = n + 1, 3
-    for _ in range(maxiter):
+
+    def subproblem(free):
         mu = np.zeros(n)
         if free.any():
             try:
@@ -151,20 +152,10 @@ def _nnqp_bpp(S: np.ndarray, q: np.ndarray, maxiter: int = 60, free: np.ndarray 
                 return None
             mu[free] = scipy.linalg.cho_solve(cf, -q[free], check_finite=False)
         w = S @ mu + q
-        bad = (free & (mu < 0)) | (~free & (w < -tol * (1.0 + np.abs(mu).max())))
-        nbad = int(bad.sum())
-        if nbad == 0:
-            return np.maximum(mu, 0.0)
-        if nbad < best:
-            best, backup = nbad, 3
-            free ^= bad
-        elif backup > 0:
-            backup -= 1
-            free ^= bad
-        else:
-            j = int(np.flatnonzero(bad)[-1])
-            free[j] = ~free[j]
-    return None
+        return mu, (free & (mu < 0)) | (~free & (w < -tol * (1.0 + np.abs(mu).max())))
+
+    mu = principal_pivoting(q < 0 if free is None else free, subproblem, maxiter)
+    return None if mu is None else np.maximum(mu, 0.0)
 
 
 def _nnqp_nnls(S: np.ndarray, q: np.ndarray) -> np.ndarray:
@@ -268,9 +259,8 @@ def _simplex_bpp(G: np.ndarray, maxiter: int = 60) -> np.ndarray | None:
     K = G.shape[0]
     diag = np.diagonal(G)
     tol = 1e-12 * float(diag.max())
-    free = np.ones(K, dtype=bool)
-    best, backup = K + 1, 3
-    for _ in range(maxiter):
+
+    def subproblem(free):
         if not free.any():
             free[int(np.argmin(diag))] = True
         idx = np.flatnonzero(free)
@@ -286,23 +276,14 @@ def _simplex_bpp(G: np.ndarray, maxiter: int = 60) -> np.ndarray | None:
             return None
         a = np.zeros(K)
         a[idx] = sol[:m]
-        nu = -sol[m]
-        w = G @ a - nu
-        bad = (free & (a < 0)) | (~free & (w < -tol))
-        nbad = int(bad.sum())
-        if nbad == 0:
-            a = np.maximum(a, 0.0)
-            return a / a.sum()
-        if nbad < best:
-            best, backup = nbad, 3
-            free ^= bad
-        elif backup > 0:
-            backup -= 1
-            free ^= bad
-        else:
-            j = int(np.flatnonzero(bad)[-1])
-            free[j] = ~free[j]
-    return None
+        w = G @ a + sol[m]  # (G a)_i - nu with nu = -sol[m]
+        return a, (free & (a < 0)) | (~free & (w < -tol))
+
+    a = principal_pivoting(np.ones(K, dtype=bool), subproblem, maxiter)
+    if a is None:
+        return None
+    a = np.maximum(a, 0.0)
+    return a / a.sum()
 
 
 def nash(G: np.ndarray, p: np.ndarray, alpha0: np.ndarray | None = None, *, max_iter: int = 100,

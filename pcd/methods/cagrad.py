@@ -29,6 +29,8 @@ from functools import lru_cache
 
 import numpy as np
 
+from pcd.qp import principal_pivoting
+
 from pcd.methods._solvers import ridge, trace
 from pcd.methods.base import Method, MethodOutput, Param, register
 
@@ -97,9 +99,8 @@ def _solve_bpp(Gr: np.ndarray, b: np.ndarray, phi: float, maxiter: int = 60,
     support has no stationary point (the caller then uses SLSQP)."""
     K = b.shape[0]
     tol = 1e-11 * (np.abs(b).max() + phi * np.sqrt(np.diagonal(Gr).max()))
-    free = np.ones(K, dtype=bool) if free is None else free.copy()
-    best, backup = K + 1, 3
-    for _ in range(maxiter):
+
+    def subproblem(free):
         if not free.any():
             free[int(np.argmin(b + phi * np.sqrt(np.diagonal(Gr))))] = True
         idx = np.flatnonzero(free)
@@ -116,22 +117,14 @@ def _solve_bpp(Gr: np.ndarray, b: np.ndarray, phi: float, maxiter: int = 60,
         nu = (oy + sd) / ox
         w = np.zeros(K)
         w[idx] = (nu * x - y) / sd
-        grad = b + (phi / (phi / sd)) * (Gr @ w)  # b + phi G w / s with s = phi / sd
-        bad = (free & (w < 0)) | (~free & (grad < nu - tol))
-        nbad = int(bad.sum())
-        if nbad == 0:
-            w = np.maximum(w, 0.0)
-            return w / w.sum()
-        if nbad < best:
-            best, backup = nbad, 3
-            free ^= bad
-        elif backup > 0:
-            backup -= 1
-            free ^= bad
-        else:
-            j = int(np.flatnonzero(bad)[-1])
-            free[j] = ~free[j]
-    return None
+        grad = b + sd * (Gr @ w)  # b + phi G w / s with s = phi / sd
+        return w, (free & (w < 0)) | (~free & (grad < nu - tol))
+
+    w = principal_pivoting(np.ones(K, dtype=bool) if free is None else free, subproblem, maxiter)
+    if w is None:
+        return None
+    w = np.maximum(w, 0.0)
+    return w / w.sum()
 
 
 def _support_by_perspective(Gr: np.ndarray, b: np.ndarray, phi: float, iters: int = 15) -> np.ndarray:

@@ -105,6 +105,14 @@ def test_landscape_static_mode_and_validation(saddle_run):
         landscape_figure(res, prob.grid(60, 40), click_grid=-1)
 
 
+def test_unvalidated_fast_path_gives_the_same_figure(saddle_run):
+    prob, res = saddle_run
+    grid = prob.grid(60, 40)
+    a = landscape_figure(res, grid, prob.pareto_set(), prob.optima(), click_grid=10)
+    b = landscape_figure(res, grid, prob.pareto_set(), prob.optima(), click_grid=10, validate=False)
+    assert a.to_json() == b.to_json()
+
+
 def test_click_grid_trace_covers_bounds_and_keeps_animation_last(saddle_run):
     prob, res = saddle_run
     fig = landscape_figure(res, prob.grid(60, 40), click_grid=30)
