@@ -4,13 +4,23 @@ Run with ``streamlit run app.py`` (binds to 127.0.0.1 by default, see .streamlit
 """
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import numpy as np
 import streamlit as st
 
 from pcd import solve_qp
+from pcd.jobs import default_data_dir, ensure_supervisor
 from pcd.ui import claim, setup_page
+
+# Running the app is enough: queued pruning runs need a supervisor, so start one unless it is
+# alive already (or PCD_NO_AUTOSTART=1, e.g. when a supervisor runs under systemd).
+if os.environ.get("PCD_NO_AUTOSTART") != "1":
+    try:
+        ensure_supervisor(default_data_dir())
+    except Exception as exc:  # never block the home page on the queue
+        st.sidebar.warning(f"The run queue's supervisor could not start: {exc}")
 
 setup_page(
     "PCD Studio",

@@ -9,16 +9,14 @@ from pcd.cli import UsageError, write_json
 
 
 def _methods_text() -> str:
-    try:
-        from pcd.train.run import method_names
+    import pcd.methods as M
+    from pcd.train.catalog import SPECIAL_METHOD_NAMES
 
-        return ", ".join(method_names())
-    except Exception:  # pragma: no cover - registry import problems must not break --help
-        return "(registry unavailable)"
+    return ", ".join(M.available() + list(SPECIAL_METHOD_NAMES))
 
 
 def register(subparsers) -> None:
-    from pcd.train.models import ARCH_HELP
+    from pcd.train.catalog import ARCH_HELP
 
     archs = "; ".join(f"{k}: {v}" for k, v in ARCH_HELP.items())
     p = subparsers.add_parser(

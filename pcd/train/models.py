@@ -240,16 +240,7 @@ ARCHS: dict[str, Callable[..., nn.Module]] = {
     "googlenet": lambda num_classes=10, in_channels=3: GoogLeNet(num_classes, in_channels),
 }
 
-ARCH_HELP = {
-    "smallcnn": "3-conv CNN for 8x8 digits (~25k params)",
-    "resnet8": "CIFAR ResNet-8 (16/32/64, ~78k params): CPU runs",
-    "resnet20": "CIFAR ResNet-20 (16/32/64, ~0.27M params): CPU runs",
-    "resnet18": "ResNet-18 (64..512, ~11M params)",
-    "resnet34": "ResNet-34 (64..512, ~21M params)",
-    "densenet121": "DenseNet-121 BC, growth 32 (~7M params)",
-    "mobilenetv2": "MobileNetV2 for CIFAR (~2.2M params)",
-    "googlenet": "GoogLeNet / Inception-v1 for CIFAR (~6.2M params)",
-}
+from pcd.train.catalog import ARCH_HELP  # noqa: E402  (torch-free, for --help)
 
 
 def build_model(arch: str, num_classes: int = 10, in_channels: int = 3) -> nn.Module:

@@ -5,7 +5,9 @@ from streamlit.testing.v1 import AppTest
 APP = str(Path(__file__).resolve().parents[2] / "app.py")
 
 
-def test_home_renders_formulas_and_live_k2_demo():
+def test_home_renders_formulas_and_live_k2_demo(tmp_path, monkeypatch):
+    monkeypatch.setenv("PCD_DATA_DIR", str(tmp_path))
+    monkeypatch.setenv("PCD_NO_AUTOSTART", "1")
     at = AppTest.from_file(APP, default_timeout=30).run()
     assert not at.exception
     assert len(at.latex) >= 2  # the QP and the K = 2 closed form
