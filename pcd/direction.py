@@ -12,6 +12,7 @@ even where secondaries are not stationary.
 """
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 import numpy as np
@@ -35,7 +36,10 @@ def pcd_weights(gram: np.ndarray, scales: np.ndarray, tau, *, trusted: bool = Fa
     g = np.asarray(gram, dtype=np.float64)
     s = np.asarray(scales, dtype=np.float64)
     if g.shape[-1] == 2 and trusted:
-        return _pcd_weights_k2(g, s, float(np.asarray(tau).reshape(-1)[0]))
+        t = float(np.asarray(tau).reshape(-1)[0])
+        if g.ndim == 3 and g.shape[0] <= 16:  # a few start points: scalar math beats tiny-array NumPy
+            return _pcd_weights_k2_scalar(g, s, t)
+        return _pcd_weights_k2(g, s, t)
     gn = g * s[..., :, None] * s[..., None, :]
     res = solve_qp(gn, tau)
     w = res.weights  # the primary's weights [1, 0, ..., 0] where the constraints are infeasible
@@ -75,3 +79,29 @@ def _pcd_weights_k2(g: np.ndarray, s: np.ndarray, tau: float) -> PCDWeights:
     feasible = np.ones(mu.shape, dtype=bool)
     res = QPResult(weights=w, mu=mu[..., None], active_mask=active, feasible=feasible if mu.ndim else True)
     return PCDWeights(weights=w * s * factor[..., None], qp=res, scale_to_primary=factor)
+
+
+_EPS10 = 10 * float(np.finfo(np.float64).eps)
+
+
+def _pcd_weights_k2_scalar(g: np.ndarray, s: np.ndarray, tau: float) -> PCDWeights:
+    """:func:`_pcd_weights_k2` for a handful of problems ``[B, 2, 2]``, in Python floats."""
+    B = g.shape[0]
+    w = np.empty((B, 2))
+    mus = np.empty(B)
+    factors = np.empty(B)
+    for b, ((g00, g01), (_, g11)), (s1, s2) in zip(range(B), g.tolist(), s.tolist()):
+        a, c, e = g00 * s1 * s1, g01 * s1 * s2, g11 * s2 * s2
+        mu = max((tau * e - c) / e, 0.0) if e > _ZERO_REL * max(a, e) else 0.0
+        dn2 = a + 2.0 * mu * c + mu * mu * e
+        size2 = (math.sqrt(max(a, 0.0)) + mu * math.sqrt(max(e, 0.0))) ** 2
+        g1 = math.sqrt(max(g00, 0.0))
+        f = g1 / math.sqrt(dn2) if (dn2 > _EPS10 * size2 and g1 > 0.0) else 0.0
+        mus[b], factors[b] = mu, f
+        w[b, 0], w[b, 1] = s1 * f, mu * s2 * f
+    weights = np.ones((B, 2))
+    weights[:, 1] = mus
+    active = np.zeros((B, 2), dtype=bool)
+    active[:, 1] = mus > 0
+    res = QPResult(weights=weights, mu=mus[:, None], active_mask=active, feasible=np.ones(B, dtype=bool))
+    return PCDWeights(weights=w, qp=res, scale_to_primary=factors)

@@ -43,9 +43,16 @@ class EMANormalizer:
         self.v: np.ndarray | None = None
         self.t = 0
 
-    def update(self, sq_norms: Any) -> np.ndarray:
-        """Fold in ``||g_i||^2`` (``[..., K]``) and return the scales ``s_i = 1/sqrt(v^_i + eps)``."""
+    def update(self, sq_norms: Any, *, check: bool = True) -> np.ndarray:
+        """Fold in ``||g_i||^2`` (``[..., K]``) and return the scales ``s_i = 1/sqrt(v^_i + eps)``.
+
+        ``check=False`` skips the finiteness/sign checks (the caller validated the Gram matrix).
+        """
         sq = np.asarray(sq_norms, dtype=np.float64)
+        if not check and self.v is not None and self.v.shape == sq.shape:
+            self.t += 1
+            self.v = self.beta * self.v + (1.0 - self.beta) * sq
+            return self.scales()
         if sq.ndim == 0:
             raise ValueError("squared norms must have shape [..., K]")
         if not np.isfinite(sq).all() or (sq < 0).any():

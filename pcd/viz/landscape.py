@@ -275,7 +275,15 @@ def landscape_figure(res: Any, grid: tuple[Any, Any, Any], pareto_set: Any = Non
                                   pad=dict(t=0, b=0), transition=dict(duration=0), steps=steps)]
     # Built as one plain spec and constructed once (incremental add_trace/update_layout of ~200
     # frames costs ~10x more in Plotly's per-call validation).
-    return go.Figure(spec) if validate else go.Figure(spec, _validate=False)
+    if validate:
+        return go.Figure(spec)
+    # Plotly.js does not know template *names*: resolve the name as validation would
+    import plotly.io as pio
+
+    tpl = layout.get("template")
+    if isinstance(tpl, str):
+        layout["template"] = pio.templates[tpl].to_plotly_json()
+    return go.Figure(spec, _validate=False)
 
 
 def loss_figure(res: Any, objective_names: Sequence[str] | None = None, floor: float = 1e-12,
