@@ -5,9 +5,8 @@ import streamlit as st
 
 import pcd.methods as registry
 from pcd import studio
-from pcd.ui import claim, download_csv, download_figure, setup_page, show_error, url_default, url_sync
+from pcd.ui import claim, download_csv, download_figure, png_export, setup_page, show_error, url_default, url_sync
 from pcd.viz.geometry import geometry_figure
-from pcd.viz.theme import to_png_bytes
 
 setup_page(
     "Gradient geometry",
@@ -107,9 +106,4 @@ with c1:
 with c2:
     download_figure(fig, "gradient_geometry.html", key="geo_html")
 with c3:
-    if st.toggle("PNG export", False, key="geo_png"):
-        png = to_png_bytes(fig)
-        if png:
-            st.download_button("Figure (PNG)", png, "gradient_geometry.png", "image/png", key="geo_png_dl")
-        else:
-            st.caption("PNG export needs the optional `kaleido` package (offline, uses Chromium); HTML works everywhere.")
+    png_export(fig, "gradient_geometry.png", key="geo_png")

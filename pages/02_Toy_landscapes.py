@@ -9,9 +9,9 @@ import streamlit as st
 import pcd.methods as registry
 from pcd import studio
 from pcd.engine import run
-from pcd.ui import claim, download_csv, download_figure, setup_page, show_error, url_default, url_sync
+from pcd.ui import claim, download_csv, download_figure, png_export, setup_page, show_error, url_default, url_sync
 from pcd.viz.landscape import background_image, landscape_figure, loss_figure
-from pcd.viz.theme import png_data_uri, to_png_bytes
+from pcd.viz.theme import png_data_uri
 
 setup_page(
     "Toy landscapes",
@@ -229,12 +229,7 @@ st.caption("Log scales; line style = start point (solid S1, dashed S2, dotted S3
 
 c1, c2, c3, c4 = st.columns(4)
 with c4:
-    if st.toggle("PNG export", False, key="toy_png"):
-        png = to_png_bytes(fig)
-        if png:
-            st.download_button("Map (PNG, last frame)", png, "toy_landscape.png", "image/png", key="toy_png_dl")
-        else:
-            st.caption("PNG export needs the optional `kaleido` package; the HTML keeps the animation.")
+    png_export(fig, "toy_landscape.png", key="toy_png", label="Map (PNG, last frame)")
 with c1:
     download_csv(studio.trajectories_table(res), "toy_trajectories.csv", "Trajectories (CSV)", key="toy_csv")
 with c2:

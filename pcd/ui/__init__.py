@@ -115,6 +115,22 @@ def download_figure(fig: Any, filename: str, label: str = "Download figure (HTML
                        key=key or f"html-{filename}")
 
 
+def png_export(fig: Any, filename: str, key: str, label: str = "Figure (PNG)") -> None:
+    """A toggle offering the figure as a static PNG (rendered offline by kaleido + Chromium).
+
+    Off by default: a static render takes a few seconds. Degrades to a note when no exporter works.
+    """
+    from pcd.viz.theme import to_png_bytes
+
+    if st.toggle("PNG export", False, key=f"{key}-toggle"):
+        png = to_png_bytes(fig)
+        if png:
+            st.download_button(label, png, file_name=filename, mime="image/png", key=f"{key}-dl")
+        else:
+            st.caption("PNG export needs the optional `kaleido` package and a Chromium/Chrome browser; "
+                       "the HTML download works everywhere.")
+
+
 def download_json(data: Any, filename: str, label: str = "Download JSON", key: str | None = None) -> None:
     st.download_button(label, json.dumps(data, indent=2, default=float).encode("utf-8"),
                        file_name=filename, mime="application/json", key=key or f"json-{filename}")

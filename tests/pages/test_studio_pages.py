@@ -55,7 +55,7 @@ def test_geometry_page_widgets_rerender_and_url():
     _ok(at)
     assert list(at.dataframe[0].value["method"]) == ["PCD", "UPGrad"]
     # PNG export degrades gracefully without kaleido (a note, no error)
-    at.toggle(key="geo_png").set_value(True).run()
+    at.toggle(key="geo_png-toggle").set_value(True).run()
     _ok(at)
     try:
         import kaleido  # noqa: F401
@@ -146,3 +146,19 @@ def test_tau_page_selection_changes_trajectory():
     assert json.loads(at.get("plotly_chart")[1].proto.spec) != traj_before
     at.selectbox(key="td_problem").set_value("saddle2d").run()
     _ok(at)
+
+
+def test_png_export_toggle_offers_a_png_or_says_why_not():
+    """Every studio page has the PNG toggle; switching it on gives a PNG download (kaleido +
+    Chromium present) or a caption that names what is missing -- never an exception."""
+    import pcd.viz.theme as theme
+
+    at = _app("04_Scale_invariance.py", steps=300)
+    at.toggle(key="sc_png-toggle").set_value(True).run()
+    assert not at.exception
+    import plotly.graph_objects as go
+    png = theme.to_png_bytes(go.Figure(go.Scatter(x=[0, 1], y=[1, 0])))
+    if png is None:
+        assert any("kaleido" in c.value for c in at.caption)
+    else:
+        assert png[:8] == b"\x89PNG\r\n\x1a\n"
