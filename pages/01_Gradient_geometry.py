@@ -30,14 +30,14 @@ methods = st.multiselect("methods", ALL, default=url_default("methods", DEFAULT_
                          format_func=lambda m: registry.get(m).display_name, key="geo_methods")
 controls, view = st.columns([1, 2.6], gap="large")
 with controls:
-    angle = st.slider("angle ∠(g₁, g₂) in degrees", 0, 180, url_default("angle", 150), key="geo_angle")
-    norm2 = st.slider("‖g₂‖ (‖g₁‖ = 1)", 0.1, 3.0, url_default("norm2", 1.0), 0.05, key="geo_norm2")
-    tau = st.slider("τ (PCD)", 0.0, 1.0, url_default("tau", 0.3), 0.01, key="geo_tau")
+    angle = st.slider("angle ∠(g₁, g₂) in degrees", 0, 180, url_default("angle", 150, low=0, high=180), key="geo_angle")
+    norm2 = st.slider("‖g₂‖ (‖g₁‖ = 1)", 0.1, 3.0, url_default("norm2", 1.0, low=0.1, high=3.0), 0.05, key="geo_norm2")
+    tau = st.slider("τ (PCD)", 0.0, 1.0, url_default("tau", 0.3, low=0.0, high=1.0), 0.01, key="geo_tau")
     use_g3 = st.toggle("add a third gradient g₃ (K = 3)", url_default("g3", False), key="geo_g3")
     third = None
     if use_g3:
-        a3 = st.slider("angle of g₃ from g₁", -180, 180, url_default("angle3", -110), key="geo_angle3")
-        n3 = st.slider("‖g₃‖", 0.1, 3.0, url_default("norm3", 0.8), 0.05, key="geo_norm3")
+        a3 = st.slider("angle of g₃ from g₁", -180, 180, url_default("angle3", -110, low=-180, high=180), key="geo_angle3")
+        n3 = st.slider("‖g₃‖", 0.1, 3.0, url_default("norm3", 0.8, low=0.1, high=3.0), 0.05, key="geo_norm3")
         third = (a3, n3)
     url_sync(angle=angle, norm2=norm2, tau=tau, g3=use_g3, methods=methods,
              **({"angle3": third[0], "norm3": third[1]} if third else {}))

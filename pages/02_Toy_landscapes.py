@@ -70,7 +70,7 @@ with st.sidebar:
             show_error(exc)
     methods = st.multiselect("methods", ALL, default=url_default("methods", DEFAULT_METHODS, allowed=ALL),
                              format_func=lambda m: registry.get(m).display_name, key="toy_methods")
-    tau = st.slider("τ (PCD)", 0.0, 1.0, url_default("tau", 0.02), 0.01, key="toy_tau",
+    tau = st.slider("τ (PCD)", 0.0, 1.0, url_default("tau", 0.02, low=0.0, high=1.0), 0.01, key="toy_tau",
                     help="share of each secondary's own progress PCD guarantees per step")
     opt = st.radio("optimizer", ["adam", "sgd"], index=["adam", "sgd"].index(url_default("opt", "adam", ["adam", "sgd"])),
                    horizontal=True, format_func={"adam": "Adam", "sgd": "SGD"}.get, key="toy_opt")
@@ -81,7 +81,7 @@ with st.sidebar:
     grid_n = 3
     typed = ""
     if mode == "grid":
-        grid_n = st.slider("grid (n × n starts)", 2, 5, url_default("grid", 3), key="toy_grid")
+        grid_n = st.slider("grid (n × n starts)", 2, 5, url_default("grid", 3, low=2, high=5), key="toy_grid")
     elif mode == "typed":
         typed = st.text_area("start points 'x, y' (one per line)", key="toy_typed")
     with st.expander("method hyper-parameters"):

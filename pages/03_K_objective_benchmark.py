@@ -42,7 +42,7 @@ with c3:
 with c4:
     lr = st.select_slider("learning rate (Adam)", LRS, value=url_default("lr", 0.03, LRS), key="kb_lr")
 with c5:
-    tau = st.slider("τ (PCD)", 0.0, 1.0, url_default("tau", 0.3), 0.01, key="kb_tau")
+    tau = st.slider("τ (PCD)", 0.0, 1.0, url_default("tau", 0.3, low=0.0, high=1.0), 0.01, key="kb_tau")
 url_sync(kmin=k_lo, kmax=k_hi, methods=methods, steps=steps, lr=lr, tau=tau)
 Ks = [k for k in KS if k_lo <= k <= k_hi]
 if not methods:

@@ -31,13 +31,13 @@ with c1:
     methods = st.multiselect("methods", ALL, default=url_default("methods", ["ws", "pcd"], allowed=ALL),
                              format_func=lambda m: registry.get(m).display_name, key="sc_methods")
 with c2:
-    tau = st.slider("τ (PCD)", 0.0, 1.0, url_default("tau", 0.3), 0.01, key="sc_tau")
+    tau = st.slider("τ (PCD)", 0.0, 1.0, url_default("tau", 0.3, low=0.0, high=1.0), 0.01, key="sc_tau")
 with c3:
     eps = st.select_slider("PCD ε", EPS, value=url_default("eps", 1e-8, EPS), format_func=lambda v: f"{v:.0e}",
                            key="sc_eps", help="the normalizer's ε; the paper's default is 1e-8")
 with c4:
     steps = st.select_slider("steps", STEPS, value=url_default("steps", 300, STEPS), key="sc_steps")
-k = st.slider("scale of the secondary: 10^k", -5, 5, url_default("k", 0), key="sc_k",
+k = st.slider("scale of the secondary: 10^k", -5, 5, url_default("k", 0, low=-5, high=5), key="sc_k",
               help="highlights the operating points at this scale; the sweep covers every k")
 url_sync(methods=methods, tau=tau, eps=eps, steps=steps, k=k)
 if not methods:

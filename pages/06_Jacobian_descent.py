@@ -58,9 +58,9 @@ with tab_props:
         methods = st.multiselect("methods", ALL, default=url_default("methods", ALL, allowed=ALL),
                                  format_func=_label, key="jd_methods")
     with c2:
-        samples = st.slider("Jacobians per family and K", 1, 10, url_default("samples", 4), key="jd_samples")
+        samples = st.slider("Jacobians per family and K", 1, 10, url_default("samples", 4, low=1, high=10), key="jd_samples")
     with c3:
-        tau = st.slider("τ (PCD, and the progress share checked)", 0.0, 0.5, url_default("tau", 0.02), 0.01,
+        tau = st.slider("τ (PCD, and the progress share checked)", 0.0, 0.5, url_default("tau", 0.02, low=0.0, high=0.5), 0.01,
                         key="jd_tau")
     try:
         table = _properties(tuple(methods), int(samples), float(tau), 0)
@@ -119,9 +119,9 @@ with tab_iwrm:
                                                                             allowed=iwrm_all),
                                    format_func=_label, key="jd_iwrm_methods")
     with c2:
-        i_seeds = st.slider("seeds", 1, 5, url_default("iwrm_seeds", 2), key="jd_iwrm_seeds")
+        i_seeds = st.slider("seeds", 1, 5, url_default("iwrm_seeds", 2, low=1, high=5), key="jd_iwrm_seeds")
     with c3:
-        i_steps = st.slider("steps", 10, 300, url_default("iwrm_steps", 60), 10, key="jd_iwrm_steps")
+        i_steps = st.slider("steps", 10, 300, url_default("iwrm_steps", 60, low=10, high=300), 10, key="jd_iwrm_steps")
     with c4:
         i_batch = st.select_slider("batch B", [8, 16, 32, 64], url_default("iwrm_batch", 32, allowed=[8, 16, 32, 64]),
                                    key="jd_iwrm_batch")

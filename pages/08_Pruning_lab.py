@@ -111,11 +111,11 @@ with tab_queue:
                                      key="pl_taus")
         else:
             tau_text = str(st.number_input("τ (PCD's guaranteed share of secondary progress)", 0.0, 1.0,
-                                           float(url_default("tau", 0.02)), 0.01, format="%g", key="pl_tau"))
+                                           float(url_default("tau", 0.02, low=0.0, high=1.0)), 0.01, format="%g", key="pl_tau"))
         seeds_text = st.text_input("seed(s) (comma-separated)", "0", key="pl_seeds")
     with right:
         c1, c2, c3 = st.columns(3)
-        epochs = int(c1.number_input("epochs", 1, 1000, int(url_default("epochs", 3)), key="pl_epochs"))
+        epochs = int(c1.number_input("epochs", 1, 1000, int(url_default("epochs", 3, low=1, high=1000)), key="pl_epochs"))
         batch = int(c2.number_input("batch size", 1, 4096, 128, key="pl_batch"))
         lr = float(c3.number_input("learning rate", 1e-6, 10.0, 1e-3, step=1e-4, format="%g", key="pl_lr"))
         c1, c2, c3 = st.columns(3)

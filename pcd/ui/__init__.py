@@ -4,6 +4,7 @@ friendly errors and downloads. Only presentation lives here -- no math.
 from __future__ import annotations
 
 import json
+import math
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
@@ -66,19 +67,26 @@ def _coerce(raw: str, default: Any) -> Any:
     return raw
 
 
-def url_default(key: str, default: Any, allowed: Sequence[Any] | None = None) -> Any:
+def url_default(key: str, default: Any, allowed: Sequence[Any] | None = None,
+                low: float | None = None, high: float | None = None) -> Any:
     """The value of query parameter ``key`` coerced to ``default``'s type, else ``default``.
 
-    Malformed values (or values outside ``allowed``) fall back to ``default`` rather than crash:
-    a shared link must always open.
+    Malformed values, non-finite numbers, numbers outside ``[low, high]`` and values outside
+    ``allowed`` fall back to ``default`` rather than crash the widget: a shared link must always
+    open.
     """
     raw = st.query_params.get(key)
     if raw is None:
         return default
     try:
         value = _coerce(raw, default)
-    except (TypeError, ValueError):
+    except (TypeError, ValueError, OverflowError):
         return default
+    if isinstance(value, float) and not math.isfinite(value):
+        return default
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        if (low is not None and value < low) or (high is not None and value > high):
+            return default
     if allowed is not None:
         if isinstance(value, list):
             value = [v for v in value if v in allowed]
