@@ -14,6 +14,7 @@ import argparse
 import importlib
 import json
 import math
+import os
 import pkgutil
 import sys
 from typing import Any, Sequence
@@ -84,6 +85,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     if not getattr(args, "func", None):
         parser.print_help()
         return 0
+    out = getattr(args, "json", None)
+    if isinstance(out, str) and out not in ("", "-"):
+        # Fail before the (possibly long) computation, not after it.
+        parent = os.path.dirname(os.path.abspath(out))
+        if not os.path.isdir(parent):
+            print(f"error: cannot write {out}: folder {parent} does not exist", file=sys.stderr)
+            return 2
+        if not os.access(parent, os.W_OK) or os.path.isdir(out):
+            print(f"error: cannot write {out}: not a writable file path", file=sys.stderr)
+            return 2
     try:
         return int(args.func(args) or 0)
     except (UsageError, ValueError, FileNotFoundError) as exc:

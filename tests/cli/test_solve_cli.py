@@ -46,3 +46,9 @@ def test_bad_input_one_line_exit_2(args, needle):
     assert r.returncode == 2
     lines = [ln for ln in r.stderr.strip().splitlines() if ln]
     assert len(lines) == 1 and lines[0].startswith("error:") and needle in lines[0]
+
+
+@pytest.mark.parametrize("cmd", [["solve", "--gram", "[[1]]"], ["toy", "--steps", "10"], ["kdw", "--K", "2"]])
+def test_unwritable_output_is_rejected_before_computing(cmd, tmp_path):
+    r = run(*cmd, "--json", str(tmp_path / "missing" / "out.json"))
+    assert r.returncode == 2 and "does not exist" in r.stderr and len(r.stderr.strip().splitlines()) == 1
