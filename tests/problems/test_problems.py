@@ -170,3 +170,21 @@ def test_describe_is_plain_data():
         d = P.make(name).describe()
         json.dumps(d)
         assert d["name"] == name and d["K"] >= 2
+
+
+def test_two_task_pareto_set_is_pareto_stationary_and_not_dominated():
+    p = P.make("two_task")
+    ps = p.pareto_set(101)
+    assert ps.shape == (101, 2)
+    assert np.allclose(ps[[0, -1], 0], [-7.0, 7.0]) and np.all(np.diff(ps[:, 0]) > 0)
+    L, J = p.losses_and_jacobian(ps)
+    g1, g2 = J[:, 0], J[:, 1]
+    d = g1 - g2
+    t = np.clip(-np.einsum("bi,bi->b", g2, d) / np.einsum("bi,bi->b", d, d), 0.0, 1.0)
+    # Pareto-stationary: a convex combination of the two gradients vanishes (||g|| is O(1) here)
+    assert np.linalg.norm(g2 + t[:, None] * d, axis=1).max() < 1e-6
+    # no point of a dense grid over the plotted box dominates a point of the set
+    gx, gy = np.meshgrid(np.linspace(-10, 10, 201), np.linspace(-10, 10, 201))
+    G = p.losses(np.stack([gx.ravel(), gy.ravel()], axis=-1))
+    dominated = (G[None, :, 0] < L[:, None, 0] - 1e-9) & (G[None, :, 1] < L[:, None, 1] - 1e-9)
+    assert not dominated.any()
