@@ -17,6 +17,8 @@ Interface (stable; pages, CLI and tests use it)::
     res.grad_norms     [M, S, T, K]   ||grad f_k(x_t)||
     res.weights        [M, S, T, K]   the method's weights at x_t (PCD: [1, mu...] rescaled)
     res.update_norms   [M, S, T]      ||d_t||, d_t = weights_t @ J_t (the direction fed to the optimizer)
+    res.multipliers    [M, S, T, K-1] the secondaries' multipliers mu_t where the method reports them
+                                      (PCD, DBGD: ``info["mu"]``; NaN for the other methods)
     per trajectory [M, S]: end [.., n], end_losses [.., K], primary_grad_norm, cms_residual,
     pareto_residual, final_update_norm, speed, stalled, diverged, diverged_step, diagnosis
     res.to_records()   -> list of JSON-able dicts, one per (method, start)
@@ -307,6 +309,7 @@ class RunResult:
     seconds: float = 0.0
     method_seconds: dict[str, float] = field(default_factory=dict)
     tolerances: dict[str, float] = field(default_factory=dict)
+    multipliers: np.ndarray | None = None  # [M, S, T, K-1], NaN where a method reports no mu
 
     @property
     def M(self) -> int:
@@ -331,7 +334,9 @@ class RunResult:
             "method": self.methods[m], "start": self.starts[s].tolist(), "steps": self.record,
             "positions": self.positions[m, s], "losses": self.losses[m, s],
             "grad_norms": self.grad_norms[m, s], "weights": self.weights[m, s],
-            "update_norms": self.update_norms[m, s], **self._summary(m, s),
+            "update_norms": self.update_norms[m, s],
+            "multipliers": None if self.multipliers is None else self.multipliers[m, s],
+            **self._summary(m, s),
         }
 
     def _summary(self, m: int, s: int) -> dict[str, Any]:
@@ -491,6 +496,8 @@ def run(
     gnorms_r = np.full((MS, T, K), np.nan)
     weights_r = np.full((MS, T, K), np.nan)
     unorm_r = np.full((MS, T), np.nan)
+    mu_r = np.full((MS, T, max(K - 1, 0)), np.nan)
+    MU = np.full((MS, max(K - 1, 0)), np.nan)
 
     alive = np.ones(MS, dtype=bool)
     div_step = np.full(MS, -1, dtype=np.int64)
@@ -566,6 +573,9 @@ def run(
                     continue
                 states[m] = out.state
                 W[sl] = out.weights
+                mu = out.info.get("mu") if out.info else None
+                if mu is not None:
+                    MU[sl] = np.asarray(mu, dtype=np.float64).reshape(S, -1)
                 if own_dir[m] and out.info and out.info.get("direction") is not None:
                     own = own or []
                     own.append((sl, np.asarray(out.info["direction"], dtype=np.float64)))
@@ -582,6 +592,7 @@ def run(
                 losses_r[:, r] = L
                 gnorms_r[:, r] = np.sqrt(np.einsum("bkn,bkn->bk", J, J))
                 weights_r[:, r] = W
+                mu_r[:, r] = MU
                 unorm_r[:, r] = np.sqrt(np.einsum("bn,bn->b", D, D))
                 if not all_alive:
                     dead = ~alive
@@ -637,5 +648,5 @@ def run(
         pareto_residual=shp(pres), final_update_norm=shp(final_unorm), speed=shp(speed),
         stalled=shp(stalled), diverged=shp(diverged), diverged_step=shp(div_step), diagnosis=shp(diag),
         errors=errors, seconds=time.perf_counter() - t_start, method_seconds=m_seconds,
-        tolerances={"grad_tol": grad_tol, "stall_tol": stall_tol},
+        tolerances={"grad_tol": grad_tol, "stall_tol": stall_tol}, multipliers=shp(mu_r),
     )

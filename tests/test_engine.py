@@ -235,3 +235,18 @@ def test_engine_overhead_is_small():
         run("saddle2d", ms, steps=3000, record=200)
         best = min(best, time.process_time() - t0)
     assert best < 0.8, best
+
+
+def test_pcd_multipliers_are_recorded_and_match_the_qp():
+    from pcd.engine import run as run_engine
+    res = run_engine("saddle2d", ["pcd", "ws"], steps=50, lr=0.01, method_params={"pcd": {"tau": 0.3}})
+    mu = res.multipliers
+    assert mu.shape == (2, res.S, len(res.record), 1)
+    assert np.isnan(mu[1]).all()                 # WS reports no multipliers
+    assert np.isfinite(mu[0]).all() and (mu[0] >= 0).all()
+    # at the start the EMA gives s_i = 1/||g_i||: mu is the K = 2 closed form on unit gradients
+    from pcd.problems import make as make_problem
+    L, J = make_problem("saddle2d").losses_and_jacobian(res.starts)
+    u = J / np.linalg.norm(J, axis=-1, keepdims=True)
+    c = np.einsum("bn,bn->b", u[:, 0], u[:, 1])
+    assert np.allclose(mu[0, :, 0, 0], np.maximum(0.0, 0.3 - c), rtol=1e-9, atol=1e-12)
