@@ -84,13 +84,17 @@ def _pcd_weights_k2(g: np.ndarray, s: np.ndarray, tau: float) -> PCDWeights:
 _EPS10 = 10 * float(np.finfo(np.float64).eps)
 
 
-def _pcd_weights_k2_scalar(g: np.ndarray, s: np.ndarray, tau: float) -> PCDWeights:
-    """:func:`_pcd_weights_k2` for a handful of problems ``[B, 2, 2]``, in Python floats."""
+def _pcd_weights_k2_scalar(g: np.ndarray, s: np.ndarray, tau: float, lists: tuple | None = None) -> PCDWeights:
+    """:func:`_pcd_weights_k2` for a handful of problems ``[B, 2, 2]``, in Python floats.
+
+    ``lists`` may carry ``(g.tolist(), s.tolist())`` when the caller already has them.
+    """
     B = g.shape[0]
     w = np.empty((B, 2))
     mus = np.empty(B)
     factors = np.empty(B)
-    for b, ((g00, g01), (_, g11)), (s1, s2) in zip(range(B), g.tolist(), s.tolist()):
+    gl, sl = lists if lists is not None else (g.tolist(), s.tolist())
+    for b, ((g00, g01), (_, g11)), (s1, s2) in zip(range(B), gl, sl):
         a, c, e = g00 * s1 * s1, g01 * s1 * s2, g11 * s2 * s2
         mu = max((tau * e - c) / e, 0.0) if e > _ZERO_REL * max(a, e) else 0.0
         dn2 = a + 2.0 * mu * c + mu * mu * e

@@ -210,6 +210,8 @@ def simplex_min_norm(G: np.ndarray) -> np.ndarray:
     B, K = G.shape[0], G.shape[-1]
     if K == 1:
         return np.ones((B, 1))
+    if K == 2 and B <= 16:  # a few problems: scalar math beats tiny-array NumPy (same bits)
+        return _simplex_k2_scalar(G)
     if K == 2:  # exact closed form on the raw Gram matrix (no ridge: a zero g_1 gives a = e_1)
         a, b, c = G[:, 0, 0], G[:, 0, 1], G[:, 1, 1]
         den = a + c - 2.0 * b
@@ -228,6 +230,16 @@ def simplex_min_norm(G: np.ndarray) -> np.ndarray:
             a = beta / beta.sum() if beta.sum() > 0 else np.full(K, 1.0 / K)
         out[i] = a
     return out
+
+
+def _simplex_k2_scalar(G: np.ndarray) -> np.ndarray:
+    """The K = 2 closed form of :func:`simplex_min_norm` in Python floats (the same operations)."""
+    rows = []
+    for (a, b), (_, c) in G.tolist():
+        den = a + c - 2.0 * b
+        t = min(max((c - b) / den, 0.0), 1.0) if den > 0 else 0.5
+        rows.append((t, 1.0 - t))
+    return np.array(rows)
 
 
 def _simplex_enum(G: np.ndarray) -> np.ndarray:
@@ -382,3 +394,68 @@ def _nash_solve(Gr: np.ndarray, p: np.ndarray, alpha0: np.ndarray | None, max_it
         Ga = np.einsum("bij,bj->bi", Gr, alpha)
         res = np.abs(alpha * Ga / p - 1.0).max(axis=-1)
     return alpha, np.where(np.isfinite(res), res, np.inf)
+
+
+from math import isfinite, sqrt  # noqa: E402  (the scalar K = 2 Nash twin below; kept here, next to its user)
+
+
+def nash2_scalar(a: float, b: float, c: float, p1: float, p2: float) -> tuple[float, float, float] | None:
+    """Python-float twin of the K = 2 branch of :func:`_nash_solve` for ONE problem
+    ``(a, b, c) = (G11, G12, G22)`` (same operations in the same order; the toy engine's few start
+    points make tiny-array NumPy the bottleneck). Returns ``(alpha_1, alpha_2, residual)``
+    (residual inf where anything is not finite, as NumPy's, which then takes the ridged re-solve),
+    or None where Python float arithmetic raises in the Newton polish instead of producing inf/NaN
+    (a zero divisor): the caller then uses the vectorized :func:`nash`."""
+    try:
+        A2, A1, A0 = c * p1, b * (p1 - p2), -a * p2
+        disc = sqrt(A1 * A1 - 4.0 * A2 * A0)
+        r = -2.0 * A0 / (A1 + disc) if A1 >= 0 else (disc - A1) / (2.0 * A2)
+        x = sqrt(p1 / (a + b * r))
+        y = r * x
+    except (ZeroDivisionError, ValueError):
+        # NumPy gets a NaN/inf r or x here, hence a non-finite alpha_2 (inf * 0, NaN) that the
+        # rejected Newton steps keep: the same as a non-finite result
+        nan = float("nan")
+        return nan, nan, float("inf")
+    try:
+        for _ in range(2):
+            g1 = a * x + b * y - p1 / x
+            g2 = b * x + c * y - p2 / y
+            h11, h22 = a + p1 / (x * x), c + p2 / (y * y)
+            det = h11 * h22 - b * b
+            nx, ny = x - (h22 * g1 - b * g2) / det, y - (h11 * g2 - b * g1) / det
+            if nx > 0 and ny > 0 and isfinite(nx) and isfinite(ny):
+                x, y = nx, ny
+        r1 = abs(x * (a * x + b * y) / p1 - 1.0)
+        r2 = abs(y * (b * x + c * y) / p2 - 1.0)
+    except (ZeroDivisionError, ValueError, OverflowError):
+        return None
+    if not (isfinite(x) and isfinite(y) and isfinite(r1) and isfinite(r2)):
+        return x, y, float("inf")  # NumPy: non-finite residual -> inf
+    return x, y, max(r1, r2)
+
+
+_NASH_BAD = 1e-9     # nash(): a plain K = 2 solution with residual above this is replaced by the ridged one
+_NASH_MARGIN = 1e-12  # residuals this close to it may round the other way in NumPy's einsum: fall back
+
+
+def nash2_scalar_select(g00: float, g01: float, g11: float, p1: float, p2: float) -> tuple[float, float, float] | None:
+    """Python-float twin of :func:`nash` for ONE K = 2 problem (zero G -> identity, plain solve,
+    ridged re-solve where the plain residual is not <= 1e-9 or alpha not finite). alpha is the same
+    bits as :func:`_nash_solve`'s (elementwise IEEE operations); only the residual's ``G alpha``
+    may round differently in ``np.einsum`` (~1e-16), so a plain residual within ``_NASH_MARGIN`` of
+    the 1e-9 test returns None (and so does any raised Python float error): use :func:`nash`."""
+    tr = g00 + g11
+    a, b, c = (1.0, 0.0, 1.0) if tr <= 0 else (g00, g01, g11)
+    sol = nash2_scalar(a, b, c, p1, p2)
+    if sol is None:
+        return None
+    if sol[2] <= _NASH_BAD - _NASH_MARGIN:
+        return sol
+    if sol[2] <= _NASH_BAD + _NASH_MARGIN:
+        return None
+    f = 1e-16 * tr / 2  # ridge 1e-14 G_ii + 1e-16 trace(G) / K as in nash()
+    sol = nash2_scalar(a + (1e-14 * g00 + f), b, c + (1e-14 * g11 + f), p1, p2)
+    if sol is None or sol[2] == float("inf"):
+        return None
+    return sol

@@ -25,6 +25,7 @@ shifted Gram matrix and leaves a convex 1-D search over r), falling back to SLSQ
 from __future__ import annotations
 
 import itertools
+import math
 from functools import lru_cache
 
 import numpy as np
@@ -217,6 +218,63 @@ def _cagrad_k2(G: np.ndarray, c: float, norm_eps: float) -> np.ndarray:
     return big[:, None] * (0.5 + coef[:, None] * np.stack([t, u], axis=-1))
 
 
+def _cagrad_k2_scalar(G: np.ndarray, c: float, norm_eps: float) -> np.ndarray | None:
+    """:func:`_cagrad_k2` for a handful of problems, in Python floats: the same IEEE operations in
+    the same order, so the same bits. None (the caller then uses :func:`_cagrad_k2`) when a
+    division by zero or a non-finite value would occur, where NumPy's inf/nan semantics apply."""
+    sqrt = math.sqrt
+    half_c = 0.5 * c
+    rows = []
+    try:
+        for (g11, g12), (_, g22) in G.tolist():
+            tr = g11 + g22
+            keep = tr >= norm_eps
+            inv = (1.0 if keep else 0.0) / (tr if tr > 0 else 1.0)
+            a, o, e = g11 * inv, g12 * inv, g22 * inv
+            b1, b2 = 0.5 * (a + o), 0.5 * (o + e)
+            phi = half_c * sqrt(max(a + 2.0 * o + e, 0.0))
+            if phi <= 1e-15:  # linear objective: centre of the optimal face
+                tie = abs(b1 - b2) <= 1e-12 * max(abs(b1), abs(b2))
+                t = 0.5 if tie else (1.0 if b1 < b2 else 0.0)
+            else:
+                z = 0.0 if keep else 1.0
+                ar, er = a * (1.0 + 1e-13) + 1e-30 + z, e * (1.0 + 1e-13) + 1e-30 + z
+                f1 = b1 + phi * sqrt(ar)
+                f2 = b2 + phi * sqrt(er)
+                det = ar * er - o * o
+                f3 = math.inf
+                w1 = 0.0
+                if det > 0:
+                    x1, x2 = (er - o) / det, (ar - o) / det
+                    y1, y2 = (er * b1 - o * b2) / det, (ar * b2 - o * b1) / det
+                    ox, oy = x1 + x2, y1 + y2
+                    disc = oy * oy - ox * (b1 * y1 + b2 * y2 - phi * phi)
+                    if disc > 0:
+                        sd = sqrt(max(disc, 1e-300))
+                        w1 = ((oy + sd) / ox * x1 - y1) / sd
+                        if w1 >= -1e-10 and w1 <= 1.0 + 1e-10:
+                            f3 = b1 * w1 + b2 * (1.0 - w1) + phi * phi / sd
+                if f1 <= f2 and f1 <= f3:
+                    t = 1.0
+                elif f2 <= f3:
+                    t = 0.0
+                elif f3 < math.inf:
+                    t = min(max(w1, 0.0), 1.0)
+                else:  # f2 is NaN: leave it to NumPy's semantics
+                    return None
+            u = 1.0 - t
+            gw = sqrt(max(t * t * a + 2.0 * t * u * o + u * u * e, 0.0))
+            if gw >= norm_eps:
+                coef = phi / gw
+                rows.append((0.5 + coef * t, 0.5 + coef * u))
+            else:
+                rows.append((0.0, 0.0))
+    except (ZeroDivisionError, ValueError, OverflowError):
+        return None
+    out = np.array(rows)
+    return out if math.isfinite(out.sum()) else None
+
+
 def cagrad_weights(G: np.ndarray, c: float, norm_eps: float = 1e-4,
                    support: np.ndarray | None = None) -> np.ndarray:
     """CAGrad weights ``[B, K]``. ``support`` ``[B, K]`` (bool, optional; K > 5 only) is a first guess
@@ -227,6 +285,10 @@ def cagrad_weights(G: np.ndarray, c: float, norm_eps: float = 1e-4,
 def _cagrad(G: np.ndarray, c: float, norm_eps: float, support: np.ndarray | None):
     B, K = G.shape[0], G.shape[-1]
     if K == 2:
+        if B <= 16:  # a few start points: scalar math beats tiny-array NumPy
+            w = _cagrad_k2_scalar(G, c, norm_eps)
+            if w is not None:
+                return w, None
         return _cagrad_k2(G, c, norm_eps), None
     tr = trace(G)
     zero = tr < norm_eps

@@ -31,6 +31,8 @@ class DBGD(Method):
     def weights(self, gram, *, losses=None, jacobian=None, state=None, rng=None) -> MethodOutput:
         from pcd.qp import _solve_k2, check_tau, solve_qp
 
+        if gram.shape[-1] == 2 and gram.ndim == 3 and gram.shape[0] <= 16:
+            return self._weights_k2_scalar(gram, state)  # a few start points: Python floats
         if gram.shape[-1] == 2:  # hot path of the toy engine: the closed form, gram already validated
             mu, feasible = _solve_k2(gram, check_tau(self.hparams["beta"], 2))
             w = np.ones(gram.shape[:-1])
@@ -40,3 +42,23 @@ class DBGD(Method):
         res = solve_qp(gram, tau=self.hparams["beta"])
         info = {"mu": res.mu, "feasible": np.asarray(res.feasible), "active": res.active_mask}
         return MethodOutput(weights=res.weights, state=state, info=info)
+
+    def _weights_k2_scalar(self, gram: np.ndarray, state) -> MethodOutput:
+        """The K = 2 closed form of :func:`pcd.qp._solve_k2` in Python floats (same operations, same
+        bits) for a handful of problems ``[B, 2, 2]``."""
+        from pcd.qp import _ZERO_REL, check_tau
+
+        beta = self.hparams["beta"]
+        tau = beta if isinstance(beta, float) else float(check_tau(beta, 2)[0])
+        mus = []
+        for (g00, g01), (_, g11) in gram.tolist():
+            m = (tau * g11 - g01) / g11 if g11 > _ZERO_REL * max(g00, g11) else 0.0
+            mus.append(m if m > 0.0 else 0.0)
+        B = len(mus)
+        w = np.ones((B, 2))
+        w[:, 1] = mus
+        mu = w[:, 1:].copy()
+        active = np.zeros((B, 2), dtype=bool)
+        active[:, 1] = mu[:, 0] > 0
+        info = {"mu": mu, "feasible": np.ones(B, dtype=bool), "active": active}
+        return MethodOutput(weights=w, state=state, info=info)

@@ -13,10 +13,13 @@ losses, ``delta_i = log l~_i(prev) - log l~_i(now)`` and the logit gradient is
 (``lr``, ``weight_decay`` added to the gradient as in ``torch.optim.Adam``, betas 0.9/0.999,
 eps 1e-8). The paper recomputes the losses on the same batch after the step; on deterministic
 problems the next call's losses are exactly that. Needs the loss values (``losses [B, K]``).
+K = 2 with B <= 16 (the toy engine) runs in Python floats (:meth:`FAMO._weights_k2`, the same
+operations and the same bits; non-finite or non-positive shifted losses use the vectorized code).
 """
 from __future__ import annotations
 
 from dataclasses import dataclass
+from math import isfinite, sqrt
 
 import numpy as np
 
@@ -75,6 +78,10 @@ class FAMO(Method):
             state = self.init_state(B, K)
         if state.xi.shape != (B, K):
             raise ValueError(f"famo: state is for shape {state.xi.shape}, got a batch of [{B}, {K}]")
+        if K == 2 and B <= 16:
+            out = self._weights_k2(L, state)
+            if out is not None:
+                return out
         shifted = self._shift(L)
         with np.errstate(divide="ignore", invalid="ignore"):
             logs = np.log(shifted)
@@ -99,3 +106,91 @@ class FAMO(Method):
             w = r / r.sum(axis=-1, keepdims=True)
         new_state = FAMOState(xi=state.xi, m=state.m, v=state.v, t=state.t, prev=L.copy())
         return MethodOutput(weights=w, state=new_state, info={"task_weights": z})
+
+    def _weights_k2(self, L: np.ndarray, state: FAMOState) -> MethodOutput | None:
+        """:meth:`weights` for K = 2 and a few problems (B <= 16) in Python floats, with the same
+        IEEE operations in the same order; ``log``/``exp`` stay NumPy calls (one array each) so
+        they round exactly as in the vectorized code (``math.log`` may differ in the last bit,
+        which Adam's normalization can blow up near convergence). Returns None (the caller runs
+        the vectorized code) where anything is not finite or a shifted loss is not positive."""
+        b = self.hparams["min_loss"]
+        if isinstance(b, float):
+            b0 = b1 = b
+        elif np.ndim(b) == 1 and len(b) == 2:
+            b0, b1 = (float(x) for x in b)
+        else:
+            return None  # the vectorized code raises the error
+        sh = [(l0 - b0 + _EPS, l1 - b1 + _EPS) for l0, l1 in L.tolist()]
+        if not all(0.0 < s0 < _INF and 0.0 < s1 < _INF for s0, s1 in sh):
+            return None
+        X = state.xi.tolist()
+        if not all(isfinite(x0) and isfinite(x1) for x0, x1 in X):
+            return None
+        t = state.t
+        if state.prev is not None:
+            P = state.prev.tolist() if isinstance(state.prev, np.ndarray) else None
+            if P is None or len(P) != len(sh):
+                return None
+            psh = [(l0 - b0 + _EPS, l1 - b1 + _EPS) for l0, l1 in P]
+            if not all(0.0 < s0 < _INF and 0.0 < s1 < _INF for s0, s1 in psh):
+                return None
+            lg = np.log(np.array(sh + psh)).tolist()  # [2B, 2]: logs now, then logs before
+            n = len(sh)
+            Z = _softmax2(X)
+            M, V = state.m.tolist(), state.v.tolist()
+            lr, wd = self.hparams["lr"], self.hparams["weight_decay"]
+            t = t + 1
+            bc1, bc2 = 1.0 - 0.9 ** t, 1.0 - 0.999 ** t
+            nX, nM, nV = [], [], []
+            for i in range(n):
+                (ln0, ln1), (lp0, lp1) = lg[i], lg[n + i]
+                z0, z1 = Z[i]
+                x0, x1 = X[i]
+                d0, d1 = lp0 - ln0, lp1 - ln1
+                zd = z0 * d0 + z1 * d1
+                g0 = z0 * (d0 - zd) + wd * x0
+                g1 = z1 * (d1 - zd) + wd * x1
+                if not (isfinite(g0) and isfinite(g1)):  # this problem does not learn
+                    nX.append(X[i])
+                    nM.append(M[i])
+                    nV.append(V[i])
+                    continue
+                (m0, m1), (v0, v1) = M[i], V[i]
+                m0, m1 = 0.9 * m0 + 0.1 * g0, 0.9 * m1 + 0.1 * g1
+                v0, v1 = 0.999 * v0 + 0.001 * g0 * g0, 0.999 * v1 + 0.001 * g1 * g1
+                x0 = x0 - lr * (m0 / bc1) / (sqrt(v0 / bc2) + 1e-8)
+                x1 = x1 - lr * (m1 / bc1) / (sqrt(v1 / bc2) + 1e-8)
+                nX.append((x0, x1))
+                nM.append((m0, m1))
+                nV.append((v0, v1))
+            X = nX
+            xi, m, v = np.array((nX, nM, nV))  # three [B, 2] arrays (views of one block)
+        else:
+            xi, m, v = state.xi, state.m, state.v
+        Z = _softmax2(X)
+        W = []
+        for (z0, z1), (s0, s1) in zip(Z, sh):
+            r0, r1 = z0 / s0, z1 / s1
+            rs = r0 + r1
+            if not (0.0 < rs < _INF):
+                return None
+            W.append((r0 / rs, r1 / rs))
+        w, z = np.array((W, Z))
+        new_state = FAMOState(xi=xi, m=m, v=v, t=t, prev=L.copy())
+        return MethodOutput(weights=w, state=new_state, info={"task_weights": z})
+
+
+_INF = float("inf")
+
+
+def _softmax2(X: list) -> list:
+    """:func:`_softmax` of K = 2 rows of finite Python floats (one ``np.exp`` call, so the same bits)."""
+    D = []
+    for x0, x1 in X:
+        mx = x0 if x0 >= x1 else x1
+        D.append((x0 - mx, x1 - mx))
+    out = []
+    for e0, e1 in np.exp(np.array(D)).tolist():
+        s = e0 + e1
+        out.append((e0 / s, e1 / s))
+    return out

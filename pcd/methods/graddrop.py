@@ -14,8 +14,12 @@ is *not* a combination ``weights @ J`` of the gradients. The exact update is ret
 least-squares weights ``argmin_w ||J^T w - d||`` (``w = pinv(G) J d``): ``weights @ J`` is the
 projection of the GradDrop update onto the span of the gradients, for plots of weights only.
 Not non-conflicting, not linear under scaling, not weighted (Jacobian Descent, Table 1).
+K = 2 with B <= 16 and n <= 8 (the toy engine) runs in Python floats (:func:`_graddrop_k2`): the
+same draw and the same direction bits; weights by closed forms where they match ``pinv``.
 """
 from __future__ import annotations
+
+from math import isfinite, sqrt
 
 import numpy as np
 
@@ -51,14 +55,92 @@ class GradDrop(Method):
             raise ValueError(f"graddrop: jacobian must have shape [B, K, n] = [{B}, {K}, n], got {list(J.shape)}")
         if not np.isfinite(J).all():
             raise ValueError("graddrop: jacobian contains NaN or inf")
-        leak = np.asarray(self.hparams["leak"], dtype=np.float64)
+        leak = self.hparams["leak"]
+        if K == 2 and B <= 16 and J.shape[-1] <= _SCALAR_MAX_N and (isinstance(leak, float) or np.shape(leak) == (2,)):
+            l0, l1 = (leak, leak) if isinstance(leak, float) else (float(leak[0]), float(leak[1]))
+            rng = rng if rng is not None else np.random.default_rng()
+            U = rng.random((B, J.shape[-1]))  # the same draw as below
+            d, w = _graddrop_k2(J, U, l0, l1)
+            return MethodOutput(weights=w, state=state, info={"direction": d})
+        leak = np.asarray(leak, dtype=np.float64)
         leak = np.full(K, float(leak)) if leak.ndim == 0 else leak
         if leak.shape != (K,):
             raise ValueError(f"graddrop: leak needs one value or {K} values (one per objective), got {leak.size}")
         rng = rng if rng is not None else np.random.default_rng()
         U = rng.random((B, J.shape[-1]))
         d = graddrop_direction(J, U, leak)
-        Gj = np.einsum("bkn,bln->bkl", J, J)
-        Jd = np.einsum("bkn,bn->bk", J, d)
-        w = np.einsum("bij,bj->bi", np.linalg.pinv(Gj, hermitian=True), Jd)
+        w = least_squares_weights(J, d)
         return MethodOutput(weights=w, state=state, info={"direction": d})
+
+
+def least_squares_weights(J: np.ndarray, d: np.ndarray) -> np.ndarray:
+    """``argmin_w ||J^T w - d||`` = ``pinv(J J^T) J d`` per problem (``J [B, K, n]``, ``d [B, n]``)."""
+    Gj = np.einsum("bkn,bln->bkl", J, J)
+    Jd = np.einsum("bkn,bn->bk", J, d)
+    return np.einsum("bij,bj->bi", np.linalg.pinv(Gj, hermitian=True), Jd)
+
+
+_SCALAR_MAX_N = 8  # scalar path for K = 2, B <= 16 and at most this many coordinates (the toys)
+
+
+def _graddrop_k2(J: np.ndarray, U: np.ndarray, l0: float, l1: float) -> tuple[np.ndarray, np.ndarray]:
+    """K = 2, few problems and coordinates, in Python floats: the direction with the same IEEE
+    operations as :func:`graddrop_direction` (so the same masks and the same bits for the same
+    draws ``U``; ``l0, l1`` = leak), and the least-squares weights ``pinv(G) J d`` (``G = J J^T``)
+    in closed form where that agrees with :func:`least_squares_weights` (``np.linalg.pinv``) to
+    ~1e-13 of ``||w||``:
+
+    * well conditioned, ``det G >= 1e-4 trace^2`` (and ``>= 1e-3 G11 G22``): the 2x2 inverse;
+    * numerically rank one, computed ``det G <= 1e-20 trace^2`` (e.g. cancelling gradients, one
+      zero gradient, the saddle's gradients along one axis): the exact smallest eigenvalue of G is
+      then a few eps x lambda_1, under pinv's 1e-15 cutoff, so pinv is ``v v^T / lambda_1`` with
+      the top eigenpair in closed form (n <= 4 only: einsum may sum G's n terms in another order,
+      and n eps must stay well under the cutoff);
+    * zero G: pinv(0) = 0, weights 0.
+
+    Rows in between (where pinv itself carries errors of eps x condition number) get their weights
+    from :func:`least_squares_weights`."""
+    k0, k1 = 1.0 - l0, 1.0 - l1
+    nan = float("nan")
+    D, W, bad = [], [], []
+    for i, ((r0, r1), u) in enumerate(zip(J.tolist(), U.tolist())):
+        d = []
+        g00 = g01 = g11 = 0.0
+        for a, b, uk in zip(r0, r1, u):
+            den = abs(a) + abs(b)
+            P = 0.5 * (1.0 + (a + b) / den) if den != 0.0 else nan  # NaN: no sign wins
+            m0 = (P > uk and a > 0) or (P < uk and a < 0)
+            m1 = (P > uk and b > 0) or (P < uk and b < 0)
+            d.append((l0 + k0 * (1.0 if m0 else 0.0)) * a + (l1 + k1 * (1.0 if m1 else 0.0)) * b)
+            g00 += a * a
+            g01 += a * b
+            g11 += b * b
+        D.append(d)
+        j0 = j1 = 0.0
+        for a, b, dk in zip(r0, r1, d):
+            j0 += a * dk
+            j1 += b * dk
+        det = g00 * g11 - g01 * g01
+        tr = g00 + g11
+        w = None
+        if tr == 0.0:
+            w = [0.0, 0.0]
+        elif det >= 1e-4 * tr * tr and det >= 1e-3 * g00 * g11:
+            w = [(g11 * j0 - g01 * j1) / det, (g00 * j1 - g01 * j0) / det]
+        elif det <= 1e-20 * tr * tr and len(d) <= 4:
+            h = g00 - g11
+            lam = 0.5 * (tr + sqrt(h * h + 4.0 * g01 * g01))
+            v0, v1 = (lam - g11, g01) if g00 >= g11 else (g01, lam - g00)
+            nv = v0 * v0 + v1 * v1
+            if lam > 0.0 and nv > 0.0:
+                c = (v0 * j0 + v1 * j1) / (lam * nv)
+                w = [v0 * c, v1 * c]
+        if w is None or not (isfinite(w[0]) and isfinite(w[1])):
+            bad.append(i)
+            w = [0.0, 0.0]
+        W.append(w)
+    d = np.array(D)
+    W = np.array(W)
+    if bad:
+        W[bad] = least_squares_weights(J[bad], d[bad])
+    return d, W

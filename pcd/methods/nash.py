@@ -30,14 +30,19 @@ learns ``p`` in an outer loop by differentiating the primary's validation loss t
 ``p_1 = K * primary_share`` and ``p_j = K (1 - primary_share) / (K - 1)`` for the auxiliaries, so
 ``sum p = K`` and ``primary_share = 1/K`` reproduces Nash-MTL exactly. Normalization and clipping
 follow Nash-MTL (the AuxiNash code builds on it).
+
+K = 2 with B <= 16 (the toy engine) runs in Python floats (:func:`_bargain_k2`, the same
+operations as the vectorized code; it hands the batch back to it where the plain/ridged choice
+could round differently or Python would raise on a zero divisor).
 """
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 import numpy as np
 
-from pcd.methods._solvers import nash
+from pcd.methods._solvers import nash, nash2_scalar_select
 from pcd.methods.base import Method, MethodOutput, Param, register
 
 
@@ -65,6 +70,41 @@ def _bargain(gram: np.ndarray, p: np.ndarray, state: NashState | None, max_norm:
                         info={"alpha": alpha, "residual": res})
 
 
+def _bargain_k2(gram: np.ndarray, p1: float, p2: float, state: NashState | None, max_norm: float,
+                every: int) -> MethodOutput | None:
+    """:func:`_bargain` for K = 2 and a few problems (B <= 16) in Python floats: the same
+    operations as :func:`nash`'s closed form and ridged re-solve (:func:`nash2_scalar_select`) and
+    the clipping. Returns None (the caller then runs the vectorized code on the whole batch) when
+    any problem's plain/ridged choice could differ from nash()'s (residual within 1e-12 of its 1e-9
+    test) or Python float arithmetic raised (a zero divisor where NumPy makes inf/NaN)."""
+    B = gram.shape[0]
+    if state is None or (state.alpha is not None and state.alpha.shape != (B, 2)):
+        state = NashState(alpha=None, step=0)
+    g = gram.tolist()
+    if state.alpha is None or state.step % every == 0:
+        al, rs = [], []
+        for (g00, g01), (_, g11) in g:
+            sol = nash2_scalar_select(g00, g01, g11, p1, p2)
+            if sol is None:
+                return None
+            al.append([sol[0], sol[1]])
+            rs.append(sol[2])
+        alpha, res = np.array(al), np.array(rs)
+    else:
+        alpha, res = state.alpha, np.zeros(B)
+        al = alpha.tolist()
+    if max_norm > 0:
+        w = []
+        for (x, y), ((g00, g01), (g10, g11)) in zip(al, g):
+            norm = math.sqrt(max(x * g00 * x + x * g01 * y + y * g10 * x + y * g11 * y, 0.0))
+            w.append([x / norm * max_norm, y / norm * max_norm] if norm > max_norm else [x, y])
+        w = np.array(w)
+    else:
+        w = alpha.copy()
+    return MethodOutput(weights=w, state=NashState(alpha=alpha, step=state.step + 1),
+                        info={"alpha": alpha, "residual": res})
+
+
 _COMMON = (
     Param("max_norm", 1.0, 0.0, 1e6, help="clip ||update|| to this (0 = no clipping; TorchJD default 1)"),
     Param("update_weights_every", 1, 1, 10000, kind="int", help="recompute the weights every n calls"),
@@ -84,6 +124,10 @@ class NashMTL(Method):
 
     def weights(self, gram, *, losses=None, jacobian=None, state=None, rng=None) -> MethodOutput:
         B, K = gram.shape[0], gram.shape[-1]
+        if K == 2 and B <= 16:
+            out = _bargain_k2(gram, 1.0, 1.0, state, self.hparams["max_norm"], self.hparams["update_weights_every"])
+            if out is not None:
+                return out
         p = np.ones((B, K))
         return _bargain(gram, p, state, self.hparams["max_norm"], self.hparams["update_weights_every"])
 
@@ -112,5 +156,11 @@ class AuxiNash(Method):
 
     def weights(self, gram, *, losses=None, jacobian=None, state=None, rng=None) -> MethodOutput:
         B, K = gram.shape[0], gram.shape[-1]
+        if K == 2 and B <= 16:
+            s = self.hparams["primary_share"]  # the powers K s and K (1 - s) / (K - 1), as powers(2)
+            out = _bargain_k2(gram, 2 * s, 2 * (1.0 - s) / 1, state, self.hparams["max_norm"],
+                              self.hparams["update_weights_every"])
+            if out is not None:
+                return out
         p = np.broadcast_to(self.powers(K), (B, K))
         return _bargain(gram, p, state, self.hparams["max_norm"], self.hparams["update_weights_every"])

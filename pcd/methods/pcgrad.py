@@ -21,6 +21,8 @@ from pcd.methods.base import Method, MethodOutput, Param, register
 def pcgrad_weights(G: np.ndarray, perms: np.ndarray) -> np.ndarray:
     """``G [B, K, K]``, ``perms [B, K, K]`` (a permutation of 0..K-1 per problem and objective)."""
     B, K = G.shape[0], G.shape[-1]
+    if K == 2 and B <= 16:  # a few problems: scalar math beats tiny-array NumPy (same bits)
+        return _pcgrad_k2_scalar(G)
     if K == 2:  # closed form: each gradient loses its component along the other when they conflict
         a, b, c = G[:, 0, 0], G[:, 0, 1], G[:, 1, 1]
         # b < 0 implies a, c > 0 in exact arithmetic; guard against underflowed squared norms
@@ -46,6 +48,16 @@ def pcgrad_weights(G: np.ndarray, perms: np.ndarray) -> np.ndarray:
     return total
 
 
+def _pcgrad_k2_scalar(G: np.ndarray) -> np.ndarray:
+    """The K = 2 closed form of :func:`pcgrad_weights` in Python floats (the same operations)."""
+    rows = []
+    for (a, b), (_, c) in G.tolist():
+        conflict = b < 0.0
+        rows.append((1.0 + (-b / a if conflict and a > 0.0 else 0.0),
+                     1.0 + (-b / c if conflict and c > 0.0 else 0.0)))
+    return np.array(rows)
+
+
 @register
 class PCGrad(Method):
     name = "pcgrad"
@@ -58,6 +70,8 @@ class PCGrad(Method):
 
     def weights(self, gram, *, losses=None, jacobian=None, state=None, rng=None) -> MethodOutput:
         B, K = gram.shape[0], gram.shape[-1]
+        if K == 2 and B <= 16 and gram.ndim == 3:  # the order does not matter for K = 2
+            return MethodOutput(weights=_pcgrad_k2_scalar(gram), state=state)
         if self.hparams["order"] == "fixed" or K <= 2:
             perms = np.broadcast_to(np.arange(K), (B, K, K))
         else:

@@ -44,12 +44,20 @@ class WeightedSum(Method):
         Param("normalize", True, kind="bool", help="divide the weights by their sum (Mean)"),
     )
 
+    def _weights_for(self, K: int) -> np.ndarray:
+        """The (normalized) weight vector for K objectives, computed once per K."""
+        cache = self.__dict__.setdefault("_w_cache", {})
+        if K not in cache:
+            w = user_weights(self.hparams["w"], K, self.name)
+            if self.hparams["normalize"]:
+                s = w.sum()
+                if s <= 0:
+                    raise ValueError(f"{self.name}: the weights sum to 0; give at least one positive weight")
+                w = w / s
+            cache[K] = w
+        return cache[K]
+
     def weights(self, gram, *, losses=None, jacobian=None, state=None, rng=None) -> MethodOutput:
         B, K = gram.shape[0], gram.shape[-1]
-        w = user_weights(self.hparams["w"], K, self.name)
-        if self.hparams["normalize"]:
-            s = w.sum()
-            if s <= 0:
-                raise ValueError(f"{self.name}: the weights sum to 0; give at least one positive weight")
-            w = w / s
-        return MethodOutput(weights=np.broadcast_to(w, (B, K)).astype(gram.dtype))
+        w = self._weights_for(K)
+        return MethodOutput(weights=np.repeat(w[None].astype(gram.dtype), B, axis=0))

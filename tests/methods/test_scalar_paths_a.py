@@ -1,0 +1,265 @@
+"""K = 2 scalar fast paths (B <= 16, used by the toy engine) vs the vectorized code: Nash-MTL,
+AuxiNash, GradDrop, FAMO.
+
+* Nash-MTL / AuxiNash and FAMO do the same IEEE operations in the same order (FAMO keeps log/exp
+  as NumPy calls), so they must agree with the vectorized path to the last bit; we check 1e-13
+  relative (bit equality holds on the dev machine). The vectorized path is reached by tiling the
+  batch to B = 18 > 16 (rows are independent).
+* GradDrop: the random draw is the same single ``rng.random((B, n))`` call, so the direction must be
+  bit-identical and the generator left in the same state; the least-squares weights replace
+  ``pinv`` by 2x2 closed forms where those agree to ~1e-13 of ``||w||`` (checked at 2e-12), other
+  rows fall back to ``pinv``.
+"""
+import numpy as np
+import pytest
+
+import pcd.methods as methods
+from pcd.methods import _solvers, famo, graddrop, nash
+
+from tests.methods._samplers import KINDS, gram, jacobian
+
+TILE = 6  # 3 x 6 = 18 > 16: the vectorized path
+
+
+def _close(fast, slow, rtol=1e-13):
+    fast, slow = np.asarray(fast, dtype=float), np.asarray(slow, dtype=float)
+    assert fast.shape == slow.shape
+    np.testing.assert_allclose(fast, slow, rtol=rtol, atol=0.0, equal_nan=True)
+
+
+def _jacobians(seed: int, n: int = 3):
+    """B = 3 Jacobians [3, 2, n]: the samplers' kinds and hand-made edge cases."""
+    rng = np.random.default_rng(seed)
+    out = [jacobian(k, 3, 2, n=n, seed=seed) for k in KINDS]
+    u, v = rng.standard_normal(n), rng.standard_normal(n)
+    z = np.zeros(n)
+    s = 10.0 ** rng.uniform(-8, 8)
+    cases = [
+        [u, -u], [u, u], [u, 2.5 * u], [u, -0.3 * u], [u, z], [z, u], [z, z],
+        [u, u + 1e-9 * v], [u, -u + 1e-7 * v], [s * u, v], [u, s * v], [1e-150 * u, 1e150 * v],
+    ]
+    for i in range(0, len(cases), 3):
+        rows = cases[i:i + 3]
+        rows += [[u, v]] * (3 - len(rows))
+        out.append(np.array(rows))
+    # saddle-like: gradients almost along one axis (numerically rank one)
+    J = jacobian("scaled", 3, 2, n=n, seed=seed)
+    J[..., 1:] *= 10.0 ** rng.uniform(-80, -5, (3, 1, 1))
+    out.append(J)
+    # mixed: one row of each kind in the same batch
+    out.append(np.stack([out[0][0], out[3][1], out[4][2]]))
+    return out
+
+
+# ----------------------------------------------------------------------------------- Nash-MTL
+NASH_CONFIGS = [
+    ("nashmtl", {}), ("nashmtl", {"max_norm": 0.0}), ("nashmtl", {"max_norm": 7.5}),
+    ("auxinash", {}), ("auxinash", {"primary_share": 0.2, "max_norm": 0.0}), ("auxinash", {"primary_share": 0.5}),
+]
+
+
+@pytest.mark.parametrize("name,hp", NASH_CONFIGS)
+@pytest.mark.parametrize("seed", range(12))
+def test_nash_fast_equals_vectorized(name, hp, seed):
+    for J in _jacobians(seed):
+        G = gram(J)
+        m = methods.make(name, **hp)
+        fast = m.weights(G)
+        slow = m.weights(np.tile(G, (TILE, 1, 1)))
+        _close(fast.weights, slow.weights[:3])
+        _close(fast.info["alpha"], slow.info["alpha"][:3])
+        _close(fast.info["residual"], slow.info["residual"][:3])
+        assert fast.state.step == slow.state.step == 1
+
+
+@pytest.mark.parametrize("name,hp", NASH_CONFIGS)
+def test_nash_fast_equals_vectorized_multistep(name, hp):
+    """State across calls (update_weights_every > 1 reuses alpha; shape changes reset it)."""
+    rng = np.random.default_rng(5)
+    m = methods.make(name, update_weights_every=3, **hp)
+    sf = sv = None
+    for step in range(25):
+        J = _jacobians(step)[step % 9]
+        G = gram(J) * 10.0 ** rng.uniform(-3, 3)
+        of = m.weights(G, state=sf)
+        ov = m.weights(np.tile(G, (TILE, 1, 1)), state=sv)
+        sf, sv = of.state, ov.state
+        _close(of.weights, ov.weights[:3])
+        _close(sf.alpha, sv.alpha[:3])
+        _close(of.info["residual"], ov.info["residual"][:3])
+        assert sf.step == sv.step
+
+
+def test_nash_scalar_select_matches_nash_per_problem():
+    """The one-problem twin of nash() (plain solve, ridged re-solve) against nash() itself."""
+    rng = np.random.default_rng(0)
+    n_fast = n_ridged = 0
+    for seed in range(40):
+        for J in _jacobians(seed):
+            G = gram(J)
+            for p in ([1.0, 1.0], [1.5, 0.5], list(rng.uniform(0.1, 3.0, 2))):
+                P = np.tile(p, (3, 1))
+                alpha, res = _solvers.nash(G, P)
+                for b in range(3):
+                    g00, g01, g11 = G[b].ravel()[[0, 1, 3]].tolist()
+                    sol = _solvers.nash2_scalar_select(g00, g01, g11, float(p[0]), float(p[1]))
+                    if sol is None:
+                        continue
+                    n_fast += 1
+                    plain = _solvers.nash2_scalar(g00, g01, g11, float(p[0]), float(p[1]))
+                    n_ridged += G[b, 0, 0] + G[b, 1, 1] > 0 and (plain is None or plain[2] > 1e-9)
+                    _close(sol[:2], alpha[b])
+                    _close(sol[2], res[b])
+    assert n_fast > 2000  # the scalar twin handles almost every case ...
+    assert n_ridged > 100  # ... including the ridged re-solve (cancellations, parallel gradients)
+
+
+def test_nash_fast_path_is_taken(monkeypatch):
+    """The comparisons above are not vacuous: random and cancelling inputs take the scalar path."""
+    def boom(*a, **k):
+        raise AssertionError("vectorized path used")
+    monkeypatch.setattr(nash, "_bargain", boom)
+    for kind in ("random", "scaled", "cancel"):
+        G = gram(jacobian(kind, 3, 2, seed=1))
+        methods.make("nashmtl").weights(G)
+        methods.make("auxinash").weights(G)
+    with pytest.raises(AssertionError):  # B = 17 is vectorized
+        methods.make("nashmtl").weights(np.tile(np.eye(2), (17, 1, 1)))
+
+
+def test_nash_fast_path_falls_back_near_threshold(monkeypatch):
+    """A plain residual within the margin of nash()'s 1e-9 test must go to the vectorized code."""
+    monkeypatch.setattr(_solvers, "nash2_scalar", lambda a, b, c, p1, p2: (1.0, 1.0, 1e-9))
+    assert _solvers.nash2_scalar_select(1.0, 0.0, 1.0, 1.0, 1.0) is None
+    G = np.tile(np.eye(2), (3, 1, 1))
+    assert nash._bargain_k2(G, 1.0, 1.0, None, 1.0, 1) is None
+    out = methods.make("nashmtl").weights(G)  # falls back: the true solution alpha = 1
+    _close(out.info["alpha"], np.ones((3, 2)))
+
+
+# ----------------------------------------------------------------------------------- GradDrop
+def _graddrop_reference(J, leak, seed):
+    """The vectorized code path (graddrop_direction + pinv least squares) with the same draws."""
+    rng = np.random.default_rng(seed)
+    U = rng.random((J.shape[0], J.shape[-1]))
+    lk = np.full(2, float(leak)) if np.ndim(leak) == 0 else np.asarray(leak, dtype=float)
+    d = graddrop.graddrop_direction(J, U, lk)
+    return d, graddrop.least_squares_weights(J, d), rng
+
+
+@pytest.mark.parametrize("leak", [0.0, 0.35, 1.0, [0.1, 0.8]])
+@pytest.mark.parametrize("n", [1, 2, 3, 5, 8])
+def test_graddrop_fast_equals_vectorized(leak, n):
+    m = methods.make("graddrop", leak=leak)
+    for seed in range(25):
+        for J in _jacobians(seed, n=n):
+            rng = np.random.default_rng(seed)
+            out = m.weights(gram(J), jacobian=J, rng=rng)
+            d, w, rng_ref = _graddrop_reference(J, leak, seed)
+            assert np.array_equal(out.info["direction"], d)  # same draws, same masks, same bits
+            scale = np.abs(w).max(axis=-1, keepdims=True)
+            assert np.all(np.abs(out.weights - w) <= 2e-12 * scale), (seed, np.abs(out.weights - w).max())
+            assert rng.random() == rng_ref.random()  # the generator advanced identically
+
+
+def test_graddrop_fast_path_is_taken(monkeypatch):
+    """Well-conditioned and rank-one rows use the closed forms; only rows in between use pinv."""
+    calls = []
+    orig = graddrop.least_squares_weights
+    monkeypatch.setattr(graddrop, "least_squares_weights", lambda J, d: calls.append(J.shape[0]) or orig(J, d))
+    m = methods.make("graddrop")
+    u, v = np.array([1.0, -0.3, 2.0]), np.array([0.4, 1.5, -0.7])
+    for J in ([[u, v], [3 * u, v], [u, 10 * v]], [[u, -u], [u, 0 * u], [0 * u, 0 * u]]):
+        J = np.array(J)
+        m.weights(gram(J), jacobian=J, rng=np.random.default_rng(0))
+    assert calls == []
+    u = np.array([1.0, 2.0])
+    J = np.array([[u, np.array([2.0, 1.0])], [u, u + np.array([1e-5, -1e-5])], [u, -u]])  # middle row: ill-conditioned
+    m.weights(gram(J), jacobian=J, rng=np.random.default_rng(0))
+    assert calls == [1]  # only that row
+    J = jacobian("random", 3, 2, n=9, seed=3)  # n > 8: vectorized
+    m.weights(gram(J), jacobian=J, rng=np.random.default_rng(0))
+    assert calls == [1, 3]
+
+
+def test_graddrop_errors_unchanged():
+    m = methods.make("graddrop")
+    J = jacobian("random", 3, 2, n=2)
+    J[1, 0, 0] = np.nan
+    with pytest.raises(ValueError, match="NaN or inf"):
+        m.weights(gram(np.nan_to_num(J)), jacobian=J, rng=np.random.default_rng(0))
+    with pytest.raises(ValueError, match="leak needs"):
+        methods.make("graddrop", leak=[0.1, 0.2, 0.3]).weights(gram(np.nan_to_num(J)), jacobian=np.nan_to_num(J),
+                                                                 rng=np.random.default_rng(0))
+
+
+# ----------------------------------------------------------------------------------- FAMO
+FAMO_CONFIGS = [{}, {"lr": 0.3, "weight_decay": 0.0}, {"min_loss": [0.5, -1.0]}, {"min_loss": 0.2},
+                {"lr": 1.0, "weight_decay": 1.0}]
+
+
+def _loss_path(rng, steps):
+    """Loss sequences [steps, 3, 2]: smooth decrease, changes at the rounding level, repeats,
+    jumps, a loss below min_loss (NaN log), zero shifted loss, huge and tiny losses."""
+    L = 1.0 + 10.0 * rng.random((3, 2))
+    out = []
+    for t in range(steps):
+        mode = rng.integers(5)
+        if mode == 0:
+            L = L * (1.0 - 1e-3 * rng.random((3, 2)))
+        elif mode == 1:
+            L = L * (1.0 + 1e-15 * rng.standard_normal((3, 2)))
+        elif mode == 2:
+            pass
+        elif mode == 3:
+            L = np.abs(L + rng.standard_normal((3, 2)))
+        else:
+            L = np.clip(L * 10.0 ** rng.uniform(-6, 6, (3, 2)), 1e-200, 1e200)
+        L = L.copy()
+        if t == 17:
+            L[0, 0] = -5.0  # below every min_loss: log of a negative
+        if t == 23:
+            L[1, 1] = -1e-8  # shifted loss exactly 0 with min_loss 0
+        if t == 31:
+            L[2] = [1e300, 1e-300]
+        out.append(L)
+    return out
+
+
+@pytest.mark.parametrize("hp", FAMO_CONFIGS)
+@pytest.mark.parametrize("seed", range(6))
+def test_famo_fast_equals_vectorized_multistep(hp, seed):
+    rng = np.random.default_rng(seed)
+    m = methods.make("famo", **hp)
+    G = np.tile(np.eye(2), (3, 1, 1))
+    sf, sv = m.init_state(3, 2), m.init_state(3 * TILE, 2)
+    for L in _loss_path(rng, 120):
+        with np.errstate(all="ignore"):
+            of = m.weights(G, losses=L, state=sf)
+            ov = m.weights(np.tile(G, (TILE, 1, 1)), losses=np.tile(L, (TILE, 1)), state=sv)
+        sf, sv = of.state, ov.state
+        _close(of.weights, ov.weights[:3])
+        _close(of.info["task_weights"], ov.info["task_weights"][:3])
+        for a, b in [(sf.xi, sv.xi[:3]), (sf.m, sv.m[:3]), (sf.v, sv.v[:3]), (sf.prev, sv.prev[:3])]:
+            _close(a, b)
+        assert sf.t == sv.t
+
+
+def test_famo_fast_path_is_taken(monkeypatch):
+    def boom(*a, **k):
+        raise AssertionError("vectorized path used")
+    m = methods.make("famo")
+    monkeypatch.setattr(famo.FAMO, "_shift", boom)
+    G = np.tile(np.eye(2), (3, 1, 1))
+    s = m.init_state(3, 2)
+    for L in ([[1.0, 2.0]] * 3, [[0.9, 1.9]] * 3, [[0.9, 1.9]] * 3):
+        s = m.weights(G, losses=np.array(L), state=s).state
+    assert s.t == 2
+    with pytest.raises(AssertionError):  # a negative shifted loss falls back to the vectorized code
+        m.weights(G, losses=np.array([[-1.0, 2.0]] * 3), state=s)
+
+
+def test_famo_errors_unchanged():
+    m = methods.make("famo", min_loss=[0.0, 0.0, 0.0])
+    with pytest.raises(ValueError, match="min_loss needs"):
+        m.weights(np.tile(np.eye(2), (3, 1, 1)), losses=np.ones((3, 2)), state=None)
