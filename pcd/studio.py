@@ -308,6 +308,7 @@ TOY_PROBLEMS = {
     "double_well": "Double well, K = 2 slice (two coordinates, one secondary)",
     "two_task": "Two-task toy (CAGrad / Nash-MTL / FAMO)",
     "quadratic": "Convex quadratic pair (Pareto set known)",
+    "quadratic_torchjd": "TorchJD's convex quadratic form (Pareto set known)",
     "custom": "Custom formula pair",
 }
 
@@ -323,6 +324,8 @@ def toy_problem(name: str, primary: str | None = None, secondary: str | None = N
         raise ValueError(f"unknown toy problem {name!r}; allowed: {', '.join(TOY_PROBLEMS)}")
     if key == "double_well":
         return problems.make("double_well", K=2, dim=2)
+    if key == "quadratic_torchjd":
+        return problems.make("quadratic", variant="torchjd")
     if key == "custom":
         kwargs: dict[str, Any] = {}
         if primary is not None:

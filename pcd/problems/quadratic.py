@@ -67,6 +67,13 @@ class QuadraticPair(Problem):
         return self.pareto_point(weights[1] * self.secondary_scale / weights[0])
 
 
+# TorchJD's convex quadratic form (the "CQF_v1" objective of TorchJD's public trajectory examples,
+# which plot the aggregators of arXiv 2406.16232 on it): f_i(x) = (x - u_i)^T B_i B_i^T (x - u_i).
+_TORCHJD_B1 = 0.1 * np.array([[1.0, -1.0], [-1.0, 4.0]])
+_TORCHJD_B2 = np.array([[1.0, -2.0], [1.0, -1.0]])
+VARIANTS = ("studio", "torchjd")
+
+
 @register
 class Quadratic(QuadraticPair):
     name = "quadratic"
@@ -74,19 +81,37 @@ class Quadratic(QuadraticPair):
     description = "Two ill-conditioned convex quadratics; the Pareto set is a curve between their minima."
     paper = "in the spirit of Jacobian Descent (Quinton & Rey), arXiv 2406.16232"
 
-    A1 = np.array([[4.0, 1.0], [1.0, 1.0]])
-    A2 = np.array([[1.0, -0.5], [-0.5, 3.0]])
-    C1 = np.array([-1.0, 1.0])
-    C2 = np.array([1.0, -1.0])
-
-    def __init__(self) -> None:
+    def __init__(self, variant: str = "studio") -> None:
+        """``variant="studio"``: our pair (below). ``variant="torchjd"``: TorchJD's convex quadratic
+        form ``f_i = (x - u_i)^T B_i B_i^T (x - u_i)`` with ``B_1 = 0.1 [[1, -1], [-1, 4]]``,
+        ``B_2 = [[1, -2], [1, -1]]``, ``u_1 = (1, -1)``, ``u_2 = (-1, -3)`` and its six start points,
+        for comparison with TorchJD's trajectory figures (``A_i = 2 B_i B_i^T`` in our 1/2 convention)."""
+        if variant not in VARIANTS:
+            raise ValueError(f"quadratic: variant must be one of {list(VARIANTS)}, got {variant!r}")
+        self.variant = variant
+        if variant == "torchjd":
+            self.A1 = 2.0 * _TORCHJD_B1 @ _TORCHJD_B1.T
+            self.A2 = 2.0 * _TORCHJD_B2 @ _TORCHJD_B2.T
+            self.C1 = np.array([1.0, -1.0])
+            self.C2 = np.array([-1.0, -3.0])
+            self.bounds = ((-6.0, 6.0), (-6.0, 6.0))
+        else:
+            self.A1 = np.array([[4.0, 1.0], [1.0, 1.0]])
+            self.A2 = np.array([[1.0, -0.5], [-0.5, 3.0]])
+            self.C1 = np.array([-1.0, 1.0])
+            self.C2 = np.array([1.0, -1.0])
+            self.bounds = ((-2.5, 2.5), (-2.5, 2.5))
         self.K = 2
         self.dim = 2
-        self.bounds = ((-2.5, 2.5), (-2.5, 2.5))
         self.objective_names = ("f1 (primary)", "f2 (secondary)")
 
     def default_starts(self) -> np.ndarray:
+        if self.variant == "torchjd":
+            return np.array([[3.0, -2.0], [0.0, -3.0], [-4.0, 4.0], [-3.0, 4.0], [1.0, 5.0], [-5.0, -1.0]])
         return np.array([[-2.0, -2.0], [2.0, 2.0], [0.0, 2.2]])
 
     def optima(self) -> None:
         return None  # no common minimizer: a genuine trade-off
+
+    def params(self) -> dict:
+        return {"variant": self.variant}

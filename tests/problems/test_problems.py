@@ -188,3 +188,26 @@ def test_two_task_pareto_set_is_pareto_stationary_and_not_dominated():
     G = p.losses(np.stack([gx.ravel(), gy.ravel()], axis=-1))
     dominated = (G[None, :, 0] < L[:, None, 0] - 1e-9) & (G[None, :, 1] < L[:, None, 1] - 1e-9)
     assert not dominated.any()
+
+
+def test_quadratic_torchjd_variant_is_the_convex_quadratic_form():
+    """f_i(x) = (x - u_i)^T B_i B_i^T (x - u_i), written independently here, and its Pareto set."""
+    p = P.make("quadratic", variant="torchjd")
+    B1 = 0.1 * np.array([[1.0, -1.0], [-1.0, 4.0]])
+    B2 = np.array([[1.0, -2.0], [1.0, -1.0]])
+    u1, u2 = np.array([1.0, -1.0]), np.array([-1.0, -3.0])
+    X = np.random.default_rng(0).uniform(-5, 5, size=(20, 2))
+    L, J = p.losses_and_jacobian(X)
+    for i, (B, u) in enumerate(((B1, u1), (B2, u2))):
+        d = X - u
+        assert np.allclose(L[:, i], np.einsum("bi,ij,bj->b", d, B @ B.T, d), rtol=1e-12)
+        assert np.allclose(J[:, i], 2 * d @ (B @ B.T), rtol=1e-12)
+    ps = p.pareto_set(30)
+    assert np.allclose(ps[0], u1) and np.allclose(ps[-1], u2)
+    _, Jp = p.losses_and_jacobian(ps[1:-1])
+    g1, g2 = Jp[:, 0], Jp[:, 1]
+    cross = g1[:, 0] * g2[:, 1] - g1[:, 1] * g2[:, 0]   # anti-parallel gradients on the set
+    assert np.abs(cross).max() < 1e-9 and (np.einsum("bi,bi->b", g1, g2) < 0).all()
+    assert P.make(p.name, **p.params()).variant == "torchjd"
+    with pytest.raises(ValueError, match="variant"):
+        P.make("quadratic", variant="nope")
