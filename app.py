@@ -7,10 +7,10 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-import numpy as np
 import streamlit as st
 
 from pcd import solve_qp
+from pcd.studio import gradient_vectors
 from pcd.jobs import default_data_dir, ensure_supervisor
 from pcd.ui import claim, setup_page
 
@@ -61,8 +61,7 @@ with right:
     st.caption("Two unit gradients at an angle. When they conflict, PCD adds just enough of g₂.")
     angle = st.slider("angle between g₁ and g₂ (degrees)", 0, 180, 150, key="home_angle")
     tau = st.slider("τ (share of g₂'s own progress required)", 0.0, 1.0, 0.3, 0.01, key="home_tau")
-    th = np.deg2rad(angle)
-    J = np.array([[1.0, 0.0], [np.cos(th), np.sin(th)]])
+    J = gradient_vectors(angle, 1.0)  # unit g1 along x, unit g2 at the chosen angle
     res = solve_qp(J @ J.T, tau)
     d = res.weights @ J
     c1, c2, c3 = st.columns(3)

@@ -9,7 +9,6 @@ from __future__ import annotations
 import json
 import time
 
-import numpy as np
 
 
 def _t(fn, *a, **k):

@@ -5,7 +5,7 @@ import streamlit as st
 
 import pcd.methods as registry
 from pcd import studio
-from pcd.ui import claim, download_csv, download_figure, png_export, setup_page, show_error, url_default, url_sync
+from pcd.ui import claim, download_row, setup_page, show_error, url_default, url_sync
 from pcd.viz.geometry import geometry_figure
 
 setup_page(
@@ -100,10 +100,4 @@ claim("1-D conflict equilibrium: primary gradient 0.5, secondary −0.5 → symm
       "primary gradient is 0.5 (exact)", here="set the angle to 180° and ‖g₂‖ = 1: WS and MGDA return d = 0 "
       "while PCD (τ > 0) still returns a non-zero d = g₁ + μ g₂, rescaled")
 
-c1, c2, c3 = st.columns(3)
-with c1:
-    download_csv(table, "gradient_geometry.csv", key="geo_csv")
-with c2:
-    download_figure(fig, "gradient_geometry.html", key="geo_html")
-with c3:
-    png_export(fig, "gradient_geometry.png", key="geo_png")
+download_row(fig, "gradient_geometry", key="geo", table=table)

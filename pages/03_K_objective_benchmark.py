@@ -6,7 +6,7 @@ import streamlit as st
 
 import pcd.methods as registry
 from pcd.experiments import synthetic
-from pcd.ui import claim, download_csv, download_figure, png_export, setup_page, show_error, url_default, url_sync
+from pcd.ui import claim, download_row, setup_page, show_error, url_default, url_sync
 from pcd.viz.kbench import residual_figure, residual_table
 
 setup_page(
@@ -94,10 +94,4 @@ with st.expander("Where does 1.536·√(K−1) come from?"):
     )
     st.latex(r"\|\nabla f_1(-0.6\cdot\mathbf 1)\| = 4\cdot 0.6\cdot 0.64\,\sqrt{K-1} = 1.536\sqrt{K-1}")
 
-d1, d2, d3 = st.columns(3)
-with d1:
-    download_csv(pd.DataFrame(records).drop(columns=["losses"]), "k_objective_benchmark.csv", key="kb_csv")
-with d2:
-    download_figure(fig, "k_objective_benchmark.html", key="kb_html")
-with d3:
-    png_export(fig, "k_objective_benchmark.png", key="kb_png")
+download_row(fig, "k_objective_benchmark", key="kb", table=pd.DataFrame(records).drop(columns=["losses"]))

@@ -6,7 +6,7 @@ import streamlit as st
 
 import pcd.methods as registry
 from pcd.experiments import synthetic
-from pcd.ui import claim, download_csv, download_figure, png_export, setup_page, show_error, url_default, url_sync
+from pcd.ui import claim, download_row, setup_page, show_error, url_default, url_sync
 from pcd.viz.scale import drift_figure, drift_table, sweep_figure
 
 setup_page(
@@ -85,10 +85,4 @@ rows = []
 for name, r in result["methods"].items():
     for kk, (x, y) in zip(result["exponents"], r["endpoints"]):
         rows.append({"method": name, "k": kk, "x1": x, "x2": y})
-d1, d2, d3 = st.columns(3)
-with d1:
-    download_csv(pd.DataFrame(rows), "scale_invariance.csv", key="sc_csv")
-with d2:
-    download_figure(fig, "scale_invariance.html", key="sc_html")
-with d3:
-    png_export(fig, "scale_invariance.png", key="sc_png")
+download_row(fig, "scale_invariance", key="sc", table=pd.DataFrame(rows))

@@ -2,12 +2,11 @@
 from __future__ import annotations
 
 import numpy as np
-import pandas as pd
 import streamlit as st
 
 from pcd import studio
 from pcd.experiments import synthetic
-from pcd.ui import claim, download_csv, download_figure, png_export, setup_page, show_error, url_default, url_sync
+from pcd.ui import claim, download_row, setup_page, show_error, url_default, url_sync
 from pcd.viz.landscape import landscape_figure
 from pcd.viz.tau import tau_table, tradeoff_figure
 
@@ -118,10 +117,4 @@ else:
     claim("τ ∈ [0, 1] is PCD's only hyper-parameter; protocol grid 0, 0.01…0.1, 0.2…1.0, representative τ = 0.02",
           here=f"{len(TAUS)} values of τ, Adam lr {lr}, {steps} steps, mean over {len(records[0]['diagnosis'])} starts")
 
-d1, d2, d3 = st.columns(3)
-with d1:
-    download_csv(table, "tau_dial.csv", key="td_csv")
-with d2:
-    download_figure(fig, "tau_dial.html", key="td_html")
-with d3:
-    png_export(fig, "tau_dial.png", key="td_png")
+download_row(fig, "tau_dial", key="td", table=table)

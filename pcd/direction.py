@@ -17,7 +17,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from pcd.qp import _ZERO_REL, QPResult, check_tau, solve_qp
+from pcd.qp import _ZERO_REL, QPResult, solve_qp
 
 
 @dataclass(frozen=True)

@@ -394,7 +394,6 @@ def TinyCNN(width: int = 8, num_classes: int = 10):  # noqa: N802 - a factory th
     sample alone, and TorchJD's autogram engine with ``batch_dim=0`` rejects BatchNorm (the
     pruning models' :class:`pcd.train.models.SmallCNN` uses BatchNorm, so it is not reused here).
     """
-    torch = _torch()
     from torch import nn
 
     w = _check_int(width, "width", 1, 256)

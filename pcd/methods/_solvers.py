@@ -72,7 +72,6 @@ def _nnqp_enum(S: np.ndarray, q: np.ndarray) -> np.ndarray:
     """KKT point by enumeration of the free sets (vectorized); S positive definite."""
     B, n = q.shape
     F = _free_sets(n, True)  # [P, n]
-    P = F.shape[0]
     FF = F[:, :, None] * F[:, None, :]
     M = S[:, None] * FF[None] + (np.eye(n) * (1.0 - F)[:, None, :])[None]  # [B, P, n, n]
     rhs = -(q[:, None, :] * F[None])  # [B, P, n]

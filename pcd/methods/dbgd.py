@@ -29,16 +29,10 @@ class DBGD(Method):
     hierarchical = True
 
     def weights(self, gram, *, losses=None, jacobian=None, state=None, rng=None) -> MethodOutput:
-        from pcd.qp import _solve_k2, check_tau, solve_qp
+        from pcd.qp import solve_qp
 
         if gram.shape[-1] == 2 and gram.ndim == 3 and gram.shape[0] <= 16:
             return self._weights_k2_scalar(gram, state)  # a few start points: Python floats
-        if gram.shape[-1] == 2:  # hot path of the toy engine: the closed form, gram already validated
-            mu, feasible = _solve_k2(gram, check_tau(self.hparams["beta"], 2))
-            w = np.ones(gram.shape[:-1])
-            w[..., 1] = mu[..., 0]
-            info = {"mu": mu, "feasible": feasible, "active": np.stack([np.zeros_like(feasible), mu[..., 0] > 0], -1)}
-            return MethodOutput(weights=w, state=state, info=info)
         res = solve_qp(gram, tau=self.hparams["beta"])
         info = {"mu": res.mu, "feasible": np.asarray(res.feasible), "active": res.active_mask}
         return MethodOutput(weights=res.weights, state=state, info=info)

@@ -43,7 +43,7 @@ def _pinv(gram: np.ndarray) -> np.ndarray:
 
 def _imtlg(gram: np.ndarray) -> np.ndarray:
     """The vectorized weights ``[B, K]`` (any B, K)."""
-    B, K = gram.shape[0], gram.shape[-1]
+    K = gram.shape[-1]
     d = np.sqrt(np.maximum(np.diagonal(gram, axis1=1, axis2=2), 0.0))
     if K == 1:
         v = np.where(gram[:, 0, :] > 0, d / np.where(gram[:, 0, :] > 0, gram[:, 0, :], 1.0), 0.0)

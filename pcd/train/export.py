@@ -198,8 +198,6 @@ def save_pruned(path: str | os.PathLike | io.BytesIO, model: nn.Module, *, arch:
 
 def load_pruned(path: str | os.PathLike, map_location: str | torch.device = "cpu") -> nn.Module:
     """Load a model written by :func:`save_pruned` (``weights_only=True``; no pickled code)."""
-    import torch_pruning as tp
-
     blob = torch.load(path, map_location=map_location, weights_only=True)
     if not isinstance(blob, dict) or blob.get("format") != FORMAT:
         raise ValueError(f"{path} is not a {FORMAT} file")

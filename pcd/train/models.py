@@ -240,7 +240,6 @@ ARCHS: dict[str, Callable[..., nn.Module]] = {
     "googlenet": lambda num_classes=10, in_channels=3: GoogLeNet(num_classes, in_channels),
 }
 
-from pcd.train.catalog import ARCH_HELP  # noqa: E402  (torch-free, for --help)
 
 
 def build_model(arch: str, num_classes: int = 10, in_channels: int = 3) -> nn.Module:

@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 import math
 from pathlib import Path
-from typing import Any, Callable, Sequence
+from typing import Any, Sequence
 
 import streamlit as st
 
@@ -137,6 +137,18 @@ def png_export(fig: Any, filename: str, key: str, label: str = "Figure (PNG)") -
         else:
             st.caption("PNG export needs the optional `kaleido` package and a Chromium/Chrome browser; "
                        "the HTML download works everywhere.")
+
+
+def download_row(fig: Any, stem: str, key: str, table: Any = None) -> None:
+    """The standard downloads under a figure: table as CSV (when given), figure as HTML and PNG."""
+    cols = st.columns(3)
+    if table is not None:
+        with cols[0]:
+            download_csv(table, f"{stem}.csv", key=f"{key}_csv")
+    with cols[1]:
+        download_figure(fig, f"{stem}.html", key=f"{key}_html")
+    with cols[2]:
+        png_export(fig, f"{stem}.png", key=f"{key}_png")
 
 
 def download_json(data: Any, filename: str, label: str = "Download JSON", key: str | None = None) -> None:

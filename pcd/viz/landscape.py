@@ -15,8 +15,7 @@ from typing import Any, Sequence
 import numpy as np
 import plotly.graph_objects as go
 
-from pcd.viz.theme import (base_layout, colorize, method_color, method_label, objective_color, png_data_uri,
-                           rgba, style_axes)
+from pcd.viz.theme import base_layout, colorize, method_color, method_label, png_data_uri, rgba
 
 ZERO_SET_RGB = np.array([46, 160, 67], dtype=np.float64)   # green tint for the secondaries' zero sets
 LINE_RGB = np.array([36, 41, 47], dtype=np.float64)

@@ -6,8 +6,6 @@ Input: the dict of :func:`pcd.experiments.synthetic.scale` (``exponents``, ``met
 """
 from __future__ import annotations
 
-from typing import Any
-
 import numpy as np
 import plotly.graph_objects as go
 
