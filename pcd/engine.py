@@ -73,7 +73,7 @@ from pcd.problems import make as make_problem
 from pcd.problems.base import check_float, check_int
 
 __all__ = ["run", "RunResult", "sample_steps", "pareto_residual", "min_norm_point", "Adam", "SGD", "make_optimizer",
-           "resolve_methods"]
+           "resolve_methods", "diagnose", "outcomes", "OUTCOMES", "GRAD_TOL", "STALL_TOL"]
 
 MAX_STEPS = 1_000_000
 MAX_CELLS = 200_000_000  # M*S*T*(n + 3K + 1) recorded floats (1.6 GB) -- refuse beyond
@@ -370,6 +370,59 @@ class RunResult:
 
 
 # ---------------------------------------------------------------------------------------------
+# diagnosis (the one home of the outcome rules and their thresholds)
+# ---------------------------------------------------------------------------------------------
+GRAD_TOL = 1e-3   # ||grad f_k|| <= GRAD_TOL counts as stationary
+STALL_TOL = 1e-2  # speed <= STALL_TOL * scale counts as stopped
+
+#: Basin-map outcome classes (see :func:`outcomes`), in display order.
+OUTCOMES = ("cms", "conflict_equilibrium", "single_objective_minimum", "moving", "diverged")
+
+
+def diagnose(end_grad_norms: np.ndarray, speed: np.ndarray, alive: np.ndarray, errored: np.ndarray,
+             optimizer: str, grad_tol: float = GRAD_TOL, stall_tol: float = STALL_TOL
+             ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """The engine's per-trajectory diagnosis (module docstring) from the end point's gradient norms
+    ``[B, K]``, the final ``speed [B]``, ``alive [B]`` and ``errored [B]`` (a method raised).
+
+    Returns ``(cms_residual, primary_grad_norm, stalled, diagnosis)``, each ``[B]``.
+    """
+    end_grad_norms = np.asarray(end_grad_norms, dtype=np.float64)
+    cms = end_grad_norms.max(axis=1)
+    g1 = end_grad_norms[:, 0]
+    scale = np.ones(g1.shape) if optimizer == "adam" else np.maximum(g1, grad_tol)
+    with np.errstate(invalid="ignore"):
+        slow = speed <= stall_tol * scale
+        stalled = alive & (g1 > grad_tol) & slow
+        diag = np.full(g1.shape, "moving", dtype=object)
+        diag[alive & (g1 <= grad_tol) & slow] = "primary_stationary"
+        diag[stalled] = "conflict_equilibrium"
+        diag[alive & (cms <= grad_tol)] = "cms"
+    diag[~alive] = "diverged"
+    diag[~alive & errored] = "error"
+    return cms, g1, stalled, diag
+
+
+def outcomes(diagnosis: np.ndarray, end_grad_norms: np.ndarray, grad_tol: float = GRAD_TOL) -> np.ndarray:
+    """Basin-map outcome of each trajectory (one of :data:`OUTCOMES`) from its :func:`diagnose` label.
+
+    ``cms`` reached CMS; ``conflict_equilibrium`` stopped with every objective's gradient nonzero
+    (they cancel); ``single_objective_minimum`` stopped where one objective is stationary but not
+    all -- Pareto-stationary at that objective's minimum (``primary_stationary``, or a stall with
+    a secondary's gradient <= ``grad_tol``); ``moving`` still moving at the step budget;
+    ``diverged`` non-finite values or a method error.
+    """
+    d = np.asarray(diagnosis, dtype=object)
+    gmin = np.asarray(end_grad_norms, dtype=np.float64).min(axis=-1)
+    out = d.copy()
+    with np.errstate(invalid="ignore"):
+        out[(d == "primary_stationary") | ((d == "conflict_equilibrium") & (gmin <= grad_tol))] = \
+            "single_objective_minimum"
+    out[(d == "diverged") | (d == "error")] = "diverged"
+    return out
+
+
+# ---------------------------------------------------------------------------------------------
 # the runner
 # ---------------------------------------------------------------------------------------------
 def resolve_methods(methods: Any, method_params: dict[str, dict] | None = None) -> list[tuple[str, Any]]:
@@ -459,8 +512,8 @@ def run(
     record: Any = None,
     seed: int = 0,
     problem_params: dict[str, Any] | None = None,
-    grad_tol: float = 1e-3,
-    stall_tol: float = 1e-2,
+    grad_tol: float = GRAD_TOL,
+    stall_tol: float = STALL_TOL,
 ) -> RunResult:
     """Run every (method x start) trajectory together; see the module docstring for semantics.
 
@@ -615,24 +668,12 @@ def run(
         end_gn = np.sqrt(np.einsum("bkn,bkn->bk", end_J, end_J))
         pres = pareto_residual(end_J)
         speed = np.linalg.norm(x - x_window, axis=1) / (lr * window)
-    cms = end_gn.max(axis=1)
-    g1 = end_gn[:, 0]
-    scale = np.ones(MS) if opt_name == "adam" else np.maximum(g1, grad_tol)
-    stalled = alive & (g1 > grad_tol) & (speed <= stall_tol * scale)
+    errored = np.zeros(MS, dtype=bool)
+    for m, (label, _) in enumerate(meths):
+        if label in errors:
+            errored[m * S:(m + 1) * S] = True
+    cms, g1, stalled, diag = diagnose(end_gn, speed, alive, errored, opt_name, grad_tol, stall_tol)
     diverged = ~alive
-    diag = np.empty(MS, dtype=object)
-    for b in range(MS):
-        m = b // S
-        if diverged[b]:
-            diag[b] = "error" if meths[m][0] in errors else "diverged"
-        elif cms[b] <= grad_tol:
-            diag[b] = "cms"
-        elif stalled[b]:
-            diag[b] = "conflict_equilibrium"
-        elif g1[b] <= grad_tol and speed[b] <= stall_tol * scale[b]:
-            diag[b] = "primary_stationary"
-        else:
-            diag[b] = "moving"
     speed = np.where(alive, speed, np.nan)
 
     def shp(a: np.ndarray) -> np.ndarray:

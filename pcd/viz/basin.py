@@ -1,0 +1,129 @@
+"""Basin-map figures: one small map per method, each start point coloured by its outcome.
+
+Pure function (data in, ``go.Figure`` out)::
+
+    from pcd.experiments.basin import basin
+    from pcd.viz.basin import basin_figure
+    fig = basin_figure(basin("saddle2d", ["pcd", "ws"], grid=100))
+
+Each map is a heatmap of the outcome codes over the start grid (colour = outcome, the same five
+colours everywhere, legend on top), titled with the method and the fraction of starts per
+outcome. Over it lies an invisible marker per start (trace name ``"starts: <method>"``, with
+``customdata = [start index, end x, end y]``) that carries the hover text (start, end point,
+outcome) and the click a page turns into "open this start on the toy page".
+"""
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+import plotly.graph_objects as go
+from plotly.subplots import make_subplots
+
+from pcd.engine import OUTCOMES
+from pcd.viz.theme import base_layout, method_label
+
+__all__ = ["basin_figure", "OUTCOME_COLORS", "OUTCOME_SHORT", "fractions_text"]
+
+OUTCOME_COLORS = {
+    "cms": "#2da44e",                       # green: every objective stationary
+    "conflict_equilibrium": "#cf222e",      # red: stalled, the gradients cancel
+    "single_objective_minimum": "#d4a72c",  # amber: stopped at one objective's minimum
+    "moving": "#54aeff",                    # blue: still moving at the budget
+    "diverged": "#6e7781",                  # grey
+}
+OUTCOME_NAMES = {
+    "cms": "reached CMS",
+    "conflict_equilibrium": "conflict equilibrium",
+    "single_objective_minimum": "Pareto-stationary at one objective's minimum",
+    "moving": "still moving at the budget",
+    "diverged": "diverged",
+}
+OUTCOME_SHORT = {"cms": "CMS", "conflict_equilibrium": "conflict", "single_objective_minimum": "one min.",
+                 "moving": "moving", "diverged": "diverged"}
+
+
+def fractions_text(fractions: dict[str, float], sep: str = " · ") -> str:
+    """``"CMS 78 % · moving 18 % · ..."`` (outcomes with a zero fraction left out)."""
+    parts = [f"{OUTCOME_SHORT[k]} {100 * fractions.get(k, 0.0):.0f} %" for k in OUTCOMES if fractions.get(k, 0.0) > 0]
+    return sep.join(parts) or "no starts"
+
+
+def _colorscale() -> list[list[Any]]:
+    n = len(OUTCOMES)
+    scale: list[list[Any]] = []
+    for i, k in enumerate(OUTCOMES):
+        scale.append([i / n, OUTCOME_COLORS[k]])
+        scale.append([(i + 1) / n, OUTCOME_COLORS[k]])
+    return scale
+
+
+def basin_figure(res: Any, methods: Sequence[str] | None = None, columns: int = 3, height: int | None = None,
+                 optima: Any = None, title: str | None = None, hover: bool = True) -> go.Figure:
+    """Side-by-side basin maps of a :class:`pcd.experiments.basin.BasinResult`.
+
+    ``methods``: which maps (default: all, in the result's order); ``columns``: maps per row;
+    ``optima [Q, 2]``: points drawn as gold stars (e.g. ``problem.optima()``); ``hover=False``
+    leaves out the per-start hover/click markers (a lighter figure, e.g. for a static export).
+    """
+    names = list(res.methods if methods is None else methods)
+    if not names:
+        raise ValueError("basin_figure: no methods to draw")
+    for name in names:
+        res.index(name)  # ValueError naming the methods that ran
+    columns = int(columns)
+    if not 1 <= columns <= 8:
+        raise ValueError(f"basin_figure: columns must be in [1, 8], got {columns}")
+    cols = min(columns, len(names))
+    rows = -(-len(names) // cols)
+    titles = [f"<b>{method_label(m)}</b><br><span style='font-size:12px'>{fractions_text(res.fractions(m))}</span>"
+              for m in names]
+    fig = make_subplots(rows=rows, cols=cols, subplot_titles=titles, horizontal_spacing=0.04,
+                        vertical_spacing=0.16 / max(rows, 1) + 0.06, shared_yaxes=False)
+    xs, ys = np.asarray(res.xs, dtype=float), np.asarray(res.ys, dtype=float)
+    (x0, x1), (y0, y1) = res.bounds
+    n = int(res.n)
+    lut = {k: i for i, k in enumerate(OUTCOMES)}
+    gx, gy = np.meshgrid(xs, ys)
+    gx, gy = np.round(gx.ravel(), 4), np.round(gy.ravel(), 4)
+    stars = None if optima is None else np.asarray(optima, dtype=float).reshape(-1, 2)
+    for idx, name in enumerate(names):
+        r, c = idx // cols + 1, idx % cols + 1
+        m = res.index(name)
+        out = np.asarray(res.outcome[m])
+        codes = np.array([lut[str(v)] for v in out], dtype=float).reshape(n, n)
+        fig.add_trace(go.Heatmap(x=xs, y=ys, z=codes, zmin=-0.5, zmax=len(OUTCOMES) - 0.5, colorscale=_colorscale(),
+                                 showscale=False, hoverinfo="skip", name=f"map: {name}"), row=r, col=c)
+        if hover:
+            ends = np.asarray(res.ends[m], dtype=float)
+            custom = np.column_stack([np.arange(out.size), np.round(ends, 4)])
+            labels = [OUTCOME_NAMES[str(v)] for v in out]
+            fig.add_trace(go.Scattergl(
+                x=gx, y=gy, mode="markers", name=f"starts: {name}", showlegend=False, text=labels,
+                customdata=custom, marker=dict(size=6, color="rgba(0,0,0,0)", opacity=0),
+                hovertemplate=(f"<b>{method_label(name)}</b><br>start (%{{x:.3f}}, %{{y:.3f}})<br>"
+                               "end (%{customdata[1]:.3f}, %{customdata[2]:.3f})<br>%{text}<extra></extra>")),
+                row=r, col=c)
+        if stars is not None and stars.size:
+            fig.add_trace(go.Scatter(x=stars[:, 0], y=stars[:, 1], mode="markers", name="CMS point",
+                                     showlegend=idx == 0, hoverinfo="skip",
+                                     marker=dict(symbol="star", size=13, color="#ffd33d",
+                                                 line=dict(color="#24292f", width=1))), row=r, col=c)
+        fig.update_xaxes(range=[x0, x1], constrain="domain", showgrid=False, zeroline=False, row=r, col=c,
+                         ticks="outside", tickfont=dict(size=11))
+        fig.update_yaxes(range=[y0, y1], showgrid=False, zeroline=False, row=r, col=c, ticks="outside",
+                         tickfont=dict(size=11))
+    for k in OUTCOMES:  # legend keys
+        fig.add_trace(go.Scatter(x=[None], y=[None], mode="markers", name=OUTCOME_NAMES[k], hoverinfo="skip",
+                                 marker=dict(symbol="square", size=12, color=OUTCOME_COLORS[k])))
+    per_row = 300 if cols >= 3 else 360
+    top, bottom = (150 if title else 120), 40
+    h = int(height or (top + bottom + per_row * rows))
+    fig.update_layout(**base_layout(title, height=h), hovermode="closest", dragmode=False, clickmode="event+select")
+    # legend above the subplot titles (they take ~45 px over the first row of maps)
+    fig.update_layout(legend=dict(y=1.0 + 48.0 / max(h - top - bottom, 1), yanchor="bottom", font=dict(size=12)),
+                      margin=dict(l=50, r=20, t=top, b=bottom))
+    for a in fig.layout.annotations:  # subplot titles: a little smaller than the page title
+        a.font = dict(size=14)
+    return fig
