@@ -74,7 +74,8 @@ LIMITS: dict[str, int] = {
     "repeats": 1_000,            # latency_repeats, benchmark repeats
     "threads": 1_024,            # torch threads
     "progress_every": 1_000_000, # batches between progress reports
-    "grid": 2_048,               # one side of a landscape / basin grid
+    "grid": 2_048,               # one side of a landscape grid
+    "basin_grid": 200,           # one side of a basin map's start grid (grid x grid trajectories per method)
     "starts": 100_000,           # start points of one batched trajectory run
     "runs": 10_000,              # runs in one sweep / submit
     "run_id": INT64_MAX,         # SQLite INTEGER PRIMARY KEY

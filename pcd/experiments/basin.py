@@ -30,6 +30,7 @@ from typing import Any
 
 import numpy as np
 
+from pcd import _validate
 from pcd.engine import OUTCOMES, outcomes, run
 from pcd.problems import Problem
 from pcd.problems import make as make_problem
@@ -39,7 +40,7 @@ __all__ = ["basin", "BasinResult", "grid_starts", "OUTCOMES", "OUTCOME_LABELS", 
            "BASIN_METHODS"]
 
 DEFAULT_GRID = 100
-MAX_GRID = 200
+MAX_GRID = _validate.LIMITS["basin_grid"]
 BASIN_METHODS = ("pcd", "ws", "mgda", "pcgrad", "cagrad", "famo")
 
 OUTCOME_LABELS = {
@@ -52,12 +53,8 @@ OUTCOME_LABELS = {
 
 
 def check_grid(n: Any) -> int:
-    """Grid side ``n`` (``n x n`` starts), an integer in ``[2, MAX_GRID]``."""
-    try:
-        from pcd import _validate as v  # the one validation layer, where present
-    except ImportError:  # pragma: no cover - older trees
-        return check_int(n, "grid", 2, MAX_GRID)
-    return v.integer(n, "grid", low=2, high=MAX_GRID, strict=False)
+    """Grid side ``n`` (``n x n`` starts), an integer in ``[2, MAX_GRID]`` (``LIMITS["basin_grid"]``)."""
+    return _validate.limit("basin_grid", n, "grid", low=2, strict=False)
 
 
 def grid_starts(bounds: Any, n: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
