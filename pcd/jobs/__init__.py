@@ -5,7 +5,8 @@
 - :class:`Supervisor` (``pcd.jobs.supervisor``), ``python -m pcd worker``: executes queued runs,
   one slot per GPU (or one CPU slot); :func:`ensure_supervisor` starts one in the background unless
   one is alive (the app calls it, so running the app is enough).
-- ``pcd.jobs.ray_backend``: the same supervisor dispatching runs as Ray tasks (``PCD_BACKEND=ray``).
+- ``pcd.jobs.executors``: how a run is executed -- ``local`` (a child process per run) or ``ray``
+  (a Ray task per run, ``PCD_BACKEND=ray``); the supervisor imports them, never the reverse.
 """
 from __future__ import annotations
 
@@ -14,7 +15,8 @@ import math
 from typing import Any
 
 from pcd.jobs.store import FINISHED, STATUSES, RunStore, default_data_dir, eta_seconds
-from pcd.jobs.supervisor import Supervisor, SupervisorRunning, ensure_supervisor, plan_slots, supervisor_pid
+from pcd.jobs.executors.local import plan_slots
+from pcd.jobs.supervisor import Supervisor, SupervisorRunning, ensure_supervisor, supervisor_pid
 
 DATASETS = ("digits", "cifar10", "cifar100")
 

@@ -23,7 +23,8 @@ import time
 from pathlib import Path
 
 from pcd.jobs.store import RunStore
-from pcd.jobs.supervisor import WORKER_CMD, _package_root, supervisor_pid
+from pcd.jobs.executors.base import package_root
+from pcd.jobs.supervisor import WORKER_CMD, supervisor_pid
 
 TINY = {"dataset": "digits", "arch": "smallcnn", "method": "pcd", "tau": 0.02, "epochs": 1, "batch_size": 64,
         "max_train_samples": 256, "max_test_samples": 200, "export": False, "device": "cpu", "progress_every": 1}
@@ -48,7 +49,7 @@ def _alive(pid: int) -> bool:
 
 
 def _start(data_dir: Path, poll: float) -> subprocess.Popen:
-    env = dict(os.environ, PYTHONPATH=_package_root())
+    env = dict(os.environ, PYTHONPATH=package_root())
     log = open(data_dir / "bench-worker.log", "ab")
     try:
         return subprocess.Popen([*WORKER_CMD, "--data-dir", str(data_dir), "--poll", str(poll)], env=env,

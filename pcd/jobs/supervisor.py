@@ -25,11 +25,12 @@ import subprocess
 import sys
 import threading
 import time
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
 from pcd.jobs.child import DEFAULT_RUNNER, resolve_runner
+from pcd.jobs.executors.base import Job, Outcome, Slot, log_tail, package_root
+from pcd.jobs.executors.local import LocalExecutor
 from pcd.jobs.store import RunStore, default_data_dir
 
 LOCK_NAME = "supervisor.lock"
@@ -122,7 +123,7 @@ def ensure_supervisor(data_dir: str | os.PathLike | None = None, *, slots: int |
     if runner:
         cmd += ["--runner", runner]
     env = dict(os.environ)
-    env["PYTHONPATH"] = os.pathsep.join(p for p in [_package_root(), env.get("PYTHONPATH", "")] if p)
+    env["PYTHONPATH"] = os.pathsep.join(p for p in [package_root(), env.get("PYTHONPATH", "")] if p)
     with open(data_dir / "supervisor.log", "ab") as log:
         proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
                                 env=env, start_new_session=bool(detach), close_fds=True)
@@ -134,132 +135,6 @@ def ensure_supervisor(data_dir: str | os.PathLike | None = None, *, slots: int |
             break
         time.sleep(0.05)
     return {"pid": pid or proc.pid, "started": proc.poll() is None}
-
-
-def _package_root() -> str:
-    """The folder holding the ``pcd`` package (children must import the same code)."""
-    return str(Path(__file__).resolve().parents[2])
-
-
-# ---- slots -----------------------------------------------------------------------------------
-
-def _gpu_count() -> int:
-    """``torch.cuda.device_count()``; on a machine without an NVIDIA driver (no /dev/nvidiactl and
-    no nvidia-smi) torch is not even imported, so the supervisor starts light."""
-    import shutil
-    if os.environ.get("CUDA_VISIBLE_DEVICES") == "" or not (os.path.exists("/dev/nvidiactl") or shutil.which("nvidia-smi")):
-        return 0
-    try:
-        import torch
-        return torch.cuda.device_count() if torch.cuda.is_available() else 0
-    except Exception:  # pragma: no cover
-        return 0
-
-
-@dataclass
-class Slot:
-    name: str                 # shown as the run's device: "cuda:0", "cpu:0", "ray:0"
-    env: dict[str, str]       # extra environment of the child
-    gpu: int | None = None
-
-
-def plan_slots(slots: int | None = None, gpus: int | None = None, cpus: int | None = None) -> list[Slot]:
-    """One slot per GPU (else one CPU slot); ``slots`` overrides the count (round-robin over GPUs)."""
-    if slots is not None and (isinstance(slots, bool) or not isinstance(slots, int) or not 1 <= slots <= 64):
-        raise ValueError(f"slots must be an integer in [1, 64], got {slots!r}")
-    if gpus is None:
-        gpus = _gpu_count()
-    cpus = cpus or os.cpu_count() or 1
-    n = slots or max(1, gpus)
-    threads = str(max(1, min(8, cpus // n)) if gpus else max(1, cpus // n))
-    out = []
-    for i in range(n):
-        env = {"PCD_TORCH_THREADS": threads, "OMP_NUM_THREADS": threads, "MKL_NUM_THREADS": threads}
-        if gpus:
-            g = i % gpus
-            env["CUDA_VISIBLE_DEVICES"] = str(g)
-            out.append(Slot(f"cuda:{g}" + (f"#{i}" if n > gpus else ""), env, g))
-        else:
-            env["CUDA_VISIBLE_DEVICES"] = ""
-            out.append(Slot(f"cpu:{i}", env, None))
-    return out
-
-
-# ---- executors -------------------------------------------------------------------------------
-
-@dataclass
-class Job:
-    run_id: int
-    token: str
-    slot: Slot
-    handle: Any
-    started: float = field(default_factory=time.time)
-    cancel_seen: float | None = None
-
-
-@dataclass
-class Outcome:
-    kind: str          # "exited" (child process; it wrote its own verdict), "result", "error", "cancelled"
-    value: Any = None
-
-
-class LocalExecutor:
-    """Each run in a fresh Python process (``pcd.jobs.child.main``) in its own process group."""
-
-    name = "local"
-
-    def __init__(self, store: RunStore, runner: str, heartbeat_s: float) -> None:
-        self.store, self.runner, self.heartbeat_s = store, runner, heartbeat_s
-
-    def start(self, run: dict, slot: Slot) -> Any:
-        run_dir = self.store.run_dir(run["id"])
-        run_dir.mkdir(parents=True, exist_ok=True)
-        env = dict(os.environ)
-        env.update(slot.env)
-        env["PYTHONPATH"] = os.pathsep.join(p for p in [_package_root(), env.get("PYTHONPATH", "")] if p)
-        cmd = [sys.executable, "-c", "import sys; from pcd.jobs.child import main; sys.exit(main())", "--data-dir", str(self.store.data_dir),
-               "--run-id", str(run["id"]), "--token", run["token"], "--runner", self.runner,
-               "--parent-pid", str(os.getpid()), "--heartbeat", str(self.heartbeat_s)]
-        with open(run_dir / "worker.log", "ab") as log:
-            log.write(f"--- attempt {run['attempts']} on {slot.name} at {time.ctime()}\n".encode())
-            log.flush()
-            return subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
-                                    env=env, start_new_session=True, close_fds=True)
-
-    def poll(self, job: Job) -> Outcome | None:
-        rc = job.handle.poll()
-        return None if rc is None else Outcome("exited", rc)
-
-    def request_cancel(self, job: Job) -> None:
-        pass  # the child reads the flag from the store itself
-
-    def kill(self, job: Job) -> None:
-        try:
-            os.killpg(job.handle.pid, signal.SIGKILL)
-        except (ProcessLookupError, PermissionError):
-            pass
-        try:
-            job.handle.wait(timeout=10)
-        except subprocess.TimeoutExpired:  # pragma: no cover
-            pass
-
-    def pump(self, jobs: dict[int, Job]) -> None:
-        pass
-
-    def close(self) -> None:
-        pass
-
-
-def _log_tail(path: Path, n: int = 4000) -> str:
-    try:
-        with open(path, "rb") as fh:
-            fh.seek(0, os.SEEK_END)
-            size = fh.tell()
-            fh.seek(max(0, size - n))
-            lines = [ln.strip() for ln in fh.read().decode(errors="replace").splitlines() if ln.strip()]
-        return lines[-1] if lines else ""
-    except OSError:
-        return ""
 
 
 # ---- the supervisor --------------------------------------------------------------------------
@@ -308,12 +183,11 @@ class Supervisor:
         lock = SupervisorLock(self.data_dir).acquire()
         try:
             if self.backend == "ray":
-                from pcd.jobs.ray_backend import RayExecutor
+                from pcd.jobs.executors.ray import RayExecutor
                 self.executor = RayExecutor(self.store, self.runner)
-                self.slots = self.executor.plan_slots(self.slot_count)
             else:
                 self.executor = LocalExecutor(self.store, self.runner, self.heartbeat_s)
-                self.slots = plan_slots(self.slot_count)
+            self.slots = self.executor.plan_slots(self.slot_count)
             reaped = self.store.reap_orphans("the previous supervisor died while this run was running")
             for rid, st in reaped.items():
                 self.log(f"recovered orphaned run {rid}: {st}")
@@ -418,7 +292,7 @@ class Supervisor:
                 else:
                     rc = out.value
                     why = f"killed by signal {-rc}" if isinstance(rc, int) and rc < 0 else f"exit code {rc}"
-                    tail = _log_tail(self.store.run_dir(job.run_id) / "worker.log")
+                    tail = log_tail(self.store.run_dir(job.run_id) / "worker.log")
                     self.store.finish(job.run_id, job.token, "failed",
                                       error=f"worker process died ({why})" + (f": {tail}" if tail else ""))
         st = self.store.get(job.run_id)["status"] if self._exists(job.run_id) else "deleted"

@@ -1,4 +1,4 @@
-"""Ray backend: the same supervisor dispatches each run as a Ray task (``PCD_BACKEND=ray`` or
+"""Ray executor: the same supervisor dispatches each run as a Ray task (``PCD_BACKEND=ray`` or
 ``python -m pcd worker --backend ray``).
 
 - Each run is one task with ``num_gpus=1`` when the cluster has GPUs (Ray sets
@@ -27,6 +27,7 @@ import time
 from typing import Any
 
 from pcd.jobs.child import describe_error, is_cancel, resolve_runner
+from pcd.jobs.executors.base import Job, Outcome, Slot
 from pcd.jobs.store import RunStore
 
 _REMOTES: dict[str, Any] = {}
@@ -114,9 +115,7 @@ class RayExecutor:
         res = ray.cluster_resources()
         self.gpus = int(res.get("GPU", 0))
 
-    def plan_slots(self, slots: int | None):
-        from pcd.jobs.supervisor import Slot
-
+    def plan_slots(self, slots: int | None) -> list[Slot]:
         if slots is not None and (isinstance(slots, bool) or not isinstance(slots, int) or not 1 <= slots <= 1024):
             raise ValueError(f"slots must be an integer in [1, 1024], got {slots!r}")
         n = slots or max(1, self.gpus)
@@ -127,9 +126,7 @@ class RayExecutor:
         return self.task.options(**opts).remote(self.runner, run["config"], str(self.store.run_dir(run["id"])),
                                                 int(run["id"]), self.channel)
 
-    def poll(self, job: Any):
-        from pcd.jobs.supervisor import Outcome
-
+    def poll(self, job: Job) -> Outcome | None:
         ray = self.ray
         ready, _ = ray.wait([job.handle], timeout=0)
         if not ready:

@@ -1,0 +1,71 @@
+"""What every executor shares: slots, jobs, outcomes and the executor protocol."""
+from __future__ import annotations
+
+import os
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Protocol
+
+
+@dataclass
+class Slot:
+    """One place a run can execute. ``name`` is shown as the run's device ("cuda:0", "cpu:0",
+    "ray:gpu0@host"); ``env`` is extra environment of a local child; ``node`` the Ray node id."""
+    name: str
+    env: dict[str, str]
+    gpu: int | None = None
+    node: str | None = None
+    host: str | None = None
+
+
+@dataclass
+class Job:
+    run_id: int
+    token: str
+    slot: Slot
+    handle: Any
+    started: float = field(default_factory=time.time)
+    cancel_seen: float | None = None
+
+
+@dataclass
+class Outcome:
+    """How a run ended, as seen by its executor.
+
+    ``kind``: "exited" (a child process ended; it wrote its own verdict, ``value`` = exit code),
+    "result" (``value`` = the result dict), "error" (the run itself crashed; ``value`` = one line),
+    "lost" (the infrastructure under the run went away -- node or worker lost; the run goes back
+    to the queue and resumes from its checkpoint), "cancelled"."""
+    kind: str
+    value: Any = None
+
+
+class Executor(Protocol):
+    name: str
+
+    def plan_slots(self, slots: int | None) -> list[Slot]: ...
+    def start(self, run: dict, slot: Slot) -> Any: ...
+    def poll(self, job: Job) -> Outcome | None: ...
+    def request_cancel(self, job: Job) -> None: ...
+    def kill(self, job: Job) -> None: ...
+    def pump(self, jobs: dict[int, Job]) -> None: ...
+    def close(self) -> None: ...
+
+
+def package_root() -> str:
+    """The folder holding the ``pcd`` package (children must import the same code)."""
+    return str(Path(__file__).resolve().parents[3])
+
+
+def log_tail(path: Path, n: int = 4000) -> str:
+    """The last non-empty line of a log file ('' when there is none)."""
+    try:
+        with open(path, "rb") as fh:
+            fh.seek(0, os.SEEK_END)
+            size = fh.tell()
+            fh.seek(max(0, size - n))
+            lines = [ln.strip() for ln in fh.read().decode(errors="replace").splitlines() if ln.strip()]
+        return lines[-1] if lines else ""
+    except OSError:
+        return ""
