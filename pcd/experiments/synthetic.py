@@ -8,8 +8,10 @@
   residual per (K, method) next to the law ``1.536 sqrt(K-1)`` (MGDA / CAGrad in the paper) and
   PCD's ~1e-15.
 * :func:`scale` -- scale invariance: the secondary of ``scale`` multiplied by ``10^k``,
-  k = -5..5; operating point per scale and the *drift* (max pairwise distance between operating
-  points). Paper: PCD drifts by 0.0075, WS slides along the whole front.
+  k = -6..7; operating point per scale and the *drift* (max pairwise distance between operating
+  points) over the scales where PCD's normalizer is scale-free (``10^{2k} >= 100 eps``: ten orders,
+  k = -3..7, with the default eps = 1e-8), plus ``drift_all`` over every scale, including the
+  eps-dominated ones. Paper: PCD drifts by 0.0075, WS slides along the whole front.
 * :func:`tau_sweep` -- PCD's tau trade-off curve on a 2-D problem.
 
 Defaults follow the issue's protocol: Adam, lr 0.01, tau = 0.3, equal-weight WS, 3000 steps.
@@ -31,12 +33,14 @@ from pcd.problems.double_well import MAX_K
 TOY_METHODS = ("pcd", "ws", "mgda", "pcgrad", "cagrad", "famo")
 KDW_METHODS = ("pcd", "mgda", "cagrad", "ws", "upgrad")
 KDW_KS = (2, 3, 5, 9, 17, 33, 65)
-SCALE_EXPONENTS = tuple(range(-5, 6))
+SCALE_EXPONENTS = tuple(range(-6, 8))
 SCALE_METHODS = ("ws", "pcd")
+SCALE_STEPS = 1000      # the page's and the CLI's default: PCD has reached its operating point (300 had not)
+SCALE_EPS_MARGIN = 0.01  # a scale is "scale-free" for PCD when eps <= 1 % of the secondary's ||g||^2
 TAUS = tuple(np.round(np.concatenate([[0.0], np.arange(0.01, 0.1, 0.01), np.arange(0.1, 1.0001, 0.1)]), 4))
 
 __all__ = ["toy", "toy_run", "kdw", "scale", "tau_sweep", "parse_methods", "parse_floats", "TOY_METHODS",
-           "KDW_METHODS", "KDW_KS", "SCALE_EXPONENTS", "TAUS"]
+           "KDW_METHODS", "KDW_KS", "SCALE_EXPONENTS", "SCALE_STEPS", "TAUS"]
 
 
 def parse_methods(methods: str | Iterable[str]) -> list[str]:
@@ -159,18 +163,27 @@ def kdw(Ks: Iterable[int] = KDW_KS, methods: str | Iterable[str] = KDW_METHODS, 
 
 
 def scale(exponents: Iterable[float] = SCALE_EXPONENTS, methods: str | Iterable[str] = SCALE_METHODS,
-          steps: int = 3000, lr: float = 0.01, optimizer: str = "adam", tau: float | None = 0.3,
+          steps: int = SCALE_STEPS, lr: float = 0.01, optimizer: str = "adam", tau: float | None = 0.3,
           average_last: float = 0.2, method_params: dict | None = None, seed: int = 0) -> dict[str, Any]:
     """Scale invariance on :mod:`pcd.problems.scale` (secondary x 10^k).
 
     For every method and scale the *operating point* is the mean position over the last
     ``average_last`` fraction of the steps (methods that chatter on the box's kinks oscillate
-    with an amplitude ~ lr; the time average is the point they operate at). ``drift`` = max
-    pairwise distance between the operating points across scales; ``drift_final`` the same for
-    the raw final iterates. Returns ``{"scales", "exponents", "methods": {name: {"endpoints",
-    "final_points", "drift", "drift_final", "losses"}}, "pareto_set", "ws_theory",
-    "constrained_optimum"}``.
+    with an amplitude ~ lr; the time average is the point they operate at).
+
+    Where PCD's normalizer stops being scale-free: outside the box the secondary's squared
+    gradient norm is ``10^{2k}`` (one active side) or ``2 * 10^{2k}``; ``s = 1/sqrt(v + eps)``
+    makes ``||g~_2|| = sqrt(v / (v + eps))``, which is 1 only while ``v >> eps``. A scale is
+    ``scale_free`` when ``eps / 10^{2k} <= SCALE_EPS_MARGIN`` (``||g~_2||`` within 0.5 % of 1);
+    ``eps`` is PCD's (its default 1e-8 when PCD runs with its own), and every scale is scale-free
+    when PCD is not run. ``drift`` = max pairwise distance between the operating points over the
+    scale-free scales (all scales when fewer than two are), ``drift_all`` over every scale,
+    ``drift_final`` the same as ``drift`` for the raw final iterates. Returns ``{"scales",
+    "exponents", "eps", "eps_ratio", "scale_free", "methods": {name: {"endpoints", "final_points",
+    "drift", "drift_all", "drift_final", "losses"}}, "pareto_set", "ws_theory",
+    "constrained_optimum", "settings"}``.
     """
+    import pcd.methods as registry
     from pcd.problems.scale import Scale
 
     exps = [check_float(k, "exponent", -12.0, 12.0) for k in exponents]
@@ -180,11 +193,18 @@ def scale(exponents: Iterable[float] = SCALE_EXPONENTS, methods: str | Iterable[
     average_last = check_float(average_last, "average_last", 0.0, 1.0, strict_low=True)
     names = parse_methods(methods)
     mp = _method_params(names, None if tau is None else check_float(tau, "tau", 0.0, 1.0), method_params)
+    eps = None
+    if "pcd" in names:
+        eps = float(mp.get("pcd", {}).get("eps", next(p.default for p in registry.get("pcd").params
+                                                      if p.name == "eps")))
+    eps_ratio = [0.0 if eps is None else eps / 10.0 ** (2 * k) for k in exps]
+    free = np.array([r <= SCALE_EPS_MARGIN * (1 + 1e-9) for r in eps_ratio])
+    window = free if free.sum() >= 2 else np.ones(len(exps), dtype=bool)
     first = max(0, steps - int(round(average_last * steps)))
     record = np.arange(first, steps + 1)
-    pts = {n: [] for n in names}
-    fin = {n: [] for n in names}
-    losses = {n: [] for n in names}
+    pts: dict[str, list] = {n: [] for n in names}
+    fin: dict[str, list] = {n: [] for n in names}
+    losses: dict[str, list] = {n: [] for n in names}
     for k in exps:
         res = run("scale", names, steps=steps, optimizer=optimizer, lr=lr, method_params=mp,
                   problem_params={"k": k}, seed=seed, record=record)
@@ -194,20 +214,26 @@ def scale(exponents: Iterable[float] = SCALE_EXPONENTS, methods: str | Iterable[
             fin[n].append(res.end[m, 0])
             losses[n].append(res.end_losses[m, 0])
 
-    def drift(P: list[np.ndarray]) -> float:
-        A = np.asarray(P)
+    def drift(P: list[np.ndarray], mask: np.ndarray) -> float:
+        A = np.asarray(P)[mask]
         return float(np.nanmax(np.linalg.norm(A[:, None] - A[None], axis=-1)))
 
+    every = np.ones(len(exps), dtype=bool)
     return {
         "scales": [10.0 ** k for k in exps],
         "exponents": exps,
+        "eps": eps,
+        "eps_ratio": eps_ratio,
+        "scale_free": free.tolist(),
         "methods": {n: {"endpoints": np.asarray(pts[n]).tolist(), "final_points": np.asarray(fin[n]).tolist(),
-                        "drift": drift(pts[n]), "drift_final": drift(fin[n]),
+                        "drift": drift(pts[n], window), "drift_all": drift(pts[n], every),
+                        "drift_final": drift(fin[n], window),
                         "losses": np.asarray(losses[n]).tolist()} for n in names},
         "pareto_set": Scale().pareto_set(100).tolist(),
         "ws_theory": [Scale.ws_endpoint(10.0 ** k).tolist() for k in exps],
         "constrained_optimum": Scale.constrained_optimum().tolist(),
-        "settings": {"steps": steps, "lr": lr, "optimizer": optimizer, "tau": tau, "average_last": average_last},
+        "settings": {"steps": steps, "lr": lr, "optimizer": optimizer, "tau": tau, "average_last": average_last,
+                     "eps": eps, "methods": names},
     }
 
 

@@ -111,15 +111,25 @@ def url_sync(**values: Any) -> None:
 
 # ---- downloads --------------------------------------------------------------------------------
 
-def download_csv(df: Any, filename: str, label: str = "Download CSV", key: str | None = None) -> None:
-    st.download_button(label, df.to_csv(index=False).encode("utf-8"), file_name=filename,
+def _csv_bytes(df: Any, settings: dict | None) -> bytes:
+    from pcd.studio import table_with_settings
+
+    return table_with_settings(df, settings).to_csv(index=False).encode("utf-8")
+
+
+def download_csv(df: Any, filename: str, label: str = "Download CSV", key: str | None = None,
+                 settings: dict | None = None) -> None:
+    """The table as CSV; ``settings`` (what produced it) become constant columns, plus the version."""
+    st.download_button(label, _csv_bytes(df, settings), file_name=filename,
                        mime="text/csv", key=key or f"csv-{filename}")
 
 
-def download_figure(fig: Any, filename: str, label: str = "Download figure (HTML)", key: str | None = None) -> None:
-    """The figure as a standalone HTML file (Plotly bundled, works offline)."""
-    html = fig.to_html(include_plotlyjs=True, full_html=True)
-    st.download_button(label, html.encode("utf-8"), file_name=filename, mime="text/html",
+def download_figure(fig: Any, filename: str, label: str = "Download figure (HTML)", key: str | None = None,
+                    settings: dict | None = None) -> None:
+    """The figure as a standalone HTML file (Plotly bundled, works offline), headed by its settings."""
+    from pcd.studio import figure_html
+
+    st.download_button(label, figure_html(fig, settings).encode("utf-8"), file_name=filename, mime="text/html",
                        key=key or f"html-{filename}")
 
 
@@ -139,14 +149,15 @@ def png_export(fig: Any, filename: str, key: str, label: str = "Figure (PNG)") -
                        "the HTML download works everywhere.")
 
 
-def download_row(fig: Any, stem: str, key: str, table: Any = None) -> None:
-    """The standard downloads under a figure: table as CSV (when given), figure as HTML and PNG."""
+def download_row(fig: Any, stem: str, key: str, table: Any = None, settings: dict | None = None) -> None:
+    """The standard downloads under a figure: table as CSV (when given), figure as HTML and PNG;
+    CSV and HTML carry ``settings`` (problem, methods, τ, optimizer, lr, steps, ...) and the version."""
     cols = st.columns(3)
     if table is not None:
         with cols[0]:
-            download_csv(table, f"{stem}.csv", key=f"{key}_csv")
+            download_csv(table, f"{stem}.csv", key=f"{key}_csv", settings=settings)
     with cols[1]:
-        download_figure(fig, f"{stem}.html", key=f"{key}_html")
+        download_figure(fig, f"{stem}.html", key=f"{key}_html", settings=settings)
     with cols[2]:
         png_export(fig, f"{stem}.png", key=f"{key}_png")
 

@@ -53,6 +53,17 @@ def test_scale_json(tmp_path):
     assert out["methods"]["ws"]["drift"] > 0.5 > out["methods"]["pcd"]["drift"]
 
 
+def test_scale_default_is_the_page_default_and_eps_is_an_option(tmp_path):
+    """`python -m pcd scale` with no options = the Scale invariance page's first view (k = -6..7,
+    1000 steps, ε = 1e-8): PCD's drift over the scale-free ten orders <= 0.0075."""
+    out = _run_json(tmp_path, ["scale", "--methods", "pcd"])
+    assert out["exponents"] == list(range(-6, 8)) and out["settings"]["steps"] == 1000 and out["eps"] == 1e-8
+    assert out["methods"]["pcd"]["drift"] <= 0.0075
+    out = _run_json(tmp_path, ["scale", "--methods", "pcd", "--exponents=-5,0", "--eps", "0", "--steps", "200"])
+    assert out["eps"] == 0.0 and all(out["scale_free"])
+    assert main(["scale", "--methods", "ws", "--eps", "1e-9"]) == 2
+
+
 def test_tau_json(tmp_path):
     rows = _run_json(tmp_path, ["tau", "--problem", "saddle2d", "--taus", "0,0.3", "--steps", "3000"])
     assert [r["tau"] for r in rows] == [0.0, 0.3]

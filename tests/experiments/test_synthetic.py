@@ -111,6 +111,18 @@ def test_scale_pcd_operating_point_is_invariant_and_ws_slides():
     assert all(b >= a - 0.02 for a, b in zip(d_along, d_along[1:]))  # monotone along the front
 
 
+def test_scale_marks_the_eps_dominated_scales_and_measures_drift_where_pcd_is_scale_free():
+    """With the library's eps = 1e-8 the secondary's ||g||^2 = 10^{2k} falls below 100 eps for
+    k <= -4: those scales are flagged, ``drift`` covers k = -3..7 (ten orders) and ``drift_all``
+    shows the eps-driven slide (measured 0.99 at 1000 steps)."""
+    out = scale(methods=("pcd",))
+    assert out["exponents"] == list(range(-6, 8)) and out["eps"] == 1e-8
+    assert out["scale_free"] == [k >= -3 for k in range(-6, 8)]
+    pcd = out["methods"]["pcd"]
+    assert pcd["drift"] <= 0.0075 < 0.5 <= pcd["drift_all"]
+    assert out["settings"]["steps"] == 1000
+
+
 def test_scale_eps_is_the_only_source_of_drift_at_1e_minus_5():
     """At 10^-5 the secondary's squared gradient norm (<= 2e-10) is below PCD's eps = 1e-8, so the
     EMA normalization is eps-dominated and PCD's point moves (we measure ~0.95 with eps = 1e-8,

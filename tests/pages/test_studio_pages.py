@@ -127,10 +127,30 @@ def test_scale_page_slider_moves_highlight_and_eps_changes_drift():
     _ok(at)
     assert _specs(at)[0] != fig0
     assert [m.value for m in at.metric] == metrics0  # only the highlight moved
-    at.select_slider(key="sc_eps").set_value(1e-16).run()
+    at.select_slider(key="sc_eps").set_value("1e-16").run()
     _ok(at)
-    drift = at.dataframe[0].value.set_index("method")["drift (operating point)"]
+    assert at.query_params["eps"] == "1e-16"  # survives a shared link (Streamlit's float matching would give 1e-12)
+    drift = at.dataframe[0].value.set_index("method")["drift, every scale"]
     assert drift["PCD"] < 1e-2 < drift["Weighted sum"]
+
+
+def test_scale_page_default_shows_invariance_over_ten_orders_with_the_default_eps():
+    """First view: library default ε = 1e-8, PCD's drift over the scale-free decade window
+    10⁻³ … 10⁷ is <= 0.0075, the ε-dominated scales are named, and the defaults equal the CLI's."""
+    from pcd.cli.scale import EXPONENTS, METHODS
+    from pcd.experiments.synthetic import SCALE_STEPS
+
+    at = _app("04_Scale_invariance.py")
+    _ok(at)
+    labels = {m.label: m.value for m in at.metric}
+    pcd = next(v for k, v in labels.items() if k.startswith("PCD: drift over 10⁻³ … 10⁷ (10 orders)"))
+    assert float(pcd) <= 0.0075
+    ws = next(v for k, v in labels.items() if k.startswith("Weighted sum"))
+    assert float(ws) >= 1.5
+    assert any("Where ε takes over (10⁻⁶ … 10⁻⁴" in w.value for w in at.warning)
+    assert at.select_slider(key="sc_steps").value == SCALE_STEPS
+    assert at.select_slider(key="sc_eps").value == "1e-08"
+    assert EXPONENTS == "-6:7:1" and METHODS == "ws,pcd" and at.multiselect(key="sc_methods").value == ["ws", "pcd"]
 
 
 def test_tau_page_selection_changes_trajectory():

@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 
 from pcd.experiments import synthetic
-from pcd.viz.scale import drift_figure, drift_table, sweep_figure
+from pcd.viz.scale import drift_figure, drift_table, eps_window_text, power_label, sweep_figure
 from pcd.viz.theme import method_color
 
 
@@ -18,8 +18,12 @@ def test_sweep_figure_points_and_highlight(result):
     fig = sweep_figure(result, current=2)
     ws = next(t for t in fig.data if t.name.startswith("Weighted sum ("))
     np.testing.assert_allclose(np.c_[ws.x, ws.y], result["methods"]["ws"]["endpoints"])
-    assert ws.marker.color == method_color("ws")
-    assert list(ws.text) == ["-2", "0", "2", "4"]
+    assert ws.marker.line.color == method_color("ws")
+    assert set(ws.marker.color) == {method_color("ws")}  # every scale is scale-free here: filled markers
+    # distinct points: one label each, exponents as superscripts
+    assert list(ws.text) == ["10⁻²", "10⁰", "10²", "10⁴"]
+    pcd = next(t for t in fig.data if t.name.startswith("PCD ("))
+    assert [t for t in pcd.text if t] == ["10⁻² … 10⁴ (4 scales)"]  # coinciding points share one label
     rings = [t for t in fig.data if t.name and "at 10^2" in t.name]
     assert len(rings) == 2
     pcd_ring = next(t for t in rings if t.name.startswith("PCD"))
@@ -47,3 +51,18 @@ def test_drift_figure_and_table(result):
     assert t.loc["Weighted sum", "drift (operating point)"] == pytest.approx(result["methods"]["ws"]["drift"])
     # WS slides along the front, PCD much less (here the scales stay above the normalizer's eps)
     assert t.loc["PCD", "drift (operating point)"] < 0.1 * t.loc["Weighted sum", "drift (operating point)"]
+
+
+def test_eps_dominated_scales_are_open_markers_and_a_shaded_band():
+    r = synthetic.scale(exponents=[-5, -4, -3, 0], methods=["pcd"], steps=100)
+    assert r["scale_free"] == [False, False, True, True]
+    fig = sweep_figure(r)
+    pcd = next(t for t in fig.data if t.name.startswith("PCD ("))
+    assert list(pcd.marker.color)[:2] == ["white", "white"] and list(pcd.marker.color)[2] == method_color("pcd")
+    d = drift_figure(r)
+    band = d.layout.shapes[0]
+    assert (band.x0, band.x1) == (-5.5, -3.5)
+    assert "ε takes over (ε = 1e-08)" in d.layout.annotations[0].text
+    assert list(d.layout.xaxis.ticktext) == ["10⁻⁵", "10⁻⁴", "10⁻³", "10⁰"]
+    assert eps_window_text(r) == "10⁻³ … 10⁰ (3 orders)"
+    assert power_label(-12) == "10⁻¹²" and power_label(7) == "10⁷"
