@@ -426,7 +426,9 @@ def outcomes(diagnosis: np.ndarray, end_grad_norms: np.ndarray, grad_tol: float 
 # the runner
 # ---------------------------------------------------------------------------------------------
 def resolve_methods(methods: Any, method_params: dict[str, dict] | None = None) -> list[tuple[str, Any]]:
-    """``"pcd,ws"`` / ``["pcd", "ws"]`` / Method instances -> ``[(label, instance)]``.
+    """``"pcd,ws"`` / ``["pcd", "ws"]`` / Method instances / ``(label, instance)`` pairs ->
+    ``[(label, instance)]``. A pair runs one method under several settings in one batched run
+    (e.g. PCD at every tau of a sweep); labels must be unique.
 
     ``method_params`` maps a method name to its hyper-parameters (validated by the method).
     """
@@ -443,7 +445,8 @@ def resolve_methods(methods: Any, method_params: dict[str, dict] | None = None) 
     if not methods:
         raise ValueError(f"no methods given; available: {', '.join(registry.available())}")
     method_params = dict(method_params or {})
-    names = [(m.strip().lower() if isinstance(m, str) else getattr(m, "name", "")) for m in methods]
+    names = [(m.strip().lower() if isinstance(m, str) else getattr(m[1] if isinstance(m, tuple) else m, "name", ""))
+             for m in methods]
     unknown_params = sorted(set(k.lower() for k in method_params) - set(names))
     if unknown_params:
         raise ValueError(f"method_params given for method(s) not run: {unknown_params}; running: {names}")
@@ -451,7 +454,9 @@ def resolve_methods(methods: Any, method_params: dict[str, dict] | None = None) 
     out: list[tuple[str, Any]] = []
     seen: set[str] = set()
     for m, name in zip(methods, names):
-        if isinstance(m, registry.Method):
+        if isinstance(m, tuple) and len(m) == 2 and isinstance(m[0], str) and isinstance(m[1], registry.Method):
+            label, inst = m  # a labelled instance: the same method with several settings in one run
+        elif isinstance(m, registry.Method):
             inst, label = m, m.name or type(m).__name__
         elif isinstance(m, str):
             hp = params_lc.get(name, {}) or {}
@@ -459,7 +464,7 @@ def resolve_methods(methods: Any, method_params: dict[str, dict] | None = None) 
                 raise ValueError(f"method_params[{name!r}] must be a dict of hyper-parameters, got {hp!r}")
             inst, label = registry.make(name, **hp), name
         else:
-            raise ValueError(f"methods must be names or Method instances, got {m!r}")
+            raise ValueError(f"methods must be names, Method instances or (label, instance) pairs, got {m!r}")
         if label in seen:
             raise ValueError(f"method {label!r} given twice")
         seen.add(label)

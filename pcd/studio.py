@@ -14,15 +14,8 @@ import numpy as np
 
 import pcd.methods as registry
 from pcd.direction import pcd_weights
+from pcd.viz.theme import outcome_label
 
-DIAGNOSIS_LABELS = {
-    "cms": "reached CMS (every objective stationary)",
-    "conflict_equilibrium": "stalled at a conflict equilibrium",
-    "primary_stationary": "primary stationary (update halted)",
-    "moving": "still moving",
-    "diverged": "diverged",
-    "error": "method error",
-}
 
 
 # ---------------------------------------------------------------------------------------------
@@ -268,7 +261,7 @@ def endpoint_table(res: Any, objective_names: Sequence[str] | None = None):
         label = registry.get(name).display_name if name in registry.available() else name
         for s in range(res.S):
             diag = str(res.diagnosis[m, s])
-            text = DIAGNOSIS_LABELS.get(diag, diag)
+            text = outcome_label(diag, name)
             if diag in ("diverged", "error") and res.diverged_step[m, s] >= 0:
                 text += f" at step {int(res.diverged_step[m, s])}"
             if diag == "error" and name in res.errors:

@@ -15,9 +15,12 @@ from pcd.cli.toy import add_common, parse_starts
 def _run(args: argparse.Namespace) -> int:
     from pcd.experiments.synthetic import parse_floats, tau_sweep
 
+    budgets = None
+    if args.budgets is not None:
+        budgets = [int(b) if float(b) == int(float(b)) else b for b in parse_floats(args.budgets, "--budgets")]
     write_json(tau_sweep(problem=args.problem, taus=parse_floats(args.taus, "--taus"), steps=args.steps,
                          lr=args.lr, optimizer=args.optimizer, method=args.method,
-                         starts=parse_starts(args.starts), seed=args.seed), args.json)
+                         starts=parse_starts(args.starts), seed=args.seed, budgets=budgets), args.json)
     return 0
 
 
@@ -29,5 +32,8 @@ def register(subparsers) -> None:
                    help="tau values: list and/or ranges a:b:step (default 0, 0.01..0.09, 0.1..1)")
     p.add_argument("--method", default="pcd", help="a method with a tau hyper-parameter (default pcd)")
     p.add_argument("--starts", default=None, help="start points 'x,y;x,y' (default: the problem's)")
+    p.add_argument("--budgets", default=None,
+                   help="step budgets, e.g. 100,300,1000 (the τ dial page's curves; overrides --steps): each record "
+                        "gets budgets[b] = where the run is after b steps")
     add_common(p, tau=False)
     p.set_defaults(func=_run)

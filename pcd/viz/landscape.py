@@ -15,7 +15,7 @@ from typing import Any, Sequence
 import numpy as np
 import plotly.graph_objects as go
 
-from pcd.viz.theme import base_layout, colorize, method_color, method_label, png_data_uri, rgba
+from pcd.viz.theme import base_layout, colorize, method_color, method_label, outcome_label, png_data_uri, rgba
 
 ZERO_SET_RGB = np.array([46, 160, 67], dtype=np.float64)   # green tint for the secondaries' zero sets
 LINE_RGB = np.array([36, 41, 47], dtype=np.float64)
@@ -24,11 +24,6 @@ START_SYMBOLS = ("circle", "square", "diamond", "triangle-up", "cross", "x", "pe
 TRAIL = 8  # recorded frames in the fading tail behind each head
 
 
-DIAG_WORDS = {
-    "cms": "reached CMS", "conflict_equilibrium": "stalled: conflict equilibrium",
-    "primary_stationary": "primary stationary", "moving": "still moving", "diverged": "diverged",
-    "error": "method error",
-}
 
 
 def _check_grid(xs: Any, ys: Any, Z: Any) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -223,7 +218,7 @@ def landscape_figure(res: Any, grid: tuple[Any, Any, Any], pareto_set: Any = Non
             colors.append(method_color(name))
             sizes.append(13.0)
             opac.append(1.0)
-            custom.append([method_label(name), s + 1, DIAG_WORDS.get(str(diag[m, s]), str(diag[m, s]))])
+            custom.append([method_label(name), s + 1, outcome_label(str(diag[m, s]), name, short=True)])
             line_w.append(1.5)
 
     def comet(t: int) -> tuple[np.ndarray, np.ndarray]:
@@ -243,7 +238,7 @@ def landscape_figure(res: Any, grid: tuple[Any, Any, Any], pareto_set: Any = Non
     anim_idx = [len(traces) - 1]
 
     layout = base_layout(title=title, height=height)
-    layout["margin"] = dict(l=55, r=20, t=70 if title else 40, b=125 if animate else 50)
+    layout["margin"] = dict(l=55, r=20, t=70 if title else 40, b=160 if animate else 50)
     axis = dict(showgrid=False, zeroline=False, linecolor="#57606a", ticks="outside", tickcolor="#57606a",
                 constrain="domain")
     layout["xaxis"] = dict(axis, range=[x0, x1], title=dict(text="x₁"))
@@ -266,12 +261,14 @@ def landscape_figure(res: Any, grid: tuple[Any, Any, Any], pareto_set: Any = Non
         steps = [dict(method="animate", label=str(int(k)),
                       args=[[str(int(k))], dict(mode="immediate", frame=dict(duration=0, redraw=False),
                                                 transition=dict(duration=0))]) for k in record]
-        layout["updatemenus"] = [dict(type="buttons", direction="left", showactive=False, x=0.0, y=-0.16,
-                                      xanchor="left", yanchor="top", pad=dict(r=8, t=0), buttons=[play, pause],
+        # the step slider spans the width; Play/Pause sit on their own row below it, so they never
+        # cover the slider however narrow the figure is
+        layout["updatemenus"] = [dict(type="buttons", direction="left", showactive=False, x=0.0, y=0.0,
+                                      xanchor="left", yanchor="top", pad=dict(r=8, t=118), buttons=[play, pause],
                                       font=dict(size=13))]
-        layout["sliders"] = [dict(active=0, x=0.16, y=-0.13, len=0.84, xanchor="left", yanchor="top",
+        layout["sliders"] = [dict(active=0, x=0.0, y=0.0, len=1.0, xanchor="left", yanchor="top",
                                   currentvalue=dict(prefix="step ", visible=True, xanchor="right", font=dict(size=13)),
-                                  pad=dict(t=0, b=0), transition=dict(duration=0), steps=steps)]
+                                  pad=dict(t=42, b=0), transition=dict(duration=0), steps=steps)]
     # Built as one plain spec and constructed once (incremental add_trace/update_layout of ~200
     # frames costs ~10x more in Plotly's per-call validation).
     if validate:

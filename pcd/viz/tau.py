@@ -1,19 +1,33 @@
-"""τ-dial figure (page 5): PCD's trade-off curve (final primary vs final secondary) as τ moves,
-with the problem's Pareto front; points coloured by τ and selectable.
+"""τ-dial figure (page 5): PCD's trade-off curve (primary vs secondary loss) as τ moves, one
+curve per step budget, with the problem's Pareto front; points selectable.
 
 Input: the records of :func:`pcd.experiments.synthetic.tau_sweep` (``tau``, ``losses`` = mean
-final losses over the starts, ``start_losses`` ``[S, K]``, ``cms_fraction``).
+final losses over the starts, ``start_losses`` ``[S, K]``, ``cms_fraction``, optional
+``budgets[b]`` with the same fields plus ``moving_fraction``).
+
+Honesty rules: a point where some start is still moving at that budget is *not* an end point,
+so it is drawn open (hover says "still moving"); only points where every start has ended are
+filled. On a log axis exact zeros (and values below ``ZERO_FLOOR``) cannot be drawn, so they sit
+on a floor line labelled "0" instead of disappearing (a zero-safe axis).
 """
 from __future__ import annotations
 
+import math
 from typing import Any, Sequence
 
 import numpy as np
 import plotly.graph_objects as go
 
-from pcd.viz.theme import base_layout, method_color, style_axes
+from pcd.viz.theme import base_layout, method_color, outcome_label, rgba, style_axes
 
-TAU_SCALE = "Reds"
+ZERO_FLOOR = 1e-12   # values below this are drawn on the "0" line of a log axis
+_BUDGET_ALPHA = (0.35, 0.55, 0.75, 1.0)
+_SUP = str.maketrans("-0123456789", "⁻⁰¹²³⁴⁵⁶⁷⁸⁹")
+
+
+def tau_text(t: float) -> str:
+    """``0.02 -> "τ = 0.02"`` (always the Greek letter, never 'tau')."""
+    return f"τ = {float(t):g}"
 
 
 def _check(records: Sequence[dict]) -> list[dict]:
@@ -28,65 +42,162 @@ def _check(records: Sequence[dict]) -> list[dict]:
     return sorted(recs, key=lambda r: r["tau"])
 
 
+def budgets_of(records: Sequence[dict]) -> list[int]:
+    """The step budgets every record carries (empty when the sweep had none)."""
+    recs = _check(records)
+    common = None
+    for r in recs:
+        b = {int(k) for k in (r.get("budgets") or {})}
+        common = b if common is None else common & b
+    return sorted(common or [])
+
+
+def _zero_safe(values: np.ndarray) -> tuple[np.ndarray, dict]:
+    """Values for a log axis: those below ``ZERO_FLOOR`` moved onto the floor; the axis ticks
+    (decades, superscript exponents, the floor labelled "0")."""
+    v = np.asarray(values, dtype=float)
+    finite = v[np.isfinite(v)]
+    top = float(finite.max()) if finite.size and finite.max() > ZERO_FLOOR else 1.0
+    pos = finite[finite >= ZERO_FLOOR]
+    lo_dec = int(math.floor(math.log10(pos.min()))) if pos.size else int(math.log10(ZERO_FLOOR))
+    hi_dec = int(math.ceil(math.log10(top)))
+    floor_dec = min(lo_dec, hi_dec) - 1
+    floor = 10.0 ** max(floor_dec, int(math.log10(ZERO_FLOOR)) - 1)
+    shown = np.where(np.isfinite(v) & (v < ZERO_FLOOR), floor, v)
+    decades = list(range(int(round(math.log10(floor))) + 1, hi_dec + 1))
+    step = max(1, int(math.ceil(len(decades) / 8)))
+    decades = decades[::-1][::step][::-1]
+    tickvals = [floor] + [10.0 ** d for d in decades]
+    ticktext = [f"0 (< 10{str(int(math.log10(ZERO_FLOOR))).translate(_SUP)})"] + \
+        [f"10{str(d).translate(_SUP)}" for d in decades]
+    axis = dict(type="log", tickvals=tickvals, ticktext=ticktext,
+                range=[math.log10(floor) - 0.3, hi_dec + 0.2])
+    return shown, axis
+
+
 def tradeoff_figure(records: Sequence[dict], pareto_front: Any = None, selected: float | None = None,
                     log_axes: bool = False, height: int = 520) -> go.Figure:
-    """Trade-off curve in loss space: x = final primary f₁, y = final secondary f₂ (mean over the
-    starts), one marker per τ (colour = τ), the per-start end points faint, the Pareto front as a
-    line; ``selected`` τ highlighted. Trace 0 is the curve (its points carry ``customdata = τ``
-    so a click or selection identifies the τ)."""
+    """Trade-off curve(s) in loss space: x = primary f₁, y = secondary f₂ (mean over the starts).
+
+    With budgets: one curve per step budget (lighter = fewer steps), else one curve at the end.
+    Every curve's points carry ``customdata = [τ, budget, outcome]`` so a click identifies τ;
+    trace 0 is the largest budget's curve. Points still moving are open markers. ``selected``
+    τ is ringed on the largest budget. ``log_axes`` gives zero-safe log axes.
+    """
     recs = _check(records)
     taus = np.array([r["tau"] for r in recs], dtype=float)
-    L = np.array([r["losses"][:2] for r in recs], dtype=float)
+    budgets = budgets_of(recs)
     col = method_color("pcd")
-    fig = go.Figure()
-    fig.add_trace(go.Scatter(
-        x=L[:, 0], y=L[:, 1], mode="lines+markers", name="PCD, mean over starts", customdata=taus,
-        line=dict(color=col, width=2),
-        marker=dict(size=12, color=taus, colorscale=TAU_SCALE, cmin=0, cmax=1, line=dict(color=col, width=1.5),
-                    colorbar=dict(title=dict(text="τ"), thickness=14, len=0.7)),
-        hovertemplate="τ = %{customdata:.3g}<br>f₁ = %{x:.4g}<br>f₂ = %{y:.4g}<extra></extra>"))
+    curves: list[tuple[int | None, np.ndarray, list[str], np.ndarray]] = []
+    for b in (budgets[::-1] if budgets else [None]):
+        src = [r["budgets"][b] if b is not None else r for r in recs]
+        L = np.array([s["losses"][:2] for s in src], dtype=float)
+        moving = np.array([float(s.get("moving_fraction", np.mean([d == "moving" for d in s.get("diagnosis", [])]
+                                                                  or [0.0]))) for s in src])
+        outcome = []
+        for s in src:
+            diags = list(s.get("diagnosis", []))
+            words = sorted({outcome_label(d, "pcd", short=True) for d in diags})
+            outcome.append(", ".join(words) if words else "")
+        curves.append((b, L, outcome, moving))
+    allv = np.concatenate([c[1].ravel() for c in curves])
     per = [(r["tau"], np.asarray(r.get("start_losses", []), dtype=float)) for r in recs]
+    if pareto_front is not None:
+        pf = np.asarray(pareto_front, dtype=float)
+        if not (pf.ndim == 2 and pf.shape[1] >= 2 and len(pf) >= 1):
+            pf = None
+    else:
+        pf = None
+    xaxis: dict = {"type": "linear"}
+    yaxis: dict = {"type": "linear"}
+    if log_axes:
+        xs = np.concatenate([allv[0::2]] + ([pf[:, 0]] if pf is not None else []))
+        ys = np.concatenate([allv[1::2]] + ([pf[:, 1]] if pf is not None else []))
+        _, xaxis = _zero_safe(xs)
+        _, yaxis = _zero_safe(ys)
+        fx = lambda v: _zero_safe_with(v, xaxis)  # noqa: E731
+        fy = lambda v: _zero_safe_with(v, yaxis)  # noqa: E731
+    else:
+        fx = fy = lambda v: np.asarray(v, dtype=float)  # noqa: E731
+    fig = go.Figure()
+    for j, (b, L, outcome, moving) in enumerate(curves):
+        alpha = _BUDGET_ALPHA[::-1][j] if j < len(_BUDGET_ALPHA) else _BUDGET_ALPHA[0]
+        ended = moving <= 0.0
+        name = f"PCD after {b} steps" if b is not None else "PCD, mean over starts"
+        fig.add_trace(go.Scatter(
+            x=fx(L[:, 0]), y=fy(L[:, 1]), mode="lines+markers", name=name, legendgroup=f"b{b}",
+            customdata=np.c_[taus, np.full(len(taus), -1 if b is None else b),
+                             np.array([o if e else f"still moving ({100 * m:.0f} % of starts)"
+                                       for o, e, m in zip(outcome, ended, moving)], dtype=object),
+                             L[:, 0], L[:, 1]],
+            line=dict(color=rgba(col, alpha), width=2.5 if j == 0 else 1.8, dash="solid" if j == 0 else "dot"),
+            marker=dict(size=[12 if e else 11 for e in ended],
+                        symbol=["circle" if e else "circle-open" for e in ended],
+                        color=[rgba(col, alpha) if e else "white" for e in ended],
+                        line=dict(color=rgba(col, alpha), width=2)),
+            hovertemplate="τ = %{customdata[0]:.3g}, %{customdata[1]} steps<br>f₁ = %{customdata[3]:.4g}<br>"
+                          "f₂ = %{customdata[4]:.4g}<br>%{customdata[2]}<extra></extra>"))
+    # τ labels on the largest budget's curve (first and last τ, and a few between)
+    b0, L0, _, _ = curves[0]
+    label_idx = sorted({0, len(taus) - 1, int(np.argmin(np.abs(taus - 0.1))), int(np.argmin(np.abs(taus - 0.5)))})
+    fig.add_trace(go.Scatter(x=fx(L0[label_idx, 0]), y=fy(L0[label_idx, 1]), mode="text", showlegend=False,
+                             text=[tau_text(taus[i]) for i in label_idx], textposition="middle right",
+                             textfont=dict(size=11, color="#57606a"), hoverinfo="skip", name="τ labels"))
     px = [p[i, 0] for t, p in per if p.ndim == 2 and p.shape[1] >= 2 for i in range(len(p))]
     py = [p[i, 1] for t, p in per if p.ndim == 2 and p.shape[1] >= 2 for i in range(len(p))]
     pt = [t for t, p in per if p.ndim == 2 and p.shape[1] >= 2 for _ in range(len(p))]
     if px:
-        fig.add_trace(go.Scatter(x=px, y=py, mode="markers", name="single starts", customdata=pt,
-                                 marker=dict(size=6, color="rgba(214,39,40,0.25)"),
-                                 hovertemplate="τ = %{customdata:.3g} (one start)<br>f₁ = %{x:.4g}<br>f₂ = %{y:.4g}<extra></extra>"))
-    if pareto_front is not None:
-        pf = np.asarray(pareto_front, dtype=float)
-        if pf.ndim == 2 and pf.shape[1] >= 2 and len(pf) >= 1:
-            fig.add_trace(go.Scatter(x=pf[:, 0], y=pf[:, 1], mode="lines+markers" if len(pf) == 1 else "lines",
-                                     name="Pareto front", line=dict(color="#8250df", width=3, dash="dash"),
-                                     marker=dict(size=12, symbol="star", color="#8250df"),
-                                     hovertemplate="Pareto front<br>f₁ = %{x:.4g}<br>f₂ = %{y:.4g}<extra></extra>"))
+        fig.add_trace(go.Scatter(x=fx(px), y=fy(py), mode="markers", name="single starts (largest budget)",
+                                 customdata=np.c_[pt, px, py],
+                                 marker=dict(size=6, color=rgba(col, 0.25)),
+                                 hovertemplate="τ = %{customdata[0]:.3g} (one start)<br>f₁ = %{customdata[1]:.4g}"
+                                               "<br>f₂ = %{customdata[2]:.4g}<extra></extra>"))
+    if pf is not None:
+        fig.add_trace(go.Scatter(x=fx(pf[:, 0]), y=fy(pf[:, 1]), mode="lines+markers" if len(pf) == 1 else "lines",
+                                 name="Pareto front", line=dict(color="#8250df", width=3, dash="dash"),
+                                 marker=dict(size=12, symbol="star", color="#8250df"), customdata=pf[:, :2],
+                                 hovertemplate="Pareto front<br>f₁ = %{customdata[0]:.4g}<br>f₂ = %{customdata[1]:.4g}"
+                                               "<extra></extra>"))
     if selected is not None:
         i = int(np.argmin(np.abs(taus - float(selected))))
         if abs(taus[i] - float(selected)) > 1e-9:
             raise ValueError(f"selected τ = {selected} is not in the sweep")
-        fig.add_trace(go.Scatter(x=[L[i, 0]], y=[L[i, 1]], mode="markers+text", name=f"τ = {taus[i]:g}",
-                                 text=[f"τ = {taus[i]:g}"], textposition="top right",
+        fig.add_trace(go.Scatter(x=fx(L0[[i], 0]), y=fy(L0[[i], 1]), mode="markers", name=f"selected {tau_text(taus[i])}",
                                  marker=dict(size=24, color="rgba(0,0,0,0)", line=dict(color="#24292f", width=3)),
                                  hoverinfo="skip"))
     fig.update_layout(**base_layout(height=height), clickmode="event+select")
     style_axes(fig)
-    axis_type = "log" if log_axes else "linear"
-    fig.update_xaxes(title_text="final primary f₁", type=axis_type)
-    fig.update_yaxes(title_text="final secondary f₂", type=axis_type)
+    fig.update_xaxes(title_text="primary f₁ (mean over starts)", **xaxis)
+    fig.update_yaxes(title_text="secondary f₂ (mean over starts)", **yaxis)
+    fig.update_layout(margin=dict(l=70, r=30, t=70, b=50))
     return fig
 
 
+def _zero_safe_with(values: Any, axis: dict) -> np.ndarray:
+    v = np.asarray(values, dtype=float)
+    floor = axis["tickvals"][0]
+    return np.where(np.isfinite(v) & (v < ZERO_FLOOR), floor, v)
+
+
 def tau_table(records: Sequence[dict]):
-    """One row per τ: mean final losses, share of starts that reached a CMS point, diagnoses."""
+    """One row per τ: mean losses at the largest budget (or the end), share of starts that reached
+    a CMS point, outcomes in words, and per budget the share of starts still moving."""
     import pandas as pd
 
     recs = _check(records)
+    budgets = budgets_of(recs)
     rows = []
     for r in recs:
         row: dict[str, Any] = {"τ": r["tau"]}
         for k, v in enumerate(r["losses"]):
-            row[f"mean final f{k + 1}"] = float(v)
+            row[f"mean f{k + 1}"] = float(v)
         row["reached CMS"] = f"{100 * float(r.get('cms_fraction', np.nan)):.0f} %"
-        row["diagnoses"] = ", ".join(r.get("diagnosis", []))
+        counts: dict[str, int] = {}
+        for d in r.get("diagnosis", []):
+            w = outcome_label(d, r.get("method", "pcd"), short=True)
+            counts[w] = counts.get(w, 0) + 1
+        row["outcome"] = ", ".join(f"{w} ×{c}" if c > 1 else w for w, c in counts.items())
+        for b in budgets:
+            row[f"moving after {b} steps"] = f"{100 * r['budgets'][b]['moving_fraction']:.0f} %"
         rows.append(row)
     return pd.DataFrame(rows)

@@ -42,6 +42,36 @@ def method_label(name: str) -> str:
         return str(name)
 
 
+# Outcome names (the engine's one-word diagnosis in words). "primary_stationary" means two different
+# things: PCD's deployed update d = d~ ||g_1|| / ||d~|| is zero wherever g_1 = 0 (a known limitation:
+# the update halts), while a symmetric method there sits at a Pareto-stationary point of its own
+# choosing (e.g. FAMO at the primary's minimum with the secondary > 0). They get different names.
+OUTCOME_WORDS = {
+    "cms": ("reached CMS", "reached CMS (every objective stationary)"),
+    "conflict_equilibrium": ("stalled: gradients cancel", "stalled at a conflict equilibrium (the gradients cancel)"),
+    "pareto_at_primary": ("Pareto-stationary at ∇f₁ = 0",
+                          "ended where ∇f₁ = 0: Pareto-stationary, the secondary not at its optimum"),
+    "halted": ("PCD halted: ∇f₁ = 0", "PCD's update halted: ∇f₁ = 0 zeroes its rescaled step (known limitation)"),
+    "held": ("PCD held by a constraint", "PCD stopped: a secondary's τ constraint holds the primary back"),
+    "moving": ("still moving", "still moving (no end point within the step budget)"),
+    "diverged": ("diverged", "diverged"),
+    "error": ("method error", "method error"),
+}
+HALTS_WHERE_PRIMARY_VANISHES = frozenset({"pcd"})  # deployed update rescaled to ||g_1||
+
+
+def outcome_label(diagnosis: str, method: str | None = None, short: bool = False) -> str:
+    """The outcome of a trajectory in words, from the engine's diagnosis and the method."""
+    d = str(diagnosis)
+    pcd_like = str(method or "").lower() in HALTS_WHERE_PRIMARY_VANISHES
+    if d == "primary_stationary":
+        d = "halted" if pcd_like else "pareto_at_primary"
+    elif d == "conflict_equilibrium" and pcd_like:
+        d = "held"  # PCD's primary keeps weight 1: it stops only where a constraint binds against it
+    words = OUTCOME_WORDS.get(d)
+    return d if words is None else words[0 if short else 1]
+
+
 def objective_color(k: int) -> str:
     """Colour of objective ``k`` (0 = primary)."""
     if int(k) < 0:

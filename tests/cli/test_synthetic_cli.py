@@ -97,3 +97,10 @@ def test_module_entry_point_exit_code():
                           timeout=120)
     assert proc.returncode == 2
     assert proc.stderr.strip().startswith("error: steps must be") and proc.stderr.count("\n") == 1
+
+
+def test_tau_budgets_are_the_tau_dial_page_curves(tmp_path):
+    rows = _run_json(tmp_path, ["tau", "--problem", "quadratic", "--taus", "0.1", "--budgets", "100,300", "--lr", "0.02"])
+    assert set(rows[0]["budgets"]) == {"100", "300"}
+    assert rows[0]["budgets"]["100"]["moving_fraction"] == 1.0  # no end point after 100 steps
+    assert main(["tau", "--budgets", "0"]) == 2

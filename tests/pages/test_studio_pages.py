@@ -154,7 +154,7 @@ def test_scale_page_default_shows_invariance_over_ten_orders_with_the_default_ep
 
 
 def test_tau_page_selection_changes_trajectory():
-    at = _app("05_Tau_dial.py", steps=200)
+    at = _app("05_Tau_dial.py", budgets="100,300")
     _ok(at)
     specs = _specs(at)
     assert len(specs) == 2
@@ -166,6 +166,24 @@ def test_tau_page_selection_changes_trajectory():
     assert json.loads(at.get("plotly_chart")[1].proto.spec) != traj_before
     at.selectbox(key="td_problem").set_value("saddle2d").run()
     _ok(at)
+
+
+def test_tau_page_default_view_is_honest_about_budgets():
+    """First view (quadratic pair, budgets 100/300/1000): one curve per budget, the τ > 0 runs still
+    moving at 100 steps drawn open, the secondary lower with a larger budget, the rate sentence."""
+    at = _app("05_Tau_dial.py")
+    _ok(at)
+    fig = _specs(at)[0]
+    curves = [t for t in fig["data"] if str(t.get("name", "")).startswith("PCD after")]
+    assert [c["name"] for c in curves] == ["PCD after 1000 steps", "PCD after 300 steps", "PCD after 100 steps"]
+    assert set(curves[2]["marker"]["symbol"]) == {"circle-open"}  # nothing has ended after 100 steps
+    for c in curves:
+        for sym, cd in zip(c["marker"]["symbol"], c["customdata"]):
+            assert (sym == "circle-open") == str(cd[2]).startswith("still moving")
+    f2 = {c["name"]: [cd[4] for cd in c["customdata"]][1:] for c in curves}
+    assert max(f2["PCD after 1000 steps"]) < min(f2["PCD after 100 steps"])  # τ sets a rate: budget matters
+    assert any("τ sets the *rate* of the trade" in i.value for i in at.info)
+    assert "_" not in "".join(at.dataframe[0].value["outcome"])
 
 
 def test_png_export_toggle_offers_a_png_or_says_why_not():

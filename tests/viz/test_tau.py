@@ -1,4 +1,5 @@
-"""τ-dial figure: trade-off curve coloured by τ, selectable points, Pareto front, table."""
+"""τ-dial figure: one trade-off curve per step budget, moving points open, selectable points,
+Pareto front, zero-safe log axes, table."""
 from __future__ import annotations
 
 import numpy as np
@@ -6,34 +7,58 @@ import pytest
 
 import pcd.problems as problems
 from pcd.experiments import synthetic
-from pcd.viz.tau import tau_table, tradeoff_figure
+from pcd.viz.tau import ZERO_FLOOR, budgets_of, tau_table, tradeoff_figure
 
 
 @pytest.fixture(scope="module")
 def records():
-    return synthetic.tau_sweep("quadratic", taus=[0.0, 0.1, 0.5], steps=200, lr=0.02)
+    return synthetic.tau_sweep("quadratic", taus=[0.0, 0.1, 0.5], lr=0.02, budgets=[100, 300])
 
 
-def test_tradeoff_curve_points_customdata_and_front(records):
+def test_budget_curves_customdata_moving_points_open_and_front(records):
     front = problems.make("quadratic").pareto_front(50)
     fig = tradeoff_figure(records, pareto_front=front, selected=0.1)
-    curve = fig.data[0]
-    np.testing.assert_allclose(curve.customdata, [0.0, 0.1, 0.5])  # a click identifies τ
-    np.testing.assert_allclose(np.c_[curve.x, curve.y], [r["losses"][:2] for r in records])
-    assert list(curve.marker.color) == [0.0, 0.1, 0.5]
+    assert budgets_of(records) == [100, 300]
+    curve = fig.data[0]  # the largest budget first
+    assert curve.name == "PCD after 300 steps"
+    np.testing.assert_allclose([float(c[0]) for c in curve.customdata], [0.0, 0.1, 0.5])  # a click identifies τ
+    np.testing.assert_allclose(np.c_[curve.x, curve.y], [r["budgets"][300]["losses"][:2] for r in records])
+    for tr in fig.data[:2]:
+        b = int(tr.name.split()[2])
+        for sym, r in zip(tr.marker.symbol, records):
+            moving = r["budgets"][b]["moving_fraction"] > 0
+            # never a "moving" outcome drawn as a filled (converged) point
+            assert sym == ("circle-open" if moving else "circle")
     pf = next(t for t in fig.data if t.name == "Pareto front")
     np.testing.assert_allclose(np.c_[pf.x, pf.y], front)
-    sel = next(t for t in fig.data if t.name == "τ = 0.1")
-    np.testing.assert_allclose([sel.x[0], sel.y[0]], records[1]["losses"][:2])
-    singles = next(t for t in fig.data if t.name == "single starts")
-    assert len(singles.x) == sum(len(r["start_losses"]) for r in records)
+    sel = next(t for t in fig.data if t.name == "selected τ = 0.1")
+    np.testing.assert_allclose([sel.x[0], sel.y[0]], records[1]["budgets"][300]["losses"][:2])
     assert fig.layout.xaxis.type == "linear"
-    assert tradeoff_figure(records, log_axes=True).layout.yaxis.type == "log"
+
+
+def test_budget_equals_a_shorter_run(records):
+    """A budget read off a longer run is exactly what a run of that many steps reports."""
+    short = synthetic.tau_sweep("quadratic", taus=[0.0, 0.1, 0.5], lr=0.02, steps=100)
+    for r, s in zip(records, short):
+        np.testing.assert_allclose(r["budgets"][100]["start_losses"], s["start_losses"])
+        assert r["budgets"][100]["diagnosis"] == s["diagnosis"]
+
+
+def test_zero_safe_log_axis_on_the_saddle():
+    recs = synthetic.tau_sweep("saddle2d", taus=[0.0, 0.3], lr=0.02, budgets=[1000])
+    assert recs[1]["budgets"][1000]["losses"][1] < ZERO_FLOOR  # PCD at CMS: the secondary is 0
+    fig = tradeoff_figure(recs, log_axes=True)
+    ax = fig.layout.yaxis
+    assert ax.type == "log" and ax.ticktext[0].startswith("0")
+    assert all("p" not in t for t in ax.ticktext)  # no SI "100p" ticks
+    floor = ax.tickvals[0]
+    assert fig.data[0].y[1] == pytest.approx(floor)  # the zero is drawn, on the floor labelled 0
+    assert np.log10(ax.tickvals[-1]) - np.log10(floor) <= 16  # no 10⁻⁴⁰ axis
 
 
 def test_tradeoff_sorted_and_validation(records):
     fig = tradeoff_figure(list(reversed(records)))
-    assert list(fig.data[0].customdata) == [0.0, 0.1, 0.5]
+    assert [float(c[0]) for c in fig.data[0].customdata] == [0.0, 0.1, 0.5]
     with pytest.raises(ValueError, match="not in the sweep"):
         tradeoff_figure(records, selected=0.3)
     with pytest.raises(ValueError):
@@ -45,4 +70,5 @@ def test_tradeoff_sorted_and_validation(records):
 def test_tau_table(records):
     t = tau_table(records)
     assert list(t["τ"]) == [0.0, 0.1, 0.5]
-    assert "mean final f1" in t.columns and "reached CMS" in t.columns
+    assert {"mean f1", "reached CMS", "outcome", "moving after 100 steps"} <= set(t.columns)
+    assert not any("_" in str(v) for v in t["outcome"])  # words, not engine codes
