@@ -10,8 +10,8 @@ from pathlib import Path
 import streamlit as st
 
 from pcd import solve_qp
-from pcd.studio import gradient_vectors
 from pcd.jobs import default_data_dir, ensure_supervisor
+from pcd.studio import gradient_vectors
 from pcd.ui import claim, setup_page
 
 # Running the app is enough: queued pruning runs need a supervisor, so start one unless it is

@@ -21,10 +21,10 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-import numpy as np  # noqa: E402
+import numpy as np
 
-import pcd.methods as registry  # noqa: E402
-from pcd.engine import run  # noqa: E402
+import pcd.methods as registry
+from pcd.engine import run
 
 
 def bench(methods: list[str], steps: int, repeat: int) -> dict:

@@ -10,7 +10,6 @@ import json
 import time
 
 
-
 def _t(fn, *a, **k):
     t = time.perf_counter()
     out = fn(*a, **k)

@@ -189,7 +189,7 @@ with tab_mem:
     if not have_torchjd:
         st.warning("`torchjd` is not installed, so only the ERM reference and our per-sample Jacobian are measured "
                    "(install it with `pip install torchjd==0.18.0` to add TorchJD's autojac and autogram).")
-    import torch  # noqa: E402 - only needed here
+    import torch
 
     devices = ["cpu"] + (["cuda"] if torch.cuda.is_available() else [])
     c1, c2, c3 = st.columns([2, 1, 1])

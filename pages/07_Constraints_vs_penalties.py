@@ -255,7 +255,7 @@ with left:
 with right:
     st.markdown(
         f"A log-bisection on c between 1e-3 and 100 (one full training per probe) needs **{bis['n_runs']} trainings** "
-        f"to land within ±{tol:g} point of 70 % ({'found c = %.3g' % bis['c'] if bis['hit'] else 'not found'}). "
+        f"to land within ±{tol:g} point of 70 % ({'found c = ' + format(bis['c'], '.3g') if bis['hit'] else 'not found'}). "
         "The Lagrangian run reaches the target in **one** training, for any η from 1e-2 to 100."
     )
     claim("L0 sparsity to 50 % density: penalty bisection needs 7 full trainings", here=f"{bis['n_runs']} trainings "

@@ -8,11 +8,10 @@ from __future__ import annotations
 
 from typing import Any
 
+from pcd._version import __version__
 from pcd.direction import PCDWeights, pcd_weights
 from pcd.normalize import EMANormalizer
 from pcd.qp import QPResult, project, solve_nnqp, solve_qp
-
-__version__ = "0.1.0"
 
 __all__ = ["solve_qp", "QPResult", "project", "solve_nnqp", "EMANormalizer", "pcd_weights",
            "PCDWeights", "PCD", "PCDInfo", "__version__"]

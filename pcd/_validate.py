@@ -96,7 +96,7 @@ def show(value: Any, width: int = 60) -> str:
     """A short one-line ``repr`` for messages (long values are cut with ``...``)."""
     try:
         r = repr(value)
-    except Exception:  # noqa: BLE001  # pragma: no cover - a broken __repr__
+    except Exception:  # pragma: no cover - a broken __repr__
         r = f"<{type(value).__name__}>"
     r = r.replace("\n", " ").replace("\r", " ")
     if len(r) > width:

@@ -63,8 +63,9 @@ from __future__ import annotations
 
 import math
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -201,7 +202,7 @@ def make_optimizer(name: str, shape: tuple[int, ...], lr: float, **params: Any) 
     if cls is None:
         raise ValueError(f"unknown optimizer {name!r}; allowed: adam, sgd")
     import inspect
-    allowed = [p for p in inspect.signature(cls.__init__).parameters if p not in ("self", "shape", "lr")]
+    allowed = [p for p in inspect.signature(cls).parameters if p not in ("self", "shape", "lr")]
     bad = sorted(set(params) - set(allowed))
     if bad:
         raise ValueError(f"{key}: unknown optimizer parameter(s) {bad}; allowed: {', '.join(allowed)}")

@@ -12,8 +12,8 @@ accumulated. Parameters that no loss depends on keep ``grad = None``.
 """
 from __future__ import annotations
 
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from typing import Iterable, Sequence
 
 import numpy as np
 import torch
@@ -82,7 +82,7 @@ class PCD:
                 g = torch.autograd.grad(loss, self.params, retain_graph=i < len(losses) - 1,
                                         allow_unused=True)
             else:
-                g = (None,) * len(self.params)
+                g = (None,) * len(self.params)  # type: ignore[assignment]
             grads.append(list(g))
         return self.apply_gradients(grads)
 

@@ -339,6 +339,8 @@ def solve_qp(gram: Any, tau: Any = 0.02) -> QPResult:
     K = g.shape[-1]
     t = check_tau(tau, K)
     batch = g.shape[:-2]
+    mu: np.ndarray
+    feasible: np.ndarray
     if K == 1:
         mu = np.zeros(batch + (0,))
         feasible = np.ones(batch, dtype=bool)

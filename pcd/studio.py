@@ -8,14 +8,14 @@ just widgets -> these functions -> figures.
 from __future__ import annotations
 
 import math
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 
 import pcd.methods as registry
 from pcd.direction import pcd_weights
 from pcd.viz.theme import outcome_label
-
 
 
 # ---------------------------------------------------------------------------------------------

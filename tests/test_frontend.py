@@ -112,7 +112,8 @@ def test_state_dict_resume_gives_identical_steps():
                 state = (opt.state_dict(), sgd.state_dict(), w.detach().clone(), u.detach().clone())
                 w, u, A2 = make_problem(3)
                 with torch.no_grad():
-                    w.copy_(state[2]); u.copy_(state[3])
+                    w.copy_(state[2])
+                    u.copy_(state[3])
                 opt = PCD([w, u], tau=0.25, beta=0.99)
                 opt.load_state_dict(state[0])
                 sgd = torch.optim.SGD([w, u], lr=0.01, momentum=0.9)

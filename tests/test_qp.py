@@ -263,7 +263,7 @@ def test_project_onto_dual_cone_and_nnqp():
         d = w @ J
         assert (J @ d >= -1e-9).all()  # in the dual cone
         # optimality: d is the projection of g_i, compare with SLSQP
-        res = minimize(lambda x: 0.5 * ((x - J[i]) ** 2).sum(), J[i], jac=lambda x: x - J[i],
+        res = minimize(lambda x, i=i: 0.5 * ((x - J[i]) ** 2).sum(), J[i], jac=lambda x, i=i: x - J[i],
                        constraints=[{"type": "ineq", "fun": lambda x: J @ x, "jac": lambda x: J}],
                        method="SLSQP", options={"ftol": 1e-15})
         assert np.allclose(d, res.x, atol=1e-6)
@@ -276,9 +276,9 @@ def test_project_onto_dual_cone_and_nnqp():
         solve_nnqp(np.zeros((2, 2)), np.array([-1.0, 0.0]))
 
 
-from hypothesis import given, settings
-from hypothesis import strategies as hst
-from hypothesis.extra.numpy import arrays
+from hypothesis import given, settings  # noqa: E402
+from hypothesis import strategies as hst  # noqa: E402
+from hypothesis.extra.numpy import arrays  # noqa: E402
 
 
 @settings(max_examples=150, deadline=None)

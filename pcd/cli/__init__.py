@@ -17,7 +17,8 @@ import math
 import os
 import pkgutil
 import sys
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any, NoReturn
 
 
 class UsageError(ValueError):
@@ -25,7 +26,7 @@ class UsageError(ValueError):
 
 
 class _Parser(argparse.ArgumentParser):
-    def error(self, message: str) -> None:  # one line, exit code 2 (argparse's default prints usage)
+    def error(self, message: str) -> NoReturn:  # one line, exit code 2 (argparse's default prints usage)
         print(f"error: {message}", file=sys.stderr)
         raise SystemExit(2)
 
@@ -35,7 +36,7 @@ def _jsonable(obj: Any) -> Any:
     try:
         import numpy as np
     except ImportError:  # pragma: no cover
-        np = None
+        np = None  # type: ignore[assignment]
     if np is not None:
         if isinstance(obj, np.ndarray):
             return _jsonable(obj.tolist())

@@ -10,7 +10,6 @@ import argparse
 
 from pcd.cli import write_json
 from pcd.cli.toy import add_common
-
 from pcd.experiments.synthetic import SCALE_EXPONENTS, SCALE_METHODS, SCALE_STEPS
 
 # The Scale invariance page's defaults (the page reads the same constants).

@@ -7,6 +7,7 @@ JSON list, one object per tau: ``tau``, ``losses`` (mean final losses over the s
 from __future__ import annotations
 
 import argparse
+from typing import Any
 
 from pcd.cli import write_json
 from pcd.cli.toy import add_common, parse_starts
@@ -15,7 +16,7 @@ from pcd.cli.toy import add_common, parse_starts
 def _run(args: argparse.Namespace) -> int:
     from pcd.experiments.synthetic import parse_floats, tau_sweep
 
-    budgets = None
+    budgets: list[Any] | None = None  # ints where whole (a fractional budget is refused downstream)
     if args.budgets is not None:
         budgets = [int(b) if float(b) == int(float(b)) else b for b in parse_floats(args.budgets, "--budgets")]
     write_json(tau_sweep(problem=args.problem, taus=parse_floats(args.taus, "--taus"), steps=args.steps,

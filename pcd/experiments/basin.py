@@ -54,7 +54,9 @@ OUTCOME_LABELS = {
 
 def check_grid(n: Any) -> int:
     """Grid side ``n`` (``n x n`` starts), an integer in ``[2, MAX_GRID]`` (``LIMITS["basin_grid"]``)."""
-    return _validate.limit("basin_grid", n, "grid", low=2, strict=False)
+    side = _validate.limit("basin_grid", n, "grid", low=2, strict=False)
+    assert side is not None  # allow_none is False
+    return side
 
 
 def grid_starts(bounds: Any, n: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:

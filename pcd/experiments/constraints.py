@@ -51,8 +51,9 @@ import contextlib
 import functools
 import math
 import time
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Iterable, Sequence
+from typing import Any, cast
 
 import numpy as np
 
@@ -280,7 +281,7 @@ def _projected_sgd_class():
             self.lo, self.hi = lo, hi
 
         @torch.no_grad()
-        def step(self, closure=None):  # noqa: D401 - torch signature
+        def step(self, closure=None):
             loss = super().step(closure)
             for group in self.param_groups:
                 for p in group["params"]:
@@ -321,8 +322,10 @@ def _toy_cooper(family: str, eps: np.ndarray, x0: float, steps: int, lr: float, 
 
     cmp = SinConstrained()
     primal = _projected_sgd_class()([x], lr=lr, lo=0.0, hi=HALF_PI)
+    opt: Any
     if family == "nupi":
-        dual = cooper.optim.nuPI(cmp.dual_parameters(), lr=dual_lr, Kp=kp, Ki=ki, maximize=True)
+        dual = cooper.optim.nuPI(cmp.dual_parameters(), lr=dual_lr, Kp=kp, Ki=ki,  # type: ignore[arg-type]
+                                 maximize=True)  # nuPI takes float gains (converted inside)
         opt = cooper.optim.AlternatingDualPrimalOptimizer(cmp, primal, dual)
         param = kp
     elif family == "auglag":
@@ -335,12 +338,14 @@ def _toy_cooper(family: str, eps: np.ndarray, x0: float, steps: int, lr: float, 
         param = dual_lr
     xs = np.empty((steps + 1, B))
     lams = np.empty((steps + 1, B))
-    weight = cmp.sin_le_eps.multiplier.weight
+    multiplier = cmp.sin_le_eps.multiplier
+    assert multiplier is not None  # cooper.Constraint creates it
+    weight = cast(Any, multiplier.weight)  # a Tensor (nn.Module attribute access is typed Tensor | Module)
     xs[0], lams[0] = x0, 0.0
-    for t in range(steps):
+    for step in range(steps):
         opt.roll()
-        xs[t + 1] = x.detach().numpy()
-        lams[t + 1] = weight.detach().numpy()
+        xs[step + 1] = x.detach().numpy()
+        lams[step + 1] = weight.detach().numpy()
     settings = {"x0": x0, "lr": lr, "dual_lr": dual_lr, "steps": steps}
     if family == "auglag":
         settings["rho"] = rho

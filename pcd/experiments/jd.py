@@ -48,8 +48,9 @@ import gc
 import math
 import os
 import time
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Callable, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -276,7 +277,8 @@ def check_properties(method: str | Method, *, K_values: Sequence[int] = (2, 3, 5
         raise ValueError("K_values must list at least one K")
     t0 = time.perf_counter()
     rng = np.random.default_rng([seed, 7])
-    worst = {p: {"value": -1.0, "family": None, "K": None, "sample": None} for p in PROPERTIES}
+    worst: dict[str, dict[str, Any]] = {p: {"value": -1.0, "family": None, "K": None, "sample": None}
+                                        for p in PROPERTIES}
     checked = {p: 0 for p in PROPERTIES}
     notes: list[str] = []
     direct = False
@@ -386,7 +388,7 @@ def _torch():
     return torch
 
 
-def TinyCNN(width: int = 8, num_classes: int = 10):  # noqa: N802 - a factory that reads as a class
+def TinyCNN(width: int = 8, num_classes: int = 10):
     """A tiny CNN for 8x8 digits without BatchNorm.
 
     ``conv3x3(1 -> w)-ReLU-conv3x3(w -> 2w)-ReLU-maxpool2-linear(2w*16 -> 10)`` (``width = 8``:
@@ -481,7 +483,7 @@ def _digits(n_train: int):
     keep = np.sort(np.random.default_rng(0).permutation(len(ytr))[:n_train])
     xtr, ytr = xtr[keep], ytr[keep]
     mean, std = float(xtr.mean()), float(xtr.std())
-    f = lambda a: torch.from_numpy(((a.astype(np.float32) - mean) / std))  # noqa: E731
+    f = lambda a: torch.from_numpy((a.astype(np.float32) - mean) / std)  # noqa: E731
     return f(xtr), torch.from_numpy(ytr), f(xte), torch.from_numpy(yte)
 
 

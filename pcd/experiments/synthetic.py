@@ -21,14 +21,15 @@ says otherwise.
 from __future__ import annotations
 
 import math
-from typing import Any, Iterable, Sequence
+from collections.abc import Iterable, Sequence
+from typing import Any, cast
 
 import numpy as np
 
 from pcd.engine import RunResult, run
 from pcd.problems import make as make_problem
 from pcd.problems.base import check_float, check_int
-from pcd.problems.double_well import MAX_K
+from pcd.problems.double_well import MAX_K, DoubleWell
 
 TOY_METHODS = ("pcd", "ws", "mgda", "pcgrad", "cagrad", "famo")
 KDW_METHODS = ("pcd", "mgda", "cagrad", "ws", "upgrad")
@@ -147,7 +148,7 @@ def kdw(Ks: Iterable[int] = KDW_KS, methods: str | Iterable[str] = KDW_METHODS, 
     for K in Ks:
         res = run("double_well", names, steps=steps, optimizer=optimizer, lr=lr, method_params=mp,
                   problem_params={"K": K, "start": start}, seed=seed, record=[0, check_int(steps, "steps", 1)])
-        law = make_problem("double_well", K=K, start=start).residual_law()
+        law = cast(DoubleWell, make_problem("double_well", K=K, start=start)).residual_law()
         for m, name in enumerate(names):
             g = float(res.primary_grad_norm[m, 0])
             out.append({

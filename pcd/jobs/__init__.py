@@ -14,8 +14,8 @@ import importlib.util
 import math
 from typing import Any
 
-from pcd.jobs.store import FINISHED, STATUSES, RunStore, default_data_dir, eta_seconds
 from pcd.jobs.executors.local import plan_slots
+from pcd.jobs.store import FINISHED, STATUSES, RunStore, default_data_dir, eta_seconds
 from pcd.jobs.supervisor import Supervisor, SupervisorRunning, ensure_supervisor, supervisor_pid
 
 DATASETS = ("digits", "cifar10", "cifar100")

@@ -22,8 +22,8 @@ import tempfile
 import time
 from pathlib import Path
 
-from pcd.jobs.store import RunStore
 from pcd.jobs.executors.base import package_root
+from pcd.jobs.store import RunStore
 from pcd.jobs.supervisor import WORKER_CMD, supervisor_pid
 
 TINY = {"dataset": "digits", "arch": "smallcnn", "method": "pcd", "tau": 0.02, "epochs": 1, "batch_size": 64,
@@ -69,13 +69,13 @@ def measure(runs: int = 3, poll: float = 0.5, data_dir: str | None = None) -> di
         lat, wall = [], []
         for _ in range(runs):
             rid = store.submit(TINY)
-            _wait(lambda: store.get(rid)["status"] in ("done", "failed"), 300, "a tiny run", 0.05)
+            _wait(lambda rid=rid: store.get(rid)["status"] in ("done", "failed"), 300, "a tiny run", 0.05)
             r = store.get(rid)
             if r["status"] != "done":
                 raise RuntimeError(f"run {rid} failed: {r['error']}")
             lat.append(r["started_at"] - r["created_at"])
             wall.append(r["finished_at"] - r["created_at"])
-            _wait(lambda: not r["pid"] or not _alive(r["pid"]), 30, "the child to exit")
+            _wait(lambda r=r: not r["pid"] or not _alive(r["pid"]), 30, "the child to exit")
             time.sleep(2 * poll)  # the supervisor has seen the exit: the slot is idle again
         # first progress: a run with many progress reports, observed live
         rid = store.submit({**TINY, "epochs": 30, "max_train_samples": 1024})

@@ -20,7 +20,8 @@ import sys
 import threading
 import time
 import traceback
-from typing import Callable
+from collections.abc import Callable
+from typing import Any
 
 from pcd.jobs.store import RunStore
 
@@ -112,7 +113,7 @@ def execute(data_dir: str, run_id: int, token: str, runner: str, *, parent_pid: 
                 os._exit(71)  # the run was taken from us (requeued or finished by the supervisor)
 
     threading.Thread(target=beat, daemon=True, name="pcd-heartbeat").start()
-    last_check = [0.0, False]
+    last_check: list[Any] = [0.0, False]  # [last poll time, stop requested]
 
     def should_stop() -> bool:
         now = time.monotonic()
@@ -131,7 +132,7 @@ def execute(data_dir: str, run_id: int, token: str, runner: str, *, parent_pid: 
         result = fn(dict(run["config"]), out_dir=str(out_dir), on_progress=on_progress, should_stop=should_stop)
         if not isinstance(result, dict):
             raise TypeError(f"runner returned {type(result).__name__}, expected a result dict")
-    except BaseException as exc:  # noqa: BLE001 - every failure is recorded on the run
+    except BaseException as exc:
         stop_evt.set()
         with lock:
             if is_cancel(exc):

@@ -8,7 +8,8 @@ from __future__ import annotations
 
 import math
 import statistics
-from typing import Any, Iterable, Sequence
+from collections.abc import Iterable, Sequence
+from typing import Any
 
 # x-axis choices: key -> (label, "higher is better" is always true after this transform)
 X_AXES: dict[str, str] = {

@@ -21,6 +21,7 @@ child of a dead supervisor can never overwrite the state of a run that was reque
 """
 from __future__ import annotations
 
+import builtins
 import json
 import math
 import numbers
@@ -29,8 +30,9 @@ import secrets
 import shutil
 import sqlite3
 import time
+from collections.abc import Callable, Iterable
 from pathlib import Path
-from typing import Any, Callable, Iterable
+from typing import Any
 
 STATUSES = ("queued", "running", "done", "failed", "cancelled")
 FINISHED = ("done", "failed", "cancelled")
@@ -142,7 +144,7 @@ class RunStore:
     def close(self) -> None:
         self._conn.close()
 
-    def __enter__(self) -> "RunStore":
+    def __enter__(self) -> RunStore:
         return self
 
     def __exit__(self, *exc: Any) -> None:
@@ -219,7 +221,7 @@ class RunStore:
                 cur = c.execute(
                     "INSERT INTO runs (config, priority, max_attempts, label, created_at) VALUES (?,?,?,?,?)",
                     (text, priority, max_attempts, lab, now))
-                ids.append(int(cur.lastrowid))
+                ids.append(int(cur.lastrowid or 0))  # sqlite3 always sets it after an INSERT
             return ids
 
         return self._tx(fn)
@@ -408,7 +410,7 @@ class RunStore:
             raise ValueError(f"no run with id {rid}")
         return row
 
-    def list(self, status: str | Iterable[str] | None = None) -> list[dict]:
+    def list(self, status: str | Iterable[str] | None = None) -> builtins.list[dict]:
         """Runs, oldest first (optionally only those with the given status(es))."""
         if status is None:
             rows = self._conn.execute("SELECT * FROM runs ORDER BY id").fetchall()
@@ -419,14 +421,14 @@ class RunStore:
                 raise ValueError(f"unknown status {bad}; allowed: {', '.join(STATUSES)}")
             q = f"SELECT * FROM runs WHERE status IN ({','.join('?' * len(wanted))}) ORDER BY id"
             rows = self._conn.execute(q, wanted).fetchall()
-        return [self._row(r) for r in rows]
+        return [r for r in map(self._row, rows) if r is not None]
 
-    def queue_order(self) -> list[int]:
+    def queue_order(self) -> builtins.list[int]:
         """Ids of the queued runs in the order the workers will take them."""
         return [int(r[0]) for r in self._conn.execute(
             "SELECT id FROM runs WHERE status='queued' ORDER BY priority DESC, id")]
 
-    def metrics(self, run_id: Any) -> list[dict]:
+    def metrics(self, run_id: Any) -> builtins.list[dict]:
         rid = self._check_id(run_id)
         return [json.loads(r[0]) for r in self._conn.execute(
             "SELECT data FROM metrics WHERE run_id=? ORDER BY epoch", (rid,))]

@@ -25,8 +25,9 @@ import subprocess
 import sys
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 from pcd.jobs.child import DEFAULT_RUNNER, resolve_runner
 from pcd.jobs.executors.base import Job, Outcome, Slot, log_tail, package_root
@@ -54,7 +55,7 @@ class SupervisorLock:
         self.path = Path(data_dir) / LOCK_NAME
         self.fd: int | None = None
 
-    def acquire(self) -> "SupervisorLock":
+    def acquire(self) -> SupervisorLock:
         self.path.parent.mkdir(parents=True, exist_ok=True)
         fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)  # not inherited by children
         try:
@@ -76,7 +77,7 @@ class SupervisorLock:
                 os.close(self.fd)
                 self.fd = None
 
-    def __enter__(self) -> "SupervisorLock":
+    def __enter__(self) -> SupervisorLock:
         return self.acquire()
 
     def __exit__(self, *exc: Any) -> None:
@@ -229,7 +230,7 @@ class Supervisor:
                 break
             try:
                 handle = self.executor.start(run, slot)
-            except Exception as exc:  # noqa: BLE001 - could not even start: fail that run, go on
+            except Exception as exc:
                 self.store.finish(run["id"], run["token"], "failed", error=f"could not start the run: {exc}")
                 self.log(f"run {run['id']} failed to start: {exc}")
                 continue

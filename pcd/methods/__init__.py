@@ -10,7 +10,7 @@ import importlib
 import pkgutil
 from typing import Any
 
-from pcd.methods.base import COLORS, Method, MethodOutput, Param, _REGISTRY, check_gram, register
+from pcd.methods.base import _REGISTRY, COLORS, Method, MethodOutput, Param, check_gram, register
 
 # Display order on pages and in tables (registry names). Methods not listed come after.
 ORDER = [

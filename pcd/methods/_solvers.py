@@ -126,7 +126,7 @@ def nnqp(S: np.ndarray, q: np.ndarray, free0: np.ndarray | None = None) -> np.nd
     out = np.zeros((B, n))
     use0 = free0 is not None and free0.shape == (B, n)
     for i in range(B):
-        mu = _nnqp_bpp(S[i], q[i], free=free0[i] if use0 else None)
+        mu = _nnqp_bpp(S[i], q[i], free=free0[i] if use0 and free0 is not None else None)
         out[i] = _nnqp_nnls(S[i], q[i]) if mu is None else mu
     return out
 
@@ -223,11 +223,11 @@ def simplex_min_norm(G: np.ndarray) -> np.ndarray:
         return _simplex_enum(Gr)
     out = np.empty((B, K))
     for i in range(B):
-        a = _simplex_bpp(Gr[i])
-        if a is None:  # fall back to the non-negative QP form
+        a_bpp = _simplex_bpp(Gr[i])
+        if a_bpp is None:  # fall back to the non-negative QP form
             beta = _nnqp_nnls(Gr[i], -np.ones(K))
-            a = beta / beta.sum() if beta.sum() > 0 else np.full(K, 1.0 / K)
-        out[i] = a
+            a_bpp = beta / beta.sum() if beta.sum() > 0 else np.full(K, 1.0 / K)
+        out[i] = a_bpp
     return out
 
 

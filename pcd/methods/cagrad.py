@@ -30,10 +30,9 @@ from functools import lru_cache
 
 import numpy as np
 
-from pcd.qp import principal_pivoting
-
 from pcd.methods._solvers import ridge, trace
 from pcd.methods.base import Method, MethodOutput, Param, register
+from pcd.qp import principal_pivoting
 
 
 @lru_cache(maxsize=16)

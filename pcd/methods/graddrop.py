@@ -102,7 +102,9 @@ def _graddrop_k2(J: np.ndarray, U: np.ndarray, l0: float, l1: float) -> tuple[np
     from :func:`least_squares_weights`."""
     k0, k1 = 1.0 - l0, 1.0 - l1
     nan = float("nan")
-    D, W, bad = [], [], []
+    D: list[list[float]] = []
+    W: list[list[float]] = []
+    bad: list[int] = []
     for i, ((r0, r1), u) in enumerate(zip(J.tolist(), U.tolist())):
         d = []
         g00 = g01 = g11 = 0.0
@@ -139,8 +141,8 @@ def _graddrop_k2(J: np.ndarray, U: np.ndarray, l0: float, l1: float) -> tuple[np
             bad.append(i)
             w = [0.0, 0.0]
         W.append(w)
-    d = np.array(D)
-    W = np.array(W)
+    Da = np.array(D)
+    Wa = np.array(W)
     if bad:
-        W[bad] = least_squares_weights(J[bad], d[bad])
-    return d, W
+        Wa[bad] = least_squares_weights(J[bad], Da[bad])
+    return Da, Wa

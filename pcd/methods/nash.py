@@ -94,11 +94,11 @@ def _bargain_k2(gram: np.ndarray, p1: float, p2: float, state: NashState | None,
         alpha, res = state.alpha, np.zeros(B)
         al = alpha.tolist()
     if max_norm > 0:
-        w = []
+        wl = []
         for (x, y), ((g00, g01), (g10, g11)) in zip(al, g):
             norm = math.sqrt(max(x * g00 * x + x * g01 * y + y * g10 * x + y * g11 * y, 0.0))
-            w.append([x / norm * max_norm, y / norm * max_norm] if norm > max_norm else [x, y])
-        w = np.array(w)
+            wl.append([x / norm * max_norm, y / norm * max_norm] if norm > max_norm else [x, y])
+        w = np.array(wl)
     else:
         w = alpha.copy()
     return MethodOutput(weights=w, state=NashState(alpha=alpha, step=state.step + 1),

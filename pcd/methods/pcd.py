@@ -71,6 +71,7 @@ class PCDMethod(Method):
         one_m = 1.0 - beta
         gl = gram.tolist()
         v_new, s_new = [], []
+        assert state.v is not None  # _weights_k2_small runs after the first (vectorized) update
         for ((g00, _), (_, g11)), (v0, v1) in zip(gl, state.v.tolist()):
             v0 = beta * v0 + one_m * g00
             v1 = beta * v1 + one_m * g11

@@ -31,7 +31,8 @@ from __future__ import annotations
 
 import ast
 import math
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 
@@ -227,9 +228,9 @@ def _eval(t: tuple, X: np.ndarray) -> tuple[Any, np.ndarray | None]:
     if k == "c":
         return np.float64(t[1]), None  # NumPy scalars: 1/0 -> inf (reported), never ZeroDivisionError
     if k == "v":
-        g = np.zeros((X.shape[0], 2))
-        g[:, t[1]] = 1.0
-        return X[:, t[1]], g
+        gv = np.zeros((X.shape[0], 2))
+        gv[:, t[1]] = 1.0
+        return X[:, t[1]], gv
     if k == "neg":
         v, g = _eval(t[1], X)
         return -v, (None if g is None else -g)

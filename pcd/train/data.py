@@ -23,9 +23,9 @@ import os
 import pickle
 import tarfile
 import urllib.request
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterator
 
 import numpy as np
 import torch
@@ -88,7 +88,7 @@ _ALLOWED_GLOBALS = {
 class _RestrictedUnpickler(pickle.Unpickler):
     """Admits only the globals NumPy needs to rebuild arrays; anything else is refused."""
 
-    def find_class(self, module: str, name: str):  # noqa: D401 - pickle hook
+    def find_class(self, module: str, name: str):
         if (module, name) not in _ALLOWED_GLOBALS:
             raise ValueError(
                 f"refusing to unpickle {module}.{name}: CIFAR batches may only contain NumPy arrays, "
@@ -174,7 +174,7 @@ def download_cifar(name: str, data_dir: str | os.PathLike | None = None, timeout
     target = root / archive
     tmp = target.with_suffix(".part")
     try:
-        with urllib.request.urlopen(url, timeout=timeout) as resp, open(tmp, "wb") as fh:  # noqa: S310 (fixed https url)
+        with urllib.request.urlopen(url, timeout=timeout) as resp, open(tmp, "wb") as fh:
             while chunk := resp.read(1 << 20):
                 fh.write(chunk)
     except OSError as exc:
@@ -342,8 +342,8 @@ def load_dataset(
             raise ValueError(f"{label} must be a positive integer or None, got {v!r}")
     if name == "digits":
         xtr, ytr, xte, yte = load_digits_arrays()
-        mean = (float(xtr.mean() / 255.0),)
-        std = (float(xtr.std() / 255.0),)
+        mean: tuple[float, ...] = (float(xtr.mean() / 255.0),)
+        std: tuple[float, ...] = (float(xtr.std() / 255.0),)
         pad, flip, ncls = 0, False, 10
     else:
         xtr, ytr, xte, yte = load_cifar_arrays(name, data_dir, download=download)

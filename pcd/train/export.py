@@ -28,6 +28,7 @@ import statistics
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import cast
 
 import torch
 from torch import nn
@@ -56,7 +57,7 @@ def _coupled(model: nn.Module, input_shape: tuple[int, ...]):
     out = []
     for members in channel_groups(model, dg):
         root = members[0][0]
-        n_root = root.out_channels
+        n_root = cast(int, root.out_channels)
         # importance^2 per root channel from non-depthwise producer convs; "all below thr" as max
         sq = torch.zeros(n_root, dtype=torch.float64)
         mx = torch.zeros(n_root, dtype=torch.float64)
@@ -109,7 +110,7 @@ def plan_pruning(
         return plan
     # target_reduction: global order by coupled norm, binary search on how many to remove
     order = []
-    for gi, (name, _, _, imp, _, has) in enumerate(groups):
+    for gi, (_name, _, _, imp, _, has) in enumerate(groups):
         keep = int(torch.argmax(imp))
         order += [(float(imp[i]), gi, i) for i in range(len(imp)) if has[i] and i != keep]
     order.sort()
@@ -124,6 +125,7 @@ def plan_pruning(
     def reduction(k: int) -> float:
         return 1.0 - count_params(prune_model(model, input_shape, plan_for(k))[0]) / base
 
+    assert target_reduction is not None  # exactly one of threshold / target_reduction (checked above)
     lo, hi = 0, len(order)
     if target_reduction == 0 or not order:
         return plan_for(0)
@@ -158,7 +160,7 @@ def mask_model(model: nn.Module, input_shape: tuple[int, ...], plan: PruningPlan
             m.weight.index_fill_(0, rows_t, 0.0)
             if getattr(m, "bias", None) is not None:
                 m.bias.index_fill_(0, rows_t, 0.0)
-            if isinstance(m, nn.BatchNorm2d) and m.running_mean is not None:
+            if isinstance(m, nn.BatchNorm2d) and m.running_mean is not None and m.running_var is not None:
                 m.running_mean.index_fill_(0, rows_t, 0.0)
                 m.running_var.index_fill_(0, rows_t, 1.0)
     return masked

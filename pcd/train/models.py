@@ -12,15 +12,15 @@ adaptive average pool, so small inputs (tests use 8x8 or 16x16) work as well as 
 """
 from __future__ import annotations
 
-from typing import Callable
+from collections.abc import Callable
 
 import torch
-from torch import nn
 import torch.nn.functional as F
+from torch import nn
 
 
 def _exempt(conv: nn.Conv2d) -> nn.Conv2d:
-    conv.pcd_penalized = False  # type: ignore[attr-defined]
+    conv.pcd_penalized = False  # type: ignore[assignment]  # a plain attribute, read by penalized_convs
     return conv
 
 

@@ -21,6 +21,7 @@ Groups (what the group lasso sums over), see issue 6 "findings":
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import cast
 
 import torch
 from torch import nn
@@ -52,9 +53,9 @@ def channel_groups(model: nn.Module, dg) -> list[list[tuple[nn.Module, list[int]
     ``out`` says the member *produces* the channel (conv out-channels, BN); consumers (convs'
     in-channels, the classifier) have ``out = False``. Groups rooted at the classifier are skipped.
     """
-    groups = []
+    groups: list[list[tuple[nn.Module, list[int], list[int], bool]]] = []
     for g in dg.get_all_groups(ignored_layers=classifier_layers(model), root_module_types=(nn.Conv2d,)):
-        members = []
+        members: list[tuple[nn.Module, list[int], list[int], bool]] = []
         for item in g.items:
             mod = item.dep.target.module
             if not isinstance(mod, (nn.Conv2d, nn.BatchNorm2d, nn.Linear)):
@@ -141,7 +142,7 @@ def build_groups(model: nn.Module, grouping: str, input_shape: tuple[int, ...] |
                 continue
             rows = torch.tensor(idxs, device=dev, dtype=torch.long)
             gid = torch.tensor([local[r] + gs.n_groups for r in rr], device=dev, dtype=torch.long)
-            for p in (m.weight, getattr(m, "bias", None)):
+            for p in (cast(torch.Tensor, m.weight), getattr(m, "bias", None)):
                 if p is not None:
                     gs.entries.append((p, rows, gid))
         gs.n_groups += len(roots)
@@ -208,11 +209,11 @@ class L1(Secondary):
 
     @torch.no_grad()
     def value_and_grads(self) -> tuple[torch.Tensor, list[torch.Tensor]]:
-        value = sum(p.abs().sum() for p in self.params)
+        value = cast(torch.Tensor, sum(p.abs().sum() for p in self.params))
         return value, [torch.sign(p) for p in self.params]
 
     def value(self) -> torch.Tensor:
-        return sum(p.abs().sum() for p in self.params)
+        return cast(torch.Tensor, sum(p.abs().sum() for p in self.params))
 
 
 def nuclear_value_and_grad(w: torch.Tensor, rel_tol: float = 1e-7) -> tuple[torch.Tensor, torch.Tensor]:

@@ -32,8 +32,9 @@ import json
 import math
 import os
 import time
+from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, cast
 
 import numpy as np
 import torch
@@ -290,7 +291,7 @@ def _unpack(obj: Any) -> Any:
 class GramStep:
     """Per-objective gradients -> Gram matrix -> method weights -> ``p.grad``."""
 
-    def __init__(self, params: list[torch.Tensor], secondaries: list, method, K: int) -> None:
+    def __init__(self, params: Sequence[torch.Tensor], secondaries: list, method, K: int) -> None:
         self.params = params
         self.secondaries = secondaries
         self.method = method
@@ -339,7 +340,7 @@ class GramStep:
             sec.append(gs)
         G = self.gram(g1, sec)
         losses = torch.stack([primary_loss.detach().float()] + [v.float() for v in vals]).double().cpu().numpy()
-        diag = {"losses": losses, "gram": G}
+        diag: dict[str, Any] = {"losses": losses, "gram": G}
         if not (np.isfinite(G).all() and np.isfinite(losses).all()):
             diag["diverged"] = True
             return diag
@@ -358,7 +359,7 @@ class GramStep:
                 return diag
             off = 0
             for p in self.params:
-                p.grad.copy_(d[off:off + p.numel()].view_as(p).to(p.grad.dtype))
+                p.grad.copy_(d[off:off + p.numel()].view_as(p).to(p.grad.dtype))  # type: ignore[union-attr]
                 off += p.numel()
             return diag
         if not np.isfinite(w).all():
@@ -472,7 +473,7 @@ def train(
     torch.manual_seed(cfg["seed"])
     model = build_model(cfg["arch"], data.num_classes, in_shape[0]).to(device)
     if cuda:
-        model = model.to(memory_format=torch.channels_last)
+        model = model.to(memory_format=torch.channels_last)  # type: ignore[call-overload]  # not in the stub
     params = [p for p in model.parameters() if p.requires_grad]
     groups = build_groups(model, cfg["grouping"], in_shape) if cfg["secondary"] == "group_lasso" else None
     secondaries = build_secondaries(model, cfg["secondary"], groups)
@@ -487,9 +488,12 @@ def train(
     sched = torch.optim.lr_scheduler.LambdaLR(opt, _cosine(steps_total) if cfg["schedule"] == "cosine" else (lambda t: 1.0))
 
     method_name, mp = cfg["method"], cfg["method_params"]
-    gram_step = cmp = cooper_opt = None
+    gram_step: GramStep | None = None
+    cmp: Any = None
+    cooper_opt: Any = None
     if method_name == "lagrangian":
-        cmp, cooper_opt = _make_cooper(secondaries[0], mp, opt, device)
+        # validate_config allows prox/lagrangian with secondary group_lasso only
+        cmp, cooper_opt = _make_cooper(cast(GroupLasso, secondaries[0]), mp, opt, device)
     elif method_name != "prox":
         import pcd.methods as M
 
@@ -573,7 +577,7 @@ def train(
                         break
                 opt.step()
                 if method_name == "prox":
-                    val = _prox_step(secondaries[0], float(opt.param_groups[0]["lr"]) * mp["lam"])
+                    val = _prox_step(cast(GroupLasso, secondaries[0]), float(opt.param_groups[0]["lr"]) * mp["lam"])
                     stats.add("secondary_1", val)
             sched.step()
             lv = float(loss.detach())
@@ -665,7 +669,7 @@ def _epoch_row(epoch: int, model, data, stats: _Stats, K: int, opt, elapsed: flo
                n_steps: int, diverged: bool, groups) -> dict:
     acc, test_loss = mt.accuracy(model, data.test_batches()) if not diverged else (float("nan"), float("nan"))
     eff, red = mt.rank_metrics(model) if not diverged else (float("nan"), float("nan"))
-    row = {
+    row: dict[str, Any] = {
         "epoch": epoch,
         "train_loss": stats.mean("train_loss"),
         "test_acc": acc,

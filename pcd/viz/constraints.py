@@ -8,7 +8,8 @@ dash. Sweeps over ``c`` and ``eta`` use log x axes (the narrow window vs the pla
 from __future__ import annotations
 
 import math
-from typing import Any, Mapping, Sequence
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 import numpy as np
 import plotly.graph_objects as go

@@ -5,7 +5,8 @@ Input is the plain data of :func:`pcd.studio.method_directions`; output a ``go.F
 """
 from __future__ import annotations
 
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 import plotly.graph_objects as go

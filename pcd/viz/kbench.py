@@ -7,7 +7,8 @@ precision) are drawn at ``floor`` with open markers and labelled so.
 """
 from __future__ import annotations
 
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 import plotly.graph_objects as go

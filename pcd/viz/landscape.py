@@ -10,7 +10,8 @@ half geometrically, half linearly, so the fast early motion is not lost).
 """
 from __future__ import annotations
 
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 import plotly.graph_objects as go
@@ -203,7 +204,7 @@ def landscape_figure(res: Any, grid: tuple[Any, Any, Any], pareto_set: Any = Non
     # move x/y -- so ~200 frames stay small (one scatter each) and build/serialize fast.
     tail_idx = np.arange(-TRAIL, 1)
     colors, sizes, opac, custom, line_w = [], [], [], [], []
-    for m, name in enumerate(methods):
+    for name in methods:
         for s in range(S):
             for o in tail_idx[:-1]:
                 colors.append(method_color(name))

@@ -4,7 +4,8 @@ matched-sparsity comparison and hypervolume bars. Pure functions: plain data in,
 from __future__ import annotations
 
 import math
-from typing import Any, Mapping, Sequence
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
@@ -57,7 +58,7 @@ def curves_figure(series: Mapping[str, Sequence[Mapping[str, Any]]], methods: Ma
     nrows = math.ceil(len(present) / ncols)
     fig = make_subplots(rows=nrows, cols=ncols, subplot_titles=[CURVE_KEYS.get(k, k) for k in present],
                         horizontal_spacing=0.08, vertical_spacing=0.28 if nrows > 1 else 0.1)
-    for j, (label, rows) in enumerate(series.items()):
+    for label, rows in series.items():
         m = methods.get(label)
         color = method_color(m) if m else None
         for i, key in enumerate(present):

@@ -13,7 +13,8 @@ on a floor line labelled "0" instead of disappearing (a zero-safe axis).
 from __future__ import annotations
 
 import math
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 import plotly.graph_objects as go
@@ -102,6 +103,7 @@ def tradeoff_figure(records: Sequence[dict], pareto_front: Any = None, selected:
         curves.append((b, L, outcome, moving))
     allv = np.concatenate([c[1].ravel() for c in curves])
     per = [(r["tau"], np.asarray(r.get("start_losses", []), dtype=float)) for r in recs]
+    pf: np.ndarray | None
     if pareto_front is not None:
         pf = np.asarray(pareto_front, dtype=float)
         if not (pf.ndim == 2 and pf.shape[1] >= 2 and len(pf) >= 1):
@@ -118,7 +120,7 @@ def tradeoff_figure(records: Sequence[dict], pareto_front: Any = None, selected:
         fx = lambda v: _zero_safe_with(v, xaxis)  # noqa: E731
         fy = lambda v: _zero_safe_with(v, yaxis)  # noqa: E731
     else:
-        fx = fy = lambda v: np.asarray(v, dtype=float)  # noqa: E731
+        fx = fy = lambda v: np.asarray(v, dtype=float)
     fig = go.Figure()
     for j, (b, L, outcome, moving) in enumerate(curves):
         alpha = _BUDGET_ALPHA[::-1][j] if j < len(_BUDGET_ALPHA) else _BUDGET_ALPHA[0]

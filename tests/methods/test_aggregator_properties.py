@@ -12,8 +12,7 @@ import numpy as np
 import pytest
 
 import pcd.methods as registry
-from pcd.experiments.jd import (PAPER_PROPERTIES, PAPER_TABLE, aggregate, check_properties,
-                                sample_jacobians)
+from pcd.experiments.jd import PAPER_PROPERTIES, PAPER_TABLE, aggregate, check_properties, sample_jacobians
 from pcd.methods.base import Method, MethodOutput
 
 SAMPLES = 3

@@ -11,8 +11,8 @@ import numpy as np
 import pytest
 
 import pcd.methods as methods
-from pcd.methods.cagrad import _solve_enum, _solve_k2, cagrad_weights
 from pcd.methods._solvers import ridge
+from pcd.methods.cagrad import _solve_enum, _solve_k2, cagrad_weights
 from tests.methods._samplers import KINDS, gram, jacobian
 
 

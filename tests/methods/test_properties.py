@@ -176,7 +176,8 @@ def test_exact_cancellation(name):
 
 
 try:
-    from hypothesis import given, settings, strategies as st
+    from hypothesis import given, settings
+    from hypothesis import strategies as st
     from hypothesis.extra.numpy import arrays
 except ImportError:  # pragma: no cover
     given = None

@@ -15,7 +15,6 @@ import pytest
 
 import pcd.methods as methods
 from pcd.methods import _solvers, famo, graddrop, nash
-
 from tests.methods._samplers import KINDS, gram, jacobian
 
 TILE = 6  # 3 x 6 = 18 > 16: the vectorized path

@@ -14,7 +14,6 @@ import pcd.methods as methods
 from pcd.methods import alignedmtl, cagrad, imtlg
 from pcd.methods._solvers import _simplex_k2_scalar, simplex_min_norm
 from pcd.methods.pcgrad import _pcgrad_k2_scalar, pcgrad_weights
-
 from tests.methods._samplers import KINDS, gram, jacobian
 
 VEC = 17  # a batch above 16 takes the vectorized path

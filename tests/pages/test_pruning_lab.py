@@ -119,7 +119,7 @@ def test_runs_table_live_curves_and_cancel(data_dir):
     assert df.loc[df["id"] == running, "heartbeat"].item().endswith("s ago")
     assert df.loc[df["id"] == running, "device"].item() == "cpu:0"
     live = at.get("plotly_chart")
-    assert any("run %d" % running in el.proto.spec for el in live)
+    assert any(f"run {running}" in el.proto.spec for el in live)
     at.selectbox(key="pl_action_id").set_value(queued)
     at.button(key="pl_cancel").click().run()
     assert store.get(queued)["status"] == "cancelled"

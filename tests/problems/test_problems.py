@@ -53,7 +53,7 @@ def test_shapes_float64_batch_consistency_and_exact_gradients(name, params):
     Jfd = fd_jacobian(p, X)
     np.testing.assert_allclose(J, Jfd, rtol=1e-5, atol=1e-5 * max(1.0, np.abs(J).max()))
     assert p.default_starts().shape[1] == p.dim
-    with pytest.raises(ValueError, match=r"shape \[B, %d\]" % p.dim):
+    with pytest.raises(ValueError, match=rf"shape \[B, {p.dim}\]"):
         p.losses_and_jacobian(np.zeros((3, p.dim + 1)))
 
 
@@ -131,7 +131,9 @@ def test_scale_front_and_weighted_sum_endpoints():
     for s in [1e-5, 0.3, 0.5, 1.0, 1.5, 7.0, 1e5]:
         x = Scale.ws_endpoint(s)
         pts = x + 1e-3 * RNG.standard_normal((200, 2))
-        obj = lambda Y: p.losses(Y)[:, 0] + s * p.losses(Y)[:, 1]
+        def obj(Y, s=s):
+            return p.losses(Y)[:, 0] + s * p.losses(Y)[:, 1]
+
         assert obj(pts).min() >= obj(x[None])[0] - 1e-12
     with pytest.raises(ValueError, match="k must be"):
         P.make("scale", k=100)

@@ -6,7 +6,7 @@ import torch.nn.functional as F
 import pcd.methods as M
 from pcd.methods.base import Method, MethodOutput
 from pcd.train.models import build_model
-from pcd.train.objectives import GroupLasso, build_groups, build_secondaries
+from pcd.train.objectives import build_groups, build_secondaries
 from pcd.train.run import GramStep
 
 
@@ -85,11 +85,11 @@ def test_no_second_backward_through_network():
     assert calls == []
 
 
-import io
+import io  # noqa: E402
 
-import pytest
+import pytest  # noqa: E402
 
-from pcd.train.run import _pack, _unpack
+from pcd.train.run import _pack, _unpack  # noqa: E402
 
 
 @pytest.mark.parametrize("method", M.available())

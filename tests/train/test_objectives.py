@@ -3,8 +3,15 @@ import torch
 from torch import nn
 
 from pcd.train.models import build_model, penalized_convs
-from pcd.train.objectives import (GROUPINGS, L1, GroupLasso, Nuclear, build_groups, build_secondaries,
-                                  nuclear_value_and_grad)
+from pcd.train.objectives import (
+    GROUPINGS,
+    L1,
+    GroupLasso,
+    Nuclear,
+    build_groups,
+    build_secondaries,
+    nuclear_value_and_grad,
+)
 
 
 def _randomize_bn(m):

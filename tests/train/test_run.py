@@ -130,7 +130,9 @@ def test_resume_equals_uninterrupted_and_cancel(method, tmp_path):
     b = torch.load(tmp_path / "b" / "checkpoint.pt", weights_only=True)["model"]
     for k in a:
         assert torch.equal(a[k], b[k]), k
-    strip = lambda rs: [{k: v for k, v in r.items() if k not in ("seconds", "step_seconds")} for r in rs]
+    def strip(rs):
+        return [{k: v for k, v in r.items() if k not in ("seconds", "step_seconds")} for r in rs]
+
     assert strip(resumed["history"]) == strip(full["history"])
     with pytest.raises(ValueError, match="different run"):
         train({**cfg, "tau": 0.5}, out_dir=tmp_path / "b")

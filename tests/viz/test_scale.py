@@ -42,7 +42,6 @@ def test_drift_figure_and_table(result):
     fig = drift_figure(result)
     for tr in fig.data:
         m = "ws" if tr.name == "Weighted sum" else "pcd"
-        P = np.asarray(result["methods"][m]["endpoints"])
         # distance to the point at the middle scale; its max is bounded by the drift
         assert min(tr.y) == 0.0
         assert max(tr.y) <= result["methods"][m]["drift"] + 1e-12

@@ -85,7 +85,7 @@ def _remotes() -> tuple[Any, Any]:
                     last[1] = bool(_ray.get(channel.should_stop.remote(run_id), timeout=10))
                 except Exception:  # a slow actor is not a reason to stop
                     pass
-            return last[1]
+            return bool(last[1])
 
         fn = resolve_runner(runner)
         return fn(dict(config), out_dir=out_dir, on_progress=on_progress, should_stop=should_stop)
