@@ -49,9 +49,13 @@ def run_point(run: dict) -> dict | None:
     cfg = res.get("config") or run.get("config") or {}
     ex = res.get("export") or {}
     pb, pa = _num(ex.get("params_before")), _num(ex.get("params_after"))
+    started, finished = _num(run.get("started_at")), _num(run.get("finished_at"))
     return {
         "id": run.get("id"),
         "method": str(cfg.get("method", "?")),
+        "setting": setting_label(cfg),
+        "study": study_label(cfg),
+        "config": cfg,
         "tau": _num(cfg.get("tau")),
         "seed": cfg.get("seed"),
         "dataset": cfg.get("dataset"),
@@ -68,7 +72,13 @@ def run_point(run: dict) -> dict | None:
         "flops_factor": _ratio(ex.get("flops_before"), ex.get("flops_after")),
         "latency_factor": _ratio(ex.get("latency_ms_before"), ex.get("latency_ms_after")),
         "size_factor": _ratio(ex.get("file_bytes_before"), ex.get("file_bytes_after")),
+        "params_before": pb,
+        "params_after": pa,
+        "flops_after": _num(ex.get("flops_after")),
+        "file_bytes_after": _num(ex.get("file_bytes_after")),
+        "latency_ms_after": _num(ex.get("latency_ms_after")),
         "seconds": _num(res.get("seconds")),
+        "wall_seconds": finished - started if started is not None and finished is not None else None,
         "diverged": bool(res.get("diverged", False)),
     }
 
@@ -219,3 +229,211 @@ def calibration_config(config: dict) -> dict:
     if not isinstance(config, dict):
         raise ValueError("config must be a dict")
     return {**config, "epochs": 1, "export": False}
+
+
+# --------------------------------------------------------------------------- studies: settings, seeds, pairs
+
+_PARAM_SYMBOL = {"tau": "τ", "beta": "β", "lam": "λ", "w": "w", "c": "c", "target_density": "target density",
+                 "dual_lr": "dual lr", "lr": "lr"}
+_STUDY_KEYS = ("dataset", "arch", "secondary", "grouping", "epochs", "optimizer", "lr", "batch_size",
+               "schedule", "max_train_samples")
+
+
+def _fmt(v: Any) -> str:
+    return f"{v:g}" if isinstance(v, float) else str(v)
+
+
+def setting_label(config: dict) -> str:
+    """The method's setting in a run config, as people write it: ``τ=0.2`` (PCD), ``w=0.01`` (WS),
+    ``λ=0.1`` (prox), ``target density=0.5`` (Lagrangian); ``default`` when every hyper-parameter
+    has its default value; ``primary only`` for the unpruned network."""
+    method = str(config.get("method", ""))
+    mp = dict(config.get("method_params") or {})
+    if method == "unpruned":
+        return "primary only"
+    parts: list[str] = []
+    try:
+        import pcd.methods as M
+
+        spec = {p.name: p.default for p in M.get(method).params}
+    except ValueError:  # prox, lagrangian: every parameter is a setting
+        spec = None
+    if spec is not None and "tau" in spec:
+        tau = mp.get("tau", config.get("tau"))
+        if tau is not None:
+            parts.append(f"τ={_fmt(float(tau))}")
+    for k, v in mp.items():
+        if k == "tau" or (spec is not None and (k not in spec or v == spec[k])):
+            continue
+        parts.append(f"{_PARAM_SYMBOL.get(k, k)}={_fmt(v)}")
+    return " · ".join(parts) or "default"
+
+
+def study_label(config: dict) -> str:
+    """What runs of one study share (everything but method, setting and seed), as one line."""
+    c = {k: config.get(k) for k in _STUDY_KEYS}
+    sub = f" · {c['max_train_samples']} train images" if c["max_train_samples"] else ""
+    lr = _num(c["lr"])
+    return (f"{c['dataset']}/{c['arch']} · {c['secondary']} ({c['grouping']}) · {c['epochs']} ep · "
+            f"{c['optimizer']} lr {lr:g} · batch {c['batch_size']}{sub}" if lr is not None else
+            f"{c['dataset']}/{c['arch']} · {c['secondary']} · {c['epochs']} ep{sub}")
+
+
+AGG_KEYS = ("test_acc", "export_acc", "param_reduction", "group_sparsity", "param_sparsity", "effective_rank",
+            "flops_factor", "latency_factor", "size_factor", "params_after", "flops_after", "file_bytes_after",
+            "latency_ms_after", "seconds", "wall_seconds")
+
+
+def _mean_std(values: list[float]) -> tuple[float | None, float | None]:
+    if not values:
+        return None, None
+    return statistics.fmean(values), (statistics.stdev(values) if len(values) > 1 else None)
+
+
+def aggregate(points: Sequence[dict]) -> list[dict]:
+    """Mean and standard deviation over seeds per (study, method, setting): one row per group with
+    ``n`` (seeds), ``seeds``, ``run_ids`` and for each measure ``m`` of :data:`AGG_KEYS` the keys
+    ``m`` (mean) and ``m_std`` (sample std, None for a single seed). Rows keep the order in which
+    their first run appears."""
+    groups: dict[tuple, list[dict]] = {}
+    for p in points:
+        groups.setdefault((p.get("study"), p.get("method"), p.get("setting")), []).append(p)
+    rows = []
+    for (study, method, setting), pts in groups.items():
+        row: dict[str, Any] = {"study": study, "method": method, "setting": setting, "n": len(pts),
+                               "seeds": sorted(p.get("seed") for p in pts if p.get("seed") is not None),
+                               "run_ids": [p.get("id") for p in pts],
+                               "diverged": sum(bool(p.get("diverged")) for p in pts)}
+        for k in AGG_KEYS:
+            vals = [p[k] for p in pts if p.get(k) is not None]
+            row[k], row[f"{k}_std"] = _mean_std(vals)
+        rows.append(row)
+    return rows
+
+
+def method_fronts(rows: Sequence[dict], x: str, y: str = "test_acc") -> dict[str, list[int]]:
+    """Each method's own Pareto front (maximize ``x`` and ``y``): ``{method: indices into rows}``."""
+    out: dict[str, list[int]] = {}
+    for m in dict.fromkeys(r["method"] for r in rows):
+        idx = [i for i, r in enumerate(rows) if r["method"] == m]
+        out[m] = [idx[j] for j in pareto_front([rows[i] for i in idx], x, y)]
+    return out
+
+
+PAPER_PAIRS = {"better": 28, "worse": 1, "tie": 18, "n": 47}
+
+
+def paired_comparison(rows: Sequence[dict], x: str = "param_reduction", y: str = "test_acc",
+                      reference: str = "pcd", exclude: Sequence[str] = ("unpruned",),
+                      min_x: float | None = None) -> dict:
+    """The paper's matched-sparsity comparison on aggregated rows (:func:`aggregate`).
+
+    Every baseline point (a (method, setting) mean over seeds, other than ``reference`` and
+    ``exclude``; with ``min_x`` only those whose ``x`` is at least ``min_x``) is paired with the
+    ``reference`` point whose ``x`` is closest -- chosen on ``x`` alone, never on accuracy (ties on
+    ``x`` go to the earlier row). The pair is ``better`` / ``worse`` for the reference when the
+    difference in ``y`` exceeds the seed noise ``sqrt(std_ref^2 + std_base^2)`` (sample std over
+    seeds; a single-seed point contributes 0), else ``tie``. Independently, a baseline point is
+    *dominated* when some reference point has ``x`` and ``y`` at least as large, one strictly.
+
+    Returns ``{"pairs": [...], "better", "worse", "tie", "n", "dominated", "x", "y"}``."""
+    if x not in X_AXES:
+        raise ValueError(f"unknown x axis {x!r}; allowed: {', '.join(X_AXES)}")
+    if y not in Y_AXES:
+        raise ValueError(f"unknown y axis {y!r}; allowed: {', '.join(Y_AXES)}")
+    ref = [r for r in rows if r["method"] == reference and r.get(x) is not None and r.get(y) is not None]
+    base = [r for r in rows if r["method"] != reference and r["method"] not in exclude
+            and r.get(x) is not None and r.get(y) is not None and (min_x is None or r[x] >= min_x)]
+    pairs = []
+    counts = {"better": 0, "worse": 0, "tie": 0}
+    dominated = 0
+    for b in base if ref else []:
+        p = min(ref, key=lambda q: abs(q[x] - b[x]))
+        diff = p[y] - b[y]
+        noise = math.hypot(p.get(f"{y}_std") or 0.0, b.get(f"{y}_std") or 0.0)
+        verdict = "tie" if abs(diff) <= noise else ("better" if diff > 0 else "worse")
+        counts[verdict] += 1
+        dom = any(q[x] >= b[x] and q[y] >= b[y] and (q[x] > b[x] or q[y] > b[y]) for q in ref)
+        dominated += dom
+        pairs.append({"method": b["method"], "setting": b["setting"], f"{x}": b[x], f"{y}": b[y],
+                      "pcd_setting": p["setting"], f"pcd_{x}": p[x], f"pcd_{y}": p[y], "difference": diff,
+                      "noise": noise, "verdict": verdict, "dominated_by_pcd": dom})
+    return {"pairs": pairs, **counts, "n": len(pairs), "dominated": dominated, "x": x, "y": y}
+
+
+def pairs_line(comp: dict) -> str:
+    """The counts in one line next to the paper's: ``here 9 better / 2 worse / 4 tie of 15 ...``."""
+    p = PAPER_PAIRS
+    return (f"here: PCD better {comp['better']} / worse {comp['worse']} / tie {comp['tie']} of {comp['n']} "
+            f"baseline points ({comp['dominated']} Pareto-dominated by a PCD point) · paper: "
+            f"{p['better']} / {p['worse']} / {p['tie']} of {p['n']}")
+
+
+# --------------------------------------------------------------------------- the export report
+
+def export_report(result: dict | None) -> dict:
+    """What physical pruning did to one run, in words and numbers.
+
+    Returns ``{"rows": [{"measure", "before", "after"}], "removed": bool, "offer_model": bool,
+    "message": str}``. ``removed`` is False when no channel could be removed; ``offer_model`` is
+    False whenever the exported file is not smaller than the original, so a bigger file is never
+    presented as the pruned model. ``message`` says what happened and, when nothing was removed, why."""
+    res = result if isinstance(result, dict) else {}
+    ex = res.get("export") or {}
+    if not ex:
+        why = ("training diverged" if res.get("diverged") else
+               "export was switched off for this run" if (res.get("config") or {}).get("export") is False else
+               "the run has no export")
+        return {"rows": [], "removed": False, "offer_model": False, "message": f"No pruned model: {why}."}
+    rows = [
+        {"measure": "parameters", "before": ex.get("params_before"), "after": ex.get("params_after")},
+        {"measure": "channels", "before": ex.get("channels_total"),
+         "after": (ex["channels_total"] - ex["channels_removed"]) if ex.get("channels_total") is not None
+         and ex.get("channels_removed") is not None else None},
+        {"measure": "FLOPs (batch 1)", "before": ex.get("flops_before"), "after": ex.get("flops_after")},
+        {"measure": "latency ms (batch 1)", "before": ex.get("latency_ms_before"), "after": ex.get("latency_ms_after")},
+        {"measure": "file bytes", "before": ex.get("file_bytes_before"), "after": ex.get("file_bytes_after")},
+        {"measure": "test accuracy %", "before": res.get("test_acc"), "after": ex.get("test_acc")},
+    ]
+    removed = bool(ex.get("channels_removed"))
+    fb, fa = _num(ex.get("file_bytes_before")), _num(ex.get("file_bytes_after"))
+    smaller = fb is not None and fa is not None and fa < fb
+    if not removed:
+        thr, weak = _num(ex.get("threshold")), _num(ex.get("weakest_channel_norm"))
+        if thr is not None:
+            why = (f"no channel's filters have an L2 norm below the export threshold {thr:g}"
+                   + (f" (the weakest channel's norm is {weak:.3g})" if weak is not None else ""))
+        else:
+            why = f"the target reduction {_num(ex.get('target_reduction')) or 0:g} needs no channel removed"
+        msg = (f"Nothing could be removed: {why}. The network is unchanged, so no pruned model is offered"
+               + (" (its file would only be bigger: it adds the pruning metadata)" if fa and fb and fa >= fb else "")
+               + ". Raise τ (PCD) or the secondary's weight, train longer, or export with a target reduction.")
+        return {"rows": rows, "removed": False, "offer_model": False, "message": msg}
+    pb, pa = _num(ex.get("params_before")), _num(ex.get("params_after"))
+    red = 100.0 * (1.0 - pa / pb) if pa is not None and pb else None
+    msg = (f"Removed {ex.get('channels_removed')} of {ex.get('channels_total')} channels"
+           + (f": {red:.1f} % fewer parameters" if red is not None else "") + ".")
+    if not smaller:
+        msg += " The exported file is not smaller than the original, so it is not offered as the pruned model."
+    return {"rows": rows, "removed": True, "offer_model": smaller, "message": msg}
+
+
+def landing(row: dict, reference_acc: float | None, margin: float = 1.5) -> str:
+    """Where one (method, setting) lands against the unpruned accuracy, in a few words:
+    ``removes nothing`` / ``collapsed`` (more than 20 points lost) / ``within 1.5 points`` /
+    ``loses N points`` -- with its parameter reduction."""
+    acc, red = _num(row.get("test_acc")), _num(row.get("param_reduction"))
+    if row.get("method") == "unpruned":
+        return "reference"
+    if acc is None:
+        return "—"
+    if red is None or red < 1.0:
+        return "removes nothing"
+    if reference_acc is None:
+        return f"{red:.0f} % removed"
+    drop = reference_acc - acc
+    if drop > 20.0:
+        return f"collapsed: {red:.0f} % removed, {acc:.1f} % accuracy"
+    if drop <= margin:
+        return f"within {margin:g} points at {red:.0f} % removed"
+    return f"loses {drop:.1f} points at {red:.0f} % removed"

@@ -44,6 +44,7 @@ COLORS: dict[str, str] = {
     "gda": "#636363",
     "penalty": "#969696",
     "prox": "#e6550d",
+    "unpruned": "#000000",
 }
 
 

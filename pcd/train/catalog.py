@@ -11,4 +11,6 @@ ARCH_HELP = {
     "googlenet": "GoogLeNet / Inception-v1 for CIFAR (~6.2M params)",
 }
 
-SPECIAL_METHOD_NAMES = ("prox", "lagrangian")  # pcd.train.run.SPECIAL_METHODS holds their parameters
+SPECIAL_METHOD_NAMES = ("unpruned", "prox", "lagrangian")  # pcd.train.run.SPECIAL_METHODS holds their parameters
+SPECIAL_METHOD_LABELS = {"unpruned": "Unpruned (primary only)", "prox": "Proximal group lasso",
+                         "lagrangian": "Lagrangian (Cooper)"}

@@ -45,6 +45,7 @@ class PruningPlan:
 
     groups: list[tuple[str, list[int]]] = field(default_factory=list)
     channels_total: int = 0
+    weakest_norm: float | None = None  # smallest max filter norm over prunable channels (why nothing went)
 
     @property
     def channels_removed(self) -> int:
@@ -99,8 +100,10 @@ def plan_pruning(
         raise ValueError(f"target_reduction must be in [0, 1), got {target_reduction!r}")
     _, groups = _coupled(model, input_shape)
     total = sum(len(g[3]) for g in groups)
+    norms = [float(mx[i]) for _, _, _, _, mx, has in groups for i in range(len(mx)) if has[i]]
+    weakest = min(norms) if norms else None
     if threshold is not None:
-        plan = PruningPlan(channels_total=total)
+        plan = PruningPlan(channels_total=total, weakest_norm=weakest)
         for name, _, _, imp, mx, has in groups:
             dead = [i for i in range(len(imp)) if has[i] and mx[i] < threshold]
             if len(dead) == len(imp):  # keep the strongest channel of the group
@@ -120,7 +123,7 @@ def plan_pruning(
         per: dict[int, list[int]] = {}
         for _, gi, i in order[:k]:
             per.setdefault(gi, []).append(i)
-        return PruningPlan([(groups[gi][0], sorted(v)) for gi, v in sorted(per.items())], total)
+        return PruningPlan([(groups[gi][0], sorted(v)) for gi, v in sorted(per.items())], total, weakest)
 
     def reduction(k: int) -> float:
         return 1.0 - count_params(prune_model(model, input_shape, plan_for(k))[0]) / base

@@ -12,8 +12,8 @@ Every registry method (PCD, WS, MGDA, PCGrad, CAGrad, FAMO, UPGrad, ...) runs th
 5. any ``torch.optim`` optimizer steps (Adam / SGD), cosine schedule per step.
 
 Method state (PCD's EMA normalizer, FAMO's logits, Nash-MTL's ...) lives per run and is saved in
-the checkpoint. Two specialised baselines of the PCD paper are not registry methods:
-``prox`` (cross-entropy step, then the group soft-threshold
+the checkpoint. ``unpruned`` trains the primary alone (the reference accuracy). Two specialised
+baselines of the PCD paper are not registry methods: ``prox`` (cross-entropy step, then the group soft-threshold
 ``w_g <- w_g * max(0, 1 - lr * lam / ||w_g||)``) and ``lagrangian`` (Cooper 1.x, a target group
 density as an inequality constraint; the differentiable proxy is the group lasso relative to its
 initial value, the multiplier is driven by the true density -- a proxy-Lagrangian).
@@ -52,6 +52,7 @@ class Cancelled(Exception):
 
 
 SPECIAL_METHODS = {
+    "unpruned": {},  # primary only: plain cross-entropy training, the reference every method is compared with
     "prox": {"lam": (1.0, 0.0, 1e6, "group soft-threshold strength lambda (step lr*lambda)")},
     "lagrangian": {
         "target_density": (0.5, 0.0, 1.0, "fraction of groups allowed to stay non-zero"),
@@ -183,7 +184,7 @@ def validate_config(config: dict) -> dict:
             sub = {k: mp.get(k, default)}
             _float(sub, k, lo, hi, open_low=(k != "lam"))
             mp[k] = sub[k]
-        if cfg["secondary"] != "group_lasso":
+        if cfg["secondary"] != "group_lasso" and method != "unpruned":
             raise ValueError(f"method {method} works with secondary group_lasso only")
     else:
         import pcd.methods as M
@@ -494,7 +495,7 @@ def train(
     if method_name == "lagrangian":
         # validate_config allows prox/lagrangian with secondary group_lasso only
         cmp, cooper_opt = _make_cooper(cast(GroupLasso, secondaries[0]), mp, opt, device)
-    elif method_name != "prox":
+    elif method_name not in ("prox", "unpruned"):
         import pcd.methods as M
 
         gram_step = GramStep(params, secondaries, M.make(method_name, **mp), K)
@@ -747,6 +748,7 @@ def _finish(cfg: dict, model, data, rows: list[dict], elapsed: float, diverged: 
         "target_reduction": cfg["target_reduction"],
         "channels_total": plan.channels_total,
         "channels_removed": plan.channels_removed,
+        "weakest_channel_norm": plan.weakest_norm,
         "params_before": ex.count_params(model),
         "params_after": ex.count_params(loaded),
         "flops_before": ex.count_flops(model, in_shape, device),

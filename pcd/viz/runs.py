@@ -127,3 +127,46 @@ def method_bars(values: Mapping[str, float], title: str, y_label: str, height: i
     fig.update_layout(**base_layout(title=title, height=height), showlegend=False)
     fig.update_yaxes(title_text=y_label)
     return style_axes(fig)
+
+
+def study_scatter(rows: Sequence[Mapping[str, Any]], x: str, y: str = "test_acc",
+                  fronts: Mapping[str, Sequence[int]] | None = None, x_label: str | None = None,
+                  y_label: str | None = None, reference: str = "unpruned", height: int = 580) -> go.Figure:
+    """One marker per (method, setting): the mean over seeds with ±1 std error bars on both axes,
+    symbol and colour per method; each method's own Pareto front (``fronts[method]`` = indices into
+    ``rows``) as a line in its colour; the ``reference`` method's mean accuracy as a dashed line."""
+    if not isinstance(x, str) or not isinstance(y, str):
+        raise ValueError("x and y must be key names")
+    fig = go.Figure()
+    pts = [(i, r) for i, r in enumerate(rows) if _finite(r.get(x)) and _finite(r.get(y))]
+    methods = list(dict.fromkeys(str(r["method"]) for _, r in pts))
+    for k, m in enumerate(methods):
+        sel = [r for _, r in pts if str(r["method"]) == m]
+        fig.add_trace(go.Scatter(
+            x=[r[x] for r in sel], y=[r[y] for r in sel], mode="markers", name=method_label(m),
+            legendgroup=m,
+            marker=dict(symbol=_SYMBOLS[k % len(_SYMBOLS)], size=12, color=method_color(m),
+                        line=dict(color="white", width=1)),
+            error_x=dict(type="data", array=[r.get(f"{x}_std") or 0.0 for r in sel], thickness=1, width=0,
+                         color=method_color(m)),
+            error_y=dict(type="data", array=[r.get(f"{y}_std") or 0.0 for r in sel], thickness=1, width=0,
+                         color=method_color(m)),
+            customdata=[[r.get("setting"), r.get("n")] for r in sel],
+            hovertemplate=(f"{method_label(m)} %{{customdata[0]}}<br>%{{customdata[1]}} seed(s)<br>"
+                           f"{x} %{{x:.4g}}<br>{y} %{{y:.4g}}<extra></extra>")))
+        front = [rows[i] for i in (fronts or {}).get(m, []) if 0 <= i < len(rows)]
+        if len(front) > 1:
+            fig.add_trace(go.Scatter(x=[r[x] for r in front], y=[r[y] for r in front], mode="lines",
+                                     name=f"{method_label(m)} front", legendgroup=m, showlegend=False,
+                                     line=dict(color=method_color(m), width=1.5, dash="dot"), hoverinfo="skip"))
+    ref = [r[y] for _, r in pts if r["method"] == reference]
+    if ref:
+        fig.add_hline(y=sum(ref) / len(ref), line=dict(color="#24292f", width=1, dash="dash"),
+                      annotation_text=f"{method_label(reference)}", annotation_position="bottom left")
+    fig.update_layout(**base_layout(height=height))
+    fig.update_xaxes(title_text=x_label or x)
+    fig.update_yaxes(title_text=y_label or y)
+    if not pts:
+        fig.add_annotation(text="no finished run with these measures yet", showarrow=False, x=0.5, y=0.5,
+                           xref="paper", yref="paper")
+    return style_axes(fig)

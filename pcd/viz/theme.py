@@ -39,7 +39,9 @@ def method_label(name: str) -> str:
     try:
         return registry.get(name).display_name or str(name)
     except ValueError:
-        return str(name)
+        from pcd.train.catalog import SPECIAL_METHOD_LABELS
+
+        return SPECIAL_METHOD_LABELS.get(str(name), str(name))
 
 
 # Outcome names (the engine's one-word diagnosis in words). "primary_stationary" means two different
