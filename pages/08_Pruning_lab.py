@@ -230,7 +230,7 @@ with tab_queue:
     try:  # out-of-range values are refused here with the allowed range, never clamped silently
         epochs = V.integer(epochs_in, "epochs", low=1, high=V.LIMITS["epochs"], strict=False)
         batch = V.integer(batch_in, "batch size", low=1, high=V.LIMITS["batch_size"], strict=False)
-        lr = V.number(lr_in, "learning rate", low=0.0, high=10.0, open_low=True)
+        lr = V.number(lr_in, "learning rate", low=0, high=10, open_low=True)
         subset = V.integer(subset_in, "training images", low=0, high=V.LIMITS["samples"], strict=False)
         base = {"dataset": dataset, "arch": arch, "secondary": secondary, "grouping": grouping, "epochs": epochs,
                 "batch_size": batch, "lr": lr, "optimizer": optimizer, "device": device,
@@ -320,6 +320,11 @@ def _act(action: str, ids: list[int]) -> None:
 
 
 def _runs_view() -> None:
+    msgs, errors = ss.pop("pl_action_msg", ([], []))
+    for m in msgs:
+        st.toast(m)
+    if errors:
+        show_error("; ".join(errors))
     runs = store.list()
     counts = {s: sum(r["status"] == s for r in runs) for s in ("queued", "running", "done", "failed", "cancelled")}
     pid = supervisor_pid(DATA_DIR)
@@ -346,29 +351,24 @@ def _runs_view() -> None:
     by_id = {r["id"]: r for r in runs}
     sel = [by_id[i] for i in chosen if i in by_id]
     what = ", ".join(f"run {r['id']} ({method_label(r['config'].get('method', ''))} "
-                     f"{R.setting_label(r['config'])}, seed {r['config'].get('seed')}, {r['status']})" for r in sel[:6])
+                     f"{R.setting_label(r['config'])}, seed {r['config'].get('seed', DASH)}, {r['status']})"
+                     for r in sel[:6])
     st.markdown(f"**Selected:** {what}" + (" …" if len(sel) > 6 else "") if sel else "**Selected:** none")
     n_cancel = sum(r["status"] in ("queued", "running") for r in sel)
     n_retry = sum(r["status"] in ("failed", "cancelled") for r in sel)
     n_delete = sum(r["status"] in ("done", "failed", "cancelled") for r in sel)
     c1, c2, c3, c4 = st.columns(4)
-    if c1.button(f"Cancel ({n_cancel})", key="pl_cancel", disabled=not n_cancel,
-                 help="cancel the selected queued / running runs"):
-        _act("cancel", [r["id"] for r in sel if r["status"] in ("queued", "running")])
-    if c2.button(f"Retry ({n_retry})", key="pl_retry", disabled=not n_retry,
-                 help="requeue the selected failed / cancelled runs (they resume from their checkpoints)"):
-        _act("retry", [r["id"] for r in sel if r["status"] in ("failed", "cancelled")])
-    if c3.button(f"Delete ({n_delete})", key="pl_delete", disabled=not n_delete,
-                 help="delete the selected finished runs and their files (running runs: cancel them first)"):
-        _act("delete", [r["id"] for r in sel if r["status"] in ("done", "failed", "cancelled")])
+    # on_click: the action runs on exactly the ids listed above, before the table is drawn again
+    c1.button(f"Cancel ({n_cancel})", key="pl_cancel", disabled=not n_cancel, on_click=_act,
+              args=("cancel", [r["id"] for r in sel if r["status"] in ("queued", "running")]),
+              help="cancel the selected queued / running runs")
+    c2.button(f"Retry ({n_retry})", key="pl_retry", disabled=not n_retry, on_click=_act,
+              args=("retry", [r["id"] for r in sel if r["status"] in ("failed", "cancelled")]),
+              help="requeue the selected failed / cancelled runs (they resume from their checkpoints)")
+    c3.button(f"Delete ({n_delete})", key="pl_delete", disabled=not n_delete, on_click=_act,
+              args=("delete", [r["id"] for r in sel if r["status"] in ("done", "failed", "cancelled")]),
+              help="delete the selected finished runs and their files (running runs: cancel them first)")
     compare = c4.toggle(f"Compare ({len(sel)})", key="pl_compare", disabled=len(sel) < 1)
-    msgs, errors = ss.pop("pl_action_msg", ([], []))
-    for m in msgs:
-        st.toast(m)
-    if errors:
-        show_error("; ".join(errors))
-    if msgs or errors:
-        st.rerun(scope="fragment")
     if compare and sel:
         st.markdown("**Comparison of the selected runs**")
         series = {f"run {r['id']}": store.metrics(r["id"]) or (r["result"] or {}).get("history") or [] for r in sel}
@@ -469,12 +469,12 @@ def _results_view() -> None:
                             key=f"pl_minx_{x_key}", help="the paper counts pairs above ~80 % sparsity")
     comp = R.paired_comparison(rows, x_key, y_key, min_x=min_x)
     line = R.pairs_line(comp) if comp["n"] else "no baseline point to pair (queue PCD and baseline runs)"
-    claim("vs pruning-specific baselines above ~80 % sparsity, 47 matched comparisons: PCD better 28 / worse 1 / "
-          "tie 18", here=line,
-          note=("Each baseline point (mean over seeds of a method at one setting) is paired with the PCD setting "
-                "whose x is closest — chosen on x alone, never on accuracy; tie = the accuracy difference is within "
-                "the seed noise sqrt(std_PCD² + std_baseline²). The paper's 47 pairs are against pruning-specific "
-                "methods on CIFAR; ours are the symmetric baselines, prox and the Lagrangian on this study."))
+    st.markdown(f"**Matched comparisons** — {line}")
+    st.caption("Each baseline point (mean over seeds of a method at one setting) is paired with the PCD setting whose "
+               "x is closest — chosen on x alone, never on accuracy; tie = the accuracy difference is within the seed "
+               "noise sqrt(std_PCD² + std_baseline²). The paper's 47 pairs are against pruning-specific methods "
+               "above ~80 % sparsity on CIFAR; ours are the symmetric baselines, prox and the Lagrangian of this "
+               "study (raise the threshold above to restrict them to high sparsity).")
     if comp["pairs"]:
         pf = pd.DataFrame([{"baseline": method_label(p["method"]), "setting": p["setting"],
                             "x": _fmt(p[x_key], ".1f"), "accuracy %": _fmt(p[y_key], ".1f"),

@@ -1,4 +1,4 @@
-"""``python -m pcd runs submit|list|show|cancel|retry|delete``: the run queue from the command line.
+"""``python -m pcd runs submit|presets|summary|list|show|cancel|retry|delete``: the run queue from the command line.
 
 Headless users, tests and the Pruning lab page all read and write the same store
 (``<data dir>/pcd.sqlite3``).
@@ -21,15 +21,33 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         sp.add_argument("--data-dir", default=None,
                         help="data folder (default: $PCD_DATA_DIR or ~/.local/share/pcd-studio)")
 
-    s = sub.add_parser("submit", help="queue run(s) from a JSON config (the keys of `python -m pcd prune`)")
+    s = sub.add_parser("submit", help="queue run(s) from a JSON config (the keys of `python -m pcd prune`) "
+                                      "or a whole preset study")
     common(s)
-    s.add_argument("--config", required=True,
-                   help="JSON file ('-' = stdin) holding one config object or a list of them")
+    src = s.add_mutually_exclusive_group(required=True)
+    src.add_argument("--config", help="JSON file ('-' = stdin) holding one config object or a list of them")
+    src.add_argument("--preset", help="queue every run of a preset study (see `python -m pcd runs presets`)")
+    s.add_argument("--seeds", default=None, help="with --preset: comma-separated seeds instead of the preset's")
+    s.add_argument("--threads", type=int, default=None, help="with --preset: torch CPU threads per run")
+    s.add_argument("--device", default=None, help="with --preset: device of every run (auto | cpu | cuda | cuda:N)")
+    s.add_argument("--epochs", type=int, default=None, help="with --preset: a shorter (or longer) study")
     s.add_argument("--priority", type=int, default=0, help="higher runs first (default 0)")
     s.add_argument("--max-attempts", type=int, default=3,
                    help="how often a run whose worker died is retried (default 3)")
     s.add_argument("--no-validate", action="store_true", help="skip pcd.train's config validation")
     s.set_defaults(func=_submit)
+
+    pr = sub.add_parser("presets", help="the preset studies with their runs and estimated time")
+    pr.add_argument("--json", nargs="?", const="-", default=None, metavar="FILE")
+    pr.set_defaults(func=_presets)
+
+    sm = sub.add_parser("summary", help="mean ± std over seeds per (method, setting) of the finished runs, "
+                                        "and the matched-sparsity comparison")
+    common(sm)
+    sm.add_argument("--study", default=None, help="only runs whose study label contains this text")
+    sm.add_argument("--json", nargs="?", const="-", default=None, metavar="FILE",
+                    help="write the aggregated rows and the comparison as JSON to FILE or stdout")
+    sm.set_defaults(func=_summary)
 
     ls = sub.add_parser("list", help="list runs")
     common(ls)
@@ -69,8 +87,30 @@ def _public(run: dict) -> dict:
     return out
 
 
+def _preset_configs(args: argparse.Namespace) -> tuple[list[dict], list[str]]:
+    from pcd.jobs.sweep import describe, parse_numbers
+    from pcd.train import presets
+
+    pre = presets.get(args.preset)
+    seeds = parse_numbers(args.seeds, name="--seeds", low=0, integer=True) if args.seeds else None
+    over = {k: v for k, v in (("threads", args.threads), ("device", args.device), ("epochs", args.epochs))
+            if v is not None}
+    configs = pre.configs(seeds, **over)
+    return configs, [f"{pre.name} · {describe(c)}" for c in configs]
+
+
 def _submit(args: argparse.Namespace) -> int:
     from pcd.jobs import validate_for_queue
+    if args.preset is not None:
+        configs, labels = _preset_configs(args)
+        configs = [validate_for_queue(c) for c in configs]
+        with _store(args) as store:
+            ids = store.submit_many(configs, priority=args.priority, max_attempts=args.max_attempts, labels=labels)
+        for i in ids:
+            print(i)
+        return 0
+    if any(v is not None for v in (args.seeds, args.threads, args.device, args.epochs)):
+        raise UsageError("--seeds, --threads, --device and --epochs go with --preset")
     try:
         text = sys.stdin.read() if args.config == "-" else open(args.config, encoding="utf-8").read()
     except OSError as exc:
@@ -123,4 +163,65 @@ def _action(args: argparse.Namespace) -> int:
             else:
                 store.delete(rid)
                 print(f"{rid}: deleted")
+    return 0
+
+
+def _presets(args: argparse.Namespace) -> int:
+    from pcd.train import presets
+
+    out = []
+    for name in presets.names():
+        p = presets.get(name)
+        est = presets.nominal_seconds(p)
+        out.append({"name": name, "title": p.title, "description": p.description, "runs": len(p.configs()),
+                    "seeds": list(p.seeds), "needs_gpu": p.needs_gpu, "base": dict(p.base),
+                    "grid": [[m, dict(s)] for m, s in p.grid], "estimate": est})
+    if args.json is not None:
+        write_json(out, args.json)
+        return 0
+    for p in out:
+        t = p["estimate"]["total"]
+        print(f"{p['name']:<24} {p['runs']:>4} runs  ~{t / 3600:.1f} h  {p['title']}" if t >= 3600 else
+              f"{p['name']:<24} {p['runs']:>4} runs  ~{t / 60:.0f} min  {p['title']}")
+    return 0
+
+
+def _summary(args: argparse.Namespace) -> int:
+    from pcd.jobs import results as R
+
+    with _store(args) as store:
+        points = R.run_points(store.list("done"))
+    if args.study:
+        points = [p for p in points if args.study in p["study"]]
+    rows = R.aggregate(points)
+    studies = list(dict.fromkeys(r["study"] for r in rows))
+    comps = {st: R.paired_comparison([r for r in rows if r["study"] == st]) for st in studies}
+    if args.json is not None:
+        write_json({"rows": rows, "comparisons": comps}, args.json)
+        return 0
+    if not rows:
+        print("no finished runs")
+        return 0
+
+    def f(v, spec=".1f"):
+        return "—" if v is None else format(v, spec)
+
+    def pm(r, k, spec=".1f"):
+        return f(r[k], spec) + ("" if r[k + "_std"] is None else " ± " + f(r[k + "_std"], spec))
+
+    for st in studies:
+        sub = [r for r in rows if r["study"] == st]
+        ref = next((r["test_acc"] for r in sub if r["method"] == "unpruned"), None)
+        print(f"study: {st}")
+        print(f"| method | setting | seeds | accuracy % | param. reduction % | params after | FLOPs after | "
+              f"file KB | wall s / run | where it lands |")
+        print("|---|---|---|---|---|---|---|---|---|---|")
+        for r in sub:
+            kb = None if r["file_bytes_after"] is None else r["file_bytes_after"] / 1024
+            print(f"| {r['method']} | {r['setting']} | {r['n']} | {pm(r, 'test_acc')} | {pm(r, 'param_reduction')} | "
+                  f"{f(r['params_after'], ',.0f')} | {f(r['flops_after'], ',.0f')} | {f(kb)} | "
+                  f"{f(r['wall_seconds'], '.0f')} | {R.landing(r, ref)} |")
+        c = comps[st]
+        print(R.pairs_line(c) if c["n"] else "no PCD / baseline pairs")
+        print()
     return 0

@@ -235,6 +235,8 @@ def calibration_config(config: dict) -> dict:
 
 _PARAM_SYMBOL = {"tau": "τ", "beta": "β", "lam": "λ", "w": "w", "c": "c", "target_density": "target density",
                  "dual_lr": "dual lr", "lr": "lr"}
+# the knob each method's setting is about: shown even at its default value
+_SETTING_PARAM = {"ws": "w", "dbgd": "beta", "prox": "lam", "lagrangian": "target_density"}
 _STUDY_KEYS = ("dataset", "arch", "secondary", "grouping", "epochs", "optimizer", "lr", "batch_size",
                "schedule", "max_train_samples")
 
@@ -255,17 +257,22 @@ def setting_label(config: dict) -> str:
     try:
         import pcd.methods as M
 
-        spec = {p.name: p.default for p in M.get(method).params}
-    except ValueError:  # prox, lagrangian: every parameter is a setting
-        spec = None
-    if spec is not None and "tau" in spec:
+        spec: dict[str, Any] = {p.name: p.default for p in M.get(method).params}
+    except ValueError:  # prox, lagrangian
+        try:
+            from pcd.train.run import SPECIAL_METHODS
+        except ImportError:  # pragma: no cover - torch missing
+            SPECIAL_METHODS = {}
+        spec = {k: d for k, (d, *_rest) in SPECIAL_METHODS.get(method, {}).items()}
+    always = _SETTING_PARAM.get(method)
+    if "tau" in spec:
         tau = mp.get("tau", config.get("tau"))
         if tau is not None:
             parts.append(f"τ={_fmt(float(tau))}")
     for k, v in mp.items():
-        if k == "tau" or (spec is not None and (k not in spec or v == spec[k])):
+        if k == "tau" or k not in spec or (v == spec[k] and k != always):
             continue
-        parts.append(f"{_PARAM_SYMBOL.get(k, k)}={_fmt(v)}")
+        parts.append(f"{_PARAM_SYMBOL.get(k, k)}={_fmt(v)}" + (" (default)" if v == spec[k] else ""))
     return " · ".join(parts) or "default"
 
 

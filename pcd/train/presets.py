@@ -85,7 +85,7 @@ def _grid(taus: Sequence[float], ws: Sequence[float] = (), prox: Sequence[float]
     return g
 
 
-_DIGITS = {"dataset": "digits", "arch": "smallcnn", "secondary": "group_lasso", "grouping": "filter+bn",
+_DIGITS = {"dataset": "digits", "arch": "smallcnn", "tau": 0.2, "secondary": "group_lasso", "grouping": "filter+bn",
            "epochs": 40, "batch_size": 128, "optimizer": "adam", "lr": 0.01, "schedule": "cosine",
            "device": "cpu", "latency_repeats": 5}
 
@@ -104,7 +104,7 @@ _add(Preset(
                  "target density, MGDA / PCGrad / CAGrad / FAMO / AuxiNash / DBGD at their defaults, and the "
                  "unpruned network; 3 seeds."),
     base=_DIGITS,
-    grid=_grid(taus=(0.05, 0.1, 0.2, 0.3), ws=(0.001, 0.01, 0.1, 1.0), prox=(0.01, 0.1, 1.0),
+    grid=_grid(taus=(0.05, 0.1, 0.2, 0.3, 0.5), ws=(0.001, 0.01, 0.1, 1.0), prox=(1.0, 2.0, 3.0),
                targets=(0.2, 0.5, 0.8)),
     seeds=(0, 1, 2),
     measured="",
@@ -117,8 +117,7 @@ _add(Preset(
                  "nuclear norm (low rank): accuracy, parameter sparsity, effective rank and the dominated "
                  "hypervolume per method; 3 seeds."),
     base={**_DIGITS, "secondary": "l1+nuclear", "grouping": "filter"},
-    grid=_grid(taus=(0.05, 0.1, 0.2), ws=(0.01, 0.1, 1.0), symmetric=("mgda", "pcgrad", "cagrad", "famo",
-                                                                      "auxinash")),
+    grid=_grid(taus=(0.05, 0.1, 0.2, 0.3), ws=(0.01, 0.1, 1.0)),
     seeds=(0, 1, 2),
 ))
 

@@ -104,3 +104,91 @@ def test_estimate_from_runs_of_the_same_shape():
     assert R.estimate_seconds(runs, dict(cfg, arch="resnet18")) is None
     cal = R.calibration_config(cfg)
     assert cal["epochs"] == 1 and cal["export"] is False and cal["method"] == "pcd"
+
+
+# ---- studies: settings, means over seeds, the paper's pairing, the export report
+
+def _pt(method, setting, x, acc, seed=0, study="s"):
+    return {"id": seed, "method": method, "setting": setting, "study": study, "seed": seed,
+            "param_reduction": x, "test_acc": acc}
+
+
+def test_setting_labels_name_the_knob():
+    assert R.setting_label({"method": "pcd", "tau": 0.2, "method_params": {"tau": 0.2, "beta": 0.999}}) == "τ=0.2"
+    assert R.setting_label({"method": "ws", "method_params": {"w": 1.0, "normalize": True}}) == "w=1 (default)"
+    assert R.setting_label({"method": "ws", "method_params": {"w": 0.01, "normalize": False}}) == "w=0.01 · normalize=False"
+    assert R.setting_label({"method": "prox", "method_params": {"lam": 2.0}}) == "λ=2"
+    assert R.setting_label({"method": "lagrangian", "method_params": {"target_density": 0.2, "dual_lr": 0.01}}) \
+        == "target density=0.2"
+    assert R.setting_label({"method": "mgda", "method_params": {"solver": "exact"}}) == "default"
+    assert R.setting_label({"method": "unpruned"}) == "primary only"
+
+
+def test_aggregate_means_and_sample_std_over_seeds():
+    pts = [_pt("pcd", "τ=0.2", 80, 97, 0), _pt("pcd", "τ=0.2", 82, 99, 1), _pt("ws", "w=1", 99, 10, 0)]
+    rows = R.aggregate(pts)
+    assert [(r["method"], r["n"]) for r in rows] == [("pcd", 2), ("ws", 1)]
+    assert rows[0]["test_acc"] == 98 and rows[0]["test_acc_std"] == pytest.approx(2 ** 0.5)
+    assert rows[1]["test_acc_std"] is None and rows[0]["seeds"] == [0, 1]
+    assert len(R.aggregate(pts + [_pt("pcd", "τ=0.2", 80, 97, 2, study="other")])) == 3  # studies never mix
+
+
+def test_pairs_are_chosen_on_sparsity_alone_and_judged_against_seed_noise():
+    rows = R.aggregate([
+        _pt("pcd", "τ=0.1", 50, 99.0, 0), _pt("pcd", "τ=0.1", 50, 99.0, 1),
+        _pt("pcd", "τ=0.3", 90, 90.0, 0), _pt("pcd", "τ=0.3", 90, 92.0, 1),   # std 1.41
+        _pt("ws", "w=1", 88, 95.0, 0), _pt("ws", "w=1", 88, 95.0, 1),          # closest: τ=0.3 although τ=0.1 is better
+        _pt("mgda", "default", 52, 98.5, 0), _pt("mgda", "default", 52, 99.5, 1),  # std 0.71: diff 0 -> tie
+        _pt("famo", "default", 45, 50.0, 0),
+        _pt("unpruned", "primary only", 0, 99.5, 0),
+    ])
+    comp = R.paired_comparison(rows)
+    by = {p["method"]: p for p in comp["pairs"]}
+    assert set(by) == {"ws", "mgda", "famo"}  # unpruned is the reference, not a baseline
+    assert by["ws"]["pcd_setting"] == "τ=0.3" and by["ws"]["verdict"] == "worse"
+    assert by["mgda"]["pcd_setting"] == "τ=0.1" and by["mgda"]["verdict"] == "tie"
+    assert by["famo"]["verdict"] == "better" and by["famo"]["dominated_by_pcd"]
+    assert not by["ws"]["dominated_by_pcd"]
+    assert (comp["better"], comp["worse"], comp["tie"], comp["n"], comp["dominated"]) == (1, 1, 1, 3, 1)
+    assert R.pairs_line(comp) == ("here: PCD better 1 / worse 1 / tie 1 of 3 baseline points (1 Pareto-dominated "
+                                  "by a PCD point) · paper: 28 / 1 / 18 of 47")
+    assert R.paired_comparison(rows, min_x=80)["n"] == 1
+    assert R.paired_comparison([r for r in rows if r["method"] != "pcd"])["n"] == 0
+    with pytest.raises(ValueError, match="unknown x axis"):
+        R.paired_comparison(rows, x="nope")
+
+
+def test_method_fronts_are_each_methods_own_non_dominated_settings():
+    rows = R.aggregate([_pt("pcd", "a", 10, 99), _pt("pcd", "b", 50, 98), _pt("pcd", "c", 40, 90),
+                        _pt("ws", "d", 99, 10)])
+    assert R.method_fronts(rows, "param_reduction") == {"pcd": [0, 1], "ws": [3]}
+
+
+def _export(removed, fb=900, fa=100, **kw):
+    return {"test_acc": 90.0, "config": {}, "export": {
+        "params_before": 1000, "params_after": 1000 if not removed else 200, "channels_total": 40,
+        "channels_removed": removed, "threshold": 1e-4, "weakest_channel_norm": 0.0213, "file_bytes_before": fb,
+        "file_bytes_after": fa, "test_acc": 89.0, **kw}}
+
+
+def test_export_report_never_offers_a_bigger_file_and_says_why_nothing_went():
+    rep = R.export_report(_export(0, fb=900, fa=950))
+    assert not rep["removed"] and not rep["offer_model"]
+    assert rep["message"].startswith("Nothing could be removed: no channel's filters have an L2 norm below the "
+                                     "export threshold 0.0001 (the weakest channel's norm is 0.0213)")
+    assert "would only be bigger" in rep["message"]
+    ok = R.export_report(_export(30))
+    assert ok["removed"] and ok["offer_model"] and ok["message"] == "Removed 30 of 40 channels: 80.0 % fewer parameters."
+    odd = R.export_report(_export(1, fb=900, fa=900))
+    assert odd["removed"] and not odd["offer_model"] and "not offered" in odd["message"]
+    assert R.export_report({"diverged": True})["message"] == "No pruned model: training diverged."
+    assert [r["measure"] for r in ok["rows"]][:2] == ["parameters", "channels"] and ok["rows"][1]["after"] == 10
+
+
+def test_landing_words():
+    assert R.landing({"method": "ws", "test_acc": 7.8, "param_reduction": 99.8}, 99.4).startswith("collapsed")
+    assert R.landing({"method": "mgda", "test_acc": 99.2, "param_reduction": 0.0}, 99.4) == "removes nothing"
+    assert R.landing({"method": "pcd", "test_acc": 99.0, "param_reduction": 81.0}, 99.4) == \
+        "within 1.5 points at 81 % removed"
+    assert R.landing({"method": "pcd", "test_acc": 96.0, "param_reduction": 96.0}, 99.4) == \
+        "loses 3.4 points at 96 % removed"

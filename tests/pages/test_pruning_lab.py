@@ -27,16 +27,22 @@ def _app():
     return at
 
 
-def _result(method, tau, acc, gs, params_after, secondary="group_lasso", rank=None, seed=0, model_path=None):
+def _result(method, tau, acc, gs, params_after, secondary="group_lasso", rank=None, seed=0, model_path=None,
+            method_params=None, channels_removed=None):
     cfg = {"dataset": "digits", "arch": "smallcnn", "method": method, "tau": tau, "seed": seed, "epochs": 3,
-           "secondary": secondary, "grouping": "filter", "batch_size": 128}
+           "secondary": secondary, "grouping": "filter", "batch_size": 128, "optimizer": "adam", "lr": 1e-3,
+           "method_params": dict(method_params or ({"tau": tau} if method == "pcd" else {}))}
     return cfg, {"config": cfg, "test_acc": acc, "group_sparsity": gs, "param_sparsity": gs, "grouping": "filter",
                  "effective_rank": rank if rank is not None else 3.0, "seconds": 6.0, "epochs_completed": 3,
                  "history": [{"epoch": e, "test_acc": acc * e / 3, "train_loss": 1.0 / e} for e in (1, 2, 3)],
                  "export": {"params_before": 1000, "params_after": params_after, "flops_before": 2e6,
                             "flops_after": 2e6 * params_after / 1000, "latency_ms_before": 1.0,
                             "latency_ms_after": 0.8, "file_bytes_before": 8000, "file_bytes_after": 8 * params_after,
-                            "test_acc": acc - 0.5, **({"path": str(model_path)} if model_path else {})}}
+                            "test_acc": acc - 0.5, "channels_total": 100, "threshold": 1e-4,
+                            "weakest_channel_norm": 0.031,
+                            "channels_removed": (channels_removed if channels_removed is not None
+                                                 else int(100 * (1 - params_after / 1000))),
+                            **({"path": str(model_path)} if model_path else {})}}
 
 
 def _add_done(store, *specs):
@@ -68,6 +74,8 @@ def test_empty_store_renders_form_and_hints(data_dir):
     assert any("No finished run yet" in i.value for i in at.info)
     assert at.button(key="pl_submit").disabled is False
     assert any("1 run(s)" in m.value for m in at.markdown)
+    assert "unpruned" in at.multiselect(key="pl_methods").options or any(
+        "Unpruned" in o for o in at.multiselect(key="pl_methods").options)
 
 
 def test_sweep_queues_methods_x_taus_x_seeds_with_validated_configs(data_dir):
@@ -104,7 +112,64 @@ def test_invalid_input_shows_the_message_and_queues_nothing(data_dir):
     assert RunStore(data_dir).list() == []
 
 
-def test_runs_table_live_curves_and_cancel(data_dir):
+@pytest.mark.parametrize("key,value,message", [
+    ("pl_epochs", 0, "epochs must be an integer in [1, 10000], got 0"),
+    ("pl_epochs", 20000, "epochs must be an integer in [1, 10000], got 20000"),
+    ("pl_lr", 0.0, "learning rate must be a number in (0, 10], got 0.0"),
+    ("pl_batch", 100000, "batch size must be an integer in [1, 65536], got 100000"),
+])
+def test_out_of_range_values_are_refused_visibly_not_replaced(data_dir, key, value, message):
+    at = _app()
+    at.number_input(key=key).set_value(value).run()
+    assert at.number_input(key=key).value == value  # kept as typed, not silently replaced
+    assert any(message in e.value for e in at.error), [e.value for e in at.error]
+    assert at.button(key="pl_submit").disabled and at.button(key="pl_calibrate").disabled
+    assert RunStore(data_dir).list() == []
+
+
+def test_preset_fills_the_form_and_queues_the_whole_study(data_dir):
+    from pcd.train import presets
+
+    at = _app()
+    at.selectbox(key="pl_preset").set_value("digits-demo").run()
+    assert not at.exception
+    base = presets.get("digits-demo").base
+    assert at.number_input(key="pl_epochs").value == base["epochs"]
+    assert at.number_input(key="pl_lr").value == base["lr"]
+    assert at.selectbox(key="pl_grouping").value == base["grouping"]
+    assert at.number_input(key="pl_tau").value == base["tau"]
+    n = len(presets.get("digits-demo").configs())
+    assert any(f"**{n} runs**, estimated" in i.value for i in at.info)
+    at.text_input(key="pl_study_seeds_digits-demo").set_value("0").run()
+    n1 = len(presets.get("digits-demo").configs([0]))
+    at.button(key="pl_submit_study").click().run()
+    runs = RunStore(data_dir).list()
+    assert len(runs) == n1 and all(r["label"].startswith("digits-demo · ") for r in runs)
+    methods = {r["config"]["method"] for r in runs}
+    assert {"unpruned", "pcd", "ws", "mgda", "pcgrad", "cagrad", "famo", "auxinash", "dbgd", "prox",
+            "lagrangian"} <= methods
+    assert all(r["config"]["epochs"] == base["epochs"] and r["config"]["grouping"] == "filter+bn" for r in runs)
+    # the form's own button queues single runs with the preset's training settings
+    at.button(key="pl_submit").click().run()
+    single = RunStore(data_dir).list()[-1]["config"]
+    assert (single["method"], single["tau"], single["lr"], single["epochs"]) == ("pcd", 0.2, 0.01, 40)
+
+
+def test_gpu_preset_shows_its_estimate_and_refuses_without_gpu(data_dir):
+    at = _app()
+    at.selectbox(key="pl_preset").set_value("paper-protocol").run()
+    assert any("140 runs" in i.value and " h on one slot" in i.value and "nominal" in i.value for i in at.info)
+    assert at.button(key="pl_submit_study").disabled  # no GPU / no CIFAR-100 here: refused with the reason
+    assert at.error
+    assert RunStore(data_dir).list() == []
+
+
+def _select(at, key, rows):
+    at.session_state[key] = {"selection": {"rows": rows, "columns": []}}
+    at.run()
+
+
+def test_runs_table_actions_follow_the_selected_runs(data_dir):
     store = RunStore(data_dir)
     running = store.submit({"dataset": "digits", "method": "pcd", "tau": 0.02, "epochs": 4})
     queued = store.submit({"dataset": "digits", "method": "ws", "tau": 0.02, "epochs": 4})
@@ -113,49 +178,105 @@ def test_runs_table_live_curves_and_cancel(data_dir):
                                                   "metrics": {"epoch": 1, "test_acc": 40.0, "mu": 0.3}})
     at = _app()
     df = _table(at, "ETA")
-    assert list(df["id"]) == [queued, running]
+    assert list(df["run"]) == [queued, running]
     assert list(df["status"]) == ["queued", "running"]
-    assert df.loc[df["id"] == running, "progress"].item() == pytest.approx(0.25)
-    assert df.loc[df["id"] == running, "heartbeat"].item().endswith("s ago")
-    assert df.loc[df["id"] == running, "device"].item() == "cpu:0"
+    assert list(df["method"]) == ["Weighted sum", "PCD"]  # display names, never raw ids
+    assert df.loc[df["run"] == running, "progress"].item() == pytest.approx(0.25)
+    assert df.loc[df["run"] == running, "heartbeat"].item().endswith("s ago")
+    assert df.loc[df["run"] == queued, "accuracy %"].item() == "—"  # unfinished: a dash, never None
+    assert "None" not in df.astype(str).to_string()
     live = at.get("plotly_chart")
     assert any(f"run {running}" in el.proto.spec for el in live)
-    at.selectbox(key="pl_action_id").set_value(queued)
+    assert at.button(key="pl_cancel").disabled  # nothing selected, nothing to act on
+    _select(at, "pl_table", [0])  # the queued ws run
+    # meanwhile a new run is queued: it appears on top and the selection stays on the ws run
+    newer = store.submit({"dataset": "digits", "method": "mgda", "epochs": 4})
+    at.run()
+    assert list(_table(at, "ETA")["run"]) == [newer, queued, running]
+    assert any(f"run {queued} (Weighted sum" in m.value for m in at.markdown)
     at.button(key="pl_cancel").click().run()
     assert store.get(queued)["status"] == "cancelled"
-    at.selectbox(key="pl_action_id").set_value(running)
+    assert store.get(newer)["status"] == "queued" and store.get(running)["status"] == "running"
+    # multi-select: cancel the running one and the newer one; retry the cancelled one
+    _select(at, "pl_table", [0, 2])
+    assert at.button(key="pl_cancel").label == "Cancel (2)"
     at.button(key="pl_cancel").click().run()
+    assert store.get(newer)["status"] == "cancelled"
     assert store.get(running)["cancel_requested"] and store.get(running)["status"] == "running"
-    at.button(key="pl_delete").click().run()  # deleting a running run is refused with the reason
-    assert any("cancel it first" in e.value for e in at.error)
+    _select(at, "pl_table", [1])
+    at.button(key="pl_retry").click().run()
+    assert store.get(queued)["status"] == "queued"
+    assert at.button(key="pl_delete").disabled  # a queued run cannot be deleted
+    _select(at, "pl_table", [0])
+    at.button(key="pl_delete").click().run()
+    assert all(r["id"] != newer for r in store.list())
+    assert not at.exception
 
 
-def test_results_explorer_front_matched_comparison_and_hypervolume(data_dir):
+def test_compare_shows_the_selected_runs_curves(data_dir):
+    store = RunStore(data_dir)
+    ids = _add_done(store, ("pcd", 0.02, 95.0, 60.0, 300), ("ws", 0.02, 60.0, 82.0, 160))
+    at = _app()
+    _select(at, "pl_table", [0, 1])
+    at.toggle(key="pl_compare").set_value(True).run()
+    spec = next(el.proto.spec for el in at.get("plotly_chart") if f'"run {ids[0]}"' in el.proto.spec
+                and f'"run {ids[1]}"' in el.proto.spec)
+    assert "test accuracy" in spec
+
+
+def test_results_explorer_means_pairs_front_and_hypervolume(data_dir):
     store = RunStore(data_dir)
     model = data_dir / "model_pruned.pt"
     model.write_bytes(b"pruned-model-bytes")
-    ids = _add_done(store,
-                    ("pcd", 0.02, 95.0, 60.0, 300), ("pcd", 0.1, 90.0, 85.0, 150, {"model_path": model}),
-                    ("ws", 0.02, 60.0, 82.0, 160), ("mgda", 0.02, 12.0, 99.0, 10),
-                    ("pcd", 0.02, 93.0, 70.0, 300, {"secondary": "l1+nuclear", "rank": 2.0}),
-                    ("auxinash", 0.02, 50.0, 50.0, 500, {"secondary": "l1+nuclear", "rank": 4.0}))
+    _add_done(store,
+              ("unpruned", 0.02, 99.0, 0.0, 1000, {"channels_removed": 0}),
+              ("pcd", 0.2, 98.0, 80.0, 200), ("pcd", 0.2, 97.0, 80.0, 200, {"seed": 1}),
+              ("pcd", 0.05, 99.0, 10.0, 900, {"model_path": model}),
+              ("ws", 0.0, 9.0, 99.0, 5, {"method_params": {"w": 1.0}}),
+              ("ws", 0.0, 11.0, 99.0, 5, {"method_params": {"w": 1.0}, "seed": 1}),
+              ("mgda", 0.02, 99.0, 0.0, 1000, {"channels_removed": 0}),
+              ("pcd", 0.02, 93.0, 70.0, 300, {"secondary": "l1+nuclear", "rank": 2.0}),
+              ("auxinash", 0.02, 50.0, 50.0, 500, {"secondary": "l1+nuclear", "rank": 4.0}))
     at = _app()
+    assert at.selectbox(key="pl_study").options[0].startswith("digits/smallcnn · l1+nuclear")  # newest first
+    at.selectbox(key="pl_study").set_value(at.selectbox(key="pl_study").options[1]).run()
+    summary = _table(at, "where it lands")
+    row = summary[(summary["method"] == "PCD") & (summary["setting"] == "τ=0.2")].iloc[0]
+    assert row["seeds"] == 2 and row["accuracy %"] == "97.5 ± 0.7" and row["param. reduction %"] == "80.0 ± 0.0"
+    ws = summary[summary["method"] == "Weighted sum"].iloc[0]
+    assert ws["setting"] == "w=1 (default)" and ws["where it lands"].startswith("collapsed")
+    assert summary[summary["method"] == "MGDA"]["where it lands"].item() == "removes nothing"
+    # pairs: ws (99.5 %) -> PCD tau=0.2 (80 %, closest), mgda (0 %) -> PCD tau=0.05 (10 %)
+    pairs = _table(at, "verdict")
+    assert list(pairs["paired PCD"]) == ["τ=0.2", "τ=0.05"]
+    assert list(pairs["verdict"]) == ["better", "tie"]
+    line = "here: PCD better 1 / worse 0 / tie 1 of 2 baseline points (1 Pareto-dominated by a PCD point) · paper: 28 / 1 / 18 of 47"
+    assert any(line in md.value for md in at.markdown), [md.value for md in at.markdown if "Matched" in md.value]
     specs = [json.loads(el.proto.spec) for el in at.get("plotly_chart")]
-    scatter = next(s for s in specs if any(t.get("name") == "Pareto front" for t in s["data"]))
-    front = next(t for t in scatter["data"] if t["name"] == "Pareto front")
-    # x = group sparsity by default; front = runs not dominated in (sparsity, accuracy)
-    assert list(zip(front["x"], front["y"])) == [(60.0, 95.0), (70.0, 93.0), (85.0, 90.0), (99.0, 12.0)]
-    matched = _table(at, "runs_in_window")  # window 80 +- 5
-    assert list(matched["method"]) == ["pcd", "ws"] and list(matched["test_acc"]) == [90.0, 60.0]
-    assert any("hypervolume" in s.value for s in at.subheader)
-    assert any("Normalization: objectives (accuracy/100" in c.value for c in at.caption)
-    at.selectbox(key="pl_detail").set_value(ids[1])
-    at.run()
-    rep = _table(at, "measure")
-    assert rep.loc[rep["measure"] == "parameters", "after"].item() == 150
-    labels = [b.label for b in at.get("download_button")]
-    assert "Download metrics CSV" in labels and "Download pruned model" in labels
+    scatter = next(s for s in specs if any(t.get("name") == "PCD front" for t in s["data"]))
+    front = next(t for t in scatter["data"] if t["name"] == "PCD front")
+    assert list(zip(front["x"], front["y"])) == [(pytest.approx(10.0), 99.0), (pytest.approx(80.0), 97.5)]
     assert not at.exception
+
+
+def test_export_report_says_when_nothing_was_removed(data_dir):
+    store = RunStore(data_dir)
+    model = data_dir / "model_pruned.pt"
+    model.write_bytes(b"x" * 10)
+    ids = _add_done(store, ("pcd", 0.02, 95.0, 0.0, 1000, {"channels_removed": 0, "model_path": model}),
+                    ("pcd", 0.2, 90.0, 85.0, 150, {"model_path": model}))
+    at = _app()
+    at.selectbox(key="pl_detail").set_value(ids[0]).run()
+    assert any("Nothing could be removed: no channel's filters have an L2 norm below the export threshold 0.0001 "
+               "(the weakest channel's norm is 0.031)" in w.value for w in at.warning)
+    assert "Download pruned model" not in [b.label for b in at.get("download_button")]
+    at.selectbox(key="pl_detail").set_value(ids[1]).run()
+    assert any("Removed 85 of 100 channels: 85.0 % fewer parameters" in s.value for s in at.success)
+    labels = [b.label for b in at.get("download_button")]
+    assert "Download pruned model" in labels and "Download metrics CSV (with config)" in labels
+    assert "Download run JSON" in labels
+    rep = _table(at, "measure")
+    assert rep.loc[rep["measure"] == "parameters", "after"].item() == "150"
 
 
 def test_reload_shows_the_same_state(data_dir):
@@ -164,7 +285,7 @@ def test_reload_shows_the_same_state(data_dir):
     store.submit({"dataset": "digits", "method": "mgda", "tau": 0.02, "epochs": 1})
     first = _table(_app(), "ETA")
     second = _table(_app(), "ETA")
-    assert first[["id", "status"]].equals(second[["id", "status"]])
+    assert first[["run", "status"]].equals(second[["run", "status"]])
     assert list(second["status"]) == ["queued", "done"]
 
 
