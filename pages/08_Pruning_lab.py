@@ -18,7 +18,7 @@ import pcd.methods as registry
 from pcd import _validate as V
 from pcd.jobs import RunStore, default_data_dir, ensure_supervisor, eta_seconds, supervisor_pid, validate_for_queue
 from pcd.jobs import results as R
-from pcd.jobs.sweep import build_sweep, describe, parse_numbers, uses_tau
+from pcd.jobs.sweep import build_sweep, describe, parse_numbers
 from pcd.train import presets as P
 from pcd.train.data import cifar_source, missing_data_message
 from pcd.train.models import ARCHS

@@ -8,6 +8,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from typing import Any
 
 from pcd.cli import UsageError, write_json
 
@@ -169,7 +170,7 @@ def _action(args: argparse.Namespace) -> int:
 def _presets(args: argparse.Namespace) -> int:
     from pcd.train import presets
 
-    out = []
+    out: list[dict[str, Any]] = []
     for name in presets.names():
         p = presets.get(name)
         est = presets.nominal_seconds(p)
@@ -179,10 +180,10 @@ def _presets(args: argparse.Namespace) -> int:
     if args.json is not None:
         write_json(out, args.json)
         return 0
-    for p in out:
-        t = p["estimate"]["total"]
-        print(f"{p['name']:<24} {p['runs']:>4} runs  ~{t / 3600:.1f} h  {p['title']}" if t >= 3600 else
-              f"{p['name']:<24} {p['runs']:>4} runs  ~{t / 60:.0f} min  {p['title']}")
+    for row in out:
+        t = row["estimate"]["total"]
+        when = f"~{t / 3600:.1f} h" if t >= 3600 else f"~{t / 60:.0f} min"
+        print(f"{row['name']:<24} {row['runs']:>4} runs  {when:<9} {row['title']}")
     return 0
 
 
@@ -213,8 +214,8 @@ def _summary(args: argparse.Namespace) -> int:
         sub = [r for r in rows if r["study"] == st]
         ref = next((r["test_acc"] for r in sub if r["method"] == "unpruned"), None)
         print(f"study: {st}")
-        print(f"| method | setting | seeds | accuracy % | param. reduction % | params after | FLOPs after | "
-              f"file KB | wall s / run | where it lands |")
+        print("| method | setting | seeds | accuracy % | param. reduction % | params after | FLOPs after | "
+              "file KB | wall s / run | where it lands |")
         print("|---|---|---|---|---|---|---|---|---|---|")
         for r in sub:
             kb = None if r["file_bytes_after"] is None else r["file_bytes_after"] / 1024

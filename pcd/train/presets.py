@@ -14,8 +14,9 @@ Pruning lab's form offers the same presets. Importing this module does not impor
 """
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Mapping, Sequence
+from typing import Any
 
 # The paper's tau grid: 0, 0.01 ... 0.1, 0.2 ... 1.0 (CLAIMS.md, "Protocol").
 PAPER_TAUS: tuple[float, ...] = (0.0,) + tuple(round(0.01 * k, 2) for k in range(1, 11)) + tuple(
@@ -89,6 +90,15 @@ _DIGITS = {"dataset": "digits", "arch": "smallcnn", "tau": 0.2, "secondary": "gr
            "epochs": 40, "batch_size": 128, "optimizer": "adam", "lr": 0.01, "schedule": "cosine",
            "device": "cpu", "latency_repeats": 5}
 
+
+
+def _gpu(dataset: str, arch: str, grouping: str, epochs: int) -> dict[str, Any]:
+    """The paper's training recipe (Adam 1e-3, cosine, batch 128) on a GPU."""
+    return {"dataset": dataset, "arch": arch, "tau": 0.02, "secondary": "group_lasso", "grouping": grouping,
+            "epochs": epochs, "batch_size": 128, "optimizer": "adam", "lr": 1e-3, "schedule": "cosine",
+            "device": "cuda"}
+
+
 PRESETS: dict[str, Preset] = {}
 
 
@@ -127,10 +137,8 @@ _add(Preset(
     description=("CIFAR-10, ResNet-20, group lasso over filters + BN, 30 epochs Adam 1e-3 cosine, batch 128: "
                  "PCD at τ = 0.01, 0.02, 0.05, 0.1, 0.2, WS at w = 0.01, 0.1, 1, the symmetric baselines, "
                  "prox and the Lagrangian, unpruned; 3 seeds. Not run on this project's CPU machines."),
-    base={"dataset": "cifar10", "arch": "resnet20", "secondary": "group_lasso", "grouping": "filter+bn",
-          "epochs": 30, "batch_size": 128, "optimizer": "adam", "lr": 1e-3, "schedule": "cosine",
-          "device": "cuda"},
-    grid=_grid(taus=(0.01, 0.02, 0.05, 0.1, 0.2), ws=(0.01, 0.1, 1.0), prox=(0.1, 1.0), targets=(0.2, 0.5)),
+    base=_gpu("cifar10", "resnet20", "filter+bn", 30),
+    grid=_grid(taus=(0.01, 0.02, 0.05, 0.1, 0.2), ws=(0.01, 0.1, 1.0), prox=(1.0, 3.0), targets=(0.2, 0.5)),
     seeds=(0, 1, 2),
     needs_gpu=True,
 ))
@@ -141,9 +149,7 @@ _add(Preset(
     description=("The PCD paper's pruning protocol: CIFAR-100, ResNet-34, group lasso over filters, 300 epochs, "
                  "Adam 1e-3, cosine, batch 128, its τ grid (0, 0.01 … 0.1, 0.2 … 1.0) and 5 seeds, against "
                  "unpruned, WS, MGDA, PCGrad, CAGrad, FAMO, AuxiNash and DBGD."),
-    base={"dataset": "cifar100", "arch": "resnet34", "secondary": "group_lasso", "grouping": "filter",
-          "epochs": 300, "batch_size": 128, "optimizer": "adam", "lr": 1e-3, "schedule": "cosine",
-          "device": "cuda"},
+    base=_gpu("cifar100", "resnet34", "filter", 300),
     grid=[("unpruned", {})] + [("pcd", {"tau": t}) for t in PAPER_TAUS] + [("ws", {})] + [(m, {}) for m in SYMMETRIC],
     seeds=(0, 1, 2, 3, 4),
     needs_gpu=True,

@@ -7,7 +7,8 @@ and, when the rows moved, moves the selection with them before the table is draw
 """
 from __future__ import annotations
 
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 import streamlit as st
 

@@ -78,6 +78,16 @@ def curves_figure(series: Mapping[str, Sequence[Mapping[str, Any]]], methods: Ma
     return style_axes(fig)
 
 
+def _finish_scatter(fig: go.Figure, has_points: bool, x_label: str, y_label: str, height: int) -> go.Figure:
+    fig.update_layout(**base_layout(height=height))
+    fig.update_xaxes(title_text=x_label)
+    fig.update_yaxes(title_text=y_label)
+    if not has_points:
+        fig.add_annotation(text="no finished run with these measures yet", showarrow=False, x=0.5, y=0.5,
+                           xref="paper", yref="paper")
+    return style_axes(fig)
+
+
 def results_scatter(points: Sequence[Mapping[str, Any]], x: str, y: str = "test_acc",
                     front: Sequence[int] | None = None, x_label: str | None = None, y_label: str | None = None,
                     height: int = 560) -> go.Figure:
@@ -105,13 +115,7 @@ def results_scatter(points: Sequence[Mapping[str, Any]], x: str, y: str = "test_
         fp = [points[i] for i in front if 0 <= i < len(points)]
         fig.add_trace(go.Scatter(x=[p[x] for p in fp], y=[p[y] for p in fp], mode="lines", name="Pareto front",
                                  line=dict(color="#24292f", width=1.5, dash="dot"), hoverinfo="skip"))
-    fig.update_layout(**base_layout(height=height))
-    fig.update_xaxes(title_text=x_label or x)
-    fig.update_yaxes(title_text=y_label or y)
-    if not pts:
-        fig.add_annotation(text="no finished run with these measures yet", showarrow=False, x=0.5, y=0.5,
-                           xref="paper", yref="paper")
-    return style_axes(fig)
+    return _finish_scatter(fig, bool(pts), x_label or x, y_label or y, height)
 
 
 def method_bars(values: Mapping[str, float], title: str, y_label: str, height: int = 380,
@@ -163,10 +167,4 @@ def study_scatter(rows: Sequence[Mapping[str, Any]], x: str, y: str = "test_acc"
     if ref:
         fig.add_hline(y=sum(ref) / len(ref), line=dict(color="#24292f", width=1, dash="dash"),
                       annotation_text=f"{method_label(reference)}", annotation_position="bottom left")
-    fig.update_layout(**base_layout(height=height))
-    fig.update_xaxes(title_text=x_label or x)
-    fig.update_yaxes(title_text=y_label or y)
-    if not pts:
-        fig.add_annotation(text="no finished run with these measures yet", showarrow=False, x=0.5, y=0.5,
-                           xref="paper", yref="paper")
-    return style_axes(fig)
+    return _finish_scatter(fig, bool(pts), x_label or x, y_label or y, height)
