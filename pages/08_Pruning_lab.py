@@ -128,24 +128,29 @@ def _preset_panel(all_runs: list[dict]) -> None:
     st.markdown(f"**{preset.title}** — {preset.description}")
     if preset.measured:
         st.caption(f"Measured here: {preset.measured}")
-    c1, c2 = st.columns([1, 2])
+    c1, c2, c3 = st.columns([1, 1, 2])
     seeds_txt = c1.text_input("study seeds", ", ".join(map(str, preset.seeds)), key=f"pl_study_seeds_{preset.name}")
+    ep_in = c2.number_input(f"epochs per run (preset: {preset.base['epochs']})", value=int(preset.base["epochs"]),
+                            step=1, key=f"pl_study_epochs_{preset.name}",
+                            help="fewer epochs give a quick look; the preset's value is the measured study")
     err = None
     configs: list[dict] = []
+    study_base = dict(preset.base)
     try:
+        study_base["epochs"] = V.integer(ep_in, "epochs per run", low=1, high=V.LIMITS["epochs"], strict=False)
         seeds = parse_numbers(seeds_txt, name="seeds", low=0, integer=True)
-        configs = [validate_for_queue(c) for c in preset.configs(seeds)]
+        configs = [validate_for_queue(c) for c in preset.configs(seeds, epochs=study_base["epochs"])]
     except ValueError as exc:
         err = exc
     grid = pd.DataFrame([{"method": method_label(m), "setting": R.setting_label({"method": m, **s}),
                           "seeds": len(preset.seeds)} for m, s in preset.grid])
-    with c2.expander(f"{len(preset.grid)} (method, setting) pairs × seeds"):
+    with c3.expander(f"{len(preset.grid)} (method, setting) pairs × seeds"):
         st.dataframe(grid, hide_index=True)
-    est = R.estimate_seconds(all_runs, dict(preset.base))
+    est = R.estimate_seconds(all_runs, study_base)
     if est:
         per, basis = est["seconds"], f"measured: {est['basis']} finished run(s) of this shape"
     else:
-        nom = P.nominal_seconds(preset)
+        nom = P.nominal_seconds(preset, epochs=study_base["epochs"])
         per, basis = nom["per_run"], nom["basis"]
     n = len(configs) or len(preset.configs())
     hours = per * n / 3600

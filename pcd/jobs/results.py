@@ -248,11 +248,11 @@ def _fmt(v: Any) -> str:
 def setting_label(config: dict) -> str:
     """The method's setting in a run config, as people write it: ``τ=0.2`` (PCD), ``w=0.01`` (WS),
     ``λ=0.1`` (prox), ``target density=0.5`` (Lagrangian); ``default`` when every hyper-parameter
-    has its default value; ``primary only`` for the unpruned network."""
+    has its default value; ``—`` for the unpruned network (no setting)."""
     method = str(config.get("method", ""))
     mp = dict(config.get("method_params") or {})
     if method == "unpruned":
-        return "primary only"
+        return "—"
     parts: list[str] = []
     try:
         import pcd.methods as M

@@ -168,13 +168,13 @@ def get(name: str) -> Preset:
     return PRESETS[key]
 
 
-def nominal_seconds(preset: Preset, n_runs: int | None = None) -> dict:
+def nominal_seconds(preset: Preset, n_runs: int | None = None, epochs: int | None = None) -> dict:
     """Rough wall time of the whole study before anything of its shape has run here:
     epochs x training images / nominal images-per-second, per run, times the number of runs
     (one slot). ``{"per_run", "total", "basis"}``; the basis says it is nominal, not measured."""
     base = preset.base
     n = len(preset.configs()) if n_runs is None else int(n_runs)
-    imgs = TRAIN_IMAGES.get(str(base.get("dataset")), 50000) * int(base.get("epochs", 1))
+    imgs = TRAIN_IMAGES.get(str(base.get("dataset")), 50000) * int(epochs or base.get("epochs", 1))
     if preset.needs_gpu:
         ips = NOMINAL_GPU_IMAGES_PER_S.get(str(base.get("arch")), 2000.0)
         basis = (f"nominal {ips:,.0f} images/s for {base.get('arch')} on one GPU (not measured here; "

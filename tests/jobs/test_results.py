@@ -121,7 +121,7 @@ def test_setting_labels_name_the_knob():
     assert R.setting_label({"method": "lagrangian", "method_params": {"target_density": 0.2, "dual_lr": 0.01}}) \
         == "target density=0.2"
     assert R.setting_label({"method": "mgda", "method_params": {"solver": "exact"}}) == "default"
-    assert R.setting_label({"method": "unpruned"}) == "primary only"
+    assert R.setting_label({"method": "unpruned"}) == "—"
 
 
 def test_aggregate_means_and_sample_std_over_seeds():
@@ -140,7 +140,7 @@ def test_pairs_are_chosen_on_sparsity_alone_and_judged_against_seed_noise():
         _pt("ws", "w=1", 88, 95.0, 0), _pt("ws", "w=1", 88, 95.0, 1),          # closest: τ=0.3 although τ=0.1 is better
         _pt("mgda", "default", 52, 98.5, 0), _pt("mgda", "default", 52, 99.5, 1),  # std 0.71: diff 0 -> tie
         _pt("famo", "default", 45, 50.0, 0),
-        _pt("unpruned", "primary only", 0, 99.5, 0),
+        _pt("unpruned", "—", 0, 99.5, 0),
     ])
     comp = R.paired_comparison(rows)
     by = {p["method"]: p for p in comp["pairs"]}

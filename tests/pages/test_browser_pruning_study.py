@@ -1,0 +1,102 @@
+"""Real browser: queue the digits-demo study from its preset, select rows in the run table itself,
+cancel exactly the selected run, watch a finished run appear in the results explorer without a
+reload, then select every row and cancel the rest."""
+from __future__ import annotations
+
+import os
+import signal
+import time
+
+import pytest
+
+from pcd.jobs import RunStore, supervisor_pid, train_available
+from pcd.train import presets
+
+pytestmark = [pytest.mark.slow, pytest.mark.browser,
+              pytest.mark.skipif(not train_available(), reason="pcd.train.run is not installed")]
+
+ROW_H = 35  # st.dataframe's row height in px (header row included)
+
+
+def _wait(pred, timeout, what):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        v = pred()
+        if v:
+            return v
+        time.sleep(0.25)
+    raise AssertionError(f"timed out after {timeout} s waiting for {what}")
+
+
+def _click_row(page, table, row):
+    """Toggle the selection box of data row ``row`` (0 = first under the header)."""
+    box = table.bounding_box()
+    page.mouse.click(box["x"] + 18, box["y"] + ROW_H * (row + 1) + ROW_H / 2)
+
+
+def test_queue_study_select_rows_cancel_the_right_one(streamlit_server, page, artifacts_dir):
+    data_dir = streamlit_server["data_dir"]
+    store = RunStore(data_dir)
+    before = {r["id"] for r in store.list()}
+    n = len(presets.get("digits-demo").configs([0]))
+    try:
+        page.goto(streamlit_server["url"] + "/Pruning_lab?preset=digits-demo", wait_until="domcontentloaded")
+        seeds = page.get_by_role("textbox", name="study seeds")
+        seeds.wait_for(timeout=60_000)
+        seeds.fill("0")
+        seeds.press("Enter")
+        epochs = page.get_by_role("spinbutton", name="epochs per run")
+        epochs.fill("2")  # a reduced study for CI time: every run of the grid, one seed, 2 epochs
+        epochs.press("Enter")
+        button = page.get_by_role("button", name=f"Queue the digits-demo study ({n} runs)")
+        button.wait_for(timeout=30_000)
+        page.screenshot(path=str(artifacts_dir / "pruning_study_form.png"), full_page=True)
+        button.click()
+        page.get_by_text(f"Queued {n} runs").wait_for(timeout=30_000)
+        new = sorted(r["id"] for r in store.list() if r["id"] not in before)
+        assert len(new) == n and all(store.get(i)["config"]["epochs"] == 2 for i in new)
+        assert _wait(lambda: supervisor_pid(data_dir), 30, "the supervisor started by the page")
+
+        page.get_by_role("tab", name="Queue & runs").click()
+        table = page.locator('[data-testid="stDataFrame"] >> visible=true').first
+        table.wait_for(timeout=30_000)
+        page.wait_for_timeout(1500)
+        # newest first: row 2 is the third-newest run, still queued
+        target = new[-3]
+        _click_row(page, table, 2)
+        page.get_by_text(f"run {target} (").wait_for(timeout=15_000)
+        assert store.get(target)["status"] == "queued"
+        page.get_by_role("button", name="Cancel (1)").click()
+        _wait(lambda: store.get(target)["status"] == "cancelled", 15, f"run {target} cancelled")
+        others = {r["id"]: r["status"] for r in store.list() if r["id"] in new and r["id"] != target}
+        assert "cancelled" not in others.values(), others  # only the selected run was cancelled
+        page.wait_for_timeout(2500)  # a live refresh: the selection stays on the same run
+        assert page.get_by_text(f"run {target} (").count() >= 1
+        page.screenshot(path=str(artifacts_dir / "pruning_study_runs.png"), full_page=True)
+
+        # the first run finishes and appears in the explorer without a reload
+        _wait(lambda: any(store.get(i)["status"] == "done" for i in new), 240, "a finished run")
+        page.get_by_role("tab", name="Results explorer").click()
+        page.get_by_text("Summary: mean ± std over seeds").wait_for(timeout=30_000)
+        page.locator(".js-plotly-plot").first.wait_for(timeout=30_000)
+        page.wait_for_timeout(1000)
+        page.screenshot(path=str(artifacts_dir / "pruning_study_results.png"), full_page=True)
+        assert page.locator('[data-testid="stException"]').count() == 0
+
+        # select every row with the header box and cancel what is still queued or running
+        page.get_by_role("tab", name="Queue & runs").click()
+        box = table.bounding_box()
+        page.mouse.click(box["x"] + 18, box["y"] + ROW_H / 2)
+        cancel = page.get_by_role("button", name="Cancel (")
+        _wait(lambda: cancel.count() and cancel.first.is_enabled() and cancel.first.inner_text() != "Cancel (0)",
+              15, "the multi-selection")
+        cancel.first.click()
+        _wait(lambda: all(store.get(i)["status"] in ("done", "cancelled") for i in new), 60,
+              "every run of the study finished or cancelled")
+    finally:
+        pid = supervisor_pid(data_dir)
+        if pid and pid > 0:
+            try:
+                os.kill(pid, signal.SIGTERM)
+            except ProcessLookupError:
+                pass
