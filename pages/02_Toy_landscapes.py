@@ -92,7 +92,7 @@ with st.sidebar:
             hp_url = {}
         hparams: dict[str, dict] = {}
         for m in methods:
-            params = [p for p in registry.get(m).params if not (m == "pcd" and p.name == "tau")]
+            params = [p for p in registry.get(m).params if p.name != registry.get(m).primary_knob]  # τ: its own slider
             if not params:
                 continue
             st.markdown(f"**{registry.get(m).display_name}**")
@@ -156,8 +156,9 @@ def _image(name, f1, f2):
 @st.cache_data(show_spinner=False, max_entries=256)
 def _run_one(name, f1, f2, method, hp_json, tau, opt, lr, steps, starts):
     hp = json.loads(hp_json)
-    if method == "pcd":
-        hp["tau"] = tau
+    knob = registry.get(method).primary_knob
+    if knob is not None:
+        hp[knob] = tau
     return run(_problem(name, f1, f2), [method], starts=np.array(starts), steps=steps, optimizer=opt, lr=lr,
                method_params={method: hp} if hp else None, record=200)
 
@@ -182,7 +183,7 @@ try:
     st.session_state["toy_last_starts"] = "\n".join(f"{x:.3f}, {y:.3f}" for x, y in np.asarray(starts)[:, :2])
     with st.spinner("running…"):
         runs = [_run_one(problem_name, f1, f2, m, json.dumps(hparams.get(m, {}), sort_keys=True),
-                         tau if m == "pcd" else None, opt, lr, steps, starts_key) for m in methods]
+                         tau if registry.get(m).primary_knob else None, opt, lr, steps, starts_key) for m in methods]
     res = studio.merge_results(runs)
     runs_key = (tuple(methods), json.dumps(hparams, sort_keys=True), tau, opt, lr, steps, starts_key)
     fig, lfig = _figures(problem_name, f1, f2, runs_key, res)

@@ -53,12 +53,12 @@ if not methods:
 @st.cache_data(show_spinner=False, max_entries=512)
 def _one(K, method, steps, lr, tau):
     # one (K, method) pair per cache entry: changing the K range or adding a method only runs what is new
-    return synthetic.kdw(Ks=[K], methods=[method], steps=steps, lr=lr, tau=tau if method == "pcd" else None)
+    return synthetic.kdw(Ks=[K], methods=[method], steps=steps, lr=lr, tau=tau if registry.get(method).primary_knob else None)
 
 
 try:
     with st.spinner("running the double well for every K…"):
-        records = [r for K in Ks for m in methods for r in _one(K, m, steps, lr, tau if m == "pcd" else None)]
+        records = [r for K in Ks for m in methods for r in _one(K, m, steps, lr, tau if registry.get(m).primary_knob else None)]
     fig = residual_figure(records)
     table = residual_table(records)
 except ValueError as exc:

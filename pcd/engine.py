@@ -27,11 +27,11 @@ Interface (stable; pages, CLI and tests use it)::
 Step semantics. For t = 0..steps the engine evaluates ``L_t, J_t`` at ``x_t`` (one batched
 problem call over all M*S points), forms ``G_t = J_t J_t^T``, calls each method ONCE with its
 ``[S, K, K]`` slice (plus losses, J, its state and a seeded ``np.random.Generator``), takes the
-direction ``d_t = w_t @ J_t`` (or ``info["direction"]`` when a ``needs_jacobian`` method such as
-GradDrop supplies one) and, for t < steps, applies the optimizer: ``x_{t+1} = opt(x_t, d_t)``.
-The engine validates the Gram matrices itself (finite float64 ``[S, K, K]``; rows of diverged
-trajectories are replaced by the identity and frozen), so it calls ``Method.weights`` directly
-unless a method overrides ``__call__``. ``res.method_seconds`` times each method's calls.
+direction :meth:`Step.direction` (``d_t = w_t @ J_t``, or the exact update of a direction method
+such as GradDrop), evaluated for all methods at once, and, for t < steps, applies the optimizer:
+``x_{t+1} = opt(x_t, d_t)``. The engine validates the Gram matrices itself (finite float64
+``[S, K, K]``; rows of diverged trajectories are replaced by the identity and frozen) and provides
+losses and J, so it calls ``Method.update`` directly unless a method overrides ``__call__``. ``res.method_seconds`` times each method's calls.
 Adam and SGD(+momentum, Nesterov) reproduce ``torch.optim`` exactly (same formulas and order of
 floating-point operations; tested against ``torch.optim.Adam/SGD``).
 
@@ -463,7 +463,7 @@ def resolve_methods(methods: Any, method_params: dict[str, dict] | None = None) 
             hp = params_lc.get(name, {}) or {}
             if not isinstance(hp, dict):
                 raise ValueError(f"method_params[{name!r}] must be a dict of hyper-parameters, got {hp!r}")
-            inst, label = registry.make(name, **hp), name
+            inst, label = registry.resolve(name, hp), name  # the engine provides losses and J
         else:
             raise ValueError(f"methods must be names, Method instances or (label, instance) pairs, got {m!r}")
         if label in seen:
@@ -577,12 +577,11 @@ def run(
 
     # Per-method constants, hoisted out of the step loop.
     from pcd.methods.base import Method as _Method
+    from pcd.methods.base import combine
 
     slices = [slice(m * S, (m + 1) * S) for m in range(M)]
     fast = [type(inst).__call__ is _Method.__call__ for _, inst in meths]   # Gram pre-validated here
     stoch = [bool(getattr(inst, "stochastic", False)) for _, inst in meths]
-    own_dir = [bool(getattr(inst, "needs_jacobian", False)) for _, inst in meths]
-    any_own_dir = any(own_dir)
     all_alive = True
     perf = time.perf_counter
     old_err = np.seterr(all="ignore")  # NaN/inf are detected and reported, not warned about
@@ -617,8 +616,12 @@ def run(
                     continue
                 t0 = perf()
                 try:
-                    kw = dict(losses=L[sl], jacobian=J[sl], state=states[m], rng=rngs[m] if stoch[m] else None)
-                    out = inst.weights(G[sl], **kw) if fast[m] else inst(G[sl], **kw)
+                    if fast[m]:
+                        out = inst.update(G[sl], states[m], losses=L[sl], jacobian=J[sl],
+                                          rng=rngs[m] if stoch[m] else None)
+                    else:
+                        out = inst(G[sl], losses=L[sl], jacobian=J[sl], state=states[m],
+                                   rng=rngs[m] if stoch[m] else None)
                 except Exception as exc:  # a method bug must not take the page down: report it
                     errors[label] = f"{type(exc).__name__}: {exc}".splitlines()[0]
                     method_alive[m] = False
@@ -635,12 +638,12 @@ def run(
                 mu = out.info.get("mu") if out.info else None
                 if mu is not None:
                     MU[sl] = np.asarray(mu, dtype=np.float64).reshape(S, -1)
-                if own_dir[m] and out.info and out.info.get("direction") is not None:
+                if out.exact is not None:  # a direction method (Step.direction: its own update)
                     own = own or []
-                    own.append((sl, np.asarray(out.info["direction"], dtype=np.float64)))
+                    own.append((sl, np.asarray(out.exact, dtype=np.float64)))
                 m_seconds[label] += perf() - t0
-            D = (W[:, None, :] @ J)[:, 0, :]          # d = w @ J, all methods at once
-            if any_own_dir and own:
+            D = combine(W, J)  # Step.direction of every method at once: w @ J, then the exact ones
+            if own:
                 for sl, direction in own:
                     D[sl] = direction
             if not all_alive:

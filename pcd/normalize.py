@@ -8,6 +8,10 @@ gradient is brought to unit scale, so the same dimensionless tau means the same 
 the losses' units (asymptotic scale invariance; multiplying loss i by c multiplies ``v_i`` by
 ``c^2`` and ``s_i`` by ``1/c``, up to ``eps``). Framework-free: works on NumPy arrays of squared
 norms ``[..., K]`` so the batched toy engine and the PyTorch front end share it.
+
+The update is a pure function of the state (:func:`ema_step`: ``(v, t)`` -> the next ``(v, t)``
+and the scales); PCD's method state is that pair (:class:`pcd.methods.pcd.PCDState`).
+:class:`EMANormalizer` keeps it in an object for the PyTorch front end.
 """
 from __future__ import annotations
 
@@ -16,7 +20,7 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["EMANormalizer", "check_beta_eps"]
+__all__ = ["EMANormalizer", "check_beta_eps", "ema_step", "ema_scales"]
 
 
 def check_beta_eps(beta: Any, eps: Any) -> tuple[float, float]:
@@ -29,6 +33,27 @@ def check_beta_eps(beta: Any, eps: Any) -> tuple[float, float]:
     if not (eps >= 0.0) or not math.isfinite(eps):
         raise ValueError(f"eps must be a finite number >= 0, got {eps}")
     return beta, eps
+
+
+def ema_scales(v: np.ndarray, t: int, beta: float, eps: float) -> np.ndarray:
+    """``s_i = 1/sqrt(v_i / (1 - beta^t) + eps)``; 0 where that denominator is 0 (only with eps = 0)."""
+    vhat = v / (1.0 - beta ** t)
+    denom = vhat + eps
+    # A gradient that has always been exactly zero (possible only with eps = 0) gets s = 0:
+    # its normalized gradient is zero either way, and this keeps the Gram matrix finite.
+    with np.errstate(divide="ignore"):
+        return np.where(denom > 0, 1.0 / np.sqrt(np.where(denom > 0, denom, 1.0)), 0.0)
+
+
+def ema_step(v: np.ndarray, t: int, sq_norms: np.ndarray, beta: float, eps: float
+             ) -> tuple[np.ndarray, int, np.ndarray]:
+    """One pure EMA update: ``(v, t)`` and squared norms ``[..., K]`` -> ``(v', t + 1, scales)``.
+
+    ``v`` starts as zeros (``t = 0``); no input checks (the caller validated the norms).
+    """
+    t = t + 1
+    v = beta * v + (1.0 - beta) * sq_norms
+    return v, t, ema_scales(v, t, beta, eps)
 
 
 class EMANormalizer:
@@ -50,9 +75,8 @@ class EMANormalizer:
         """
         sq = np.asarray(sq_norms, dtype=np.float64)
         if not check and self.v is not None and self.v.shape == sq.shape:
-            self.t += 1
-            self.v = self.beta * self.v + (1.0 - self.beta) * sq
-            return self.scales()
+            self.v, self.t, s = ema_step(self.v, self.t, sq, self.beta, self.eps)
+            return s
         if sq.ndim == 0:
             raise ValueError("squared norms must have shape [..., K]")
         if not np.isfinite(sq).all() or (sq < 0).any():
@@ -61,20 +85,14 @@ class EMANormalizer:
             self.v = np.zeros_like(sq)
         elif self.v.shape != sq.shape:
             raise ValueError(f"expected squared norms of shape {self.v.shape}, got {sq.shape}")
-        self.t += 1
-        self.v = self.beta * self.v + (1.0 - self.beta) * sq
-        return self.scales()
+        self.v, self.t, s = ema_step(self.v, self.t, sq, self.beta, self.eps)
+        return s
 
     def scales(self) -> np.ndarray:
         """Current ``s_i``; before any update there is nothing to normalize by."""
         if self.v is None:
             raise ValueError("EMANormalizer.scales() called before the first update()")
-        vhat = self.v / (1.0 - self.beta ** self.t)
-        denom = vhat + self.eps
-        # A gradient that has always been exactly zero (possible only with eps = 0) gets s = 0:
-        # its normalized gradient is zero either way, and this keeps the Gram matrix finite.
-        with np.errstate(divide="ignore"):
-            return np.where(denom > 0, 1.0 / np.sqrt(np.where(denom > 0, denom, 1.0)), 0.0)
+        return ema_scales(self.v, self.t, self.beta, self.eps)
 
     def state_dict(self) -> dict:
         return {"beta": self.beta, "eps": self.eps, "t": self.t,

@@ -82,11 +82,12 @@ def method_directions(J: Any, methods: Any, tau: float = 0.3,
     """One step of every method at gradients ``J [K, n]`` (first step, fresh state).
 
     Returns ``{"J", "rows"}`` where each row is a dict: ``method``, ``label``, ``color``,
-    ``weights [K]``, ``direction [n]`` (``weights @ J``, or the method's own ``info["direction"]``),
+    ``weights [K]``, ``direction [n]`` (:meth:`Step.direction`: ``weights @ J``, or a direction
+    method's own),
     ``progress [K]`` (``g_i . d``: first-order decrease of objective i per unit step),
     ``conflicts`` (some ``g_i . d < 0``), ``norm`` (``||d||``) and ``error`` (a message when the
-    method rejected the input; nothing raised). PCD also gets ``tau`` from the argument unless
-    ``method_params["pcd"]`` sets it, and its row carries ``mu``, ``feasible`` and ``qp_point``:
+    method rejected the input; nothing raised). A method with a ``primary_knob`` (PCD's ``tau``)
+    gets ``tau`` from the argument unless ``method_params`` sets it; PCD's row carries ``mu``, ``feasible`` and ``qp_point``:
     the QP solution ``d~`` drawn in units where ``||g~_1|| = ||g_1||`` (``g_1 + sum_j mu_j ||g_1|| g_j/||g_j||``,
     first step of the EMA normalizer so ``s_i = 1/||g_i||``), plus ``halfplanes``: the feasible
     region ``{d : (g_j/||g_j||) . d >= tau ||g_1||}`` as ``(unit normal, offset)`` pairs.
@@ -104,17 +105,17 @@ def method_directions(J: Any, methods: Any, tau: float = 0.3,
     rows = []
     for i, name in enumerate(names):
         hp = dict(method_params.get(name, {}))
-        if name == "pcd":
-            hp.setdefault("tau", tau)
+        knob = registry.get(name).primary_knob
+        if knob is not None:
+            hp.setdefault(knob, tau)
         row: dict[str, Any] = {"method": name, "label": registry.get(name).display_name or name,
                                "color": registry.color(name), "error": None}
         try:
             inst = registry.make(name, **hp)
-            out = inst(G, losses=losses, jacobian=J[None], state=inst.init_state(1, K),
+            out = inst(G, losses=losses, jacobian=J[None], state=inst.init(1, K),
                        rng=np.random.default_rng([seed, i]))
             w = np.asarray(out.weights, dtype=np.float64)[0]
-            d = out.info.get("direction") if (inst.needs_jacobian and out.info) else None
-            d = (w @ J) if d is None else np.asarray(d, dtype=np.float64).reshape(-1)
+            d = out.direction(J[None])[0]
         except ValueError as exc:
             row.update(weights=np.full(K, np.nan), direction=np.full(J.shape[1], np.nan),
                        progress=np.full(K, np.nan), conflicts=False, norm=float("nan"), error=str(exc))

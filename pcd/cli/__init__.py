@@ -12,13 +12,13 @@ from __future__ import annotations
 
 import argparse
 import importlib
-import json
-import math
 import os
 import pkgutil
 import sys
 from collections.abc import Sequence
 from typing import Any, NoReturn
+
+from pcd._json import dumps, jsonable
 
 
 class UsageError(ValueError):
@@ -31,32 +31,12 @@ class _Parser(argparse.ArgumentParser):
         raise SystemExit(2)
 
 
-def _jsonable(obj: Any) -> Any:
-    """Convert NumPy scalars/arrays and non-finite floats into strict JSON values."""
-    try:
-        import numpy as np
-    except ImportError:  # pragma: no cover
-        np = None  # type: ignore[assignment]
-    if np is not None:
-        if isinstance(obj, np.ndarray):
-            return _jsonable(obj.tolist())
-        if isinstance(obj, np.generic):
-            return _jsonable(obj.item())
-    if isinstance(obj, float):
-        return obj if math.isfinite(obj) else None
-    if isinstance(obj, dict):
-        return {str(k): _jsonable(v) for k, v in obj.items()}
-    if isinstance(obj, (list, tuple)):
-        return [_jsonable(v) for v in obj]
-    if hasattr(obj, "__dataclass_fields__"):
-        import dataclasses
-        return _jsonable(dataclasses.asdict(obj))
-    return obj
+_jsonable = jsonable  # the one strict-JSON helper lives in pcd._json
 
 
 def write_json(data: Any, path: str | None) -> None:
     """Write ``data`` as strict JSON (NaN/inf become null) to ``path`` or stdout for ``-``/None."""
-    text = json.dumps(_jsonable(data), indent=2, allow_nan=False)
+    text = dumps(data, indent=2)
     if path in (None, "-"):
         print(text)
     else:

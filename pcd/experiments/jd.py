@@ -139,19 +139,15 @@ def sample_jacobians(family: str, K: int, count: int, *, n: int = _N_DIM, seed: 
 
 
 def _as_method(method: str | Method, hparams: dict | None = None) -> Method:
-    if isinstance(method, Method):
-        if hparams:
-            raise ValueError("pass hyper-parameters either in the Method instance or in hparams, not both")
-        return method
-    return _methods.make(method, **(hparams or {}))
+    return _methods.resolve(method, hparams)  # losses and J are both provided here
 
 
 def aggregate(method: str | Method, J: Any, *, losses: Any = None, seed: int = 0,
               hparams: dict | None = None) -> tuple[np.ndarray, np.ndarray]:
     """One step of ``method`` as an aggregator on a single Jacobian ``J [K, n]``.
 
-    Returns ``(direction [n], weights [K])``; the direction is ``info["direction"]`` when the method
-    provides it (GradDrop) and ``weights @ J`` otherwise. Fresh state; ``rng`` seeded with ``seed``;
+    Returns ``(direction [n], weights [K])``; the direction is the step's (:meth:`Step.direction`:
+    the method's own for a direction method such as GradDrop, ``weights @ J`` otherwise). Fresh state; ``rng`` seeded with ``seed``;
     ``losses`` (needed by FAMO) default to ones.
     """
     m = _as_method(method, hparams)
@@ -165,14 +161,10 @@ def aggregate(method: str | Method, J: Any, *, losses: Any = None, seed: int = 0
     if loss.shape != (K,):
         raise ValueError(f"losses must have {K} entries (one per row of J), got {loss.shape}")
     G = J @ J.T
-    out = m(G[None], losses=loss[None], jacobian=J[None], state=m.init_state(1, K),
+    out = m(G[None], losses=loss[None], jacobian=J[None], state=m.init(1, K),
             rng=np.random.default_rng(seed))
     w = np.asarray(out.weights, dtype=np.float64)[0]
-    if "direction" in out.info:
-        d = np.asarray(out.info["direction"], dtype=np.float64).reshape(-1)
-    else:
-        d = w @ J
-    return d, w
+    return out.direction(J[None])[0], w
 
 
 # ============================================================================ property checks
@@ -369,7 +361,8 @@ def property_table(methods: Sequence[str] | None = None, *, samples: int = 4, se
     for i, name in enumerate(names):
         if progress is not None:
             progress(i / len(names), f"checking {name}")
-        hp = {"tau": float(tau)} if name == "pcd" else None
+        knob = _methods.get(name).primary_knob
+        hp = {knob: float(tau)} if knob == "tau" else None
         out[name] = check_properties(name, samples=samples, seed=seed, tau=tau, tol=tol,
                                      K_values=K_values, hparams=hp).to_dict()
     if progress is not None:
@@ -537,11 +530,12 @@ def run_iwrm(config: IWRMConfig | None = None, *,
                 progress(done / total, f"{name}, seed {seed}")
             torch.manual_seed(seed)
             model = TinyCNN(cfg.width)
-            hp = {"tau": float(cfg.tau)} if name == "pcd" else {}
+            knob = _methods.get(name).primary_knob
+            hp = {knob: float(cfg.tau)} if knob == "tau" else {}
             method = _methods.make(name, **hp)
-            hier = name == "pcd"
+            hier = method.hierarchical
             K = cfg.batch_size + (1 if hier else 0)
-            state = method.init_state(1, K)
+            state = method.init(1, K)
             rng = np.random.default_rng(seed)
             gen = torch.Generator().manual_seed(seed)
             perm = torch.randperm(cfg.n_train, generator=gen)
@@ -567,8 +561,7 @@ def run_iwrm(config: IWRMConfig | None = None, *,
                 G = Jn @ Jn.T
                 out = method(G[None], losses=ln[None], jacobian=Jn[None], state=state, rng=rng)
                 state = out.state
-                d = (np.asarray(out.info["direction"])[0] if "direction" in out.info
-                     else np.asarray(out.weights)[0] @ Jn)
+                d = out.direction(Jn[None])[0]
                 sgd = Jn[1:].mean(axis=0) if hier else Jn.mean(axis=0)
                 nd, ns = np.linalg.norm(d), np.linalg.norm(sgd)
                 cosines.append(float(d @ sgd / (nd * ns)) if nd > 0 and ns > 0 else 0.0)

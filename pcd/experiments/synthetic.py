@@ -91,8 +91,9 @@ def _method_params(names: Sequence[str], tau: float | None, extra: dict | None) 
     out: dict[str, dict] = {}
     for n in names:
         hp: dict[str, Any] = {}
-        if tau is not None and any(p.name == "tau" for p in registry.get(n).params):
-            hp["tau"] = tau
+        knob = registry.get(n).primary_knob  # the share of the secondaries (PCD: tau)
+        if tau is not None and knob is not None:
+            hp[knob] = tau
         hp.update((extra or {}).get(n, {}) or {})
         if hp:
             out[n] = hp

@@ -34,6 +34,8 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
+from pcd import _json
+
 STATUSES = ("queued", "running", "done", "failed", "cancelled")
 FINISHED = ("done", "failed", "cancelled")
 DB_NAME = "pcd.sqlite3"
@@ -86,34 +88,9 @@ def default_data_dir() -> Path:
     return Path(base) / "pcd-studio"
 
 
-def _json_default(obj: Any) -> Any:
-    try:
-        import numpy as np
-        if isinstance(obj, np.ndarray):
-            return obj.tolist()
-        if isinstance(obj, np.generic):
-            return obj.item()
-    except ImportError:  # pragma: no cover
-        pass
-    if isinstance(obj, Path):
-        return str(obj)
-    raise TypeError(f"value of type {type(obj).__name__} is not JSON-serialisable")
-
-
-def _clean(obj: Any) -> Any:
-    """NaN/inf -> None so the stored JSON is strict."""
-    if isinstance(obj, float):
-        return obj if math.isfinite(obj) else None
-    if isinstance(obj, dict):
-        return {str(k): _clean(v) for k, v in obj.items()}
-    if isinstance(obj, (list, tuple)):
-        return [_clean(v) for v in obj]
-    return obj
-
-
 def dumps(obj: Any) -> str:
-    """Strict JSON text (NumPy values converted, NaN/inf -> null)."""
-    return json.dumps(_clean(json.loads(json.dumps(obj, default=_json_default))), allow_nan=False)
+    """Strict JSON text (NumPy values converted, NaN/inf -> null): :func:`pcd._json.dumps`."""
+    return _json.dumps(obj)
 
 
 class RunStore:

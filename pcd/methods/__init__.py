@@ -1,16 +1,33 @@
-"""Every multi-objective method, batched over Gram matrices ``[B, K, K]`` -> weights ``[B, K]``.
+"""Every multi-objective method, batched over Gram matrices ``[B, K, K]`` -> a :class:`Step`.
 
-``available()`` lists registry names in display order; ``get(name)`` returns the class and
-``make(name, **hparams)`` a validated instance. One module per method family; modules register
-themselves with :func:`pcd.methods.base.register` and are imported automatically.
+``available()`` lists registry names in display order; ``get(name)`` returns the class,
+``make(name, **hparams)`` a validated instance and ``resolve(...)`` an instance whose capabilities
+(losses, Jacobian) the caller has checked once, up front. One module per method family; modules
+register themselves with :func:`pcd.methods.base.register` and are imported automatically. The
+contract (``init`` / ``update`` / ``Step.direction``, claims, ``primary_knob``) is in
+:mod:`pcd.methods.base`.
 """
 from __future__ import annotations
 
 import importlib
 import pkgutil
+from collections.abc import Iterable
 from typing import Any
 
-from pcd.methods.base import _REGISTRY, COLORS, Method, MethodOutput, Param, check_gram, register
+from pcd.methods.base import (
+    _REGISTRY,
+    CAPABILITIES,
+    CLAIMS,
+    COLORS,
+    DirectionMethod,
+    Method,
+    MethodOutput,
+    Param,
+    Step,
+    check_capabilities,
+    check_gram,
+    register,
+)
 
 # Display order on pages and in tables (registry names). Methods not listed come after.
 ORDER = [
@@ -42,9 +59,24 @@ def make(name: str, **hparams: Any) -> Method:
     return get(name)(**hparams)
 
 
+def resolve(method: str | Method, hparams: dict | None = None, *,
+            provides: Iterable[str] = CAPABILITIES) -> Method:
+    """A method instance (a registry name with ``hparams``, or an instance as is) that needs nothing
+    beyond what the caller ``provides`` (:data:`CAPABILITIES`): checked here, once, not per call."""
+    if isinstance(method, Method):
+        if hparams:
+            raise ValueError("pass hyper-parameters either in the Method instance or in hparams, not both")
+        inst = method
+    else:
+        inst = make(method, **(hparams or {}))
+    check_capabilities(inst, provides)
+    return inst
+
+
 def color(name: str) -> str:
     """The method's colour (the same on every page)."""
     return COLORS.get(str(name).lower(), "#444444")
 
 
-__all__ = ["Method", "MethodOutput", "Param", "available", "get", "make", "color", "register", "check_gram", "COLORS"]
+__all__ = ["Method", "DirectionMethod", "Step", "MethodOutput", "Param", "CLAIMS", "CAPABILITIES", "available", "get",
+           "make", "resolve", "color", "register", "check_gram", "check_capabilities", "COLORS"]

@@ -21,10 +21,26 @@ from __future__ import annotations
 
 import itertools
 from functools import lru_cache
+from typing import NamedTuple
 
 import numpy as np
 
+from pcd.methods._fast import small_batch
 from pcd.qp import principal_pivoting
+
+
+class Support(NamedTuple):
+    """Warm-start state of the active-set solvers (CAGrad, UPGrad, DualProj for K > 5): the last
+    solution's support (bool, batch-first), the solver's first guess at the next call; None when
+    there is none (K <= 5, or before the first step)."""
+
+    free: np.ndarray | None = None
+
+
+def support_of(state: object) -> np.ndarray | None:
+    """The warm-start support carried by ``state`` (a :class:`Support`), or None."""
+    free = getattr(state, "free", None)
+    return free if isinstance(free, np.ndarray) and free.dtype == bool else None
 
 RIDGE_REL = 1e-13  # ridge added to each diagonal entry, relative to that entry (uniqueness only)
 
@@ -209,7 +225,7 @@ def simplex_min_norm(G: np.ndarray) -> np.ndarray:
     B, K = G.shape[0], G.shape[-1]
     if K == 1:
         return np.ones((B, 1))
-    if K == 2 and B <= 16:  # a few problems: scalar math beats tiny-array NumPy (same bits)
+    if K == 2 and small_batch(B):  # a few problems: scalar math beats tiny-array NumPy (same bits)
         return _simplex_k2_scalar(G)
     if K == 2:  # exact closed form on the raw Gram matrix (no ridge: a zero g_1 gives a = e_1)
         a, b, c = G[:, 0, 0], G[:, 0, 1], G[:, 1, 1]

@@ -16,12 +16,13 @@ import math
 
 import numpy as np
 
-from pcd.methods.base import Method, MethodOutput, Param, register
+from pcd.methods._fast import small_batch
+from pcd.methods.base import Method, Param, Step, register
 
 
 def balance_weights(G: np.ndarray, w: np.ndarray, scale_mode: str = "min") -> np.ndarray:
     """``B w`` for ``G [B, K, K]``, ``w [B, K]`` (``B`` the balancing matrix above)."""
-    if G.shape[-1] == 2 and G.ndim == 3 and G.shape[0] <= 16 and np.shape(w) == G.shape[:2]:
+    if G.shape[-1] == 2 and G.ndim == 3 and small_batch(G.shape[0]) and np.shape(w) == G.shape[:2]:
         out = _balance_k2_scalar(G, w, scale_mode)  # a few problems: scalar math beats tiny NumPy
         if out is not None:
             return out
@@ -95,16 +96,17 @@ def _balance(G: np.ndarray, w: np.ndarray, scale_mode: str = "min") -> np.ndarra
 class AlignedMTL(Method):
     name = "alignedmtl"
     display_name = "Aligned-MTL"
+    claims = frozenset({"weighted"})
     description = "Rescales the gradients' principal components to equal size, then averages."
     paper = "Senushkin et al., Independent Component Alignment for Multi-Task Learning, CVPR 2023"
     params = (Param("scale_mode", "min", kind="choice", choices=("min", "median", "rmse"),
                     help="eigenvalue that sets the scale of the aligned gradients"),)
 
-    def weights(self, gram, *, losses=None, jacobian=None, state=None, rng=None) -> MethodOutput:
+    def update(self, gram, state=None, *, losses=None, jacobian=None, rng=None) -> Step:
         B, K = gram.shape[0], gram.shape[-1]
-        if K == 2 and gram.ndim == 3 and B <= 16:  # a few start points: scalar math after eigh
+        if K == 2 and gram.ndim == 3 and small_batch(B):  # a few start points: scalar math after eigh
             out = _balance_k2_scalar(gram, None, self.hparams["scale_mode"])
             if out is not None:
-                return MethodOutput(weights=out, state=state)
+                return Step(weights=out, state=state)
         w = np.full((B, K), 1.0 / K)
-        return MethodOutput(weights=balance_weights(gram, w, self.hparams["scale_mode"]), state=state)
+        return Step(weights=balance_weights(gram, w, self.hparams["scale_mode"]), state=state)

@@ -100,25 +100,62 @@ class Param:
         return v
 
 
+# The vocabulary of ``Method.claims``: the aggregator properties of Jacobian descent (arXiv
+# 2406.16232, Sec. 2.2), PCD's own two (arXiv 2606.29521, eq. (3)), and "hierarchical" (objective 0
+# is the primary: the update is not symmetric in the objectives). One shared test
+# (tests/methods/test_claims.py) checks every method's claims with :mod:`pcd.methods.properties`:
+# a property is claimed exactly when it holds.
+CLAIMS = ("non_conflicting", "linear_under_scaling", "weighted", "primary_anchored", "per_secondary_progress",
+          "hierarchical")
+
+# What a caller can hand a method besides the Gram matrix (checked once, by :func:`pcd.methods.resolve`).
+CAPABILITIES = ("losses", "jacobian")
+
+
+def combine(weights: np.ndarray, J: np.ndarray) -> np.ndarray:
+    """``d = weights @ J`` for weights ``[B, K]`` and Jacobians ``[B, K, n]`` -> ``[B, n]``."""
+    return (weights[:, None, :] @ J)[:, 0, :]
+
+
 @dataclass
-class MethodOutput:
-    """What a method returns for one batch: weights ``[B, K]``, its new state, diagnostics.
+class Step:
+    """What :meth:`Method.update` returns for one batch: weights ``[B, K]``, the new state,
+    diagnostics, and -- for a :class:`DirectionMethod` only -- the exact update direction.
 
-    ``info`` holds optional per-batch arrays (e.g. PCD's ``mu`` ``[B, K]``, ``feasible`` ``[B]``).
-
-    ``info["direction"]`` ``[B, n]``, when present, is the exact update and callers must use it
-    instead of ``weights @ J``: methods that act per coordinate (``needs_jacobian``, e.g. GradDrop)
-    cannot be written as a combination of the gradients; their ``weights`` are then only the
-    least-squares weights of that update (its projection onto the span of the gradients).
+    ``info`` holds optional per-batch arrays (e.g. PCD's ``mu`` ``[B, K-1]``, ``feasible`` ``[B]``).
+    The update direction is :meth:`direction` -- the ONE place the rule lives: ``exact`` when the
+    method produced its own direction (methods that act per coordinate, e.g. GradDrop, cannot be
+    written as a combination of the gradients; their ``weights`` are then only the least-squares
+    weights of that update), ``weights @ J`` otherwise. The caller steps *against* it.
     """
 
     weights: np.ndarray
     state: Any = None
-    info: dict[str, np.ndarray] = field(default_factory=dict)
+    info: dict[str, Any] = field(default_factory=dict)
+    exact: np.ndarray | None = None  # [B, n], DirectionMethod only
+
+    def __post_init__(self) -> None:
+        # adapter for methods written against the first interface (direction in info["direction"])
+        if self.exact is None and self.info and self.info.get("direction") is not None:
+            self.exact = np.asarray(self.info["direction"], dtype=np.float64)
+
+    def direction(self, J: np.ndarray) -> np.ndarray:
+        """The update direction ``[B, n]`` for the Jacobians ``J`` ``[B, K, n]`` this step saw."""
+        if self.exact is not None:
+            return self.exact
+        return combine(np.asarray(self.weights, dtype=np.float64), np.asarray(J, dtype=np.float64))
+
+
+MethodOutput = Step  # the first interface's name (kept while callers move)
 
 
 class Method:
-    """Base class. Subclasses set the class attributes and implement :meth:`weights`.
+    """Base class: an ``(init, update)`` pair in the spirit of Optax, on Gram matrices.
+
+    ``init(batch, K) -> State`` gives the state before the first step (a NamedTuple of batch-first
+    arrays, or None for a stateless method); ``update(gram, state, *, losses, jacobian, rng) ->``
+    :class:`Step` is pure: it never mutates ``state`` and returns the next one. A checkpoint of any
+    method's state is therefore its fields (``state._asdict()``: arrays and ints), no serializer.
 
     Class attributes:
       name            registry key (lower case, e.g. ``"mgda"``)
@@ -126,10 +163,16 @@ class Method:
       description     one line in plain words
       paper           reference (title + arXiv/venue)
       params          tuple of :class:`Param`
+      claims          the properties in :data:`CLAIMS` the method has (checked for every method)
+      primary_knob    the hyper-parameter that sets how much the secondaries get (PCD: ``"tau"``),
+                      None for a method without one; pages and experiments ask for it, not the name
       needs_jacobian  the method needs ``J`` itself, not only ``G = J J^T`` (e.g. GradDrop)
       needs_losses    the method needs the loss values (e.g. FAMO)
       stochastic      uses ``rng`` (e.g. RGW, PCGrad's random order, GradDrop)
-      hierarchical    treats objective 0 as the primary (PCD, DBGD, AuxiNash); False = symmetric
+
+    ``hierarchical`` (objective 0 is the primary: PCD, DBGD, AuxiNash) is ``"hierarchical" in claims``.
+    ``weights()`` and ``__call__`` are the first interface, kept as thin adapters: ``__call__``
+    validates the Gram matrix and the capabilities, then calls :meth:`update`.
     """
 
     name: ClassVar[str] = ""
@@ -137,10 +180,12 @@ class Method:
     description: ClassVar[str] = ""
     paper: ClassVar[str] = ""
     params: ClassVar[tuple[Param, ...]] = ()
+    claims: ClassVar[frozenset[str]] = frozenset()
+    primary_knob: ClassVar[str | None] = None
     needs_jacobian: ClassVar[bool] = False
     needs_losses: ClassVar[bool] = False
     stochastic: ClassVar[bool] = False
-    hierarchical: ClassVar[bool] = False
+    hierarchical: ClassVar[bool] = False  # derived from claims (set by __init_subclass__)
 
     def __init__(self, **hparams: Any) -> None:
         known = {p.name: p for p in self.params}
@@ -152,38 +197,91 @@ class Method:
             n: p.validate(hparams.get(n, p.default), self.name) for n, p in known.items()
         }
 
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        bad = sorted(set(cls.claims) - set(CLAIMS))
+        if bad:
+            raise TypeError(f"{cls.__name__}: unknown claim(s) {bad}; allowed: {', '.join(CLAIMS)}")
+        if cls.primary_knob is not None and cls.primary_knob not in {p.name for p in cls.params}:
+            raise TypeError(f"{cls.__name__}: primary_knob {cls.primary_knob!r} is not one of its params")
+        cls.hierarchical = "hierarchical" in cls.claims
+
+    @classmethod
+    def needs(cls) -> frozenset[str]:
+        """The capabilities (:data:`CAPABILITIES`) a caller must provide."""
+        return frozenset(c for c, need in (("losses", cls.needs_losses), ("jacobian", cls.needs_jacobian)) if need)
+
+    # ---- the contract -------------------------------------------------------------------------
+    def init(self, batch: int, K: int) -> Any:
+        """State before the first step for ``batch`` independent problems with ``K`` objectives."""
+        return None
+
+    def update(self, gram: np.ndarray, state: Any = None, *, losses: np.ndarray | None = None,
+               jacobian: np.ndarray | None = None, rng: np.random.Generator | None = None) -> Step:
+        """One step on a validated batch of Gram matrices ``[B, K, K]`` (``state=None``: fresh)."""
+        if type(self).weights is not Method.weights:  # a method written against the first interface
+            return self.weights(gram, losses=losses, jacobian=jacobian, state=state, rng=rng)
+        raise NotImplementedError
+
+    # ---- adapters of the first interface (kept while callers move) -----------------------------
+    def init_state(self, batch: int, K: int) -> Any:
+        return self.init(batch, K)
+
+    def weights(self, gram: np.ndarray, *, losses: np.ndarray | None = None, jacobian: np.ndarray | None = None,
+                state: Any = None, rng: np.random.Generator | None = None) -> Step:
+        return self.update(gram, state, losses=losses, jacobian=jacobian, rng=rng)
+
+    def __call__(self, gram: np.ndarray, **kwargs: Any) -> Step:
+        gram = check_gram(gram, self.name)
+        check_capabilities(self, [k for k in CAPABILITIES if kwargs.get(k) is not None])
+        state = kwargs.pop("state", None)
+        out = self.update(gram, state, **kwargs)
+        out.weights = np.asarray(out.weights, dtype=gram.dtype)
+        return out
+
     @property
     def color(self) -> str:
         return COLORS.get(self.name, "#444444")
 
-    def init_state(self, batch: int, K: int) -> Any:
-        """State before the first step for ``batch`` independent problems with ``K`` objectives."""
-        return None
-
-    def weights(
-        self,
-        gram: np.ndarray,
-        *,
-        losses: np.ndarray | None = None,
-        jacobian: np.ndarray | None = None,
-        state: Any = None,
-        rng: np.random.Generator | None = None,
-    ) -> MethodOutput:
-        raise NotImplementedError
-
-    def __call__(self, gram: np.ndarray, **kwargs: Any) -> MethodOutput:
-        gram = check_gram(gram, self.name)
-        if self.needs_jacobian and kwargs.get("jacobian") is None:
-            raise ValueError(f"{self.name} needs the Jacobian J, not only the Gram matrix")
-        if self.needs_losses and kwargs.get("losses") is None:
-            raise ValueError(f"{self.name} needs the loss values")
-        out = self.weights(gram, **kwargs)
-        out.weights = np.asarray(out.weights, dtype=gram.dtype)
-        return out
-
     def __repr__(self) -> str:
         args = ", ".join(f"{k}={v!r}" for k, v in self.hparams.items())
         return f"{type(self).__name__}({args})"
+
+
+class DirectionMethod(Method):
+    """A method that produces its update direction itself (per coordinate, e.g. GradDrop): it
+    needs ``J``; its :class:`Step` carries ``exact`` and, as ``weights``, the least-squares weights
+    of that direction (its projection onto the span of the gradients)."""
+
+    needs_jacobian: ClassVar[bool] = True
+
+
+def state_fields(state: Any) -> dict[str, Any] | None:
+    """A method state as plain fields (arrays, ints, None) -- what a checkpoint stores."""
+    if state is None:
+        return None
+    if not hasattr(state, "_asdict"):
+        raise TypeError(f"method state must be a NamedTuple (or None), got {type(state).__name__}")
+    return dict(state._asdict())
+
+
+def state_from_fields(method: Method, batch: int, K: int, fields: dict[str, Any] | None) -> Any:
+    """Inverse of :func:`state_fields`: the state type comes from ``method.init`` (no reflection)."""
+    template = method.init(batch, K)
+    if fields is None or template is None:
+        return template if fields is None else None
+    names = type(template)._fields
+    if set(fields) != set(names):
+        raise ValueError(f"{method.name}: checkpointed state has fields {sorted(fields)}, expected {list(names)}")
+    return type(template)(**fields)
+
+
+def check_capabilities(method: Method | type[Method], provided: Any) -> None:
+    """ValueError when ``method`` needs something (:data:`CAPABILITIES`) the caller does not provide."""
+    missing = sorted(method.needs() - set(provided))
+    if missing:
+        what = {"jacobian": "the Jacobian J, not only the Gram matrix", "losses": "the loss values"}
+        raise ValueError(f"{method.name} needs {' and '.join(what[m] for m in missing)}")
 
 
 def check_gram(gram: Any, who: str = "gram") -> np.ndarray:

@@ -30,8 +30,9 @@ from functools import lru_cache
 
 import numpy as np
 
-from pcd.methods._solvers import ridge, trace
-from pcd.methods.base import Method, MethodOutput, Param, register
+from pcd.methods._fast import small_batch
+from pcd.methods._solvers import Support, ridge, support_of, trace
+from pcd.methods.base import Method, Param, Step, register
 from pcd.qp import principal_pivoting
 
 
@@ -284,7 +285,7 @@ def cagrad_weights(G: np.ndarray, c: float, norm_eps: float = 1e-4,
 def _cagrad(G: np.ndarray, c: float, norm_eps: float, support: np.ndarray | None):
     B, K = G.shape[0], G.shape[-1]
     if K == 2:
-        if B <= 16:  # a few start points: scalar math beats tiny-array NumPy
+        if small_batch(B):  # a few start points: scalar math beats tiny-array NumPy
             w = _cagrad_k2_scalar(G, c, norm_eps)
             if w is not None:
                 return w, None
@@ -329,6 +330,7 @@ def _cagrad(G: np.ndarray, c: float, norm_eps: float, support: np.ndarray | None
 class CAGrad(Method):
     name = "cagrad"
     display_name = "CAGrad"
+    claims = frozenset({"weighted"})
     description = "Best worst-case improvement within a ball of radius c around the mean gradient."
     paper = "Liu et al., Conflict-Averse Gradient Descent for Multi-task Learning, NeurIPS 2021"
     params = (
@@ -336,8 +338,10 @@ class CAGrad(Method):
         Param("norm_eps", 1e-4, 0.0, 1e-1, help="below this (normalized) norm the weights are 0, as in TorchJD"),
     )
 
-    def weights(self, gram, *, losses=None, jacobian=None, state=None, rng=None) -> MethodOutput:
-        support = state if isinstance(state, np.ndarray) and state.dtype == bool else None
-        w, support = _cagrad(gram, self.hparams["c"], self.hparams["norm_eps"], support)
+    def update(self, gram, state=None, *, losses=None, jacobian=None, rng=None) -> Step:
+        w, support = _cagrad(gram, self.hparams["c"], self.hparams["norm_eps"], support_of(state))
         # state: the dual solution's support (K > 5), the first guess at the next call
-        return MethodOutput(weights=w, state=support)
+        return Step(weights=w, state=Support(support))
+
+    def init(self, batch: int, K: int) -> Support:
+        return Support()

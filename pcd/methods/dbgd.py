@@ -15,29 +15,30 @@ from __future__ import annotations
 
 import numpy as np
 
-from pcd.methods.base import Method, MethodOutput, Param, register
+from pcd.methods._fast import small_batch
+from pcd.methods.base import Method, Param, Step, register
 
 
 @register
 class DBGD(Method):
     name = "dbgd"
     display_name = "DBGD"
+    claims = frozenset({"weighted", "hierarchical"})
     description = "PCD's constrained direction on raw (un-normalized) gradients: a dynamic barrier."
     paper = "Gong & Liu, Automatic and Harmless Regularization ... Dynamic Barrier Approach, NeurIPS 2021"
     params = (Param("beta", 0.3, 0.0, 1.0, per_objective=True,
                     help="barrier: each secondary's progress >= beta ||g_j||^2 (raw gradients)"),)
-    hierarchical = True
 
-    def weights(self, gram, *, losses=None, jacobian=None, state=None, rng=None) -> MethodOutput:
+    def update(self, gram, state=None, *, losses=None, jacobian=None, rng=None) -> Step:
         from pcd.qp import solve_qp
 
-        if gram.shape[-1] == 2 and gram.ndim == 3 and gram.shape[0] <= 16:
+        if gram.shape[-1] == 2 and gram.ndim == 3 and small_batch(gram.shape[0]):
             return self._weights_k2_scalar(gram, state)  # a few start points: Python floats
         res = solve_qp(gram, tau=self.hparams["beta"])
         info = {"mu": res.mu, "feasible": np.asarray(res.feasible), "active": res.active_mask}
-        return MethodOutput(weights=res.weights, state=state, info=info)
+        return Step(weights=res.weights, state=state, info=info)
 
-    def _weights_k2_scalar(self, gram: np.ndarray, state) -> MethodOutput:
+    def _weights_k2_scalar(self, gram: np.ndarray, state) -> Step:
         """The K = 2 closed form of :func:`pcd.qp._solve_k2` in Python floats (same operations, same
         bits) for a handful of problems ``[B, 2, 2]``."""
         from pcd.qp import _ZERO_REL, check_tau
@@ -55,4 +56,4 @@ class DBGD(Method):
         active = np.zeros((B, 2), dtype=bool)
         active[:, 1] = mu[:, 0] > 0
         info = {"mu": mu, "feasible": np.ones(B, dtype=bool), "active": active}
-        return MethodOutput(weights=w, state=state, info=info)
+        return Step(weights=w, state=state, info=info)

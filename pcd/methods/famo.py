@@ -18,19 +18,19 @@ operations and the same bits; non-finite or non-positive shifted losses use the 
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
 from math import isfinite, sqrt
+from typing import NamedTuple
 
 import numpy as np
 
-from pcd.methods.base import Method, MethodOutput, Param, register
+from pcd.methods._fast import small_batch
+from pcd.methods.base import Method, Param, Step, register
 
 _EPS = 1e-8
 
 
-@dataclass
-class FAMOState:
-    """Per-problem logits ``xi [B, K]``, Adam moments, Adam step count, previous losses (or None)."""
+class FAMOState(NamedTuple):
+    """Per-problem logits ``xi [B, K]``, Adam moments, Adam step count, previous losses (None at start)."""
 
     xi: np.ndarray
     m: np.ndarray
@@ -48,6 +48,7 @@ def _softmax(x: np.ndarray) -> np.ndarray:
 class FAMO(Method):
     name = "famo"
     display_name = "FAMO"
+    claims = frozenset({"weighted"})
     description = "Reweights objectives from their recent log-loss decrease so all improve at a similar rate."
     paper = "Liu et al., FAMO: Fast Adaptive Multitask Optimization, NeurIPS 2023 (arXiv 2306.03792)"
     params = (
@@ -57,7 +58,7 @@ class FAMO(Method):
     )
     needs_losses = True
 
-    def init_state(self, batch: int, K: int) -> FAMOState:
+    def init(self, batch: int, K: int) -> FAMOState:
         z = np.zeros((batch, K))
         return FAMOState(xi=z.copy(), m=z.copy(), v=z.copy(), t=0, prev=None)
 
@@ -67,7 +68,7 @@ class FAMO(Method):
             raise ValueError(f"famo: min_loss needs one value per objective ({losses.shape[-1]}), got {b.shape[0]}")
         return losses - b + _EPS
 
-    def weights(self, gram, *, losses=None, jacobian=None, state=None, rng=None) -> MethodOutput:
+    def update(self, gram, state=None, *, losses=None, jacobian=None, rng=None) -> Step:
         B, K = gram.shape[0], gram.shape[-1]
         L = np.asarray(losses, dtype=np.float64)
         if L.ndim == 1:
@@ -75,10 +76,10 @@ class FAMO(Method):
         if L.shape != (B, K):
             raise ValueError(f"famo: losses must have shape [B, K] = [{B}, {K}], got {list(L.shape)}")
         if state is None:
-            state = self.init_state(B, K)
+            state = self.init(B, K)
         if state.xi.shape != (B, K):
             raise ValueError(f"famo: state is for shape {state.xi.shape}, got a batch of [{B}, {K}]")
-        if K == 2 and B <= 16:
+        if K == 2 and small_batch(B):
             out = self._weights_k2(L, state)
             if out is not None:
                 return out
@@ -105,10 +106,10 @@ class FAMO(Method):
             r = z / shifted
             w = r / r.sum(axis=-1, keepdims=True)
         new_state = FAMOState(xi=state.xi, m=state.m, v=state.v, t=state.t, prev=L.copy())
-        return MethodOutput(weights=w, state=new_state, info={"task_weights": z})
+        return Step(weights=w, state=new_state, info={"task_weights": z})
 
-    def _weights_k2(self, L: np.ndarray, state: FAMOState) -> MethodOutput | None:
-        """:meth:`weights` for K = 2 and a few problems (B <= 16) in Python floats, with the same
+    def _weights_k2(self, L: np.ndarray, state: FAMOState) -> Step | None:
+        """:meth:`update` for K = 2 and a few problems (B <= 16) in Python floats, with the same
         IEEE operations in the same order; ``log``/``exp`` stay NumPy calls (one array each) so
         they round exactly as in the vectorized code (``math.log`` may differ in the last bit,
         which Adam's normalization can blow up near convergence). Returns None (the caller runs
@@ -177,7 +178,7 @@ class FAMO(Method):
             W.append((r0 / rs, r1 / rs))
         w, z = np.array((W, Z))
         new_state = FAMOState(xi=xi, m=m, v=v, t=t, prev=L.copy())
-        return MethodOutput(weights=w, state=new_state, info={"task_weights": z})
+        return Step(weights=w, state=new_state, info={"task_weights": z})
 
 
 _INF = float("inf")

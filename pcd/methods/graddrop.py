@@ -8,9 +8,9 @@ Per coordinate k, the positive sign purity ``P_k = 1/2 (1 + sum_i J_ik / sum_i |
     M_ik = [P_k > U_k][J_ik > 0] + [P_k < U_k][J_ik < 0],
     d_k  = sum_i (leak_i + (1 - leak_i) M_ik) J_ik.
 
-**Needs the Jacobian J** (``needs_jacobian = True``): the mask acts per coordinate, so the update
-is *not* a combination ``weights @ J`` of the gradients. The exact update is returned in
-``info["direction"]`` ``[B, n]`` and callers must use it when present. ``weights`` holds the
+A :class:`~pcd.methods.base.DirectionMethod` (**needs the Jacobian J**): the mask acts per
+coordinate, so the update is *not* a combination ``weights @ J`` of the gradients. The exact
+update ``[B, n]`` is the step's ``exact`` field, which :meth:`Step.direction` returns. ``weights`` holds the
 least-squares weights ``argmin_w ||J^T w - d||`` (``w = pinv(G) J d``): ``weights @ J`` is the
 projection of the GradDrop update onto the span of the gradients, for plots of weights only.
 Not non-conflicting, not linear under scaling, not weighted (Jacobian Descent, Table 1).
@@ -23,7 +23,8 @@ from math import isfinite, sqrt
 
 import numpy as np
 
-from pcd.methods.base import Method, MethodOutput, Param, register
+from pcd.methods._fast import small_batch
+from pcd.methods.base import DirectionMethod, Param, Step, register
 
 
 def graddrop_direction(J: np.ndarray, U: np.ndarray, leak: np.ndarray) -> np.ndarray:
@@ -36,17 +37,17 @@ def graddrop_direction(J: np.ndarray, U: np.ndarray, leak: np.ndarray) -> np.nda
 
 
 @register
-class GradDrop(Method):
+class GradDrop(DirectionMethod):
     name = "graddrop"
     display_name = "GradDrop"
+    claims = frozenset()
     description = "Per coordinate, randomly keeps only the gradients whose sign wins a purity-weighted draw."
     paper = "Chen et al., Just Pick a Sign: Gradient Sign Dropout, NeurIPS 2020 (arXiv 2010.06808)"
     params = (Param("leak", 0.0, 0.0, 1.0, per_objective=True,
                     help="fraction of each gradient always let through (one value per objective allowed)"),)
-    needs_jacobian = True
     stochastic = True
 
-    def weights(self, gram, *, losses=None, jacobian=None, state=None, rng=None) -> MethodOutput:
+    def update(self, gram, state=None, *, losses=None, jacobian=None, rng=None) -> Step:
         B, K = gram.shape[0], gram.shape[-1]
         J = np.asarray(jacobian, dtype=np.float64)
         if J.ndim == 2:
@@ -56,12 +57,12 @@ class GradDrop(Method):
         if not np.isfinite(J).all():
             raise ValueError("graddrop: jacobian contains NaN or inf")
         leak = self.hparams["leak"]
-        if K == 2 and B <= 16 and J.shape[-1] <= _SCALAR_MAX_N and (isinstance(leak, float) or np.shape(leak) == (2,)):
+        if K == 2 and small_batch(B) and J.shape[-1] <= _SCALAR_MAX_N and (isinstance(leak, float) or np.shape(leak) == (2,)):
             l0, l1 = (leak, leak) if isinstance(leak, float) else (float(leak[0]), float(leak[1]))
             rng = rng if rng is not None else np.random.default_rng()
             U = rng.random((B, J.shape[-1]))  # the same draw as below
             d, w = _graddrop_k2(J, U, l0, l1)
-            return MethodOutput(weights=w, state=state, info={"direction": d})
+            return Step(weights=w, state=state, exact=d)
         leak = np.asarray(leak, dtype=np.float64)
         leak = np.full(K, float(leak)) if leak.ndim == 0 else leak
         if leak.shape != (K,):
@@ -70,7 +71,7 @@ class GradDrop(Method):
         U = rng.random((B, J.shape[-1]))
         d = graddrop_direction(J, U, leak)
         w = least_squares_weights(J, d)
-        return MethodOutput(weights=w, state=state, info={"direction": d})
+        return Step(weights=w, state=state, exact=d)
 
 
 def least_squares_weights(J: np.ndarray, d: np.ndarray) -> np.ndarray:

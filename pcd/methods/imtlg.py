@@ -15,22 +15,24 @@ import math
 
 import numpy as np
 
-from pcd.methods.base import Method, MethodOutput, register
+from pcd.methods._fast import small_batch
+from pcd.methods.base import Method, Step, register
 
 
 @register
 class IMTLG(Method):
     name = "imtlg"
     display_name = "IMTL-G"
+    claims = frozenset({"weighted"})
     description = "Weights that give the update equal projections onto every normalized gradient."
     paper = "Liu et al., Towards Impartial Multi-task Learning, ICLR 2021"
 
-    def weights(self, gram, *, losses=None, jacobian=None, state=None, rng=None) -> MethodOutput:
-        if gram.shape[-1] == 2 and gram.ndim == 3 and gram.shape[0] <= 16:
+    def update(self, gram, state=None, *, losses=None, jacobian=None, rng=None) -> Step:
+        if gram.shape[-1] == 2 and gram.ndim == 3 and small_batch(gram.shape[0]):
             # a few start points: scalar math beats tiny-array NumPy
             w = _imtlg_k2_scalar(gram)
-            return MethodOutput(weights=_imtlg_k2_pinv(gram) if w is None else w, state=state)
-        return MethodOutput(weights=_imtlg(gram), state=state)
+            return Step(weights=_imtlg_k2_pinv(gram) if w is None else w, state=state)
+        return Step(weights=_imtlg(gram), state=state)
 
 
 def _pinv(gram: np.ndarray) -> np.ndarray:

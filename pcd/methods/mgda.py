@@ -18,7 +18,7 @@ from __future__ import annotations
 import numpy as np
 
 from pcd.methods._solvers import simplex_min_norm
-from pcd.methods.base import Method, MethodOutput, Param, register
+from pcd.methods.base import Method, Param, Step, register
 
 
 def frank_wolfe(G: np.ndarray, epsilon: float = 1e-3, max_iters: int = 100) -> np.ndarray:
@@ -49,6 +49,7 @@ def frank_wolfe(G: np.ndarray, epsilon: float = 1e-3, max_iters: int = 100) -> n
 class MGDA(Method):
     name = "mgda"
     display_name = "MGDA"
+    claims = frozenset({"non_conflicting", "weighted"})
     description = "Min-norm point of the convex hull of the gradients: a common descent direction."
     paper = "Desideri 2012 (C. R. Math.); Sener & Koltun, NeurIPS 2018"
     params = (
@@ -58,9 +59,9 @@ class MGDA(Method):
         Param("max_iters", 100, 1, 100000, kind="int", help="Frank-Wolfe: maximum iterations"),
     )
 
-    def weights(self, gram, *, losses=None, jacobian=None, state=None, rng=None) -> MethodOutput:
+    def update(self, gram, state=None, *, losses=None, jacobian=None, rng=None) -> Step:
         if self.hparams["solver"] == "exact":
             w = simplex_min_norm(gram)
         else:
             w = frank_wolfe(gram, self.hparams["epsilon"], self.hparams["max_iters"])
-        return MethodOutput(weights=w, state=state)
+        return Step(weights=w, state=state)

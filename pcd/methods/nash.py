@@ -38,22 +38,22 @@ could round differently or Python would raise on a zero divisor).
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from typing import NamedTuple
 
 import numpy as np
 
+from pcd.methods._fast import small_batch
 from pcd.methods._solvers import nash, nash2_scalar_select
-from pcd.methods.base import Method, MethodOutput, Param, register
+from pcd.methods.base import Method, Param, Step, register
 
 
-@dataclass
-class NashState:
+class NashState(NamedTuple):
     alpha: np.ndarray | None  # last solution [B, K] (before clipping)
     step: int = 0
 
 
 def _bargain(gram: np.ndarray, p: np.ndarray, state: NashState | None, max_norm: float,
-             every: int) -> MethodOutput:
+             every: int) -> Step:
     B, K = gram.shape[0], gram.shape[-1]
     if state is None or (state.alpha is not None and state.alpha.shape != (B, K)):
         state = NashState(alpha=None, step=0)
@@ -66,12 +66,12 @@ def _bargain(gram: np.ndarray, p: np.ndarray, state: NashState | None, max_norm:
         norm = np.sqrt(np.maximum(np.einsum("bi,bij,bj->b", w, gram, w), 0.0))
         clip = norm > max_norm
         w = np.where(clip[:, None], w / np.where(clip, norm, 1.0)[:, None] * max_norm, w)
-    return MethodOutput(weights=w, state=NashState(alpha=alpha, step=state.step + 1),
+    return Step(weights=w, state=NashState(alpha=alpha, step=state.step + 1),
                         info={"alpha": alpha, "residual": res})
 
 
 def _bargain_k2(gram: np.ndarray, p1: float, p2: float, state: NashState | None, max_norm: float,
-                every: int) -> MethodOutput | None:
+                every: int) -> Step | None:
     """:func:`_bargain` for K = 2 and a few problems (B <= 16) in Python floats: the same
     operations as :func:`nash`'s closed form and ridged re-solve (:func:`nash2_scalar_select`) and
     the clipping. Returns None (the caller then runs the vectorized code on the whole batch) when
@@ -101,7 +101,7 @@ def _bargain_k2(gram: np.ndarray, p1: float, p2: float, state: NashState | None,
         w = np.array(wl)
     else:
         w = alpha.copy()
-    return MethodOutput(weights=w, state=NashState(alpha=alpha, step=state.step + 1),
+    return Step(weights=w, state=NashState(alpha=alpha, step=state.step + 1),
                         info={"alpha": alpha, "residual": res})
 
 
@@ -115,16 +115,17 @@ _COMMON = (
 class NashMTL(Method):
     name = "nashmtl"
     display_name = "Nash-MTL"
+    claims = frozenset({"non_conflicting", "weighted"})
     description = "Nash bargaining between objectives: G alpha = 1/alpha, every objective improves."
     paper = "Navon et al., Multi-Task Learning as a Bargaining Game, ICML 2022 (arXiv 2202.01017)"
     params = _COMMON
 
-    def init_state(self, batch: int, K: int) -> NashState:
+    def init(self, batch: int, K: int) -> NashState:
         return NashState(alpha=None, step=0)
 
-    def weights(self, gram, *, losses=None, jacobian=None, state=None, rng=None) -> MethodOutput:
+    def update(self, gram, state=None, *, losses=None, jacobian=None, rng=None) -> Step:
         B, K = gram.shape[0], gram.shape[-1]
-        if K == 2 and B <= 16:
+        if K == 2 and small_batch(B):
             out = _bargain_k2(gram, 1.0, 1.0, state, self.hparams["max_norm"], self.hparams["update_weights_every"])
             if out is not None:
                 return out
@@ -136,14 +137,14 @@ class NashMTL(Method):
 class AuxiNash(Method):
     name = "auxinash"
     display_name = "AuxiNash"
+    claims = frozenset({"non_conflicting", "weighted", "hierarchical"})
     description = "Asymmetric Nash bargaining: the primary holds the larger bargaining power."
     paper = "Shamsian et al., Auxiliary Learning as an Asymmetric Bargaining Game, ICML 2023 (arXiv 2301.13501)"
     params = (
         Param("primary_share", 0.75, 0.01, 0.99, help="primary's share of the bargaining power (fixed; 1/K = Nash-MTL)"),
     ) + _COMMON
-    hierarchical = True
 
-    def init_state(self, batch: int, K: int) -> NashState:
+    def init(self, batch: int, K: int) -> NashState:
         return NashState(alpha=None, step=0)
 
     def powers(self, K: int) -> np.ndarray:
@@ -154,9 +155,9 @@ class AuxiNash(Method):
         p[0] = K * s
         return p
 
-    def weights(self, gram, *, losses=None, jacobian=None, state=None, rng=None) -> MethodOutput:
+    def update(self, gram, state=None, *, losses=None, jacobian=None, rng=None) -> Step:
         B, K = gram.shape[0], gram.shape[-1]
-        if K == 2 and B <= 16:
+        if K == 2 and small_batch(B):
             s = self.hparams["primary_share"]  # the powers K s and K (1 - s) / (K - 1), as powers(2)
             out = _bargain_k2(gram, 2 * s, 2 * (1.0 - s) / 1, state, self.hparams["max_norm"],
                               self.hparams["update_weights_every"])

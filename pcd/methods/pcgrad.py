@@ -15,13 +15,14 @@ from __future__ import annotations
 
 import numpy as np
 
-from pcd.methods.base import Method, MethodOutput, Param, register
+from pcd.methods._fast import small_batch
+from pcd.methods.base import Method, Param, Step, register
 
 
 def pcgrad_weights(G: np.ndarray, perms: np.ndarray) -> np.ndarray:
     """``G [B, K, K]``, ``perms [B, K, K]`` (a permutation of 0..K-1 per problem and objective)."""
     B, K = G.shape[0], G.shape[-1]
-    if K == 2 and B <= 16:  # a few problems: scalar math beats tiny-array NumPy (same bits)
+    if K == 2 and small_batch(B):  # a few problems: scalar math beats tiny-array NumPy (same bits)
         return _pcgrad_k2_scalar(G)
     if K == 2:  # closed form: each gradient loses its component along the other when they conflict
         a, b, c = G[:, 0, 0], G[:, 0, 1], G[:, 1, 1]
@@ -62,19 +63,20 @@ def _pcgrad_k2_scalar(G: np.ndarray) -> np.ndarray:
 class PCGrad(Method):
     name = "pcgrad"
     display_name = "PCGrad"
+    claims = frozenset({"linear_under_scaling", "weighted"})
     description = "Projects each gradient off the others it conflicts with, in random order, then sums."
     paper = "Yu et al., Gradient Surgery for Multi-Task Learning, NeurIPS 2020 (arXiv 2001.06782)"
     params = (Param("order", "random", kind="choice", choices=("random", "fixed"),
                     help="projection order: a random permutation per step (paper) or 0..K-1"),)
     stochastic = True
 
-    def weights(self, gram, *, losses=None, jacobian=None, state=None, rng=None) -> MethodOutput:
+    def update(self, gram, state=None, *, losses=None, jacobian=None, rng=None) -> Step:
         B, K = gram.shape[0], gram.shape[-1]
-        if K == 2 and B <= 16 and gram.ndim == 3:  # the order does not matter for K = 2
-            return MethodOutput(weights=_pcgrad_k2_scalar(gram), state=state)
+        if K == 2 and small_batch(B) and gram.ndim == 3:  # the order does not matter for K = 2
+            return Step(weights=_pcgrad_k2_scalar(gram), state=state)
         if self.hparams["order"] == "fixed" or K <= 2:
             perms = np.broadcast_to(np.arange(K), (B, K, K))
         else:
             rng = rng if rng is not None else np.random.default_rng()
             perms = rng.permuted(np.broadcast_to(np.arange(K), (B, K, K)), axis=-1)
-        return MethodOutput(weights=pcgrad_weights(gram, perms), state=state)
+        return Step(weights=pcgrad_weights(gram, perms), state=state)

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from pcd.methods.base import Method, MethodOutput, register
+from pcd.methods.base import Method, Step, register
 
 
 def softmax(z: np.ndarray) -> np.ndarray:
@@ -21,11 +21,12 @@ def softmax(z: np.ndarray) -> np.ndarray:
 class RGW(Method):
     name = "rgw"
     display_name = "RGW"
+    claims = frozenset({"linear_under_scaling", "weighted"})
     description = "Random positive weights (softmax of Gaussian draws) at every step."
     paper = "Lin et al., Reasonable Effectiveness of Random Weighting, TMLR 2022 (arXiv 2111.10603)"
     stochastic = True
 
-    def weights(self, gram, *, losses=None, jacobian=None, state=None, rng=None) -> MethodOutput:
+    def update(self, gram, state=None, *, losses=None, jacobian=None, rng=None) -> Step:
         rng = rng if rng is not None else np.random.default_rng()
         B, K = gram.shape[0], gram.shape[-1]
-        return MethodOutput(weights=softmax(rng.standard_normal((B, K))), state=state)
+        return Step(weights=softmax(rng.standard_normal((B, K))), state=state)

@@ -18,54 +18,58 @@ from __future__ import annotations
 
 import numpy as np
 
-from pcd.methods._solvers import project_dual_cone, ridge2
-from pcd.methods.base import Method, MethodOutput, Param, register
+from pcd.methods._solvers import Support, project_dual_cone, ridge2, support_of
+from pcd.methods.base import Method, Param, Step, register
 
 _REG = Param("reg_eps", 0.0, 0.0, 1e-2, help="Tikhonov term added to G / trace(G) (TorchJD's default: 1e-4)")
-
-
-def _free(state):
-    return state if isinstance(state, np.ndarray) and state.dtype == bool else None
 
 
 @register
 class UPGrad(Method):
     name = "upgrad"
     display_name = "UPGrad"
+    claims = frozenset({"non_conflicting", "linear_under_scaling", "weighted"})
     description = "Projects each gradient onto the cone of non-conflicting directions and averages."
     paper = "Quinton & Rey, Jacobian Descent for Multi-Objective Optimization, arXiv 2406.16232"
     params = (_REG,)
 
-    def weights(self, gram, *, losses=None, jacobian=None, state=None, rng=None) -> MethodOutput:
+    def init(self, batch: int, K: int) -> Support:
+        return Support()
+
+    def update(self, gram, state=None, *, losses=None, jacobian=None, rng=None) -> Step:
         B, K = gram.shape[0], gram.shape[-1]
         if K == 2:  # closed form: v(e_1) = (1, max(0, -G12 / G22)), v(e_2) = (max(0, -G12 / G11), 1)
             a, b, c = ridge2(gram, self.hparams["reg_eps"])
             w = np.empty((B, 2))
             w[:, 0] = 0.5 * (1.0 + np.maximum(-b / a, 0.0))
             w[:, 1] = 0.5 * (1.0 + np.maximum(-b / c, 0.0))
-            return MethodOutput(weights=w, state=state)
+            return Step(weights=w, state=Support())
         U = np.broadcast_to(np.eye(K) / K, (B, K, K))
-        V = project_dual_cone(gram, U, self.hparams["reg_eps"], _free(state))
+        V = project_dual_cone(gram, U, self.hparams["reg_eps"], support_of(state))
         # state (K > 5): where each projection moved, the solver's first guess at the next call
-        return MethodOutput(weights=V.sum(axis=1), state=V > U if K > 5 else None)
+        return Step(weights=V.sum(axis=1), state=Support(V > U if K > 5 else None))
 
 
 @register
 class DualProj(Method):
     name = "dualproj"
     display_name = "DualProj"
+    claims = frozenset({"non_conflicting", "weighted"})
     description = "Projects the mean gradient onto the cone of non-conflicting directions."
     paper = "Lopez-Paz & Ranzato, GEM, NeurIPS 2017 (eq. 11); as DualProj in arXiv 2406.16232"
     params = (_REG,)
 
-    def weights(self, gram, *, losses=None, jacobian=None, state=None, rng=None) -> MethodOutput:
+    def init(self, batch: int, K: int) -> Support:
+        return Support()
+
+    def update(self, gram, state=None, *, losses=None, jacobian=None, rng=None) -> Step:
         B, K = gram.shape[0], gram.shape[-1]
         if K == 2:  # closed form: the mean conflicts with at most one gradient; project off it
             a, b, c = ridge2(gram, self.hparams["reg_eps"])
             w = np.empty((B, 2))
             w[:, 0] = 0.5 + np.maximum(-0.5 * (a + b) / a, 0.0)
             w[:, 1] = 0.5 + np.maximum(-0.5 * (b + c) / c, 0.0)
-            return MethodOutput(weights=w, state=state)
+            return Step(weights=w, state=Support())
         U = np.full((B, 1, K), 1.0 / K)
-        V = project_dual_cone(gram, U, self.hparams["reg_eps"], _free(state))
-        return MethodOutput(weights=V[:, 0], state=V > U if K > 5 else None)
+        V = project_dual_cone(gram, U, self.hparams["reg_eps"], support_of(state))
+        return Step(weights=V[:, 0], state=Support(V > U if K > 5 else None))

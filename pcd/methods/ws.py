@@ -12,7 +12,7 @@ from typing import Any
 
 import numpy as np
 
-from pcd.methods.base import Method, MethodOutput, Param, register
+from pcd.methods.base import Method, Param, Step, register
 
 
 def user_weights(w: Any, K: int, who: str) -> np.ndarray:
@@ -36,6 +36,7 @@ def user_weights(w: Any, K: int, who: str) -> np.ndarray:
 class WeightedSum(Method):
     name = "ws"
     display_name = "Weighted sum"
+    claims = frozenset({"linear_under_scaling", "weighted"})
     description = "Adds the gradients with fixed weights (Mean by default): the classic scalarization."
     paper = "Linear scalarization; Mean/Sum weightings of Jacobian Descent, arXiv 2406.16232"
     params = (
@@ -57,7 +58,7 @@ class WeightedSum(Method):
             cache[K] = w
         return cache[K]
 
-    def weights(self, gram, *, losses=None, jacobian=None, state=None, rng=None) -> MethodOutput:
+    def update(self, gram, state=None, *, losses=None, jacobian=None, rng=None) -> Step:
         B, K = gram.shape[0], gram.shape[-1]
         w = self._weights_for(K)
-        return MethodOutput(weights=np.repeat(w[None].astype(gram.dtype), B, axis=0))
+        return Step(weights=np.repeat(w[None].astype(gram.dtype), B, axis=0))

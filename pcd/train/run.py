@@ -7,13 +7,14 @@ Every registry method (PCD, WS, MGDA, PCGrad, CAGrad, FAMO, UPGrad, ...) runs th
    (:mod:`pcd.train.objectives`), never a second pass through the network;
 3. Gram matrix ``G_ij = <g_i, g_j>`` (``K x K``, float64, assembled from per-tensor dot products;
    ``J`` itself is only materialized for methods that need it, e.g. GradDrop);
-4. ``weights = method(G[None], losses=..., state=..., rng=...)``; direction ``d = weights @ J``
-   (or ``info["direction"]`` when a method returns it) written into ``p.grad``;
+4. ``step = method(G[None], losses=..., state=..., rng=...)``; direction :meth:`Step.direction`
+   (``weights @ J`` combined in place on the gradients, or a direction method's own) into ``p.grad``;
 5. any ``torch.optim`` optimizer steps (Adam / SGD), cosine schedule per step.
 
 Method state (PCD's EMA normalizer, FAMO's logits, Nash-MTL's ...) lives per run and is saved in
-the checkpoint. ``unpruned`` trains the primary alone (the reference accuracy). Two specialised
-baselines of the PCD paper are not registry methods: ``prox`` (cross-entropy step, then the group soft-threshold
+the checkpoint as its plain fields (:meth:`GramStep.state_dict`). ``unpruned`` trains the primary
+alone (the reference accuracy). Two specialised baselines of the PCD paper are not registry methods:
+``prox`` (cross-entropy step, then the group soft-threshold
 ``w_g <- w_g * max(0, 1 - lr * lam / ||w_g||)``) and ``lagrangian`` (Cooper 1.x, a target group
 density as an inequality constraint; the differentiable proxy is the group lasso relative to its
 initial value, the multiplier is driven by the true density -- a proxy-Lagrangian).
@@ -26,8 +27,6 @@ on CPU),
 """
 from __future__ import annotations
 
-import dataclasses
-import importlib
 import json
 import math
 import os
@@ -40,6 +39,8 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
+from pcd._json import dumps, jsonable
+from pcd.methods.base import state_fields, state_from_fields
 from pcd.train import export as ex
 from pcd.train import metrics as mt
 from pcd.train.data import DATASETS, cifar_source, load_dataset, missing_data_message
@@ -230,62 +231,6 @@ def validate_config(config: dict) -> dict:
     return cfg
 
 
-# --------------------------------------------------------------------------- state (de)serialization
-
-
-def _pack(obj: Any) -> Any:
-    """Method state -> tensors / plain containers, loadable with ``torch.load(weights_only=True)``."""
-    if isinstance(obj, np.ndarray):
-        return {"__nd__": torch.from_numpy(np.ascontiguousarray(obj)).clone()}
-    if isinstance(obj, np.generic):
-        return obj.item()
-    if isinstance(obj, dict):
-        return {"__dict__": [[_pack(k), _pack(v)] for k, v in obj.items()]}
-    if isinstance(obj, (list, tuple)):
-        return {"__seq__": [_pack(v) for v in obj], "tuple": isinstance(obj, tuple)}
-    if dataclasses.is_dataclass(obj) and not isinstance(obj, type):
-        cls = type(obj)
-        return {"__dc__": f"{cls.__module__}:{cls.__qualname__}",
-                "fields": {f.name: _pack(getattr(obj, f.name)) for f in dataclasses.fields(obj)}}
-    if obj is None or isinstance(obj, (bool, int, float, str, torch.Tensor)):
-        return obj
-    cls = type(obj)
-    if cls.__module__.startswith("pcd.") and hasattr(obj, "state_dict") and hasattr(obj, "load_state_dict"):
-        return {"__sd__": f"{cls.__module__}:{cls.__qualname__}", "state": _pack(obj.state_dict())}
-    if cls.__module__.startswith("pcd.") and hasattr(obj, "__dict__"):
-        return {"__obj__": f"{cls.__module__}:{cls.__qualname__}", "fields": _pack(dict(vars(obj)))}
-    raise ValueError(f"cannot checkpoint method state of type {type(obj).__name__}")
-
-
-def _unpack(obj: Any) -> Any:
-    if isinstance(obj, dict):
-        if "__nd__" in obj:
-            return obj["__nd__"].numpy().copy()
-        if "__dict__" in obj:
-            return {_unpack(k): _unpack(v) for k, v in obj["__dict__"]}
-        if "__seq__" in obj:
-            seq = [_unpack(v) for v in obj["__seq__"]]
-            return tuple(seq) if obj.get("tuple") else seq
-        for tag in ("__dc__", "__sd__", "__obj__"):
-            if tag not in obj:
-                continue
-            mod, qual = obj[tag].split(":")
-            if not mod.startswith("pcd."):
-                raise ValueError(f"refusing to rebuild state class {obj[tag]}")
-            cls: Any = importlib.import_module(mod)
-            for part in qual.split("."):
-                cls = getattr(cls, part)
-            if tag == "__dc__":
-                return cls(**{k: _unpack(v) for k, v in obj["fields"].items()})
-            inst = cls.__new__(cls)
-            if tag == "__sd__":
-                inst.load_state_dict(_unpack(obj["state"]))
-            else:
-                inst.__dict__.update(_unpack(obj["fields"]))
-            return inst
-    return obj
-
-
 # --------------------------------------------------------------------------- the gradient path
 
 
@@ -298,7 +243,20 @@ class GramStep:
         self.method = method
         self.K = K
         self.pos = {id(p): i for i, p in enumerate(params)}
-        self.state = method.init_state(1, K)
+        self.state = method.init(1, K)
+
+    def state_dict(self) -> dict[str, Any] | None:
+        """The method's state as plain fields, arrays as tensors (``torch.load(weights_only=True)``)."""
+        fields = state_fields(self.state)
+        if fields is None:
+            return None
+        return {k: torch.from_numpy(np.ascontiguousarray(v)).clone() if isinstance(v, np.ndarray) else v
+                for k, v in fields.items()}
+
+    def load_state_dict(self, fields: dict[str, Any] | None) -> None:
+        plain = None if fields is None else {
+            k: v.numpy().copy() if isinstance(v, torch.Tensor) else v for k, v in fields.items()}
+        self.state = state_from_fields(self.method, 1, self.K, plain)
 
     def gram(self, g1: list[torch.Tensor], sec: list[list[torch.Tensor]]) -> np.ndarray:
         dots = [sum(torch.dot(g.reshape(-1), g.reshape(-1)) for g in g1)]
@@ -353,8 +311,10 @@ class GramStep:
         w = np.asarray(out.weights, dtype=np.float64)[0]
         diag["weights"] = w
         diag["info"] = out.info
-        if "direction" in out.info:
-            d = torch.as_tensor(np.asarray(out.info["direction"])[0])
+        # Step.direction in torch: a direction method's own update, else weights @ J combined in
+        # place on the gradients (J itself is never formed for a weighted method).
+        if out.exact is not None:
+            d = torch.as_tensor(np.asarray(out.exact)[0])
             if not torch.isfinite(d).all():
                 diag["diverged"] = True
                 return diag
@@ -424,10 +384,8 @@ def _cosine(total: int) -> Callable[[int], float]:
 
 
 def _write_json(path: Path, data: Any) -> None:
-    from pcd.cli import _jsonable
-
     tmp = path.with_suffix(path.suffix + ".tmp")
-    tmp.write_text(json.dumps(_jsonable(data), indent=2, allow_nan=False) + "\n", encoding="utf-8")
+    tmp.write_text(dumps(data, indent=2) + "\n", encoding="utf-8")
     tmp.replace(path)
 
 
@@ -509,7 +467,7 @@ def train(
         opt.load_state_dict(ck["optimizer"])
         sched.load_state_dict(ck["scheduler"])
         if gram_step is not None:
-            gram_step.state = _unpack(ck["method_state"])
+            gram_step.load_state_dict(ck["method_state"])
         if cmp is not None:
             cmp.load_state_dict(ck["cmp"])
             cooper_opt.dual_optimizers[0].load_state_dict(ck["dual_optimizer"])
@@ -524,7 +482,7 @@ def train(
 
     def save_checkpoint(epochs_done: int, mid_epoch: dict | None = None) -> None:
         ck = {"model": model.state_dict(), "optimizer": opt.state_dict(), "scheduler": sched.state_dict(),
-              "method_state": _pack(gram_step.state) if gram_step is not None else None,
+              "method_state": gram_step.state_dict() if gram_step is not None else None,
               "rows": [json.dumps(_clean(r), allow_nan=False) for r in rows], "epoch": epochs_done,
               "elapsed": elapsed, "diverged": diverged,
               "mid_epoch": json.dumps(mid_epoch) if mid_epoch is not None else None}
@@ -617,9 +575,7 @@ class _nullcontext:
 
 
 def _clean(obj: Any) -> Any:
-    from pcd.cli import _jsonable
-
-    return _jsonable(obj)
+    return jsonable(obj)
 
 
 @torch.no_grad()

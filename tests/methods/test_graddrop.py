@@ -1,5 +1,5 @@
 """GradDrop: TorchJD oracle with the same uniform draws (exact, 1e-12), least-squares weights,
-leak = 1 is the sum, and the interface contract (needs J; direction in ``info["direction"]``)."""
+leak = 1 is the sum, and the interface contract (needs J; direction in ``Step.exact``, returned by ``Step.direction``)."""
 from unittest import mock
 
 import numpy as np
@@ -22,18 +22,18 @@ def test_oracle_torchjd(kind, K, leak):
     ref_agg = agg.GradDrop(leak=torch.full((K,), leak, dtype=torch.float64))
     with mock.patch("torch.rand", lambda *a, **k: torch.tensor(U)):
         ref = ref_agg(torch.tensor(J[0])).numpy()
-    np.testing.assert_allclose(out.info["direction"][0], ref, rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose(out.exact[0], ref, rtol=1e-12, atol=1e-12)
 
 
 def test_weights_are_least_squares_and_leak_one_is_sum():
     J = jacobian("random", 4, 3, n=6, seed=1)
     out = methods.make("graddrop")(gram(J), jacobian=J, rng=np.random.default_rng(0))
-    d = out.info["direction"]
+    d = out.exact
     proj = np.einsum("bk,bkn->bn", out.weights, J)
     # residual of the projection is orthogonal to every gradient
     np.testing.assert_allclose(np.einsum("bkn,bn->bk", J, d - proj), 0.0, atol=1e-10)
     full = methods.make("graddrop", leak=1.0)(gram(J), jacobian=J, rng=np.random.default_rng(0))
-    np.testing.assert_allclose(full.info["direction"], J.sum(1), atol=1e-12)
+    np.testing.assert_allclose(full.exact, J.sum(1), atol=1e-12)
     np.testing.assert_allclose(full.weights, np.ones((4, 3)), atol=1e-9)
 
 

@@ -37,7 +37,7 @@ def run(name, J, losses=None, seed=0, **hp):
     if losses is None:
         losses = np.broadcast_to(1.0 + np.arange(K), (B, K)).astype(float)
     out = m(gram(J), losses=losses, jacobian=J, state=m.init_state(B, K), rng=np.random.default_rng(seed))
-    d = out.info["direction"] if "direction" in out.info else np.einsum("bk,bkn->bn", out.weights, J)
+    d = out.direction(J)
     return out, d
 
 
