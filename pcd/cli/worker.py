@@ -16,7 +16,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                     "queue and resume from their checkpoints.")
     p.add_argument("--data-dir", default=None, help="data folder (default: $PCD_DATA_DIR or ~/.local/share/pcd-studio)")
     p.add_argument("--slots", type=int, default=_env_int("PCD_WORKER_SLOTS"),
-                   help="number of concurrent runs (default: one per GPU, else 1)")
+                   help="number of concurrent runs (default: one per GPU, else 1; on Ray: the cluster's slots, "
+                        "this caps them)")
     p.add_argument("--backend", choices=["local", "ray"], default=os.environ.get("PCD_BACKEND") or "local",
                    help="local child processes (default) or tasks on a Ray cluster ($PCD_BACKEND)")
     p.add_argument("--runner", default=None,
@@ -28,6 +29,12 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                    help="seconds a cancelled run may take to stop before it is killed (default 5)")
     p.add_argument("--idle-exit", type=float, default=None,
                    help="exit after this many idle seconds with an empty queue (default: never)")
+    p.add_argument("--cpus-per-run", type=float, default=None,
+                   help="Ray backend: CPUs each run takes on a CPU-only node, i.e. CPU // this = its slots "
+                        "(default: $PCD_RAY_CPUS_PER_RUN or 1); GPU nodes get one slot per GPU")
+    p.add_argument("--parent-pid", type=int, default=None,
+                   help="stop (runs go back to the queue) as soon as this process is gone "
+                        "(what the app passes; omit for a standalone supervisor)")
     p.add_argument("--quiet-if-running", action="store_true",
                    help="exit 0 silently when another supervisor already serves the folder")
     p.set_defaults(func=_run)
@@ -43,8 +50,15 @@ def _run(args: argparse.Namespace) -> int:
 
     if args.slots is not None and not 1 <= args.slots <= 64:
         raise UsageError(f"--slots must be in [1, 64], got {args.slots}")
+    if args.cpus_per_run is not None and not 0 < args.cpus_per_run <= 1024:
+        raise UsageError(f"--cpus-per-run must be in (0, 1024], got {args.cpus_per_run:g}")
+    if args.parent_pid is not None and args.parent_pid < 1:
+        raise UsageError(f"--parent-pid must be a process id >= 1, got {args.parent_pid}")
+    if args.parent_pid is not None and os.getppid() != args.parent_pid:
+        return 0  # the process that started us is already gone
     sup = Supervisor(args.data_dir, slots=args.slots, runner=args.runner, backend=args.backend,
-                     poll_s=args.poll, stall_timeout_s=args.stall_timeout, cancel_grace_s=args.cancel_grace)
+                     poll_s=args.poll, stall_timeout_s=args.stall_timeout, cancel_grace_s=args.cancel_grace,
+                     cpus_per_run=args.cpus_per_run, parent_pid=args.parent_pid)
     try:
         return sup.run(idle_exit_s=args.idle_exit)
     except SupervisorRunning as exc:

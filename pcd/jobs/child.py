@@ -16,6 +16,7 @@ import ctypes
 import importlib
 import os
 import signal
+import socket
 import sys
 import threading
 import time
@@ -94,7 +95,9 @@ def execute(data_dir: str, run_id: int, token: str, runner: str, *, parent_pid: 
     if run["status"] != "running" or run["token"] != token:
         print(f"run {run_id} is not ours to execute (status {run['status']})", file=sys.stderr)
         return 3
-    store.set_pid(run_id, token, os.getpid())
+    gpus = os.environ.get("CUDA_VISIBLE_DEVICES")
+    store.set_pid(run_id, token, os.getpid(), placement={
+        "host": socket.gethostname(), "pid": os.getpid(), "gpu": gpus if gpus else None, "backend": "local"})
     out_dir = store.run_dir(run_id)
     out_dir.mkdir(parents=True, exist_ok=True)
     lock = threading.Lock()  # one connection shared by the heartbeat thread and the runner
@@ -124,8 +127,13 @@ def execute(data_dir: str, run_id: int, token: str, runner: str, *, parent_pid: 
         return last_check[1]
 
     def on_progress(payload: dict) -> None:
+        # a failed progress write never fails the run: the epoch rows are in metrics.jsonl too and
+        # the supervisor reconciles them into the store
         with lock:
-            store.report_progress(run_id, token, payload)
+            try:
+                store.report_progress(run_id, token, payload)
+            except Exception as exc:  # noqa: BLE001
+                print(f"progress write failed (the run goes on): {describe_error(exc)}", file=sys.stderr, flush=True)
 
     try:
         fn = resolve_runner(runner)

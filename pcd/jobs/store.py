@@ -65,7 +65,8 @@ CREATE TABLE IF NOT EXISTS runs (
     pid              INTEGER,
     cancel_requested INTEGER NOT NULL DEFAULT 0,
     error            TEXT,
-    result           TEXT
+    result           TEXT,
+    placement        TEXT
 );
 CREATE INDEX IF NOT EXISTS runs_queue ON runs (status, priority DESC, id);
 CREATE TABLE IF NOT EXISTS metrics (
@@ -115,6 +116,7 @@ class RunStore:
         self._conn.execute("PRAGMA synchronous = NORMAL")
         self._conn.execute("PRAGMA foreign_keys = ON")
         self._conn.executescript(_SCHEMA)
+        _add_missing_columns(self._conn)
 
     # ---- plumbing ----------------------------------------------------------------------------
 
@@ -150,6 +152,7 @@ class RunStore:
         d["config"] = json.loads(d["config"]) if d.get("config") else {}
         d["result"] = json.loads(d["result"]) if d.get("result") else None
         d["cancel_requested"] = bool(d.get("cancel_requested"))
+        d["placement"] = json.loads(d["placement"]) if d.get("placement") else None
         return d
 
     @staticmethod
@@ -211,18 +214,42 @@ class RunStore:
         token = secrets.token_hex(8)
         row = self._conn.execute(
             """UPDATE runs SET status='running', worker=?, device=?, token=?, attempts=attempts+1,
-                   started_at=?, heartbeat=?, progress_at=?, progress0=progress, error=NULL, pid=NULL
+                   started_at=?, heartbeat=?, progress_at=?, progress0=progress, error=NULL, pid=NULL,
+                   placement=NULL
                WHERE id = (SELECT id FROM runs WHERE status='queued' ORDER BY priority DESC, id LIMIT 1)
                  AND status='queued'
                RETURNING *""",
             (worker, device, token, now, now, now)).fetchone()
         return self._row(row)
 
-    def set_pid(self, run_id: int, token: str, pid: int) -> None:
-        """The worker process is up (the no-progress watchdog counts from here, not from the claim)."""
+    def set_pid(self, run_id: int, token: str, pid: int, placement: dict | None = None) -> None:
+        """The worker process is up (the no-progress watchdog counts from here, not from the claim).
+        ``placement``: where it runs (``{"host", "node", "ip", "gpu", "pid"}``), shown with the run."""
         now = time.time()
-        self._conn.execute("UPDATE runs SET pid=?, heartbeat=?, progress_at=? WHERE id=? AND token=? "
-                           "AND status='running'", (int(pid), now, now, int(run_id), token))
+        place = dumps(placement) if placement is not None else None
+        self._conn.execute("UPDATE runs SET pid=?, heartbeat=?, progress_at=?, placement=COALESCE(?, placement) "
+                           "WHERE id=? AND token=? AND status='running'",
+                           (int(pid), now, now, place, int(run_id), token))
+
+    def add_metrics(self, run_id: int, rows: Iterable[dict]) -> int:
+        """Insert per-epoch rows the store does not have yet (the run's ``metrics.jsonl`` reconciled
+        after a lost progress write); rows already stored are kept. Returns how many were added."""
+        rows = [r for r in rows if isinstance(r, dict) and isinstance(r.get("epoch"), int)
+                and not isinstance(r.get("epoch"), bool)]
+        if not rows:
+            return 0
+        now = time.time()
+
+        def fn(c: sqlite3.Connection) -> int:
+            if c.execute("SELECT 1 FROM runs WHERE id=?", (int(run_id),)).fetchone() is None:
+                return 0
+            n = 0
+            for r in rows:
+                n += c.execute("INSERT OR IGNORE INTO metrics (run_id, epoch, data, created_at) VALUES (?,?,?,?)",
+                               (int(run_id), int(r["epoch"]), dumps(r), now)).rowcount
+            return n
+
+        return self._tx(fn)
 
     def heartbeat(self, run_id: int, token: str) -> bool:
         """Record that the worker of this run is alive; False if the run is no longer ours."""
@@ -415,6 +442,13 @@ class RunStore:
         for st, n in self._conn.execute("SELECT status, COUNT(*) FROM runs GROUP BY status"):
             out[st] = int(n)
         return out
+
+
+def _add_missing_columns(conn: sqlite3.Connection) -> None:
+    """Columns added after a data folder was created (``CREATE TABLE IF NOT EXISTS`` keeps old tables)."""
+    have = {r[1] for r in conn.execute("PRAGMA table_info(runs)")}
+    if "placement" not in have:
+        conn.execute("ALTER TABLE runs ADD COLUMN placement TEXT")
 
 
 def eta_seconds(run: dict, now: float | None = None) -> float | None:

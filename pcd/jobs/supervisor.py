@@ -14,10 +14,20 @@ and executes each in a fresh child process (or, with ``backend="ray"``, as a Ray
 - **Cancel**: a cancel flag in the store; the child stops at its next ``should_stop`` check; after
   ``cancel_grace_s`` the supervisor kills the child's process group (GPU memory is freed with it).
 - **Watchdog**: a run without progress for ``stall_timeout_s`` is killed and failed.
+- **Slots follow the machine / cluster**: ``executor.plan_slots`` is re-read every ``resync_s``;
+  slots are added and retired as Ray nodes join and leave (``cluster.json`` in the data folder
+  says what the supervisor sees). A run whose node or worker is lost (``Outcome("lost")``) goes
+  back to the queue, counted against ``max_attempts`` ("infrastructure lost: ..."); a run that
+  crashes by itself fails.
+- **Metrics reconcile**: the per-epoch rows the runner writes to ``runs/<id>/metrics.jsonl`` are
+  copied into the store when a progress message did not arrive (every 5 s and at the verdict).
+- **Lifetime**: with ``parent_pid`` (what :func:`ensure_supervisor` passes unless detached) the
+  supervisor stops as soon as that process is gone.
 """
 from __future__ import annotations
 
 import fcntl
+import json
 import os
 import signal
 import socket
@@ -35,6 +45,7 @@ from pcd.jobs.executors.local import LocalExecutor
 from pcd.jobs.store import RunStore, default_data_dir
 
 LOCK_NAME = "supervisor.lock"
+CLUSTER_NAME = "cluster.json"
 # `python -m pcd worker` without importing the other CLI commands (some import torch at start-up)
 WORKER_CMD = [sys.executable, "-c", "import sys; from pcd.cli.worker import main; sys.exit(main())"]
 BACKENDS = ("local", "ray")
@@ -108,9 +119,11 @@ def ensure_supervisor(data_dir: str | os.PathLike | None = None, *, slots: int |
     ``{"pid": int, "started": bool}``. Safe to call on every page load: a second supervisor that
     loses the race for the lock exits at once. The app calls this, so running the app is enough.
 
-    By default the supervisor stays in the caller's process group, so it stops with the app
-    (Ctrl-C / SIGTERM to the group: its running runs go back to the queue and resume next time);
-    ``detach=True`` starts it in its own session so it outlives the app (prefer systemd for that)."""
+    By default the supervisor lives as long as the caller: it watches the caller's pid and stops
+    (its running runs go back to the queue and resume next time) within a fraction of a second of
+    the caller's end, however it ends -- Ctrl-C, a ``kill`` of the app process alone, a crash.
+    ``detach=True`` starts it in its own session without that watch, so it outlives the app
+    (prefer systemd for that: ``deploy/pcd-worker.service``)."""
     data_dir = Path(data_dir if data_dir is not None else default_data_dir())
     pid = supervisor_pid(data_dir)
     if pid:
@@ -123,6 +136,8 @@ def ensure_supervisor(data_dir: str | os.PathLike | None = None, *, slots: int |
         cmd += ["--backend", backend]
     if runner:
         cmd += ["--runner", runner]
+    if not detach:
+        cmd += ["--parent-pid", str(os.getpid())]
     env = dict(os.environ)
     env["PYTHONPATH"] = os.pathsep.join(p for p in [package_root(), env.get("PYTHONPATH", "")] if p)
     with open(data_dir / "supervisor.log", "ab") as log:
@@ -146,7 +161,8 @@ class Supervisor:
     def __init__(self, data_dir: str | os.PathLike | None = None, *, slots: int | None = None,
                  runner: str | None = None, backend: str | None = None, poll_s: float = 0.5,
                  stall_timeout_s: float = 900.0, cancel_grace_s: float = 5.0, heartbeat_s: float = 2.0,
-                 log: Callable[[str], None] | None = None) -> None:
+                 cpus_per_run: float | None = None, resync_s: float = 2.0, parent_pid: int | None = None,
+                 ray_options: dict | None = None, log: Callable[[str], None] | None = None) -> None:
         backend = backend or os.environ.get("PCD_BACKEND") or "local"
         if backend not in BACKENDS:
             raise ValueError(f"backend must be one of {list(BACKENDS)}, got {backend!r}")
@@ -156,7 +172,8 @@ class Supervisor:
         if backend == "ray":
             resolve_runner(runner)  # local children import it themselves (keeps the supervisor light)
         for name, v, lo in (("poll_s", poll_s, 0.01), ("stall_timeout_s", stall_timeout_s, 1.0),
-                            ("cancel_grace_s", cancel_grace_s, 0.0), ("heartbeat_s", heartbeat_s, 0.05)):
+                            ("cancel_grace_s", cancel_grace_s, 0.0), ("heartbeat_s", heartbeat_s, 0.05),
+                            ("resync_s", resync_s, 0.05)):
             if not isinstance(v, (int, float)) or isinstance(v, bool) or not v >= lo:
                 raise ValueError(f"{name} must be a number >= {lo}, got {v!r}")
         self.data_dir = Path(data_dir if data_dir is not None else default_data_dir())
@@ -169,8 +186,21 @@ class Supervisor:
         self.jobs: dict[int, Job] = {}
         self._log = log or (lambda msg: print(msg, flush=True))
         self._stop = threading.Event()
+        if parent_pid is not None and (isinstance(parent_pid, bool) or not isinstance(parent_pid, int) or parent_pid < 1):
+            raise ValueError(f"parent_pid must be a process id (integer >= 1), got {parent_pid!r}")
+        if cpus_per_run is None:
+            env_cpr = os.environ.get("PCD_RAY_CPUS_PER_RUN")
+            try:
+                cpus_per_run = float(env_cpr) if env_cpr else 1.0
+            except ValueError:
+                raise ValueError(f"PCD_RAY_CPUS_PER_RUN must be a number > 0, got {env_cpr!r}") from None
+        if isinstance(cpus_per_run, bool) or not isinstance(cpus_per_run, (int, float)) or not 0 < cpus_per_run <= 1024:
+            raise ValueError(f"cpus_per_run must be a number in (0, 1024], got {cpus_per_run!r}")
+        self.cpus_per_run, self.resync_s, self.parent_pid = float(cpus_per_run), float(resync_s), parent_pid
+        self.ray_options = dict(ray_options or {})
         self.slots: list[Slot] = []
         self.executor: Any = None
+        self._next_resync = self._next_reconcile = 0.0
 
     def log(self, msg: str) -> None:
         self._log(f"[pcd worker {time.strftime('%H:%M:%S')}] {msg}")
@@ -185,10 +215,11 @@ class Supervisor:
         try:
             if self.backend == "ray":
                 from pcd.jobs.executors.ray import RayExecutor
-                self.executor = RayExecutor(self.store, self.runner)
+                self.executor = RayExecutor(self.store, self.runner, cpus_per_run=self.cpus_per_run, log=self.log,
+                                            **self.ray_options)
             else:
                 self.executor = LocalExecutor(self.store, self.runner, self.heartbeat_s)
-            self.slots = self.executor.plan_slots(self.slot_count)
+            self._resync(force=True)
             reaped = self.store.reap_orphans("the previous supervisor died while this run was running")
             for rid, st in reaped.items():
                 self.log(f"recovered orphaned run {rid}: {st}")
@@ -197,6 +228,8 @@ class Supervisor:
             if threading.current_thread() is threading.main_thread():
                 for sig in (signal.SIGTERM, signal.SIGINT):
                     signal.signal(sig, lambda *_: self._stop.set())
+            if self.parent_pid is not None:
+                threading.Thread(target=self._watch_parent, daemon=True, name="pcd-parent-watch").start()
             t0 = idle_since = time.monotonic()
             while not self._stop.is_set():
                 self.tick()
@@ -217,10 +250,82 @@ class Supervisor:
                 self.executor.close()
             lock.release()
 
+    def _watch_parent(self) -> None:
+        """Stop (gracefully: runs go back to the queue) as soon as the process that started us is
+        gone, however it ended -- a ``kill`` of it alone, a crash, ``os._exit``. (``PR_SET_PDEATHSIG``
+        would fire when the *thread* that started us ends, e.g. a Streamlit script thread.)"""
+        while not self._stop.wait(0.2):
+            if os.getppid() != self.parent_pid:
+                self.log(f"the process that started this supervisor (pid {self.parent_pid}) is gone; stopping")
+                self._stop.set()
+                return
+
+    def _resync(self, force: bool = False) -> None:
+        """Re-plan the slots (a Ray cluster's nodes come and go); log what changed; cluster.json."""
+        now = time.monotonic()
+        if not force and now < self._next_resync:
+            return
+        self._next_resync = now + self.resync_s
+        new = self.executor.plan_slots(self.slot_count)
+        old_names, new_names = [s.name for s in self.slots], [s.name for s in new]
+        self.slots = new
+        if force or old_names != new_names:
+            added = [n for n in new_names if n not in old_names]
+            gone = [n for n in old_names if n not in new_names]
+            if not force:
+                self.log(f"slots now {len(new)}" + (f"; added {', '.join(added)}" if added else "")
+                         + (f"; retired {', '.join(gone)}" if gone else ""))
+            self._write_cluster()
+
+    def _write_cluster(self) -> None:
+        """``<data_dir>/cluster.json``: this supervisor's slots and (on Ray) nodes, for the page and the CLI."""
+        info: dict = {"backend": self.backend, "pid": os.getpid(), "worker": self.worker_id, "updated": time.time(),
+                      "slots": [s.name for s in self.slots]}
+        describe = getattr(self.executor, "describe", None)
+        if describe is not None:
+            info.update(describe())
+        tmp = self.data_dir / f".cluster.json.{os.getpid()}"
+        try:
+            tmp.write_text(json.dumps(info, indent=1), encoding="utf-8")
+            tmp.replace(self.data_dir / CLUSTER_NAME)
+        except OSError as exc:  # a status file never stops the supervisor
+            self.log(f"could not write {CLUSTER_NAME}: {exc}")
+
+    def reconcile(self, run_id: int) -> int:
+        """Copy the per-epoch rows of ``runs/<id>/metrics.jsonl`` that the store lacks (a progress
+        message that never arrived) into the store. Returns how many rows were added."""
+        path = self.store.run_dir(run_id) / "metrics.jsonl"
+        try:
+            lines = path.read_text(encoding="utf-8").splitlines()
+        except OSError:
+            return 0
+        rows = []
+        for ln in lines:
+            try:
+                row = json.loads(ln)
+            except ValueError:
+                continue  # a line being written right now
+            if isinstance(row, dict):
+                rows.append(row)
+        try:
+            n = self.store.add_metrics(run_id, rows)
+        except Exception as exc:  # noqa: BLE001
+            self.log(f"run {run_id}: metrics reconcile failed: {exc}")
+            return 0
+        if n:
+            self.log(f"run {run_id}: {n} metric row(s) reconciled from metrics.jsonl")
+        return n
+
     def tick(self) -> None:
         self.executor.pump(self.jobs)
+        now = time.monotonic()
+        if now >= self._next_reconcile:
+            self._next_reconcile = now + 5.0
+            for rid in list(self.jobs):
+                self.reconcile(rid)
         for job in list(self.jobs.values()):
             self._check(job)
+        self._resync()  # after the checks: a node that just lost a run gets no new one
         busy = {j.slot.name for j in self.jobs.values()}
         for slot in self.slots:
             if slot.name in busy or self._stop.is_set():
@@ -255,9 +360,9 @@ class Supervisor:
         if self.backend == "ray":
             self.store.heartbeat(job.run_id, job.token)
         if row["cancel_requested"]:
+            self.executor.request_cancel(job)
             if job.cancel_seen is None:
                 job.cancel_seen = now
-                self.executor.request_cancel(job)
             elif now - job.cancel_seen >= self.cancel_grace_s:
                 self.executor.kill(job)
                 self.store.finish(job.run_id, job.token, "cancelled",
@@ -276,6 +381,16 @@ class Supervisor:
 
     def _finish(self, job: Job, out: Outcome) -> None:
         self.jobs.pop(job.run_id, None)
+        self.reconcile(job.run_id)
+        if out.kind in ("lost", "released"):
+            if out.kind == "lost":
+                new = self.store.requeue_or_fail(job.run_id, job.token, str(out.value))
+            else:
+                new = self.store.release(job.run_id, job.token, str(out.value))
+            self._note(job.run_id, f"--- attempt on {job.slot.name}: {out.value} -> {new}")
+            self.log(f"run {job.run_id}: {out.value} -> {new}")
+            self._next_resync = 0.0
+            return
         if out.kind == "result":
             self.store.finish(job.run_id, job.token, "done", result=out.value)
         elif out.kind == "cancelled":
@@ -298,6 +413,13 @@ class Supervisor:
                                       error=f"worker process died ({why})" + (f": {tail}" if tail else ""))
         st = self.store.get(job.run_id)["status"] if self._exists(job.run_id) else "deleted"
         self.log(f"run {job.run_id} finished: {st}")
+
+    def _note(self, run_id: int, line: str) -> None:
+        try:
+            with open(self.store.run_dir(run_id) / "worker.log", "a", encoding="utf-8") as fh:
+                fh.write(f"{line} at {time.ctime()}\n")
+        except OSError:
+            pass
 
     def _exists(self, run_id: int) -> bool:
         try:

@@ -38,7 +38,7 @@ def kill_tree(proc: subprocess.Popen) -> None:
         pass
 
 
-def start_worker(data_dir, *args, runner="tests.jobs.runners:quick", env=None):
+def start_worker(data_dir, *args, runner="tests.jobs.runners:quick", env=None, cwd=REPO):
     cmd = [*WORKER_CMD, "--data-dir", str(data_dir), "--poll", "0.1",
            "--runner", runner, *map(str, args)]
     e = dict(os.environ)
@@ -47,7 +47,7 @@ def start_worker(data_dir, *args, runner="tests.jobs.runners:quick", env=None):
     if env:
         e.update(env)
     log = open(Path(data_dir) / "test-worker.log", "ab")
-    proc = subprocess.Popen(cmd, cwd=REPO, env=e, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+    proc = subprocess.Popen(cmd, cwd=cwd, env=e, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
     log.close()
     return proc
 

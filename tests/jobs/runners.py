@@ -17,6 +17,7 @@ def quick(config, *, out_dir, on_progress=None, should_stop=None):
     out = Path(out_dir)
     ck = out / "checkpoint.json"
     start = json.loads(ck.read_text())["epoch"] if ck.exists() else 0
+    rows = json.loads(ck.read_text()).get("rows", []) if ck.exists() else []
     with open(out / "attempts.txt", "a") as fh:
         fh.write(f"{os.getpid()} {start}\n")
     for epoch in range(start, epochs):
@@ -25,8 +26,13 @@ def quick(config, *, out_dir, on_progress=None, should_stop=None):
             if should_stop is not None and should_stop():
                 raise Cancelled(f"cancelled at epoch {epoch}")
             time.sleep(min(0.02, sleep))
-        ck.write_text(json.dumps({"epoch": epoch + 1}))
         row = {"epoch": epoch + 1, "test_acc": 0.5 + 0.1 * epoch, "train_loss": 1.0 / (epoch + 1)}
+        rows.append(row)
+        # like pcd.train.run.train: every epoch row in metrics.jsonl, then the checkpoint, then progress
+        (out / "metrics.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+        tmp = ck.with_suffix(".tmp")  # atomic, as pcd.train.run does: a node can die mid-write
+        tmp.write_text(json.dumps({"epoch": epoch + 1, "rows": rows}))
+        tmp.replace(ck)
         if on_progress is not None:
             on_progress({"epoch": epoch + 1, "epochs": epochs, "step": epoch + 1, "steps_total": epochs,
                          "progress": (epoch + 1) / epochs, "metrics": row})

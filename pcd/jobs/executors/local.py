@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import shutil
 import signal
+import socket
 import subprocess
 import sys
 import time
@@ -57,9 +58,16 @@ class LocalExecutor:
 
     def __init__(self, store: RunStore, runner: str, heartbeat_s: float) -> None:
         self.store, self.runner, self.heartbeat_s = store, runner, heartbeat_s
+        self._slots: list[Slot] | None = None
 
     def plan_slots(self, slots: int | None) -> list[Slot]:
-        return plan_slots(slots)
+        """This machine's slots (they do not change while the supervisor runs)."""
+        if self._slots is None:
+            self._slots = plan_slots(slots)
+        return self._slots
+
+    def describe(self) -> dict:
+        return {"nodes": [{"host": socket.gethostname(), "state": "ready", "home": True}]}
 
     def start(self, run: dict, slot: Slot) -> Any:
         run_dir = self.store.run_dir(run["id"])
