@@ -1,7 +1,8 @@
-"""``python -m pcd runs submit|presets|summary|list|show|cancel|retry|delete``: the run queue from the command line.
+"""``python -m pcd runs submit|presets|summary|list|show|cluster|log|cancel|retry|delete``: the run queue from the
+command line.
 
 Headless users, tests and the Pruning lab page all read and write the same store
-(``<data dir>/pcd.sqlite3``).
+(``<data dir>/pcd.sqlite3``); ``cluster`` and ``log`` show where runs run (``pcd.jobs.placement``).
 """
 from __future__ import annotations
 
@@ -63,6 +64,18 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     sh.add_argument("--json", default="-", metavar="FILE")
     sh.set_defaults(func=_show)
 
+    cl = sub.add_parser("cluster", help="the nodes and slots the live supervisor serves (Ray: per node)")
+    common(cl)
+    cl.add_argument("--json", nargs="?", const="-", default=None, metavar="FILE",
+                    help="write the supervisor's cluster.json view to FILE or stdout")
+    cl.set_defaults(func=_cluster)
+
+    lg = sub.add_parser("log", help="the tail of a run's worker.log (where it ran, its output, tracebacks)")
+    common(lg)
+    lg.add_argument("id")
+    lg.add_argument("--lines", type=int, default=40, help="how many lines (default 40)")
+    lg.set_defaults(func=_log)
+
     for name, helptext in (("cancel", "cancel a queued or running run"),
                            ("retry", "requeue a failed or cancelled run (resumes from its checkpoint)"),
                            ("delete", "delete a finished run and its files")):
@@ -82,7 +95,7 @@ def _public(run: dict) -> dict:
     from pcd.jobs.store import eta_seconds
     keys = ("id", "status", "progress", "epoch", "epochs", "config", "result", "error", "priority", "label",
             "attempts", "max_attempts", "device", "created_at", "started_at", "finished_at", "heartbeat",
-            "cancel_requested")
+            "cancel_requested", "placement", "pid", "worker")
     out = {k: run.get(k) for k in keys}
     out["eta_s"] = eta_seconds(run)
     return out
@@ -136,11 +149,45 @@ def _list(args: argparse.Namespace) -> int:
     if args.json is not None:
         write_json(runs, args.json)
         return 0
-    print(f"{'id':>5}  {'status':<10} {'progress':>8}  {'device':<9} {'method':<10} {'tau':>6}  error")
+    from pcd.jobs.placement import where
+    print(f"{'id':>5}  {'status':<10} {'progress':>8}  {'device':<9} {'method':<10} {'tau':>6}  {'where':<34} error")
     for r in runs:
         cfg = r["config"] or {}
         print(f"{r['id']:>5}  {r['status']:<10} {100 * (r['progress'] or 0):7.0f}%  {str(r['device'] or ''):<9} "
-              f"{str(cfg.get('method', '')):<10} {str(cfg.get('tau', '')):>6}  {r['error'] or ''}")
+              f"{str(cfg.get('method', '')):<10} {str(cfg.get('tau', '')):>6}  {where(r):<34} {r['error'] or ''}")
+    return 0
+
+
+def _cluster(args: argparse.Namespace) -> int:
+    from pcd.jobs.placement import cluster_rows, cluster_summary, read_cluster
+    from pcd.jobs.store import default_data_dir
+    from pcd.jobs.supervisor import supervisor_pid
+
+    data_dir = args.data_dir or default_data_dir()
+    info = read_cluster(data_dir, supervisor_pid(data_dir))
+    if args.json is not None:
+        write_json(info, args.json)
+        return 0
+    if info is None:
+        print(f"no supervisor serves {data_dir}")
+        return 0
+    print(cluster_summary(info))
+    for row in cluster_rows(info):
+        print(f"  {str(row['host']):<16} node {row['node'] or '-':<8}  {row['gpus'] or 0} GPU  "
+              f"{row['cpus'] or 0:g} CPU  {row['slots']} slot(s)  {row['state']}"
+              + ("  (supervisor here)" if row["supervisor here"] else "") + (f"  {row['reason']}" if row["reason"] else ""))
+    return 0
+
+
+def _log(args: argparse.Namespace) -> int:
+    from pcd.jobs.placement import log_tail
+
+    if not 1 <= args.lines <= 100_000:
+        raise UsageError(f"--lines must be in [1, 100000], got {args.lines}")
+    with _store(args) as store:
+        run = store.get(args.id)
+        text = log_tail(store, run["id"], args.lines)
+    print(text if text else f"run {run['id']} has no worker.log yet")
     return 0
 
 

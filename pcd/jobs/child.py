@@ -132,7 +132,7 @@ def execute(data_dir: str, run_id: int, token: str, runner: str, *, parent_pid: 
         with lock:
             try:
                 store.report_progress(run_id, token, payload)
-            except Exception as exc:  # noqa: BLE001
+            except Exception as exc:
                 print(f"progress write failed (the run goes on): {describe_error(exc)}", file=sys.stderr, flush=True)
 
     try:

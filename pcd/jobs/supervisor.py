@@ -42,10 +42,10 @@ from typing import Any
 from pcd.jobs.child import DEFAULT_RUNNER, resolve_runner
 from pcd.jobs.executors.base import Job, Outcome, Slot, log_tail, package_root
 from pcd.jobs.executors.local import LocalExecutor
+from pcd.jobs.placement import CLUSTER_NAME
 from pcd.jobs.store import RunStore, default_data_dir
 
 LOCK_NAME = "supervisor.lock"
-CLUSTER_NAME = "cluster.json"
 # `python -m pcd worker` without importing the other CLI commands (some import torch at start-up)
 WORKER_CMD = [sys.executable, "-c", "import sys; from pcd.cli.worker import main; sys.exit(main())"]
 BACKENDS = ("local", "ray")
@@ -201,6 +201,7 @@ class Supervisor:
         self.slots: list[Slot] = []
         self.executor: Any = None
         self._next_resync = self._next_reconcile = 0.0
+        self._cluster_info: dict | None = None
 
     def log(self, msg: str) -> None:
         self._log(f"[pcd worker {time.strftime('%H:%M:%S')}] {msg}")
@@ -269,21 +270,25 @@ class Supervisor:
         new = self.executor.plan_slots(self.slot_count)
         old_names, new_names = [s.name for s in self.slots], [s.name for s in new]
         self.slots = new
-        if force or old_names != new_names:
+        if old_names != new_names and not force:
             added = [n for n in new_names if n not in old_names]
             gone = [n for n in old_names if n not in new_names]
-            if not force:
-                self.log(f"slots now {len(new)}" + (f"; added {', '.join(added)}" if added else "")
-                         + (f"; retired {', '.join(gone)}" if gone else ""))
-            self._write_cluster()
+            self.log(f"slots now {len(new)}" + (f"; added {', '.join(added)}" if added else "")
+                     + (f"; retired {', '.join(gone)}" if gone else ""))
+        self._write_cluster()
 
     def _write_cluster(self) -> None:
-        """``<data_dir>/cluster.json``: this supervisor's slots and (on Ray) nodes, for the page and the CLI."""
-        info: dict = {"backend": self.backend, "pid": os.getpid(), "worker": self.worker_id, "updated": time.time(),
+        """``<data_dir>/cluster.json`` (when it changed): this supervisor's slots and (on Ray) nodes,
+        for the page and ``python -m pcd runs cluster``."""
+        info: dict = {"backend": self.backend, "pid": os.getpid(), "worker": self.worker_id,
                       "slots": [s.name for s in self.slots]}
         describe = getattr(self.executor, "describe", None)
         if describe is not None:
             info.update(describe())
+        if info == self._cluster_info:
+            return
+        self._cluster_info = info
+        info = dict(info, updated=time.time())
         tmp = self.data_dir / f".cluster.json.{os.getpid()}"
         try:
             tmp.write_text(json.dumps(info, indent=1), encoding="utf-8")
@@ -309,7 +314,7 @@ class Supervisor:
                 rows.append(row)
         try:
             n = self.store.add_metrics(run_id, rows)
-        except Exception as exc:  # noqa: BLE001
+        except Exception as exc:
             self.log(f"run {run_id}: metrics reconcile failed: {exc}")
             return 0
         if n:

@@ -52,6 +52,13 @@ def start_worker(data_dir, *args, runner="tests.jobs.runners:quick", env=None, c
     return proc
 
 
+@pytest.fixture(scope="session")
+def ray_home(tmp_path_factory):
+    """One $HOME for every Ray test of the session: Ray caches its auth token (``~/.ray/auth_token``)
+    in the process, so a second cluster started under another $HOME would not accept this process."""
+    return tmp_path_factory.mktemp("ray-home")
+
+
 @pytest.fixture
 def worker(tmp_path):
     """``worker(*args, runner=...)`` starts a supervisor on ``tmp_path``; all are killed at teardown

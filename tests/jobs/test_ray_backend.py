@@ -17,8 +17,8 @@ pytestmark = pytest.mark.slow
 
 
 @pytest.fixture(scope="module")
-def local_ray(tmp_path_factory):
-    home = tmp_path_factory.mktemp("home")
+def local_ray(ray_home):
+    home = ray_home
     short = tempfile.mkdtemp(prefix="ray", dir="/tmp")  # unix socket paths must stay short
     mp = pytest.MonkeyPatch()
     mp.setenv("HOME", str(home))

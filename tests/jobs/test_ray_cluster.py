@@ -98,7 +98,7 @@ def non_loopback_listeners() -> list[str]:
 
 
 @pytest.fixture(scope="module")
-def cluster(tmp_path_factory, artifacts_dir):
+def cluster(ray_home, artifacts_dir):
     if shutil.which("ss") is None:
         pytest.skip("`ss` (iproute2) is needed to check that Ray stays on 127.0.0.1")
     short = tempfile.mkdtemp(prefix="rayc", dir="/tmp")  # unix socket paths must stay short
@@ -107,7 +107,7 @@ def cluster(tmp_path_factory, artifacts_dir):
     mp.setenv("RAY_TMPDIR", short)
     mp.setenv("RAY_USAGE_STATS_ENABLED", "0")
     mp.setenv("RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER", "0")  # resolve this node's IP to 127.0.0.1, not the LAN address
-    mp.setenv("HOME", str(tmp_path_factory.mktemp("home")))
+    mp.setenv("HOME", str(ray_home))
     mp.delenv("RAY_ADDRESS", raising=False)
     mp.delenv("PYTHONPATH", raising=False)  # the nodes' workers must get the code through runtime_env
     c = None

@@ -127,10 +127,11 @@ def test_watchdog_fails_a_run_without_progress(tmp_path, worker):
     store = RunStore(tmp_path)
     rid = store.submit({"behaviour": "hang"})
     nxt = store.submit({"epochs": 1, "sleep": 0.01})
-    worker("--stall-timeout", "6", runner=RUNNER)
-    wait_for(lambda: _status(store, rid) == "failed", 30, what="watchdog")
+    # the limit also covers a child's start-up until it reports its pid (imports take 4 s on a loaded box)
+    worker("--stall-timeout", "12", runner=RUNNER)
+    wait_for(lambda: _status(store, rid) == "failed", 45, what="watchdog")
     assert store.get(rid)["error"].startswith("watchdog: no progress for")
-    wait_for(lambda: _status(store, nxt) == "done", 30, what="next run done")
+    wait_for(lambda: _status(store, nxt) == "done", 45, what="next run done")
 
 
 def _kill9_midrun(tmp_path, worker, max_attempts):
@@ -203,3 +204,65 @@ def test_sigterm_gives_running_run_back_to_the_queue(tmp_path, worker):
     assert sup.wait(timeout=15) == 0
     r = store.get(rid)
     assert r["status"] == "queued" and r["attempts"] == 0 and r["error"] == "supervisor stopped"
+
+
+APP_PROCESS = """
+import os, runpy, sys, time
+runpy.run_path(sys.argv[1], run_name="__main__")  # app.py in Streamlit's bare mode: it starts the supervisor
+print("app up", flush=True)
+time.sleep(600)
+"""
+
+
+def _start_app(tmp_path):
+    """A process that runs app.py (as `streamlit run` would, without the server) and stays alive."""
+    env = dict(os.environ, PCD_DATA_DIR=str(tmp_path), PCD_RUNNER=RUNNER, PYTHONPATH=str(REPO))
+    env.pop("PCD_NO_AUTOSTART", None)
+    env.pop("PCD_BACKEND", None)
+    log = open(tmp_path / "app.log", "ab")
+    try:
+        return subprocess.Popen([os.sys.executable, "-c", APP_PROCESS, str(REPO / "app.py")], cwd=REPO, env=env,
+                                stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+    finally:
+        log.close()
+
+
+def test_app_started_supervisor_stops_when_the_app_process_is_killed_alone(tmp_path):
+    store = RunStore(tmp_path)
+    rid = store.submit({"epochs": 300, "sleep": 0.2})
+    app = _start_app(tmp_path)
+    try:
+        sup = wait_for(lambda: supervisor_pid(tmp_path), 60, what="the app started a supervisor")
+        assert sup != app.pid and _alive(sup)
+        wait_for(lambda: store.get(rid)["epoch"], 30, what="the run trains")
+        child = store.get(rid)["pid"]
+        os.kill(app.pid, signal.SIGKILL)  # the app process alone, not its process group
+        app.wait(timeout=10)
+        t0 = time.monotonic()
+        wait_for(lambda: not _alive(sup), 5, what="the supervisor gone after its app was killed")
+        gone = time.monotonic() - t0
+        assert supervisor_pid(tmp_path) is None  # the data folder's lock is free again
+        wait_for(lambda: not _alive(child), 5, what="its run's child gone")
+        r = store.get(rid)  # a graceful stop: the run is back in the queue, the attempt not counted
+        assert r["status"] == "queued" and r["attempts"] == 0 and r["error"] == "supervisor stopped"
+        assert gone < 5.0
+        assert "is gone; stopping" in (tmp_path / "supervisor.log").read_text()
+    finally:
+        kill_tree(app)
+        pid = supervisor_pid(tmp_path)
+        if pid:
+            os.kill(pid, signal.SIGKILL)
+
+
+def test_a_detached_supervisor_outlives_its_starter(tmp_path):
+    env = dict(os.environ, PYTHONPATH=str(REPO))
+    code = "import sys; from pcd.jobs import ensure_supervisor; print(ensure_supervisor(sys.argv[1], detach=True)['pid'])"
+    out = subprocess.run([os.sys.executable, "-c", code, str(tmp_path)], cwd=REPO, env=env, capture_output=True,
+                         text=True, timeout=60)
+    pid = int(out.stdout.strip().splitlines()[-1])
+    try:
+        time.sleep(1.0)  # longer than the parent watch's period
+        assert _alive(pid) and supervisor_pid(tmp_path) == pid
+    finally:
+        os.kill(pid, signal.SIGKILL)
+    wait_for(lambda: supervisor_pid(tmp_path) is None, 10, what="stopped")

@@ -40,8 +40,9 @@ import importlib.util
 import os
 import socket
 import time
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 from pcd.jobs.child import describe_error, is_cancel, resolve_runner
 from pcd.jobs.executors.base import Job, Outcome, Slot, log_tail
@@ -71,9 +72,10 @@ def pcd_version() -> str:
     return str(pcd.__version__)
 
 
-def check_pcd_version(expected: str, found: str, host: str) -> str | None:
-    """None when the versions match, else the one-line reason the node cannot serve runs."""
-    if found == expected:
+def check_pcd_version(expected: str | None, found: str, host: str) -> str | None:
+    """None when the versions match (or ``expected`` is None: pcd is shipped with the job, so the
+    node runs the supervisor's own files), else the one-line reason the node cannot serve runs."""
+    if expected is None or found == expected:
         return None
     return (f"node {host} runs pcd {found} but the supervisor runs pcd {expected}: install the same version "
             f"on every node (pip install 'pcd-studio=={expected}')")
@@ -148,21 +150,27 @@ def _remotes() -> dict[str, Any]:
         def should_stop(self, run_id: int) -> bool:
             return run_id in self.cancel
 
-    def probe(expected: str, runner: str) -> dict:
+        def node(self) -> str:
+            import ray as _ray
+            return str(_ray.get_runtime_context().get_node_id())
+
+    def probe(expected: str | None, runner: str) -> dict:
         """Runs on a new node: which pcd it imports, whether the runner imports, where it is."""
         import os as _os
         import socket as _socket
 
         import ray as _ray
-        info = {"host": _socket.gethostname(), "pid": _os.getpid(), "node": _ray.get_runtime_context().get_node_id(),
-                "error": None}
+        host = _socket.gethostname()
+        info: dict[str, Any] = {"host": host, "pid": _os.getpid(), "node": _ray.get_runtime_context().get_node_id(),
+                                "error": None}
         try:
             from pcd.jobs.executors.ray import check_pcd_version, pcd_version
         except ImportError as exc:
-            info["error"] = f"node {info['host']} cannot import pcd ({exc}): pip install 'pcd-studio=={expected}' there"
+            info["error"] = f"node {host} cannot import pcd ({exc}): pip install 'pcd-studio=={expected or '<version>'}' there"
             return info
-        info["pcd"] = pcd_version()
-        info["error"] = check_pcd_version(expected, info["pcd"], info["host"])
+        found = pcd_version()
+        info["pcd"] = found
+        info["error"] = check_pcd_version(expected, found, host)
         if info["error"] is None:
             from pcd.jobs.child import resolve_runner as _resolve
             try:
@@ -171,7 +179,7 @@ def _remotes() -> dict[str, Any]:
                 info["error"] = f"node {info['host']}: {exc}"
         return info
 
-    def execute(runner: str, config: dict, out_dir: str, run_id: int, token: str, attempt: int, expected: str,
+    def execute(runner: str, config: dict, out_dir: str, run_id: int, token: str, attempt: int, expected: str | None,
                 channel_name: str, channel: Any) -> dict:
         import sys
         import traceback
@@ -202,7 +210,7 @@ def _remotes() -> dict[str, Any]:
                 state["looked_up"] = now
                 try:
                     state["channel"] = _ray.get_actor(channel_name, namespace=NAMESPACE)
-                except Exception:  # noqa: BLE001
+                except Exception:
                     pass
 
         def push(payload: dict, wait: bool) -> bool:
@@ -211,7 +219,7 @@ def _remotes() -> dict[str, Any]:
                 if wait:
                     _ray.get(ref, timeout=PUSH_TIMEOUT_S)
                 return True
-            except Exception as exc:  # noqa: BLE001 - progress never fails training
+            except Exception as exc:
                 state["dropped"] += 1
                 print(f"[pcd] progress not delivered ({describe_error(exc)}); the epoch rows are in "
                       f"metrics.jsonl and are reconciled", flush=True)
@@ -227,7 +235,7 @@ def _remotes() -> dict[str, Any]:
                 state["last_check"] = now
                 try:
                     state["stop"] = bool(_ray.get(_channel().should_stop.remote(run_id), timeout=2.0))
-                except Exception:  # noqa: BLE001 - a slow or restarting channel is not a reason to stop
+                except Exception:
                     _relookup()
             return bool(state["stop"])
 
@@ -283,7 +291,9 @@ class RayExecutor:
         self.store, self.runner, self.cpus_per_run = store, runner, float(cpus_per_run)
         self._log = log or (lambda msg: None)
         runtime_env, shipped = runtime_env_for(runner)
-        self.expected = pcd_version()
+        # an installed pcd must be the same version on every node; a shipped one is our own files
+        self.expected: str | None = None if any(Path(p).name == "pcd" and Path(p).is_dir() for p in shipped) \
+            else pcd_version()
         self._owns_ray = not ray.is_initialized()
         if self._owns_ray:  # Ray uploads local code only at the job level (ray.init), not per task
             ray.init(address=address or os.environ.get("PCD_RAY_ADDRESS") or os.environ.get("RAY_ADDRESS"),
@@ -325,10 +335,10 @@ class RayExecutor:
             self._log(f"progress channel lost ({describe_error(exc)}); recreating it")
             try:
                 self.channel = self._new_channel()
-            except Exception as exc2:  # noqa: BLE001 - e.g. the old name not yet released: next tick
+            except Exception as exc2:
                 self._log(f"could not recreate the progress channel yet: {describe_error(exc2)}")
             return None
-        except Exception:  # noqa: BLE001 - restarting or slow: try again next tick
+        except Exception:
             self.channel_failures += 1
             return None
 
@@ -373,7 +383,7 @@ class RayExecutor:
             try:
                 res = ray.get(ref)
                 err = res.get("error")
-            except Exception as exc:  # noqa: BLE001 - e.g. the runtime env could not be set up there
+            except Exception as exc:
                 err = f"node {node['host']}: the probe failed ({describe_error(exc)})"
             node["state"], node["reason"] = ("ignored", err) if err else ("ready", None)
             self._log(f"node {node['host']} ({nid[:8]}) " + (f"ignored: {err}" if err else "ready"))
@@ -398,8 +408,8 @@ class RayExecutor:
             state = "suspect" if nid in self._suspect and n["state"] == "ready" else n["state"]
             nodes.append({"node": nid, "host": n["host"], "ip": n["ip"], "gpus": n["gpus"], "cpus": n["cpus"],
                           "state": state, "reason": n["reason"], "home": nid == self.home_node})
-        return {"backend": "ray", "nodes": nodes, "cpus_per_run": self.cpus_per_run, "shipped": self.shipped,
-                "pcd": self.expected}
+        return {"backend": "ray", "nodes": nodes, "channel_node": self._channel_call("node", timeout=2.0), "cpus_per_run": self.cpus_per_run, "shipped": self.shipped,
+                "pcd": pcd_version(), "pcd_shipped": self.expected is None}
 
     # ---- runs ------------------------------------------------------------------------------------
 
@@ -409,7 +419,7 @@ class RayExecutor:
             opts: dict = {"num_gpus": 1, "num_cpus": min(self.cpus_per_run, node["cpus"] / node["gpus"])}
         else:
             opts = {"num_cpus": self.cpus_per_run}
-        opts["scheduling_strategy"] = self._affinity(slot.node, soft=False)
+        opts["scheduling_strategy"] = self._affinity(str(slot.node), soft=False)
         return self.remotes["task"].options(**opts).remote(
             self.runner, run["config"], str(self.store.run_dir(run["id"])), int(run["id"]), run["token"],
             int(run["attempts"]), self.expected, self.channel_name, self.channel)
@@ -419,7 +429,7 @@ class RayExecutor:
             return False
         try:
             return nid not in self._alive_nodes()
-        except Exception:  # noqa: BLE001 - the GCS itself is unreachable: treat as lost
+        except Exception:
             return True
 
     def _lost(self, job: Job, what: str) -> Outcome:
@@ -478,7 +488,7 @@ class RayExecutor:
         self._crashed.pop(job.run_id, None)
         try:
             self.ray.cancel(job.handle, force=True)
-        except Exception:  # noqa: BLE001 - already finished
+        except Exception:
             pass
 
     def pump(self, jobs: dict[int, Job]) -> None:
@@ -495,16 +505,16 @@ class RayExecutor:
                     self.store.set_pid(run_id, token, int(where.get("pid") or 0), placement=where)
                 else:
                     self.store.report_progress(run_id, token, payload)
-            except Exception as exc:  # noqa: BLE001 - one bad event never stops the supervisor
+            except Exception as exc:
                 self._log(f"run {run_id}: progress event not stored ({describe_error(exc)})")
 
     def close(self) -> None:
         try:
             self.ray.kill(self.channel)
-        except Exception:  # noqa: BLE001
+        except Exception:
             pass
         if self._owns_ray:
             try:
                 self.ray.shutdown()
-            except Exception:  # noqa: BLE001
+            except Exception:
                 pass
