@@ -84,7 +84,7 @@ def test_crash_oom_and_hard_death_fail_and_the_next_run_proceeds(tmp_path, worke
     crash, oom, die, ok = store.submit_many(
         [{"behaviour": "crash"}, {"behaviour": "oom"}, {"behaviour": "die"}, {"behaviour": "quick", "epochs": 1}])
     worker(runner=RUNNER)
-    wait_for(lambda: _status(store, ok) == "done", 60, what="the last run done")
+    wait_for(lambda: _status(store, ok) == "done", 120, what="the last run done")  # 4 child start-ups, loaded box
     e = {i: store.get(i) for i in (crash, oom, die)}
     assert all(r["status"] == "failed" for r in e.values())
     assert e[crash]["error"] == "RuntimeError: boom: simulated crash in epoch 1"
