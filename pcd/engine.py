@@ -210,6 +210,23 @@ def make_optimizer(name: str, shape: tuple[int, ...], lr: float, **params: Any) 
 
 
 # ---------------------------------------------------------------------------------------------
+# K = 2 objectives on R^2: the Gram matrix written out (one order of operations)
+# ---------------------------------------------------------------------------------------------
+def gram22(J: np.ndarray) -> np.ndarray:
+    """``G = J J^T`` for ``J [B, 2, 2]``, entry by entry: ``G_kl = J_k0 J_l0 + J_k1 J_l1``.
+
+    ``np.matmul`` on stacked tiny matrices may fuse multiply-adds (its last bit depends on the
+    batch size); this form is the one the end-point fast path (:mod:`pcd._kernels`) reproduces
+    bit for bit (as :func:`pcd.methods.base.combine` does for ``d = w @ J``)."""
+    j00, j01, j10, j11 = J[:, 0, 0], J[:, 0, 1], J[:, 1, 0], J[:, 1, 1]
+    G = np.empty((J.shape[0], 2, 2))
+    G[:, 0, 0] = j00 * j00 + j01 * j01
+    G[:, 0, 1] = G[:, 1, 0] = j00 * j10 + j01 * j11
+    G[:, 1, 1] = j10 * j10 + j11 * j11
+    return G
+
+
+# ---------------------------------------------------------------------------------------------
 # Pareto residual: min-norm element of the convex hull of the gradients
 # ---------------------------------------------------------------------------------------------
 def min_norm_point(jacobian: Any) -> tuple[np.ndarray, np.ndarray]:
@@ -520,6 +537,8 @@ def run(
     problem_params: dict[str, Any] | None = None,
     grad_tol: float = GRAD_TOL,
     stall_tol: float = STALL_TOL,
+    fast: bool = True,
+    progress: Any = None,
 ) -> RunResult:
     """Run every (method x start) trajectory together; see the module docstring for semantics.
 
@@ -527,6 +546,10 @@ def run(
     (list or comma-separated string) or Method instances; ``starts``: ``[S, dim]`` (default: the
     problem's default starts); ``steps`` >= 1; ``lr`` > 0. Raises ValueError on bad input; a
     diverging trajectory is reported (``diverged``), never raised.
+
+    ``record=[steps]`` (end points only) takes the compiled end-point fast path
+    (:mod:`pcd._fastpath`, bit-identical results) where it covers the problem, methods and
+    optimizer and ``fast`` is True. ``progress(fraction, message)`` is called along the way.
     """
     t_start = time.perf_counter()
     prob = make_problem(problem, **(problem_params or {}))
@@ -545,17 +568,24 @@ def run(
                          "pass record=N (e.g. 200) to keep ~N frames")
     opt_name = str(optimizer).strip().lower()
     opt = make_optimizer(opt_name, (M * S, n), lr, **(optimizer_params or {}))
+    if fast and T == 1 and rec[0] == steps:
+        from pcd import _fastpath
+
+        ends = _fastpath.run_ends(prob, meths, x0, steps, opt, progress)
+        if ends is not None:
+            bufs = _record_buffers(M * S, T, n, K)
+            _record(0, steps, bufs, ends["x"], ends["L"], ends["J"], ends["W"], ends["MU"], ends["D"],
+                    ends["alive"], ends["div_step"])
+            return _finish(prob, meths, opt_name, lr, optimizer_params, steps, seed, x0, rec, bufs, ends["x"],
+                           ends["x_window"], max(1, steps // 10), ends["alive"], np.zeros(M * S, dtype=bool),
+                           ends["div_step"], ends["end_x"], ends["end_L"], ends["end_J"], ends["D"], {},
+                           t_start, ends["seconds"], grad_tol, stall_tol)
 
     MS = M * S
     x = np.tile(x0, (M, 1))                       # [MS, n], row m*S + s
     rec_pos = np.full(steps + 1, -1, dtype=np.int64)
     rec_pos[rec] = np.arange(T)
-    positions = np.full((MS, T, n), np.nan)
-    losses_r = np.full((MS, T, K), np.nan)
-    gnorms_r = np.full((MS, T, K), np.nan)
-    weights_r = np.full((MS, T, K), np.nan)
-    unorm_r = np.full((MS, T), np.nan)
-    mu_r = np.full((MS, T, max(K - 1, 0)), np.nan)
+    bufs = _record_buffers(MS, T, n, K)
     MU = np.full((MS, max(K - 1, 0)), np.nan)
 
     alive = np.ones(MS, dtype=bool)
@@ -580,13 +610,17 @@ def run(
     from pcd.methods.base import combine
 
     slices = [slice(m * S, (m + 1) * S) for m in range(M)]
-    fast = [type(inst).__call__ is _Method.__call__ for _, inst in meths]   # Gram pre-validated here
+    direct = [type(inst).__call__ is _Method.__call__ for _, inst in meths]   # Gram pre-validated here
     stoch = [bool(getattr(inst, "stochastic", False)) for _, inst in meths]
     all_alive = True
+    k2n2 = K == 2 and n == 2  # the 2-D toys: elementwise Gram / direction (the fast path's exact operations)
     perf = time.perf_counter
     old_err = np.seterr(all="ignore")  # NaN/inf are detected and reported, not warned about
+    report_every = max(1, (steps + 1) // 20)
     try:
         for t in range(steps + 1):
+            if progress is not None and t % report_every == 0 and t:
+                progress(t / (steps + 1), f"step {t}")
             if t == steps - window:
                 x_window = x.copy()
             L, J = prob.losses_and_jacobian(x)
@@ -604,7 +638,7 @@ def run(
                 end_x = np.where(alive[:, None], x, end_x)
                 end_L = np.where(alive[:, None], L, end_L)
                 end_J = np.where(alive[:, None, None], J, end_J)
-            G = J @ J.transpose(0, 2, 1)
+            G = gram22(J) if k2n2 else J @ J.transpose(0, 2, 1)
             if not all_alive:
                 G[~alive] = eye
             own = None
@@ -616,7 +650,7 @@ def run(
                     continue
                 t0 = perf()
                 try:
-                    if fast[m]:
+                    if direct[m]:
                         out = inst.update(G[sl], states[m], losses=L[sl], jacobian=J[sl],
                                           rng=rngs[m] if stoch[m] else None)
                     else:
@@ -650,26 +684,52 @@ def run(
                 D[~alive] = 0.0
             r = rec_pos[t]
             if r >= 0:
-                positions[:, r] = x
-                losses_r[:, r] = L
-                gnorms_r[:, r] = np.sqrt(np.einsum("bkn,bkn->bk", J, J))
-                weights_r[:, r] = W
-                mu_r[:, r] = MU
-                unorm_r[:, r] = np.sqrt(np.einsum("bn,bn->b", D, D))
-                if not all_alive:
-                    dead = ~alive
-                    positions[dead, r] = np.nan
-                    losses_r[dead, r] = np.nan
-                    gnorms_r[dead, r] = np.nan
-                    weights_r[dead, r] = np.nan
-                    unorm_r[dead, r] = np.nan
-                    just = dead & (div_step == t)
-                    positions[just, r] = x[just]
+                _record(r, t, bufs, x, L, J, W, MU, D, None if all_alive else alive, div_step)
             if t < steps:
                 x = opt.step(x, D, None if all_alive else alive)
     finally:
         np.seterr(**old_err)
 
+    errored = np.zeros(MS, dtype=bool)
+    for m, (label, _) in enumerate(meths):
+        if label in errors:
+            errored[m * S:(m + 1) * S] = True
+    return _finish(prob, meths, opt_name, lr, optimizer_params, steps, seed, x0, rec, bufs, x, x_window, window,
+                   alive, errored, div_step, end_x, end_L, end_J, D, errors, t_start, m_seconds, grad_tol, stall_tol)
+
+
+def _record_buffers(MS: int, T: int, n: int, K: int) -> dict[str, np.ndarray]:
+    return {"positions": np.full((MS, T, n), np.nan), "losses": np.full((MS, T, K), np.nan),
+            "grad_norms": np.full((MS, T, K), np.nan), "weights": np.full((MS, T, K), np.nan),
+            "update_norms": np.full((MS, T), np.nan), "multipliers": np.full((MS, T, max(K - 1, 0)), np.nan)}
+
+
+def _record(r: int, t: int, bufs: dict[str, np.ndarray], x: np.ndarray, L: np.ndarray, J: np.ndarray,
+            W: np.ndarray, MU: np.ndarray, D: np.ndarray, alive: np.ndarray | None, div_step: np.ndarray) -> None:
+    """Write step ``t`` into record slot ``r``; rows not ``alive`` get NaN (their position at the
+    step where they diverged is kept)."""
+    bufs["positions"][:, r] = x
+    bufs["losses"][:, r] = L
+    bufs["grad_norms"][:, r] = np.sqrt(np.einsum("bkn,bkn->bk", J, J))
+    bufs["weights"][:, r] = W
+    bufs["multipliers"][:, r] = MU
+    bufs["update_norms"][:, r] = np.sqrt(np.einsum("bn,bn->b", D, D))
+    if alive is not None:
+        dead = ~alive
+        for key in bufs:
+            bufs[key][dead, r] = np.nan
+        just = dead & (div_step == t)
+        bufs["positions"][just, r] = x[just]
+
+
+def _finish(prob: Problem, meths: list, opt_name: str, lr: float, optimizer_params: dict | None, steps: int,
+            seed: int, x0: np.ndarray, rec: np.ndarray, bufs: dict[str, np.ndarray], x: np.ndarray,
+            x_window: np.ndarray, window: int, alive: np.ndarray, errored: np.ndarray, div_step: np.ndarray,
+            end_x: np.ndarray, end_L: np.ndarray, end_J: np.ndarray, D: np.ndarray, errors: dict[str, str],
+            t_start: float, m_seconds: dict[str, float], grad_tol: float, stall_tol: float) -> RunResult:
+    """End-of-run residuals, diagnosis and the :class:`RunResult` (shared by the NumPy loop and the
+    end-point fast path, so both report through the same rules)."""
+    M, S = len(meths), x0.shape[0]
     end_J = np.asarray(end_J)
     final_unorm = np.sqrt(np.einsum("bn,bn->b", D, D))
     final_unorm[~alive] = np.nan
@@ -677,10 +737,6 @@ def run(
         end_gn = np.sqrt(np.einsum("bkn,bkn->bk", end_J, end_J))
         pres = pareto_residual(end_J)
         speed = np.linalg.norm(x - x_window, axis=1) / (lr * window)
-    errored = np.zeros(MS, dtype=bool)
-    for m, (label, _) in enumerate(meths):
-        if label in errors:
-            errored[m * S:(m + 1) * S] = True
     cms, g1, stalled, diag = diagnose(end_gn, speed, alive, errored, opt_name, grad_tol, stall_tol)
     diverged = ~alive
     speed = np.where(alive, speed, np.nan)
@@ -692,11 +748,12 @@ def run(
         problem=prob.name, problem_params=prob.params(), methods=[lab for lab, _ in meths],
         method_params={lab: dict(getattr(inst, "hparams", {})) for lab, inst in meths},
         optimizer=opt_name, lr=lr, optimizer_params=dict(optimizer_params or {}), steps=steps, seed=seed,
-        starts=x0, record=rec, positions=shp(positions), losses=shp(losses_r), grad_norms=shp(gnorms_r),
-        weights=shp(weights_r), update_norms=shp(unorm_r), end=shp(end_x), end_losses=shp(end_L),
+        starts=x0, record=rec, positions=shp(bufs["positions"]), losses=shp(bufs["losses"]),
+        grad_norms=shp(bufs["grad_norms"]), weights=shp(bufs["weights"]), update_norms=shp(bufs["update_norms"]),
+        end=shp(end_x), end_losses=shp(end_L),
         end_grad_norms=shp(end_gn), primary_grad_norm=shp(g1), cms_residual=shp(cms),
         pareto_residual=shp(pres), final_update_norm=shp(final_unorm), speed=shp(speed),
         stalled=shp(stalled), diverged=shp(diverged), diverged_step=shp(div_step), diagnosis=shp(diag),
         errors=errors, seconds=time.perf_counter() - t_start, method_seconds=m_seconds,
-        tolerances={"grad_tol": grad_tol, "stall_tol": stall_tol}, multipliers=shp(mu_r),
+        tolerances={"grad_tol": grad_tol, "stall_tol": stall_tol}, multipliers=shp(bufs["multipliers"]),
     )

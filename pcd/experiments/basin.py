@@ -149,8 +149,9 @@ def basin(problem: str | Problem = "saddle2d", methods: str | Iterable[str] = BA
     ``problem``: a registry name (with ``problem_params``) or a :class:`~pcd.problems.Problem`
     (e.g. a custom formula pair); it must have 2 coordinates. ``tau`` goes to every method with a
     ``tau`` hyper-parameter (PCD) unless ``method_params`` sets it. ``progress(fraction, message)``
-    is called after each method. Methods run one after another (each one engine call over all the
-    starts). Raises ValueError on bad input.
+    is called as the run advances (after each method on the engine's fast path, where methods run
+    side by side, one per core). One engine call with ``record=[steps]`` (end points only).
+    Raises ValueError on bad input.
     """
     from pcd.experiments.synthetic import parse_methods
 
@@ -166,31 +167,19 @@ def basin(problem: str | Problem = "saddle2d", methods: str | Iterable[str] = BA
     names = parse_methods(methods)
     mp = _method_params(names, tau, method_params)
     xs, ys, starts = grid_starts(prob.bounds, n)
-    M, S = len(names), starts.shape[0]
-    ends = np.full((M, S, 2), np.nan)
-    outc = np.empty((M, S), dtype=object)
-    diag = np.empty((M, S), dtype=object)
-    end_losses = np.full((M, S, prob.K), np.nan)
-    secs: dict[str, float] = {}
-    errors: dict[str, str] = {}
-    tols: dict[str, float] = {}
-    for m, name in enumerate(names):
-        tm = time.perf_counter()
-        res = run(prob, [name], starts=starts, steps=steps, optimizer=optimizer, lr=lr,
-                  method_params={name: mp[name]} if name in mp else None, seed=seed, record=[steps])
-        ends[m] = res.end[0]
-        diag[m] = res.diagnosis[0]
-        end_losses[m] = res.end_losses[0]
-        outc[m] = outcomes(res.diagnosis[0], res.end_grad_norms[0], res.tolerances["grad_tol"])
-        errors.update(res.errors)
-        tols = res.tolerances
-        secs[name] = time.perf_counter() - tm
-        if progress is not None:
-            progress((m + 1) / M, name)
+    M = len(names)
+    res = run(prob, names, starts=starts, steps=steps, optimizer=optimizer, lr=lr, method_params=mp or None,
+              seed=seed, record=[steps], progress=progress)
+    ends = res.end
+    diag = res.diagnosis
+    outc = np.stack([outcomes(res.diagnosis[m], res.end_grad_norms[m], res.tolerances["grad_tol"])
+                     for m in range(M)])
+    if progress is not None:
+        progress(1.0, "done")
     settings = {"steps": steps, "lr": lr, "tau": tau, "optimizer": str(optimizer).strip().lower(), "seed": seed,
                 "method_params": {k: {p: (v.tolist() if isinstance(v, np.ndarray) else v) for p, v in hp.items()}
-                                  for k, hp in mp.items()}, **tols}
+                                  for k, hp in mp.items()}, **res.tolerances}
     return BasinResult(problem=prob.name, problem_params=prob.params(), bounds=[list(map(float, b)) for b in prob.bounds],
                        n=n, xs=xs, ys=ys, starts=starts, methods=names, ends=ends, outcome=outc, diagnosis=diag,
-                       end_losses=end_losses, settings=settings, elapsed_s=time.perf_counter() - t0,
-                       method_seconds=secs, errors=errors)
+                       end_losses=res.end_losses, settings=settings, elapsed_s=time.perf_counter() - t0,
+                       method_seconds=dict(res.method_seconds), errors=dict(res.errors))

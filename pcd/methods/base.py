@@ -113,7 +113,17 @@ CAPABILITIES = ("losses", "jacobian")
 
 
 def combine(weights: np.ndarray, J: np.ndarray) -> np.ndarray:
-    """``d = weights @ J`` for weights ``[B, K]`` and Jacobians ``[B, K, n]`` -> ``[B, n]``."""
+    """``d = weights @ J`` for weights ``[B, K]`` and Jacobians ``[B, K, n]`` -> ``[B, n]``.
+
+    K = 2 on R^2 (the toys) is written out, ``d_j = w_0 J_0j + w_1 J_1j``: ``np.matmul`` on stacked
+    tiny matrices may fuse multiply-adds (its last bit depends on the batch size), and this is the
+    order of operations the engine's compiled end-point fast path (``pcd._kernels``) reproduces."""
+    if J.ndim == 3 and J.shape[1] == 2 and J.shape[2] == 2 and weights.ndim == 2:
+        d = np.empty((J.shape[0], 2))
+        w0, w1 = weights[:, 0], weights[:, 1]
+        d[:, 0] = w0 * J[:, 0, 0] + w1 * J[:, 1, 0]
+        d[:, 1] = w0 * J[:, 0, 1] + w1 * J[:, 1, 1]
+        return d
     return (weights[:, None, :] @ J)[:, 0, :]
 
 

@@ -1,0 +1,252 @@
+"""The engine's end-point fast path: ``pcd.engine.run(..., record=[steps])`` for K = 2 on R^2.
+
+When only the end points are asked for (basin maps, ``toy``-style summaries), every method that
+has a compiled kernel in :mod:`pcd._kernels` (PCD, WS, MGDA-exact, PCGrad, CAGrad, FAMO; exact
+classes, not subclasses) runs its whole trajectory batch here: one kernel call per step does the
+Gram entries, the weights, the direction and the Adam/SGD step for every active row, in place, with
+no per-step recording and no per-step allocation. Rows that diverge are retired from the active
+batch (their last finite point is kept, as in the NumPy loop). The problem is evaluated by a
+compiled kernel where one exists (``saddle2d``), else by its own NumPy ``losses_and_jacobian``.
+
+The result is bit-identical to the NumPy loop of :func:`pcd.engine.run` (the kernels perform the
+same IEEE operations in the same order; ``tests/test_fastpath.py``). :func:`run_ends` returns None
+-- and the engine runs its NumPy loop -- when numba is missing or any method/optimizer/problem is
+not covered.
+"""
+from __future__ import annotations
+
+import math
+import os
+import time
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any
+
+import numpy as np
+
+from pcd import _kernels as kern
+
+__all__ = ["run_ends", "supported"]
+
+
+def _specs(meths: list[tuple[str, Any]]) -> list[tuple[str, dict]] | None:
+    """Per method ``(kind, constants)`` or None when one of them has no kernel."""
+    from pcd.direction import _EPS10
+    from pcd.methods.cagrad import CAGrad
+    from pcd.methods.famo import FAMO
+    from pcd.methods.mgda import MGDA
+    from pcd.methods.pcd import PCDMethod
+    from pcd.methods.pcgrad import PCGrad
+    from pcd.methods.ws import WeightedSum
+    from pcd.qp import _ZERO_REL
+
+    out: list[tuple[str, dict]] = []
+    for _, inst in meths:
+        cls, hp = type(inst), getattr(inst, "hparams", {})
+        try:
+            if cls is WeightedSum:
+                w = inst._weights_for(2)
+                out.append(("ws", {"w0": float(w[0]), "w1": float(w[1])}))
+            elif cls is PCDMethod:
+                tau = float(np.asarray(inst._tau(2)).reshape(-1)[0])
+                out.append(("pcd", {"beta": float(hp["beta"]), "eps": float(hp["eps"]), "tau": tau,
+                                    "eps10": float(_EPS10), "zero_rel": float(_ZERO_REL)}))
+            elif cls is MGDA and hp.get("solver") == "exact":
+                out.append(("mgda", {}))
+            elif cls is PCGrad:
+                out.append(("pcgrad", {}))
+            elif cls is CAGrad:
+                out.append(("cagrad", {"half_c": 0.5 * float(hp["c"]), "norm_eps": float(hp["norm_eps"])}))
+            elif cls is FAMO:
+                b = np.asarray(hp["min_loss"], dtype=np.float64).reshape(-1)
+                if b.size not in (1, 2):
+                    return None
+                out.append(("famo", {"lr": float(hp["lr"]), "wd": float(hp["weight_decay"]),
+                                     "b0": float(b[0]), "b1": float(b[-1])}))
+            else:
+                return None
+        except (ValueError, KeyError, TypeError):  # the NumPy loop reports the method's error
+            return None
+    return out
+
+
+def _optimizer(opt: Any) -> tuple[int, dict] | None:
+    from pcd.engine import SGD, Adam
+
+    if type(opt) is Adam and opt.t == 0:
+        return 0, {"lr": opt.lr, "b1": opt.b1, "b2": opt.b2, "eps": opt.eps, "wd": opt.wd}
+    if type(opt) is SGD and opt.buf is None:
+        return 1, {"lr": opt.lr, "momentum": opt.momentum, "damp": opt.dampening, "nesterov": opt.nesterov,
+                   "wd": opt.wd}
+    return None
+
+
+def supported(prob: Any, meths: list[tuple[str, Any]], opt: Any) -> bool:
+    """True when :func:`run_ends` would take the fast path."""
+    return (kern.AVAILABLE and prob.K == 2 and prob.dim == 2 and _specs(meths) is not None
+            and _optimizer(opt) is not None)
+
+
+def _evaluator(prob: Any):
+    """``f(x [2, B], bad [B]) -> (L [2, B], J [2, 2, B], n_bad)``: the compiled saddle2d kernel, or
+    the problem's own NumPy ``losses_and_jacobian`` (rearranged component-major) + a finite check."""
+    from pcd.problems.saddle2d import Saddle2D
+
+    if type(prob) is Saddle2D:
+        cx, cy = (float(v) for v in prob.CENTER)
+        hw = float(prob.HALF_WIDTH)
+
+        def saddle(x: np.ndarray, bad: np.ndarray) -> tuple[np.ndarray, np.ndarray, int]:
+            B = x.shape[1]
+            L, J = np.empty((2, B)), np.empty((2, 2, B))
+            return L, J, kern.saddle2d_eval(x, L, J, bad, cx, cy, hw)
+        return saddle
+
+    def numpy(x: np.ndarray, bad: np.ndarray) -> tuple[np.ndarray, np.ndarray, int]:
+        L, J = prob.losses_and_jacobian(x.T)
+        L, J = np.ascontiguousarray(np.asarray(L, dtype=np.float64).T), \
+            np.ascontiguousarray(np.asarray(J, dtype=np.float64).transpose(1, 2, 0))
+        return L, J, kern.check_rows(x, L, J, bad)
+    return numpy
+
+
+def run_ends(prob: Any, meths: list[tuple[str, Any]], x0: np.ndarray, steps: int, opt: Any,
+             progress: Any = None) -> dict | None:
+    """End state of every (method, start) trajectory, as full ``[M*S, ...]`` arrays for
+    :func:`pcd.engine._finish`; None when the fast path does not cover this run. Methods run in a
+    thread pool (one per core); ``progress(fraction, method)`` is called as each one finishes."""
+    if not kern.AVAILABLE or prob.K != 2 or prob.dim != 2:
+        return None
+    specs = _specs(meths)
+    optk = _optimizer(opt)
+    if specs is None or optk is None:
+        return None
+    evaluate = _evaluator(prob)
+    M, S = len(meths), x0.shape[0]
+    window = max(1, steps // 10)
+    full = {"x": np.empty((M * S, 2)), "x_window": np.empty((M * S, 2)), "end_x": np.tile(x0, (M, 1)),
+            "end_L": np.full((M * S, 2), np.nan), "end_J": np.full((M * S, 2, 2), np.nan),
+            "L": np.zeros((M * S, 2)), "J": np.zeros((M * S, 2, 2)), "W": np.zeros((M * S, 2)),
+            "D": np.zeros((M * S, 2)), "MU": np.full((M * S, 1), np.nan),
+            "div_step": np.full(M * S, -1, dtype=np.int64)}
+    seconds: dict[str, float] = {}
+
+    def one(m: int) -> str:
+        (label, _), (kind, const) = meths[m], specs[m]
+        t0 = time.perf_counter()
+        with np.errstate(all="ignore"):  # NaN/inf are detected and reported, not warned about
+            _run_method(kind, const, optk, evaluate, x0, steps, window, full, m * S)
+        seconds[label] = time.perf_counter() - t0
+        return label
+
+    workers = min(M, os.cpu_count() or 1)
+    if workers > 1:  # the kernels release the GIL: methods run side by side, one per core
+        with ThreadPoolExecutor(max_workers=workers) as pool:
+            for done, label in enumerate(pool.map(one, range(M)), 1):
+                if progress is not None:
+                    progress(done / M, label)
+    else:
+        for m in range(M):
+            label = one(m)
+            if progress is not None:
+                progress((m + 1) / M, label)
+    full["alive"] = full["div_step"] < 0
+    full["seconds"] = seconds
+    return full
+
+
+def _optimizer_table(okind: int, o: dict, steps: int) -> np.ndarray:
+    """Per-step optimizer constants ``[steps, 7]`` (the kernels' ``o``), computed with the same
+    Python expressions as :class:`pcd.engine.Adam` / ``SGD`` (so the same bits)."""
+    ops = np.zeros((max(steps, 1), 7))
+    for t in range(steps):
+        if okind == 0:
+            bc1 = 1.0 - o["b1"] ** (t + 1)
+            ops[t] = (-(o["lr"] / bc1), 1.0 - o["b1"], o["b2"], 1.0 - o["b2"], math.sqrt(1.0 - o["b2"] ** (t + 1)),
+                      o["eps"], o["wd"])
+        else:
+            ops[t] = (-o["lr"], o["momentum"], 1.0 - o["damp"], 1.0 if o["nesterov"] else 0.0, o["wd"],
+                      1.0 if t == 0 else 0.0, 0.0)
+    return ops
+
+
+def _run_method(kind: str, const: dict, optk: tuple[int, dict], evaluate, x0: np.ndarray, steps: int,
+                window: int, full: dict, off: int) -> None:
+    """One method's trajectories, all steps; writes its rows ``off .. off + S`` of ``full``."""
+    okind, o = optk
+    S = x0.shape[0]
+    idx = np.arange(S) + off                       # full row of each active row
+    st: dict[str, np.ndarray] = {"x": np.ascontiguousarray(x0.T), "xo": np.empty((2, S)),
+                                 "s1": np.zeros((2, S)), "s2": np.zeros((2, S)),
+                                 "W": np.zeros((2, S)), "D": np.zeros((2, S)), "MU": np.full(S, np.nan)}
+    if kind == "pcd":
+        st["ema"] = np.zeros((2, S))
+    if kind == "famo":
+        for key in ("xi", "fm", "fv", "z", "plogs", "xm"):
+            st[key] = np.zeros((2, S))
+    bcol = np.array([[const.get("b0", 0.0)], [const.get("b1", 0.0)]])
+    bad = np.zeros(S, dtype=bool)
+    xprev = st["x"]                                # x_{t-1} (the start at t = 0)
+    Lp, Jp = np.full((2, S), np.nan), np.full((2, 2, S), np.nan)
+    ops = _optimizer_table(okind, o, steps)
+    L = J = None
+    for t in range(steps + 1):
+        x = st["x"]
+        if t == steps - window:
+            full["x_window"][idx] = x.T
+        L, J, nd = evaluate(x, bad)
+        if nd:  # retire the rows that diverged: their last finite point is the previous one
+            rows = np.flatnonzero(bad)
+            orig = idx[rows]
+            full["div_step"][orig] = t
+            full["end_x"][orig] = xprev[:, rows].T
+            full["end_L"][orig] = Lp[:, rows].T
+            full["end_J"][orig] = Jp[:, :, rows].transpose(2, 0, 1)
+            full["x"][orig] = x[:, rows].T
+            if t <= steps - window:
+                full["x_window"][orig] = x[:, rows].T
+            keep = ~bad
+            idx = idx[keep]
+            st = {k: v[..., keep] for k, v in st.items()}
+            L, J = L[:, keep], J[:, :, keep]
+            bad = np.zeros(idx.size, dtype=bool)
+            x = st["x"]
+        W, D = st["W"], st["D"]
+        if kind == "ws":
+            kern.weights_ws(J, W, D, const["w0"], const["w1"])
+        elif kind == "pcd":
+            beta = const["beta"]
+            kern.weights_pcd(J, W, D, st["ema"], st["MU"], beta, 1.0 - beta, 1.0 - beta ** (t + 1), const["eps"],
+                             const["tau"], const["eps10"], const["zero_rel"])
+        elif kind == "mgda":
+            kern.weights_mgda(J, W, D)
+        elif kind == "pcgrad":
+            kern.weights_pcgrad(J, W, D)
+        elif kind == "cagrad":
+            kern.weights_cagrad(J, W, D, const["half_c"], const["norm_eps"], 1.0 + 1e-13)
+        else:  # famo: log / exp by NumPy between the kernels (the same rounding as pcd.methods.famo)
+            shifted = L - bcol + 1e-8
+            logs = np.log(shifted)
+            if t > 0:
+                kern.famo_logits(st["xi"], st["fm"], st["fv"], st["z"], logs, st["plogs"], st["xm"], const["wd"],
+                                 const["lr"], 1.0 - 0.9 ** t, 1.0 - 0.999 ** t)
+            kern.weights_famo(J, W, D, np.exp(st["xm"]), st["z"], shifted)
+            st["plogs"] = logs
+        if t < steps:  # the optimizer step; then swap the position buffers (x_t becomes the previous point)
+            if okind == 0:
+                kern.adam_step(x, st["xo"], D, st["s1"], st["s2"], ops[t])
+            else:
+                kern.sgd_step(x, st["xo"], D, st["s1"], ops[t])
+            st["x"], st["xo"] = st["xo"], x
+            xprev = x
+        Lp, Jp = L, J
+    x = st["x"]
+    full["x"][idx] = x.T
+    full["end_x"][idx] = x.T
+    full["end_L"][idx] = L.T
+    full["end_J"][idx] = J.transpose(2, 0, 1)
+    full["L"][idx] = L.T
+    full["J"][idx] = J.transpose(2, 0, 1)
+    full["W"][idx] = st["W"].T
+    full["D"][idx] = st["D"].T
+    if kind == "pcd":
+        full["MU"][idx, 0] = st["MU"]

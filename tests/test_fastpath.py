@@ -1,0 +1,77 @@
+"""The engine's end-point fast path (numba kernels) is bit-identical to its NumPy loop."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import pcd._fastpath as fastpath
+import pcd._kernels as kern
+from pcd.engine import run
+from pcd.problems import make
+
+pytestmark = pytest.mark.skipif(not kern.AVAILABLE, reason="numba not installed (the NumPy loop is used)")
+
+METHODS = ["pcd", "ws", "mgda", "pcgrad", "cagrad", "famo"]
+FIELDS = ["end", "end_losses", "end_grad_norms", "positions", "losses", "grad_norms", "weights", "update_norms",
+          "multipliers", "speed", "final_update_norm", "cms_residual", "pareto_residual", "diverged_step"]
+
+
+def _starts(n=40, seed=1):
+    rng = np.random.default_rng(seed)
+    return np.column_stack([rng.uniform(-3.5, 3.5, n), rng.uniform(-2.0, 2.0, n)])
+
+
+def _same(a, b):
+    for f in FIELDS:
+        np.testing.assert_array_equal(getattr(a, f), getattr(b, f), err_msg=f)
+    assert a.diagnosis.tolist() == b.diagnosis.tolist()
+    assert a.methods == b.methods and a.errors == b.errors == {}
+
+
+@pytest.mark.parametrize("optimizer, lr, extra", [
+    ("adam", 0.01, {}),
+    ("adam", 0.05, {"weight_decay": 0.01, "betas": (0.8, 0.99)}),
+    ("sgd", 0.05, {"momentum": 0.9}),
+    ("sgd", 0.02, {"momentum": 0.5, "nesterov": True, "weight_decay": 0.1}),
+    ("sgd", 0.3, {}),  # diverges from some starts: retired rows keep their last finite point
+])
+def test_bit_identical_to_the_numpy_loop_on_saddle2d(optimizer, lr, extra):
+    kw = dict(starts=_starts(), steps=200, optimizer=optimizer, lr=lr, record=[200], optimizer_params=extra,
+              method_params={"pcd": {"tau": 0.3}, "cagrad": {"c": 0.4}, "famo": {"min_loss": [0.0, -0.1]}})
+    a = run("saddle2d", METHODS, fast=False, **kw)
+    b = run("saddle2d", METHODS, **kw)
+    _same(a, b)
+    if optimizer == "sgd" and lr == 0.3:
+        assert a.diverged.any() and not a.diverged.all()
+
+
+def test_bit_identical_on_a_custom_formula_with_divergence():
+    prob = make("custom", primary="(x**2-1)**2 + 0.5*y**2 + exp(x)/10", secondaries=["relu(abs(x-1)-0.25) + y**4"],
+                bounds=((-2.0, 2.0), (-2.0, 2.0)))
+    kw = dict(starts=_starts(30, 2) * [0.6, 1.0], steps=150, optimizer="sgd", lr=0.2, record=[150])
+    a = run(prob, METHODS, fast=False, **kw)
+    b = run(prob, METHODS, **kw)
+    _same(a, b)
+    assert a.diverged.any()
+
+
+def test_unsupported_runs_fall_back_to_the_numpy_loop(monkeypatch):
+    starts = _starts(20)
+    calls = []
+    real = fastpath._run_method
+    monkeypatch.setattr(fastpath, "_run_method", lambda *a, **k: calls.append(1) or real(*a, **k))
+    run("saddle2d", ["pcd", "upgrad"], starts=starts, steps=20, record=[20])   # upgrad has no kernel
+    run("saddle2d", ["pcd"], starts=starts, steps=20, record=None)             # every step recorded
+    run("saddle2d", ["mgda"], starts=starts, steps=20, record=[20], method_params={"mgda": {"solver": "frank-wolfe"}})
+    assert calls == []
+    run("saddle2d", ["pcd", "ws"], starts=starts, steps=20, record=[20])
+    assert len(calls) == 2
+    monkeypatch.setattr(kern, "AVAILABLE", False)
+    res = run("saddle2d", ["pcd", "ws"], starts=starts, steps=20, record=[20])
+    assert len(calls) == 2 and res.end.shape == (2, 20, 2)
+
+
+def test_progress_is_reported_per_method():
+    seen = []
+    run("saddle2d", METHODS, starts=_starts(10), steps=10, record=[10], progress=lambda f, m: seen.append((f, m)))
+    assert sorted(m for _, m in seen) == sorted(METHODS) and seen[-1][0] == 1.0
