@@ -48,3 +48,85 @@ def test_outcome_classes():
 def test_bad_input_is_rejected(kw, msg):
     with pytest.raises(ValueError, match=msg):
         basin(**{"grid": 4, "steps": 10, **kw})
+
+
+# ---- against an independent loop ----------------------------------------------------------------
+def _independent(grads, method, x0, steps, lr=0.01, tau=0.3):
+    """A from-scratch NumPy loop (DESIGN.md's formulas, not the engine's code): PCD (EMA-normalized
+    K = 2 closed form, rescaled to ||g1||) or WS (mean), with Adam. Returns (end, end - W steps)."""
+    x = x0.astype(float).copy()
+    m, v, ema = np.zeros_like(x), np.zeros_like(x), np.zeros_like(x)
+    W = max(1, steps // 10)
+    xw = x
+    for t in range(1, steps + 2):
+        if t - 1 == steps - W:
+            xw = x.copy()
+        g1, g2 = grads(x)
+        if t == steps + 1:
+            return x, xw
+        if method == "ws":
+            d = (g1 + g2) / 2
+        else:
+            n1, n2, c = (g1 ** 2).sum(1), (g2 ** 2).sum(1), (g1 * g2).sum(1)
+            ema = 0.999 * ema + 0.001 * np.column_stack([n1, n2])
+            s = 1 / np.sqrt(ema / (1 - 0.999 ** t) + 1e-8)
+            a, cc, e = n1 * s[:, 0] ** 2, c * s[:, 0] * s[:, 1], n2 * s[:, 1] ** 2
+            mu = np.where(e > 0, np.maximum(0, (tau * e - cc) / np.where(e > 0, e, 1)), 0)
+            dt = s[:, :1] * g1 + (mu * s[:, 1])[:, None] * g2            # d~ in raw coordinates
+            nd = np.linalg.norm(dt, axis=1)
+            scale = np.where(nd > 1e-12 * (np.sqrt(a) + mu * np.sqrt(e)), np.sqrt(n1) / np.where(nd > 0, nd, 1), 0)
+            d = dt * scale[:, None]
+        m = 0.9 * m + 0.1 * d
+        v = 0.999 * v + 0.001 * d * d
+        x = x - lr / (1 - 0.9 ** t) * m / (np.sqrt(v / (1 - 0.999 ** t)) + 1e-8)
+    return x, xw
+
+
+def _classify(grads, x, xw, steps, lr=0.01):
+    from pcd.engine import diagnose
+
+    g1, g2 = grads(x)
+    gn = np.column_stack([np.linalg.norm(g1, axis=1), np.linalg.norm(g2, axis=1)])
+    speed = np.linalg.norm(x - xw, axis=1) / (lr * max(1, steps // 10))
+    ok = np.ones(len(x), dtype=bool)
+    return outcomes(diagnose(gn, speed, ok, ~ok, "adam")[3], gn)
+
+
+def _relu_box(x, c, h):
+    dev = x - c
+    return np.sign(dev) * (np.abs(dev) > h)
+
+
+def _saddle_grads(x):
+    g1 = np.column_stack([x[:, 0] * (x[:, 0] ** 2 - 4), x[:, 1]])
+    return g1, _relu_box(x, np.array([2.0, 0.0]), 0.5)
+
+
+def _custom_grads(x):
+    g1 = np.column_stack([4 * x[:, 0] * (x[:, 0] ** 2 - 1), x[:, 1]])
+    return g1, _relu_box(x, np.array([1.0, 0.0]), 0.25)
+
+
+@pytest.mark.parametrize("case", ["saddle2d", "custom"])
+def test_fractions_equal_an_independent_loop(case):
+    from pcd.problems import make
+
+    if case == "saddle2d":
+        prob, grads = make("saddle2d"), _saddle_grads
+    else:
+        prob = make("custom", primary="(x**2-1)**2 + 0.5*y**2",
+                    secondaries=["relu(abs(x-1)-0.25) + relu(abs(y)-0.25)"], bounds=((-2.0, 2.0), (-1.5, 1.5)))
+        grads = _custom_grads
+    steps = 600
+    res = basin(prob, ["pcd", "ws"], grid=12, steps=steps, lr=0.01, tau=0.3)
+    for name in ("pcd", "ws"):
+        x, xw = _independent(grads, name, res.starts, steps)
+        ref = _classify(grads, x, xw, steps)
+        m = res.index(name)
+        np.testing.assert_allclose(res.ends[m], x, atol=1e-8)
+        assert res.outcome[m].tolist() == ref.tolist()
+        assert res.fractions(name) == {k: float(np.mean(ref == k)) for k in OUTCOMES}
+    # the picture the paper draws (Fig. 1): symmetric WS stalls from the left half, PCD does not
+    if case == "saddle2d":
+        assert res.fractions("ws")["conflict_equilibrium"] > 0.3
+        assert res.fractions("pcd")["cms"] > res.fractions("ws")["cms"]
