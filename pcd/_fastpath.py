@@ -123,7 +123,7 @@ def run_ends(prob: Any, meths: list[tuple[str, Any]], x0: np.ndarray, steps: int
     evaluate = _evaluator(prob)
     M, S = len(meths), x0.shape[0]
     window = max(1, steps // 10)
-    full = {"x": np.empty((M * S, 2)), "x_window": np.empty((M * S, 2)), "end_x": np.tile(x0, (M, 1)),
+    full: dict[str, Any] = {"x": np.empty((M * S, 2)), "x_window": np.empty((M * S, 2)), "end_x": np.tile(x0, (M, 1)),
             "end_L": np.full((M * S, 2), np.nan), "end_J": np.full((M * S, 2, 2), np.nan),
             "L": np.zeros((M * S, 2)), "J": np.zeros((M * S, 2, 2)), "W": np.zeros((M * S, 2)),
             "D": np.zeros((M * S, 2)), "MU": np.full((M * S, 1), np.nan),
@@ -188,7 +188,7 @@ def _run_method(kind: str, const: dict, optk: tuple[int, dict], evaluate, x0: np
     xprev = st["x"]                                # x_{t-1} (the start at t = 0)
     Lp, Jp = np.full((2, S), np.nan), np.full((2, 2, S), np.nan)
     ops = _optimizer_table(okind, o, steps)
-    L = J = None
+    L, J = Lp, Jp
     for t in range(steps + 1):
         x = st["x"]
         if t == steps - window:

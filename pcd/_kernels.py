@@ -27,13 +27,14 @@ the compile time (measured by ``benchmarks/bench_basin.py``).
 """
 from __future__ import annotations
 
+import importlib
 import math
+from typing import Any
 
 import numpy as np
 
 try:  # pragma: no cover - exercised through AVAILABLE
-    import numba as _numba
-
+    _numba: Any = importlib.import_module("numba")
     AVAILABLE = True
 except ImportError:  # pragma: no cover
     _numba = None
