@@ -103,6 +103,10 @@ def run(args: argparse.Namespace) -> int:
                   f"{row.get('group_sparsity')} % loss {row.get('train_loss')}", file=sys.stderr)
 
     result = train(cfg, out_dir=args.out, on_progress=progress)
+    if not args.quiet:
+        from pcd.jobs.results import export_report
+
+        print(f"export: {export_report(result)['message']}", file=sys.stderr)
     if args.json:
         write_json(result, args.json)
     return 0

@@ -271,5 +271,7 @@ def _summary(args: argparse.Namespace) -> int:
                   f"{f(r['wall_seconds'], '.0f')} | {R.landing(r, ref)} |")
         c = comps[st]
         print(R.pairs_line(c) if c["n"] else "no PCD / baseline pairs")
+        for line in R.findings(sub):
+            print(f"- {line}")
         print()
     return 0

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import math
 import statistics
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 # x-axis choices: key -> (label, "higher is better" is always true after this transform)
@@ -444,3 +444,27 @@ def landing(row: dict, reference_acc: float | None, margin: float = 1.5) -> str:
     if drop <= margin:
         return f"within {margin:g} points at {red:.0f} % removed"
     return f"loses {drop:.1f} points at {red:.0f} % removed"
+
+
+def findings(rows: Sequence[dict], margin: float = 1.5, reference: str = "unpruned",
+             label: Callable[[str], str] = str) -> list[str]:
+    """What a study shows, one sentence per method, from its aggregated rows (:func:`aggregate`):
+    the setting that removes the most parameters while staying within ``margin`` points of the
+    ``reference`` accuracy, and where the other settings land (``label`` names the methods)."""
+    ref = next((r for r in rows if r["method"] == reference and r.get("test_acc") is not None), None)
+    if ref is None:
+        return [f"No {label(reference)} run in this study: nothing to measure the accuracy loss against."]
+    acc0 = ref["test_acc"]
+    out = []
+    for m in dict.fromkeys(r["method"] for r in rows if r["method"] != reference):
+        sub = [r for r in rows if r["method"] == m and r.get("test_acc") is not None]
+        ok = [r for r in sub if acc0 - r["test_acc"] <= margin and (r.get("param_reduction") or 0) >= 1.0]
+        best = max(ok, key=lambda r: r["param_reduction"]) if ok else None
+        if best is not None:
+            head = (f"{label(m)} {best['setting']}: removes {best['param_reduction']:.0f} % of the parameters "
+                    f"within {margin:g} points ({best['test_acc']:.1f} % vs {acc0:.1f} % unpruned)")
+        else:
+            head = f"{label(m)}: no setting removes parameters within {margin:g} points of the unpruned network"
+        rest = [f"{r['setting']} {landing(r, acc0, margin)}" for r in sub if r is not best]
+        out.append(head + ("; " + "; ".join(rest) if rest else "") + ".")
+    return out

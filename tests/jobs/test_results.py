@@ -192,3 +192,16 @@ def test_landing_words():
         "within 1.5 points at 81 % removed"
     assert R.landing({"method": "pcd", "test_acc": 96.0, "param_reduction": 96.0}, 99.4) == \
         "loses 3.4 points at 96 % removed"
+
+
+def test_findings_name_the_best_setting_within_the_margin_and_where_the_rest_land():
+    rows = R.aggregate([_pt("unpruned", "—", 0, 99.4), _pt("pcd", "τ=0.2", 82, 99.0), _pt("pcd", "τ=0.5", 96, 96.1),
+                        _pt("pcd", "τ=0.05", 10, 99.7), _pt("ws", "w=1 (default)", 99.8, 7.8),
+                        _pt("mgda", "default", 0.0, 99.2)])
+    got = R.findings(rows, label=str.upper)
+    assert got[0] == ("PCD τ=0.2: removes 82 % of the parameters within 1.5 points (99.0 % vs 99.4 % unpruned); "
+                      "τ=0.5 loses 3.3 points at 96 % removed; τ=0.05 within 1.5 points at 10 % removed.")
+    assert got[1] == ("WS: no setting removes parameters within 1.5 points of the unpruned network; "
+                      "w=1 (default) collapsed: 100 % removed, 7.8 % accuracy.")
+    assert got[2].endswith("default removes nothing.")
+    assert R.findings(rows[1:]) == ["No unpruned run in this study: nothing to measure the accuracy loss against."]

@@ -127,6 +127,14 @@ def test_out_of_range_values_are_refused_visibly_not_replaced(data_dir, key, val
     assert RunStore(data_dir).list() == []
 
 
+def test_out_of_range_hyper_parameter_is_refused(data_dir):
+    at = _app()
+    at.multiselect(key="pl_methods").set_value(["pcd", "prox"]).run()
+    at.number_input(key="pl_hp_prox_lam").set_value(-1.0).run()
+    assert any("lam must be in [0.0, 1000000.0], got -1.0" in e.value for e in at.error), [e.value for e in at.error]
+    assert at.button(key="pl_submit").disabled
+
+
 def test_preset_fills_the_form_and_queues_the_whole_study(data_dir):
     from pcd.train import presets
 
@@ -246,6 +254,8 @@ def test_results_explorer_means_pairs_front_and_hypervolume(data_dir):
     ws = summary[summary["method"] == "Weighted sum"].iloc[0]
     assert ws["setting"] == "w=1 (default)" and ws["where it lands"].startswith("collapsed")
     assert summary[summary["method"] == "MGDA"]["where it lands"].item() == "removes nothing"
+    assert any("- PCD τ=0.2: removes 80 % of the parameters within 1.5 points (97.5 % vs 99.0 % unpruned)" in md.value
+               for md in at.markdown)
     # pairs: ws (99.5 %) -> PCD tau=0.2 (80 %, closest), mgda (0 %) -> PCD tau=0.05 (10 %)
     pairs = _table(at, "verdict")
     assert list(pairs["paired PCD"]) == ["τ=0.2", "τ=0.05"]
