@@ -76,7 +76,8 @@ def test_queue_watch_and_explore_a_digits_run(streamlit_server, page, artifacts_
         page.screenshot(path=str(artifacts_dir / "pruning_lab_runs.png"))
 
         page.get_by_role("tab", name="Results explorer").click()
-        page.locator(".js-plotly-plot").filter(has_text="Pareto front").first.wait_for(timeout=30_000)
+        page.get_by_text("Summary: mean ± std over seeds").wait_for(timeout=30_000)
+        page.locator(".js-plotly-plot").filter(has_text="test accuracy").first.wait_for(timeout=30_000)
         page.wait_for_timeout(1000)
         page.screenshot(path=str(artifacts_dir / "pruning_lab_results.png"), full_page=True)
         assert page.locator('[data-testid="stException"]').count() == 0
