@@ -7,10 +7,12 @@ import numpy as np
 import streamlit as st
 
 import pcd.methods as registry
-from pcd import studio
+from pcd import studio, teaching
 from pcd.engine import run
 from pcd.ui import claim, download_csv, download_figure, png_export, setup_page, show_error, url_default, url_sync
+from pcd.ui.controls import frame_controls
 from pcd.viz.landscape import background_image, landscape_figure, loss_figure
+from pcd.viz.teaching import add_gradient_inset, with_step_cursor
 from pcd.viz.theme import png_data_uri
 
 setup_page(
@@ -164,11 +166,13 @@ def _run_one(name, f1, f2, method, hp_json, tau, opt, lr, steps, starts):
 
 
 @st.cache_resource(show_spinner=False, max_entries=32)
-def _figures(name, f1, f2, runs_key, _res):
+def _figures(name, f1, f2, runs_key, _res, inset_start):
     grid, pareto, optima, names = _grid(name, f1, f2)
-    return (landscape_figure(_res, grid, pareto_set=pareto, optima=optima, height=560, image=_image(name, f1, f2),
-                             click_grid=36, validate=False),
-            loss_figure(_res, names))
+    fig = landscape_figure(_res, grid, pareto_set=pareto, optima=optima, height=560, image=_image(name, f1, f2),
+                           click_grid=36, validate=False)
+    if inset_start is not None:  # the gradients at the current frame, animated with the map
+        fig = add_gradient_inset(fig, teaching.trajectory_gradients(_problem(name, f1, f2), _res, inset_start))
+    return fig, with_step_cursor(loss_figure(_res, names), 0)
 
 
 try:
@@ -186,14 +190,27 @@ try:
                          tau if registry.get(m).primary_knob else None, opt, lr, steps, starts_key) for m in methods]
     res = studio.merge_results(runs)
     runs_key = (tuple(methods), json.dumps(hparams, sort_keys=True), tau, opt, lr, steps, starts_key)
-    fig, lfig = _figures(problem_name, f1, f2, runs_key, res)
+    with st.sidebar:
+        show_inset = st.toggle("gradient inset", url_default("inset", True), key="toy_inset",
+                               help="beside the map: g₁, g₂ and each method's step d where its trajectory is, "
+                                    "at the frame shown")
+        inset_start = st.selectbox("inset: start point", list(range(res.S)), format_func=lambda s: f"S{s + 1}",
+                                   index=min(url_default("istart", 0, low=0, high=res.S - 1), res.S - 1),
+                                   key="toy_inset_start", disabled=not show_inset)
+    url_sync(inset=show_inset, istart=inset_start)
+    fig, lfig = _figures(problem_name, f1, f2, runs_key, res, inset_start if show_inset else None)
 except ValueError as exc:
     show_error(exc)
     st.stop()
 
 st.plotly_chart(fig, theme=None, key="toy_map", on_select="rerun", selection_mode="points",
                 config={"displaylogo": False, "scrollZoom": False})
-st.caption("Click anywhere on the map to add a start point there (the start points switch to *typed*).")
+frame_controls("toy_map", [str(int(k)) for k in res.record], loss_key="toy_loss",
+               cursor_x=[float(k) + 1 for k in res.record])
+st.caption("Click anywhere on the map to add a start point there (the start points switch to *typed*). "
+           "Step with the buttons or ← / →; the dotted cursor on the loss plot follows the frame."
+           + (" Inset: d is the vector fed to the optimizer (it moves along −d); one fixed scale, the dotted "
+              "circle — longer arrows are clipped to it, their lengths are in the numbers." if show_inset else ""))
 for name, msg in res.errors.items():
     st.warning(f"{registry.get(name).display_name} failed: {msg}")
 

@@ -24,16 +24,74 @@ _CSS = """
 """
 
 
+# Presenter mode (a projector at 1280 x 720): large type, full-width figures, every paragraph
+# folded to one line (hover or focus unfolds it). Pure CSS over Streamlit's own elements, so every
+# page gets it from setup_page without any change of its own.
+_PRESENTER_CSS = """
+<style>
+  html {font-size: 19px;}
+  .block-container {max-width: 100% !important; padding: 1.2rem 1.6rem 2rem 1.6rem !important;}
+  h1 {font-size: 1.9rem !important; padding: 0 0 .2rem 0 !important;}
+  .block-container {padding-top: .8rem !important;}
+  [data-testid="stMain"] [data-testid="stMarkdown"] p,
+  [data-testid="stMain"] [data-testid="stCaptionContainer"],
+  [data-testid="stMain"] .pcd-claim {
+      white-space: nowrap; overflow: hidden; text-overflow: ellipsis;}
+  [data-testid="stMain"] [data-testid="stMarkdown"] p:hover,
+  [data-testid="stMain"] [data-testid="stCaptionContainer"]:hover,
+  [data-testid="stMain"] .pcd-claim:hover {white-space: normal;}
+  [data-testid="stMain"] [data-testid="stHorizontalBlock"] {flex-wrap: wrap;}
+  [data-testid="stMain"] [data-testid="stColumn"]:has([data-testid="stPlotlyChart"]) {
+      flex: 1 1 100% !important; width: 100% !important; min-width: 100% !important;}
+  .pcd-present-badge {color:#cf222e; font-weight:600;}
+</style>
+"""
+PRESENT_PARAM = "present"
+_PRESENT_KEY = "pcd_present"          # the toggle's widget key (one per page run)
+_PRESENT_SAVED = "_pcd_present_saved"  # survives page switches (widget state does not, reliably)
+
+
+def presenter_mode() -> bool:
+    """Whether presenter mode is on for this session (set by the toggle :func:`setup_page` draws)."""
+    return bool(st.session_state.get(_PRESENT_KEY, st.session_state.get(_PRESENT_SAVED, False)))
+
+
+def _presenter_toggle() -> bool:
+    """The presenter-mode toggle, kept in the URL (``?present=1``) and across pages."""
+    if _PRESENT_KEY not in st.session_state:
+        saved = st.session_state.get(_PRESENT_SAVED)
+        st.session_state[_PRESENT_KEY] = bool(url_default(PRESENT_PARAM, False) if saved is None else saved)
+    on = st.toggle("Presenter mode", key=_PRESENT_KEY,
+                   help="for a projector: large type, full-width figures, paragraphs folded to one line "
+                        "(hover to read); kept in the URL as ?present=1")
+    st.session_state[_PRESENT_SAVED] = on
+    if on and st.query_params.get(PRESENT_PARAM) != "1":
+        st.query_params[PRESENT_PARAM] = "1"
+    elif not on and PRESENT_PARAM in st.query_params:
+        del st.query_params[PRESENT_PARAM]
+    return on
+
+
 def setup_page(title: str, icon: str = ":material/insights:", intro: str | None = None) -> None:
-    """Common page set-up: page config, styling, title and an optional plain-words intro."""
-    try:
-        st.set_page_config(page_title=f"{title} · {APP_TITLE}", page_icon=icon, layout="wide")
+    """Common page set-up: page config, styling, title, the presenter-mode toggle and an optional
+    plain-words intro."""
+    saved = st.session_state.get(_PRESENT_KEY, st.session_state.get(_PRESENT_SAVED))
+    present_now = bool(url_default(PRESENT_PARAM, False) if saved is None else saved)
+    try:  # on a projector the sidebar starts collapsed: the figures get the width
+        st.set_page_config(page_title=f"{title} · {APP_TITLE}", page_icon=icon, layout="wide",
+                           initial_sidebar_state="collapsed" if present_now else "auto")
     except Exception:  # set_page_config may only be called once per run (e.g. under AppTest)
         pass
     st.markdown(_CSS, unsafe_allow_html=True)
     if LOGO.is_file():
         st.logo(str(LOGO), size="large")
-    st.title(title)
+    head, switch = st.columns([5, 1], vertical_alignment="bottom")
+    with switch:
+        present = _presenter_toggle()
+    if present:
+        st.markdown(_PRESENTER_CSS, unsafe_allow_html=True)
+    with head:
+        st.title(title)
     if intro:
         st.markdown(intro)
 

@@ -1,0 +1,266 @@
+"""Lecturer controls for the Plotly figures of the pages (presentation only, no math).
+
+Two small Streamlit components (``st.components.v2``: inline HTML/CSS/JS, no build step, no
+iframe) that act on a ``st.plotly_chart`` already on the page, found by its widget key:
+
+* :func:`frame_controls` -- reset / step back / play-pause / step forward, a speed control and the
+  current step, driving the chart's own animation frames (``Plotly.animate``) in the browser, plus
+  a cursor on a second chart (the loss plot) that follows the frame shown -- while playing,
+  scrubbing the chart's slider or stepping. Keyboard: <- / -> step, Home resets.
+* :func:`vector_drag` -- click or drag in a chart to move one of its vectors; the new tip is sent
+  back to Python (one rerun when the mouse is released).
+
+Both use the Plotly.js instance Streamlit loads for ``st.plotly_chart`` (``window.Plotly``) and the
+chart's own axes for pixel -> data conversion; when it is not (yet) there, the buttons say so
+instead of failing. Nothing runs on the server while stepping or playing.
+"""
+from __future__ import annotations
+
+import json
+from typing import Any, Sequence
+
+import streamlit as st
+
+_PLAYER_HTML = """
+<div class="pcd-player" role="toolbar" aria-label="animation controls">
+  <button class="pcd-b" data-act="reset" title="back to the first frame (Home)">« Reset</button>
+  <button class="pcd-b" data-act="back" title="one recorded step back (←)">◀ Step</button>
+  <button class="pcd-b pcd-play" data-act="play" title="play / pause">▶ Play</button>
+  <button class="pcd-b" data-act="fwd" title="one recorded step forward (→)">Step ▶</button>
+  <span class="pcd-speed" role="group" aria-label="speed">speed
+    <button class="pcd-s" data-speed="0.25">¼×</button><button class="pcd-s" data-speed="0.5">½×</button><button
+    class="pcd-s" data-speed="1">1×</button><button class="pcd-s" data-speed="2">2×</button><button
+    class="pcd-s" data-speed="4">4×</button></span>
+  <span class="pcd-status">step —</span>
+</div>
+"""
+
+_PLAYER_CSS = """
+.pcd-player {display:flex; flex-wrap:wrap; align-items:center; gap:.4rem; font-family:inherit;
+             font-size:.95rem; margin:.1rem 0 .4rem 0;}
+.pcd-b, .pcd-s {border:1px solid #d0d7de; background:#f6f8fa; color:#24292f; border-radius:6px;
+                padding:.28rem .7rem; cursor:pointer; font-size:inherit; line-height:1.2;}
+.pcd-b:hover, .pcd-s:hover {background:#eaeef2;}
+.pcd-s {padding:.28rem .45rem; margin-left:.15rem;}
+.pcd-s.on {background:#1f6feb; border-color:#1f6feb; color:white;}
+.pcd-play {min-width:6.2rem; font-weight:600;}
+.pcd-speed {margin-left:.6rem; color:#57606a;}
+.pcd-status {margin-left:.8rem; color:#24292f; font-variant-numeric:tabular-nums; font-weight:600;}
+"""
+
+_PLAYER_JS = """
+export default function(component) {
+  const { data, parentElement } = component;
+  const root = parentElement.querySelector('.pcd-player');
+  const status = root.querySelector('.pcd-status');
+  const playBtn = root.querySelector('.pcd-play');
+  const names = data.frames || [];
+  const cursor = data.cursor_x || [];
+  let speed = 1, playing = false, cur = 0, boundGd = null, lastCursor = null, pending = null;
+  const chart = () => document.querySelector('.st-key-' + data.target + ' .js-plotly-plot');
+  const lossChart = () => data.loss ? document.querySelector('.st-key-' + data.loss + ' .js-plotly-plot') : null;
+  const P = () => window.Plotly;
+  const label = i => 'step ' + names[i] + ' / ' + names[names.length - 1] + '  (frame ' + (i + 1) + ' of ' + names.length + ')';
+
+  function setStatus(i) { status.textContent = names.length ? label(i) : 'no frames'; root.dataset.frame = String(i); }
+  function setPlaying(p) { playing = p; playBtn.textContent = p ? '❚❚ Pause' : '▶ Play'; root.dataset.playing = p ? '1' : '0'; }
+  function moveCursor(i) {
+    const lg = lossChart();
+    if (!lg || !P() || !lg.layout || cursor[i] === undefined || lastCursor === cursor[i]) return;
+    if (pending) { pending = i; return; }
+    pending = i;
+    requestAnimationFrame(() => {
+      const j = pending; pending = null;
+      const upd = {};
+      (lg.layout.shapes || []).forEach((s, k) => {
+        if (s.name === data.cursor_name) { upd['shapes[' + k + '].x0'] = cursor[j]; upd['shapes[' + k + '].x1'] = cursor[j]; }
+      });
+      if (Object.keys(upd).length) { lastCursor = cursor[j]; P().relayout(lg, upd); }
+    });
+  }
+  function onFrame(ev) {
+    const i = names.indexOf(String(ev && ev.name));
+    if (i < 0) return;
+    cur = i; setStatus(i); moveCursor(i);
+  }
+  function bind() {
+    const g = chart();
+    if (!g || !g.on || g === boundGd) return;
+    boundGd = g;
+    g.on('plotly_animatingframe', onFrame);
+    g.on('plotly_animated', () => setPlaying(false));
+    g.on('plotly_animationinterrupted', () => {});
+    const s = g._fullLayout && g._fullLayout.sliders && g._fullLayout.sliders[0];
+    cur = s ? s.active : 0; lastCursor = null; setStatus(cur); moveCursor(cur);
+  }
+  function ready() {
+    bind();
+    if (!P() || !boundGd) { status.textContent = 'waiting for the chart…'; return false; }
+    return true;
+  }
+  function go(i) {
+    if (!ready() || !names.length) return;
+    i = Math.max(0, Math.min(names.length - 1, i));
+    if (playing) pause();
+    P().animate(boundGd, [names[i]], {mode: 'immediate', frame: {duration: 0, redraw: false}, transition: {duration: 0}});
+    cur = i; setStatus(i); moveCursor(i);
+  }
+  function play() {
+    if (!ready() || !names.length) return;
+    if (cur >= names.length - 1) go(0);
+    setPlaying(true);
+    P().animate(boundGd, null, {mode: 'immediate', fromcurrent: true, transition: {duration: 0},
+                                frame: {duration: Math.max(1, Math.round(data.ms / speed)), redraw: false}});
+  }
+  function pause() {
+    if (!ready()) return;
+    setPlaying(false);
+    P().animate(boundGd, [null], {mode: 'immediate', frame: {duration: 0, redraw: false}, transition: {duration: 0}});
+  }
+  root.addEventListener('click', (e) => {
+    const b = e.target.closest('button');
+    if (!b) return;
+    if (b.dataset.speed) {
+      speed = parseFloat(b.dataset.speed);
+      root.querySelectorAll('.pcd-s').forEach(x => x.classList.toggle('on', x === b));
+      if (playing) { pause(); play(); }
+      return;
+    }
+    const act = b.dataset.act;
+    if (act === 'reset') go(0);
+    else if (act === 'back') go(cur - 1);
+    else if (act === 'fwd') go(cur + 1);
+    else if (act === 'play') { playing ? pause() : play(); }
+  });
+  root.querySelectorAll('.pcd-s').forEach(x => x.classList.toggle('on', parseFloat(x.dataset.speed) === 1));
+  function onKey(e) {
+    const t = e.target;
+    if (!data.keys || e.altKey || e.ctrlKey || e.metaKey) return;
+    if (t && (t.closest && (t.closest('input, textarea, select, [role=slider], [contenteditable=true]')))) return;
+    if (!root.isConnected) return;
+    if (e.key === 'ArrowRight') { go(cur + 1); e.preventDefault(); }
+    else if (e.key === 'ArrowLeft') { go(cur - 1); e.preventDefault(); }
+    else if (e.key === 'Home') { go(0); e.preventDefault(); }
+  }
+  document.addEventListener('keydown', onKey);
+  setStatus(0);
+  const timer = setInterval(bind, 400);
+  bind();
+  return () => { clearInterval(timer); document.removeEventListener('keydown', onKey);
+                 if (boundGd && boundGd.removeListener) boundGd.removeListener('plotly_animatingframe', onFrame); };
+}
+"""
+
+_DRAG_JS = """
+export default function(component) {
+  const { data, parentElement, setStateValue } = component;
+  const hint = parentElement.querySelector('.pcd-drag-hint');
+  let bound = null, drag = null;
+  const chart = () => document.querySelector('.st-key-' + data.target + ' .js-plotly-plot');
+  function toData(g, ev) {
+    const fl = g._fullLayout, xa = fl && fl.xaxis, ya = fl && fl.yaxis;
+    if (!xa || !ya) return null;
+    const r = g.getBoundingClientRect();
+    const px = ev.clientX - r.left - xa._offset, py = ev.clientY - r.top - ya._offset;
+    if (px < 0 || py < 0 || px > xa._length || py > ya._length) return null;
+    return [xa.p2l(px), ya.p2l(py)];
+  }
+  function nearest(pt) {
+    let best = 0, bd = Infinity;
+    (data.vectors || []).forEach((v, i) => { const d = Math.hypot(v.tip[0] - pt[0], v.tip[1] - pt[1]); if (d < bd) { bd = d; best = i; } });
+    return best;
+  }
+  function preview(g, i, pt) {
+    const v = data.vectors[i];
+    if (!window.Plotly || v.trace === undefined || v.trace === null) return;
+    window.Plotly.restyle(g, {x: [[0, pt[0]]], y: [[0, pt[1]]]}, [v.trace]);
+  }
+  function down(ev) {
+    if (ev.button !== 0) return;
+    const g = chart(); const pt = g && toData(g, ev);
+    if (!pt) return;
+    drag = {i: nearest(pt), pt: pt};
+    preview(g, drag.i, pt);
+    ev.preventDefault(); ev.stopPropagation();
+  }
+  function move(ev) {
+    if (!drag) return;
+    const g = chart(); const pt = g && toData(g, ev);
+    if (!pt) return;
+    drag.pt = pt; preview(g, drag.i, pt);
+    ev.preventDefault();
+  }
+  function up(ev) {
+    if (!drag) return;
+    const d = drag; drag = null;
+    setStateValue('tip', {name: data.vectors[d.i].name, x: d.pt[0], y: d.pt[1], n: Date.now()});
+  }
+  function bind() {
+    const g = chart();
+    if (!g || g === bound) return;
+    const layer = g.querySelector('.draglayer') || g;
+    layer.addEventListener('mousedown', down, true);
+    bound = g;
+    if (hint) hint.dataset.bound = '1';
+  }
+  document.addEventListener('mousemove', move, true);
+  document.addEventListener('mouseup', up, true);
+  const timer = setInterval(bind, 400);
+  bind();
+  return () => { clearInterval(timer); document.removeEventListener('mousemove', move, true);
+                 document.removeEventListener('mouseup', up, true); };
+}
+"""
+
+_components: dict[str, Any] = {}
+
+
+def _component(name: str) -> Any:
+    if name not in _components:
+        if name == "player":
+            _components[name] = st.components.v2.component("pcd_frame_controls", html=_PLAYER_HTML,
+                                                           css=_PLAYER_CSS, js=_PLAYER_JS)
+        else:
+            _components[name] = st.components.v2.component(
+                "pcd_vector_drag", html="<div class='pcd-drag-hint'></div>", js=_DRAG_JS)
+    return _components[name]
+
+
+def frame_controls(chart_key: str, frames: Sequence[Any], frame_ms: int = 45, loss_key: str | None = None,
+                   cursor_x: Sequence[float] | None = None, cursor_name: str = "step cursor",
+                   keyboard: bool = True, key: str | None = None) -> None:
+    """Reset / step back / play-pause / step forward and a speed control (¼× … 4×) for the
+    animated ``st.plotly_chart`` with widget key ``chart_key`` whose frames are named ``frames``
+    (in order). ``loss_key`` + ``cursor_x`` (one x per frame): the shapes named ``cursor_name`` of
+    that second chart follow the frame shown (see :func:`pcd.viz.teaching.with_step_cursor`).
+    """
+    names = [str(f) for f in frames]
+    if cursor_x is not None and len(cursor_x) != len(names):
+        raise ValueError(f"cursor_x needs one value per frame ({len(names)}), got {len(cursor_x)}")
+    frame_ms = int(frame_ms)
+    if frame_ms < 1:
+        raise ValueError(f"frame_ms must be >= 1, got {frame_ms}")
+    payload = {"target": str(chart_key), "frames": names, "ms": frame_ms, "loss": loss_key,
+               "cursor_x": [float(v) for v in cursor_x] if cursor_x is not None else [],
+               "cursor_name": cursor_name, "keys": bool(keyboard)}
+    _component("player")(data=payload, key=key or f"{chart_key}-controls")
+
+
+def vector_drag(chart_key: str, vectors: Sequence[dict], key: str | None = None) -> dict | None:
+    """Click or drag in the chart ``chart_key`` to move the nearest of ``vectors``
+    (``[{"name", "tip": [x, y], "trace": index of its line trace or None}]``). Returns the last
+    released tip ``{"name", "x", "y", "n"}`` (``n`` is a timestamp: compare it to tell a new drag
+    from a rerun) or None. The chart should have ``dragmode=False`` so Plotly does not zoom."""
+    vecs = [{"name": str(v["name"]), "tip": [float(v["tip"][0]), float(v["tip"][1])],
+             "trace": None if v.get("trace") is None else int(v["trace"])} for v in vectors]
+    if not vecs:
+        raise ValueError("vector_drag needs at least one vector")
+    res = _component("drag")(data={"target": str(chart_key), "vectors": vecs}, key=key or f"{chart_key}-drag",
+                             on_tip_change=lambda: None)
+    tip = getattr(res, "tip", None) if res is not None else None
+    if isinstance(tip, str):
+        try:
+            tip = json.loads(tip)
+        except ValueError:
+            tip = None
+    return tip if isinstance(tip, dict) else None

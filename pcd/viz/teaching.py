@@ -1,0 +1,261 @@
+"""Figures of the teaching views: the gradient inset animated with the toy map, the gradients at
+one frame as a figure of their own, and a step cursor on the loss plot.
+
+Input is the plain data of :func:`pcd.teaching.trajectory_gradients`; output a ``go.Figure``.
+
+The inset is a grid of small panels (one per method) on a second pair of axes beside the map, in
+the SAME figure and the SAME frames as the animated trajectories, so playing or scrubbing the
+map moves the arrows g1, g2 (and g3) and the method's step d in sync, in the browser, without a
+round trip to the server. Every panel uses one fixed scale for the whole animation (the dashed
+circle); a vector longer than the circle is drawn clipped to it and its true length is in the
+numbers under the panel.
+"""
+from __future__ import annotations
+
+from typing import Any, Sequence
+
+import numpy as np
+import plotly.graph_objects as go
+
+from pcd.viz.theme import base_layout, method_color, method_label, objective_color, rgba
+
+ARROW = 0.9          # the scale circle's radius in panel units (a panel spans [-1, 1])
+PANEL_DX = 2.35      # panel pitch in the inset axes
+PANEL_DY = 2.95
+SUBSCRIPT = "₀₁₂₃₄₅₆₇₈₉"
+
+
+def _sub(k: int) -> str:
+    return "".join(SUBSCRIPT[int(c)] for c in str(k))
+
+
+def inset_scale(grads: dict[str, Any], quantile: float = 0.75) -> float:
+    """One fixed scale for every panel and frame: the ``quantile`` of the per-(method, frame)
+    longest vector (``||g_k||``, ``||d||``). A high quantile keeps the stalled frames (which last
+    long) readable while the fast first steps, with their large gradients, are clipped."""
+    if not 0.0 < float(quantile) <= 1.0:
+        raise ValueError(f"quantile must be in (0, 1], got {quantile}")
+    vals = []
+    for g in grads["methods"].values():
+        longest = np.fmax(np.nanmax(np.where(np.isfinite(g["norms"]), g["norms"], np.nan), axis=1, initial=0.0)
+                          if g["norms"].size else np.zeros(0), np.nan_to_num(g["d_norm"], nan=0.0))
+        vals.append(longest[np.isfinite(longest)])
+    allv = np.concatenate(vals) if vals else np.zeros(0)
+    allv = allv[allv > 0]
+    return float(np.quantile(allv, quantile)) if allv.size else 1.0
+
+
+def _clip(v: np.ndarray, scale: float) -> np.ndarray:
+    """``v [.., 2]`` in panel units: ``v / scale * ARROW``, longer ones clipped to the circle."""
+    u = np.asarray(v, dtype=np.float64)[..., :2] / scale * ARROW
+    r = np.linalg.norm(u, axis=-1, keepdims=True)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        f = np.where(r > ARROW, ARROW / np.where(r > 0, r, 1.0), 1.0)
+    return u * f
+
+
+def _fmt(v: float, digits: int = 3) -> str:
+    return "—" if not np.isfinite(v) else f"{v:.{digits}g}" if abs(v) >= 1e-3 or v == 0 else f"{v:.1e}"
+
+
+def _numbers(g: dict[str, Any], t: int) -> str:
+    K = g["norms"].shape[1]
+    gn = "  ".join(f"‖g{_sub(k + 1)}‖ {_fmt(g['norms'][t, k])}" for k in range(K))
+    dn, gmax = g["d_norm"][t], np.nanmax(g["norms"][t], initial=0.0)
+    stall = np.isfinite(dn) and gmax > 0 and dn <= 1e-3 * gmax
+    line2 = f"cos {_fmt(g['cos'][t])}  " + (f"<b>‖d‖ ≈ 0</b> ({_fmt(dn, 2)})" if stall else f"‖d‖ {_fmt(dn)}")
+    mu = g["mu"][t] if g["mu"].size else np.zeros(0)
+    if mu.size and np.isfinite(mu).any():
+        line2 += "  " + " ".join(f"μ{_sub(j + 2) if mu.size > 1 else ''} {_fmt(v)}" for j, v in enumerate(mu))
+    return f"{gn}<br>{line2}"
+
+
+def _panel_centers(P: int, cols: int) -> np.ndarray:
+    return np.array([[(p % cols) * PANEL_DX, -(p // cols) * PANEL_DY] for p in range(P)], dtype=np.float64)
+
+
+def _vector_xy(vecs: np.ndarray, centers: np.ndarray, scale: float) -> tuple[np.ndarray, np.ndarray]:
+    """Segments origin -> tip for every panel (``vecs [P, 2]``), separated by gaps."""
+    u = _clip(vecs, scale)
+    # a (nearly) zero vector draws nothing -- its arrowhead would point anywhere; the numbers say ~0
+    short = ~np.isfinite(u).all(axis=1) | (np.linalg.norm(np.nan_to_num(u), axis=1) < 0.03)
+    tips = np.where(short[:, None], np.nan, u + centers)
+    pts = np.full((len(centers), 3, 2), np.nan)
+    pts[:, 0] = np.where(short[:, None], np.nan, centers)
+    pts[:, 1] = tips
+    xy = pts.reshape(-1, 2).astype(np.float32)
+    return xy[:, 0], xy[:, 1]
+
+
+def _panels(grads: dict[str, Any], names: Sequence[str], cols: int, scale: float, t_of: Any,
+            xref: str, yref: str) -> tuple[list[dict], Any, list[dict], list[dict]]:
+    """Static shapes/annotations and the animated traces (and a function giving their data at a
+    frame) for panels of ``names``; ``t_of(name, frame)`` maps a figure frame to the record row."""
+    P = len(names)
+    centers = _panel_centers(P, cols)
+    K = next(iter(grads["methods"].values()))["g"].shape[1]
+    shapes, annotations = [], []
+    for p, name in enumerate(names):
+        cx, cy = centers[p]
+        shapes.append(dict(type="rect", xref=xref, yref=yref, x0=cx - 1, x1=cx + 1, y0=cy - 1, y1=cy + 1,
+                           line=dict(color="#d0d7de", width=1), fillcolor="rgba(255,255,255,0.92)", layer="below"))
+        shapes.append(dict(type="circle", xref=xref, yref=yref, x0=cx - ARROW, x1=cx + ARROW, y0=cy - ARROW,
+                           y1=cy + ARROW, line=dict(color="#afb8c1", width=1, dash="dot"), layer="below"))
+        g = grads["methods"][name]
+        annotations.append(dict(x=cx, y=cy + 1.02, xref=xref, yref=yref, showarrow=False, yanchor="bottom",
+                                text=f"<b>{method_label(name)}</b>" + ("" if g["exact"] else " (d ≈ w·J)"),
+                                font=dict(size=13, color=method_color(name))))
+
+    def vec_trace(color: str, width: float, label: str, legend: bool) -> dict:
+        size = np.tile([0.0, 11.0 + width, 0.0], P).tolist()
+        return dict(type="scatter", mode="lines+markers", xaxis=xref, yaxis=yref, name=label,
+                    showlegend=legend, legendgroup=f"inset-{label}", hoverinfo="skip", cliponaxis=False,
+                    line=dict(color=color, width=width),
+                    marker=dict(symbol="arrow", angleref="previous", size=size, color=color, line=dict(width=0)))
+
+    traces = [vec_trace(objective_color(k), 2.5, f"g{_sub(k + 1)}" + (" (primary)" if k == 0 else ""), True)
+              for k in range(K)]
+    traces += [vec_trace(method_color(name), 3.5, f"d ({method_label(name)})", False) for name in names]
+    traces.append(dict(type="scatter", mode="text", xaxis=xref, yaxis=yref, showlegend=False, hoverinfo="skip",
+                       x=centers[:, 0].astype(np.float32), y=(centers[:, 1] - 1.08).astype(np.float32),
+                       textposition="bottom center", textfont=dict(size=11, color="#24292f"),
+                       text=[""] * P, cliponaxis=False, name="inset numbers"))
+
+    def data_at(frame: int) -> list[dict]:
+        rows = [t_of(name, frame) for name in names]
+        out = []
+        for k in range(K):
+            vecs = np.array([grads["methods"][nm]["g"][r, k, :2] for nm, r in zip(names, rows)])
+            x, y = _vector_xy(vecs, centers, scale)
+            out.append({"type": "scatter", "x": x, "y": y})
+        for p, (nm, r) in enumerate(zip(names, rows)):
+            x, y = _vector_xy(grads["methods"][nm]["d"][r][None, :2], centers[p:p + 1], scale)
+            out.append({"type": "scatter", "x": x, "y": y})
+        out.append({"type": "scatter", "text": [_numbers(grads["methods"][nm], r) for nm, r in zip(names, rows)]})
+        return out
+
+    return traces, data_at, shapes, annotations
+
+
+def _inset_axes(P: int, cols: int) -> tuple[list[float], list[float]]:
+    rows = (P + cols - 1) // cols
+    xr = [-1.15, (cols - 1) * PANEL_DX + 1.15]
+    yr = [-(rows - 1) * PANEL_DY - 2.45, 1.45]
+    return xr, yr
+
+
+def add_gradient_inset(fig: go.Figure, grads: dict[str, Any], methods: Sequence[str] | None = None,
+                       map_fraction: float = 0.58, cols: int | None = None, scale: float | None = None) -> go.Figure:
+    """The toy map ``fig`` (from :func:`pcd.viz.landscape.landscape_figure`) with the gradient inset
+    beside it: per method a panel with g1, g2 (, g3) and the method's step d at the current frame
+    of start ``grads["start"]``, to one fixed scale (``scale``, default :func:`inset_scale`), and
+    the numbers ``||g_k||``, ``cos(g1, g2)``, ``||d||`` and ``mu`` (PCD, DBGD) under it.
+
+    The frames of ``fig`` (named by the recorded step) get the inset's data too, so Play, the step
+    slider and any ``Plotly.animate`` call move the arrows with the map. ``fig`` is not modified.
+    """
+    if not isinstance(fig, go.Figure):
+        raise ValueError("add_gradient_inset needs the go.Figure of landscape_figure")
+    if not isinstance(grads, dict) or "methods" not in grads or "steps" not in grads:
+        raise ValueError("add_gradient_inset needs the dict of pcd.teaching.trajectory_gradients")
+    names = list(grads["methods"]) if methods is None else [m for m in methods if m in grads["methods"]]
+    if not names:
+        raise ValueError("choose at least one method of the run for the gradient inset")
+    if not 0.3 <= float(map_fraction) <= 0.9:
+        raise ValueError(f"map_fraction must be in [0.3, 0.9], got {map_fraction}")
+    if cols is None:  # 3 x 2 panels for the default six methods, fewer columns for fewer
+        cols = 1 if len(names) <= 2 else 2 if len(names) <= 4 else 3
+    cols = max(1, min(int(cols), len(names)))
+    scale = inset_scale(grads) if scale is None else float(scale)
+    if not (np.isfinite(scale) and scale > 0):
+        raise ValueError(f"scale must be a positive number, got {scale}")
+    steps = np.asarray(grads["steps"])
+    spec = fig.to_plotly_json()
+    frames = spec.get("frames") or []
+    frame_names = [str(f.get("name")) for f in frames]
+    if frames and frame_names != [str(int(k)) for k in steps]:
+        raise ValueError("the figure's frames are not the recorded steps of this run")
+    last = len(steps) - 1
+    traces, data_at, shapes, annotations = _panels(grads, names, cols, scale, lambda nm, t: t, "x2", "y2")
+    t0 = 0 if frames else last
+    first = data_at(t0)
+    for tr, d in zip(traces, first):
+        tr.update({k: v for k, v in d.items() if k != "type"})
+    n0 = len(spec["data"])
+    spec["data"] = list(spec["data"]) + traces
+    new_idx = list(range(n0, n0 + len(traces)))
+    for t, fr in enumerate(frames):
+        fr["traces"] = list(fr.get("traces", [])) + new_idx
+        fr["data"] = list(fr.get("data", [])) + data_at(t)
+    lay = spec["layout"]
+    gap = 0.03
+    lay.setdefault("xaxis", {})["domain"] = [0.0, float(map_fraction)]
+    xr, yr = _inset_axes(len(names), cols)
+    hidden = dict(visible=False, showgrid=False, zeroline=False, fixedrange=True)
+    lay["xaxis2"] = dict(hidden, domain=[float(map_fraction) + gap, 1.0], range=xr, anchor="y2")
+    lay["yaxis2"] = dict(hidden, domain=[0.0, 1.0], range=yr, anchor="x2", scaleanchor="x2", scaleratio=1,
+                         constrain="domain")
+    lay["shapes"] = list(lay.get("shapes", [])) + shapes
+    lay["annotations"] = list(lay.get("annotations", [])) + annotations + [dict(
+        x=xr[0], y=yr[0], xref="x2", yref="y2", xanchor="left", yanchor="bottom", showarrow=False,
+        font=dict(size=12, color="#57606a"),
+        text=f"gradients at the current step, start S{grads['start'] + 1}<br>one fixed scale: circle = {scale:.3g}")]
+    return go.Figure(spec, _validate=False)
+
+
+def gradients_figure(grads: dict[str, Any], frame: int = -1, methods: Sequence[str] | None = None,
+                     cols: int | None = None, height: int = 420, title: str | None = None,
+                     scale: float | None = None) -> go.Figure:
+    """The inset's panels alone, at one recorded frame (default: the last one) -- e.g. the
+    gradients at the stall: g1 and g2 point against each other and a symmetric method's d ~ 0
+    while PCD's d keeps g1's direction."""
+    if not isinstance(grads, dict) or "methods" not in grads:
+        raise ValueError("gradients_figure needs the dict of pcd.teaching.trajectory_gradients")
+    names = list(grads["methods"]) if methods is None else [m for m in methods if m in grads["methods"]]
+    if not names:
+        raise ValueError("choose at least one method of the run")
+    T = len(grads["steps"])
+    t = int(frame)
+    if not -T <= t < T:
+        raise ValueError(f"frame must be in [{-T}, {T - 1}], got {frame}")
+    t %= T
+    cols = len(names) if cols is None else max(1, min(int(cols), len(names)))
+    scale = inset_scale(grads) if scale is None else float(scale)
+    traces, data_at, shapes, annotations = _panels(grads, names, cols, scale, lambda nm, f: f, "x", "y")
+    for tr, d in zip(traces, data_at(t)):
+        tr.update({k: v for k, v in d.items() if k != "type"})
+    xr, yr = _inset_axes(len(names), cols)
+    layout = base_layout(title=title, height=height)
+    hidden = dict(visible=False, showgrid=False, zeroline=False, fixedrange=True)
+    layout.update(xaxis=dict(hidden, range=xr), yaxis=dict(hidden, range=yr, scaleanchor="x", scaleratio=1),
+                  shapes=shapes, annotations=annotations + [dict(
+                      x=0.0, y=0.0, xref="paper", yref="paper", xanchor="left", yanchor="top", showarrow=False,
+                      font=dict(size=12, color="#57606a"),
+                      text=f"step {int(grads['steps'][t])}, start S{grads['start'] + 1} · circle = {scale:.3g}")],
+                  margin=dict(l=10, r=10, t=60 if title else 30, b=30))
+    return go.Figure({"data": traces, "layout": layout}, _validate=False)
+
+
+CURSOR_NAME = "step cursor"
+
+
+def with_step_cursor(fig: go.Figure, step: int = 0, color: str = "#cf222e") -> go.Figure:
+    """The loss figure (:func:`pcd.viz.landscape.loss_figure`) with a vertical cursor at ``step``
+    on every panel (shapes named ``"step cursor"``, x = step + 1 on the log step axis), which the
+    page's frame controls move with the map's frame. ``fig`` is not modified."""
+    if not isinstance(fig, go.Figure):
+        raise ValueError("with_step_cursor needs a go.Figure")
+    step = int(step)
+    if step < 0:
+        raise ValueError(f"step must be >= 0, got {step}")
+    spec = fig.to_plotly_json()
+    lay = spec["layout"]
+    axes = sorted(k for k in lay if k.startswith("xaxis"))
+    shapes = [s for s in lay.get("shapes", []) if s.get("name") != CURSOR_NAME]
+    for ax in axes or ["xaxis"]:
+        ref = "x" + ax[5:]
+        yref = ("y" + ax[5:]) + " domain"
+        shapes.append(dict(type="line", name=CURSOR_NAME, xref=ref, yref=yref, x0=step + 1, x1=step + 1, y0=0, y1=1,
+                           line=dict(color=rgba(color, 0.85), width=2, dash="dot"), layer="above"))
+    lay["shapes"] = shapes
+    return go.Figure(spec, _validate=False)
