@@ -14,7 +14,7 @@ import numpy as np
 
 import pcd.methods as registry
 
-__all__ = ["trajectory_gradients", "vector_to_polar"]
+__all__ = ["trajectory_gradients", "vector_to_polar", "stall_frames", "one_d_case", "SYMMETRIC"]
 
 
 def trajectory_gradients(problem: Any, res: Any, start: int = 0, methods: Sequence[str] | None = None) -> dict[str, Any]:
@@ -104,3 +104,36 @@ def vector_to_polar(x: float, y: float, reference: Sequence[float] = (1.0, 0.0),
     norm = math.hypot(x, y)
     norm = float(min(max(round(norm / 0.05) * 0.05, norm_range[0]), norm_range[1]))
     return ang, round(norm, 2)
+
+
+SYMMETRIC = ("ws", "mgda", "pcgrad", "cagrad", "famo", "upgrad")
+
+
+def stall_frames(res: Any, start: int = 0, reference: str = "mgda") -> dict[str, int]:
+    """Which recorded frame shows each method "at the stall" of start ``start``: the last frame
+    for every method except PCD / DBGD, and for those the frame where their trajectory passes
+    closest to ``reference``'s end point (where the symmetric method stopped) -- so PCD's panel
+    shows its step at (almost) the same place. Returns ``{method: frame index}``."""
+    pos = np.asarray(res.positions, dtype=np.float64)
+    T = pos.shape[2]
+    out = {name: T - 1 for name in res.methods}
+    if reference not in res.methods:
+        return out
+    end = np.asarray(res.end, dtype=np.float64)[res.methods.index(reference), int(start)]
+    for name in ("pcd", "dbgd"):
+        if name in res.methods and name != reference:
+            dist = np.linalg.norm(pos[res.methods.index(name), int(start)] - end, axis=1)
+            if np.isfinite(dist).any():
+                out[name] = int(np.nanargmin(dist))
+    return out
+
+
+def one_d_case(g1: float = 0.5, g2: float = -0.5, methods: Sequence[str] = ("pcd",) + SYMMETRIC,
+               tau: float = 0.3) -> dict[str, Any]:
+    """The 1-D conflict: ``g1 = 0.5``, ``g2 = -0.5`` (drawn on the x axis of the geometry figure).
+    Every symmetric method's update is exactly 0 there although ``g1 != 0``; PCD's is not. The
+    plain data of :func:`pcd.studio.method_directions`."""
+    from pcd import studio
+
+    J = np.array([[float(g1), 0.0], [float(g2), 0.0]])
+    return studio.method_directions(J, list(methods), tau=tau)

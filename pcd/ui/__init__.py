@@ -31,8 +31,9 @@ _PRESENTER_CSS = """
 <style>
   html {font-size: 19px;}
   .block-container {max-width: 100% !important; padding: 1.2rem 1.6rem 2rem 1.6rem !important;}
-  h1 {font-size: 1.9rem !important; padding: 0 0 .2rem 0 !important;}
-  .block-container {padding-top: .8rem !important;}
+  h1 {font-size: 1.7rem !important; padding: 0 0 .1rem 0 !important;}
+  h3 {padding: .2rem 0 .2rem 0 !important;}
+  .block-container {padding-top: 3.4rem !important;}
   [data-testid="stMain"] [data-testid="stMarkdown"] p,
   [data-testid="stMain"] [data-testid="stCaptionContainer"],
   [data-testid="stMain"] .pcd-claim {
@@ -72,6 +73,22 @@ def _presenter_toggle() -> bool:
     return on
 
 
+def page_link(path: str, label: str, query_params: dict[str, Any] | None = None,
+              icon: str = ":material/open_in_new:") -> None:
+    """A link to another page of the app (``"pages/02_Toy_landscapes.py"``) opening it with
+    ``query_params`` (and presenter mode, when on). Falls back to a plain link when the page is not
+    registered with this run (e.g. a page script run on its own under a test harness)."""
+    params = {k: str(v) for k, v in (query_params or {}).items()}
+    if presenter_mode():
+        params[PRESENT_PARAM] = "1"
+    try:
+        st.page_link(path, label=label, icon=icon, query_params=params or None)
+    except Exception:  # StreamlitPageNotFoundError: not started from app.py
+        slug = Path(path).stem.split("_", 1)[-1]
+        query = "&".join(f"{k}={v}" for k, v in params.items())
+        st.markdown(f"[{label}](/{slug}{'?' + query if query else ''})")
+
+
 def setup_page(title: str, icon: str = ":material/insights:", intro: str | None = None) -> None:
     """Common page set-up: page config, styling, title, the presenter-mode toggle and an optional
     plain-words intro."""
@@ -85,13 +102,11 @@ def setup_page(title: str, icon: str = ":material/insights:", intro: str | None 
     st.markdown(_CSS, unsafe_allow_html=True)
     if LOGO.is_file():
         st.logo(str(LOGO), size="large")
-    head, switch = st.columns([5, 1], vertical_alignment="bottom")
-    with switch:
+    with st.sidebar:
         present = _presenter_toggle()
     if present:
         st.markdown(_PRESENTER_CSS, unsafe_allow_html=True)
-    with head:
-        st.title(title)
+    st.title(title)
     if intro:
         st.markdown(intro)
 

@@ -20,8 +20,8 @@ import plotly.graph_objects as go
 from pcd.viz.theme import base_layout, method_color, method_label, objective_color, rgba
 
 ARROW = 0.9          # the scale circle's radius in panel units (a panel spans [-1, 1])
-PANEL_DX = 2.35      # panel pitch in the inset axes
-PANEL_DY = 2.95
+TITLE_PX, NUMBERS_PX, CAPTION_PX, NUMBERS_W_PX = 18, 30, 30, 150   # text blocks around the panels
+PAGE_W_PX = 1150     # the page width the figures are laid out for (pcd.viz.theme.WIDTH + margins)
 SUBSCRIPT = "₀₁₂₃₄₅₆₇₈₉"
 
 
@@ -70,8 +70,29 @@ def _numbers(g: dict[str, Any], t: int) -> str:
     return f"{gn}<br>{line2}"
 
 
-def _panel_centers(P: int, cols: int) -> np.ndarray:
-    return np.array([[(p % cols) * PANEL_DX, -(p // cols) * PANEL_DY] for p in range(P)], dtype=np.float64)
+def _geometry(P: int, cols: int, plot_h: float, plot_w: float) -> dict[str, Any]:
+    """Panel pitch and text offsets (in panel units) so that the titles and numbers, whose size is
+    fixed in pixels, fit around panels of ``P`` methods in ``cols`` columns drawn in a plot area of
+    ``plot_h x plot_w`` pixels (the axes keep a 1:1 aspect, so the tighter side decides)."""
+    rows = (P + cols - 1) // cols
+    extra = TITLE_PX + NUMBERS_PX + 6
+    u = max(22.0, (plot_h - rows * extra - CAPTION_PX) / (2.0 * rows))
+    for _ in range(3):  # the width may be the tighter side: shrink u until the columns fit
+        dx = max(2.25, NUMBERS_W_PX / u + 0.1)
+        u_w = plot_w / ((cols - 1) * dx + max(2.3, NUMBERS_W_PX / u))
+        if u_w >= u:
+            break
+        u = max(22.0, u_w)
+    dx = max(2.25, NUMBERS_W_PX / u + 0.1)
+    dy = 2.0 + extra / u
+    half_w = max(1.15, NUMBERS_W_PX / (2 * u))
+    xr = [-half_w, (cols - 1) * dx + half_w]
+    yr = [-(rows - 1) * dy - 1.0 - (NUMBERS_PX + 6 + CAPTION_PX) / u, 1.0 + (TITLE_PX + 2) / u]
+    return {"dx": dx, "dy": dy, "title": 1.0 + 2.0 / u, "numbers": 1.0 + 3.0 / u, "xr": xr, "yr": yr}
+
+
+def _panel_centers(P: int, cols: int, geom: dict[str, Any]) -> np.ndarray:
+    return np.array([[(p % cols) * geom["dx"], -(p // cols) * geom["dy"]] for p in range(P)], dtype=np.float64)
 
 
 def _vector_xy(vecs: np.ndarray, centers: np.ndarray, scale: float) -> tuple[np.ndarray, np.ndarray]:
@@ -88,11 +109,11 @@ def _vector_xy(vecs: np.ndarray, centers: np.ndarray, scale: float) -> tuple[np.
 
 
 def _panels(grads: dict[str, Any], names: Sequence[str], cols: int, scale: float, t_of: Any,
-            xref: str, yref: str) -> tuple[list[dict], Any, list[dict], list[dict]]:
+            xref: str, yref: str, geom: dict[str, Any]) -> tuple[list[dict], Any, list[dict], list[dict]]:
     """Static shapes/annotations and the animated traces (and a function giving their data at a
     frame) for panels of ``names``; ``t_of(name, frame)`` maps a figure frame to the record row."""
     P = len(names)
-    centers = _panel_centers(P, cols)
+    centers = _panel_centers(P, cols, geom)
     K = next(iter(grads["methods"].values()))["g"].shape[1]
     shapes, annotations = [], []
     for p, name in enumerate(names):
@@ -102,7 +123,7 @@ def _panels(grads: dict[str, Any], names: Sequence[str], cols: int, scale: float
         shapes.append(dict(type="circle", xref=xref, yref=yref, x0=cx - ARROW, x1=cx + ARROW, y0=cy - ARROW,
                            y1=cy + ARROW, line=dict(color="#afb8c1", width=1, dash="dot"), layer="below"))
         g = grads["methods"][name]
-        annotations.append(dict(x=cx, y=cy + 1.02, xref=xref, yref=yref, showarrow=False, yanchor="bottom",
+        annotations.append(dict(x=cx, y=cy + geom["title"], xref=xref, yref=yref, showarrow=False, yanchor="bottom",
                                 text=f"<b>{method_label(name)}</b>" + ("" if g["exact"] else " (d ≈ w·J)"),
                                 font=dict(size=13, color=method_color(name))))
 
@@ -117,7 +138,7 @@ def _panels(grads: dict[str, Any], names: Sequence[str], cols: int, scale: float
               for k in range(K)]
     traces += [vec_trace(method_color(name), 3.5, f"d ({method_label(name)})", False) for name in names]
     traces.append(dict(type="scatter", mode="text", xaxis=xref, yaxis=yref, showlegend=False, hoverinfo="skip",
-                       x=centers[:, 0].astype(np.float32), y=(centers[:, 1] - 1.08).astype(np.float32),
+                       x=centers[:, 0].astype(np.float32), y=(centers[:, 1] - geom["numbers"]).astype(np.float32),
                        textposition="bottom center", textfont=dict(size=11, color="#24292f"),
                        text=[""] * P, cliponaxis=False, name="inset numbers"))
 
@@ -135,13 +156,6 @@ def _panels(grads: dict[str, Any], names: Sequence[str], cols: int, scale: float
         return out
 
     return traces, data_at, shapes, annotations
-
-
-def _inset_axes(P: int, cols: int) -> tuple[list[float], list[float]]:
-    rows = (P + cols - 1) // cols
-    xr = [-1.15, (cols - 1) * PANEL_DX + 1.15]
-    yr = [-(rows - 1) * PANEL_DY - 2.45, 1.45]
-    return xr, yr
 
 
 def add_gradient_inset(fig: go.Figure, grads: dict[str, Any], methods: Sequence[str] | None = None,
@@ -176,7 +190,13 @@ def add_gradient_inset(fig: go.Figure, grads: dict[str, Any], methods: Sequence[
     if frames and frame_names != [str(int(k)) for k in steps]:
         raise ValueError("the figure's frames are not the recorded steps of this run")
     last = len(steps) - 1
-    traces, data_at, shapes, annotations = _panels(grads, names, cols, scale, lambda nm, t: t, "x2", "y2")
+    lay = spec["layout"]
+    gap = 0.03
+    margin = lay.get("margin") or {}
+    plot_h = float(lay.get("height") or 560) - float(margin.get("t", 40)) - float(margin.get("b", 125))
+    plot_w = (PAGE_W_PX - float(margin.get("l", 55)) - float(margin.get("r", 20))) * (1.0 - float(map_fraction) - gap)
+    geom = _geometry(len(names), cols, plot_h, plot_w)
+    traces, data_at, shapes, annotations = _panels(grads, names, cols, scale, lambda nm, t: t, "x2", "y2", geom)
     t0 = 0 if frames else last
     first = data_at(t0)
     for tr, d in zip(traces, first):
@@ -187,10 +207,8 @@ def add_gradient_inset(fig: go.Figure, grads: dict[str, Any], methods: Sequence[
     for t, fr in enumerate(frames):
         fr["traces"] = list(fr.get("traces", [])) + new_idx
         fr["data"] = list(fr.get("data", [])) + data_at(t)
-    lay = spec["layout"]
-    gap = 0.03
     lay.setdefault("xaxis", {})["domain"] = [0.0, float(map_fraction)]
-    xr, yr = _inset_axes(len(names), cols)
+    xr, yr = geom["xr"], geom["yr"]
     hidden = dict(visible=False, showgrid=False, zeroline=False, fixedrange=True)
     lay["xaxis2"] = dict(hidden, domain=[float(map_fraction) + gap, 1.0], range=xr, anchor="y2")
     lay["yaxis2"] = dict(hidden, domain=[0.0, 1.0], range=yr, anchor="x2", scaleanchor="x2", scaleratio=1,
@@ -203,35 +221,43 @@ def add_gradient_inset(fig: go.Figure, grads: dict[str, Any], methods: Sequence[
     return go.Figure(spec, _validate=False)
 
 
-def gradients_figure(grads: dict[str, Any], frame: int = -1, methods: Sequence[str] | None = None,
-                     cols: int | None = None, height: int = 420, title: str | None = None,
+def gradients_figure(grads: dict[str, Any], frame: int | dict[str, int] = -1, methods: Sequence[str] | None = None,
+                     cols: int | None = None, height: int = 330, title: str | None = None,
                      scale: float | None = None) -> go.Figure:
-    """The inset's panels alone, at one recorded frame (default: the last one) -- e.g. the
-    gradients at the stall: g1 and g2 point against each other and a symmetric method's d ~ 0
-    while PCD's d keeps g1's direction."""
+    """The inset's panels alone, at one recorded frame (default: the last one; a dict gives each
+    method its own frame, e.g. :func:`pcd.teaching.stall_frames`) -- e.g. the gradients at the
+    stall: g1 and g2 point against each other and a symmetric method's d ~ 0 while g1 != 0. Each
+    panel's title names its step."""
     if not isinstance(grads, dict) or "methods" not in grads:
         raise ValueError("gradients_figure needs the dict of pcd.teaching.trajectory_gradients")
     names = list(grads["methods"]) if methods is None else [m for m in methods if m in grads["methods"]]
     if not names:
         raise ValueError("choose at least one method of the run")
     T = len(grads["steps"])
-    t = int(frame)
-    if not -T <= t < T:
-        raise ValueError(f"frame must be in [{-T}, {T - 1}], got {frame}")
-    t %= T
+    per = frame if isinstance(frame, dict) else {}
+    rows = {}
+    for nm in names:
+        t = int(per.get(nm, -1) if isinstance(frame, dict) else frame)
+        if not -T <= t < T:
+            raise ValueError(f"frame must be in [{-T}, {T - 1}], got {t}")
+        rows[nm] = t % T
     cols = len(names) if cols is None else max(1, min(int(cols), len(names)))
     scale = inset_scale(grads) if scale is None else float(scale)
-    traces, data_at, shapes, annotations = _panels(grads, names, cols, scale, lambda nm, f: f, "x", "y")
+    geom = _geometry(len(names), cols, float(height) - (60 if title else 30) - 30, PAGE_W_PX - 20)
+    traces, data_at, shapes, annotations = _panels(grads, names, cols, scale, lambda nm, f: rows[nm], "x", "y", geom)
+    for a, nm in zip(annotations, names):
+        a["text"] += f" · step {int(grads['steps'][rows[nm]])}"
+    t = rows[names[0]]
     for tr, d in zip(traces, data_at(t)):
         tr.update({k: v for k, v in d.items() if k != "type"})
-    xr, yr = _inset_axes(len(names), cols)
+    xr, yr = geom["xr"], geom["yr"]
     layout = base_layout(title=title, height=height)
     hidden = dict(visible=False, showgrid=False, zeroline=False, fixedrange=True)
     layout.update(xaxis=dict(hidden, range=xr), yaxis=dict(hidden, range=yr, scaleanchor="x", scaleratio=1),
                   shapes=shapes, annotations=annotations + [dict(
                       x=0.0, y=0.0, xref="paper", yref="paper", xanchor="left", yanchor="top", showarrow=False,
                       font=dict(size=12, color="#57606a"),
-                      text=f"step {int(grads['steps'][t])}, start S{grads['start'] + 1} · circle = {scale:.3g}")],
+                      text=f"start S{grads['start'] + 1} · one fixed scale: circle = {scale:.3g}")],
                   margin=dict(l=10, r=10, t=60 if title else 30, b=30))
     return go.Figure({"data": traces, "layout": layout}, _validate=False)
 

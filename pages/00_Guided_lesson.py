@@ -1,0 +1,204 @@
+"""Guided lesson: the argument in seven steps, each a live view of the Studio pages' own builders."""
+from __future__ import annotations
+
+import inspect
+
+import numpy as np
+import streamlit as st
+
+import pcd.methods as registry
+from pcd import studio, teaching
+from pcd.experiments import synthetic
+from pcd.ui import page_link, presenter_mode, setup_page, show_error, url_default, url_sync
+from pcd.ui.controls import frame_controls
+from pcd.viz.geometry import geometry_figure
+from pcd.viz.kbench import residual_figure
+from pcd.viz.landscape import landscape_figure
+from pcd.viz.scale import sweep_figure
+from pcd.viz.tau import tradeoff_figure
+from pcd.viz.teaching import add_gradient_inset, gradients_figure
+
+setup_page("Guided lesson", icon=":material/school:")
+
+SADDLE_METHODS = [m for m in ("pcd", "ws", "mgda", "pcgrad", "cagrad", "famo") if m in registry.available()]
+SYMMETRIC = [m for m in SADDLE_METHODS if m != "pcd"]
+STEPS = [
+    ("one_d", "One dimension: every symmetric method stops, PCD moves"),
+    ("saddle", "Two dimensions: the saddle, animated"),
+    ("stall", "The gradients at the stall"),
+    ("kbench", "K objectives: the residual grows like 1.536·√(K−1)"),
+    ("scale", "Scale invariance: change the units, keep the operating point"),
+    ("tau", "τ, PCD's only dial"),
+]
+N = len(STEPS)
+
+
+# ---- cached computations (the same library calls the pages make) ---------------------------
+@st.cache_data(show_spinner=False)
+def _one_d(tau):
+    return teaching.one_d_case(0.5, -0.5, ["pcd"] + [m for m in teaching.SYMMETRIC if m in registry.available()], tau)
+
+
+@st.cache_resource(show_spinner=False)
+def _saddle():
+    return synthetic.toy_run("saddle2d", SADDLE_METHODS, steps=1000, lr=0.02, tau=0.02, record=200)
+
+
+@st.cache_resource(show_spinner=False)
+def _saddle_problem():
+    return studio.toy_problem("saddle2d")
+
+
+@st.cache_resource(show_spinner=False)
+def _saddle_figure(height):
+    prob, res = _saddle_problem(), _saddle()
+    fig = landscape_figure(res, prob.grid(300, 200), pareto_set=prob.pareto_set(), optima=prob.optima(),
+                           height=height, validate=False)
+    shown = [m for m in ("pcd", "ws", "mgda") if m in res.methods]  # one row of panels: large enough to read
+    return add_gradient_inset(fig, teaching.trajectory_gradients(prob, res, 0, methods=shown), cols=len(shown))
+
+
+@st.cache_data(show_spinner=False)
+def _kbench():
+    return synthetic.kdw(Ks=[2, 3, 5, 9, 17, 33], methods=["pcd", "mgda", "ws"], steps=800, lr=0.03, tau=0.3)
+
+
+@st.cache_data(show_spinner=False)
+def _scale():
+    return synthetic.scale(methods=["ws", "pcd"], steps=300, tau=0.3)
+
+
+TAUS = [0.0, 0.005, 0.01, 0.02, 0.05, 0.1, 0.2, 0.3, 0.5, 0.7, 1.0]
+
+
+@st.cache_data(show_spinner=False)
+def _tau():
+    records = synthetic.tau_sweep("quadratic", taus=TAUS, steps=300, lr=0.02)
+    front = studio.toy_problem("quadratic").pareto_front(200)
+    return records, None if front is None else np.asarray(front)
+
+
+# ---- the steps: (figure, paragraph, page to explore it, chart extras) -----------------------
+def step_one_d():
+    r = _one_d(0.3)
+    rows = {row["method"]: row for row in r["rows"]}
+    pcd_row = rows["pcd"]
+    zero = [row["label"] for m, row in rows.items() if m != "pcd" and not row["error"] and row["norm"] == 0.0]
+    text = (f"g₁ = 0.5 and g₂ = −0.5 on one axis. {', '.join(zero)} all return **d = 0** and stop, although the "
+            "primary gradient is 0.5: a conflict equilibrium. PCD pins g₁'s coefficient to 1, so g₁ cancels "
+            f"only itself and what remains is g₂'s guaranteed share τ = 0.3 (μ = {pcd_row['mu'][0]:.2f}), "
+            f"rescaled to ‖g₁‖: **d = {pcd_row['direction'][0]:+.2f}**. It costs the primary this step "
+            f"(g₁·d = {pcd_row['progress'][0]:+.2f}), but PCD keeps moving.")
+    return geometry_figure(r, height=430), text, "pages/01_Gradient_geometry.py", {"angle": 180, "norm2": 1.0}
+
+
+def step_saddle():
+    res = _saddle()
+    diag = {m: list(res.diagnosis[res.index(m)]) for m in res.methods}
+    n_pcd = sum(d == "cms" for d in diag.get("pcd", []))
+    stalled = [registry.get(m).display_name for m in SYMMETRIC
+               if all(d != "cms" for d in diag.get(m, []))]
+    text = (f"The saddle toy (PCD paper, Fig. 1), {res.steps} Adam steps from {res.S} starts. "
+            f"{', '.join(stalled)} stop in the left valley where the gradients cancel; PCD crosses the barrier "
+            f"and reaches the point where both objectives are optimal from {n_pcd} of {res.S} starts. "
+            "Press ▶ Play or step: the panels follow start S1 of PCD, the weighted sum and MGDA.")
+    return _saddle_figure(460 if presenter_mode() else 560), text, "pages/02_Toy_landscapes.py", {}
+
+
+def step_stall():
+    prob, res = _saddle_problem(), _saddle()
+    stalled = [m for m in SYMMETRIC if str(res.diagnosis[res.index(m), 0]) == "conflict_equilibrium"]
+    shown = ["pcd"] + stalled if "pcd" in res.methods else stalled
+    grads = teaching.trajectory_gradients(prob, res, 0, methods=shown)
+    frames = teaching.stall_frames(res, 0, reference="mgda" if "mgda" in stalled else (stalled or ["pcd"])[0])
+    fig = gradients_figure(grads, frame=frames, cols=len(shown), height=330)
+    ref = grads["methods"][stalled[0]] if stalled else None
+    t = frames.get(stalled[0], -1) if stalled else -1
+    text = (f"Start S1, where {', '.join(registry.get(m).display_name for m in stalled)} stopped: g₁ and g₂ point "
+            f"against each other (cos = {ref['cos'][t]:.3f}), ‖g₁‖ = {ref['norms'][t, 0]:.2f} is far from zero and "
+            f"‖d‖ = {ref['d_norm'][t]:.0e}: the update vanished, not the gradient. PCD, where it passed MGDA's "
+            "stopping point: g₁ cancels in its direction and g₂'s share τ remains, so d ≠ 0 and it climbs on."
+            if ref is not None else "No symmetric method stalled at a conflict equilibrium from start S1 in this run.")
+    return fig, text, "pages/02_Toy_landscapes.py", {}
+
+
+def step_kbench():
+    records = _kbench()
+    law_rows = [r for r in records if r["method"] == "mgda"]
+    worst = max(abs(r["ratio"] - 1) for r in law_rows) if law_rows else float("nan")
+    pcd_res = max(r["primary_grad_norm"] for r in records if r["method"] == "pcd")
+    text = ("A double well in every coordinate and K−1 secondaries, all starting at xⱼ = −0.6, where a convex "
+            "combination of the gradients is exactly zero. MGDA's final primary-gradient norm follows "
+            f"1.536·√(K−1) (within {100 * worst:.2g} % here); PCD ends with ‖∇f₁‖ ≤ {pcd_res:.1e} at every K.")
+    return residual_figure(records, height=430), text, "pages/03_K_objective_benchmark.py", {}
+
+
+def step_scale():
+    result = _scale()
+    d = {m: r["drift"] for m, r in result["methods"].items()}
+    text = ("Multiply the secondary loss by 10ᵏ, k = −5…5 — only the units change. The weighted sum's operating "
+            f"point slides along the front (drift {d.get('ws', float('nan')):.3g}); PCD normalizes every gradient by "
+            f"its own running norm, so its point stays put (drift {d.get('pcd', float('nan')):.3g}).")
+    return sweep_figure(result, current=0, height=430), text, "pages/04_Scale_invariance.py", {}
+
+
+def step_tau():
+    records, front = _tau()
+    text = ("τ is the share of its own first-order progress every secondary is guaranteed. τ = 0 only forbids "
+            "making a secondary worse; larger τ lets the secondaries bend the step more, and PCD's end point "
+            "moves along the Pareto front of this convex pair.")
+    return tradeoff_figure(records, pareto_front=front, selected=0.1), text, "pages/05_Tau_dial.py", {}
+
+
+RENDER = {"one_d": step_one_d, "saddle": step_saddle, "stall": step_stall, "kbench": step_kbench,
+          "scale": step_scale, "tau": step_tau}
+
+
+# ---- navigation -----------------------------------------------------------------------------
+if "lesson_step" not in st.session_state:
+    st.session_state["lesson_step"] = url_default("step", 1, low=1, high=N) - 1
+
+
+def _go(delta: int) -> None:
+    st.session_state["lesson_step"] = int(min(max(st.session_state["lesson_step"] + delta, 0), N - 1))
+
+
+def _jump() -> None:
+    choice = st.session_state.get("lesson_jump")
+    if choice is not None:
+        st.session_state["lesson_step"] = int(choice) - 1
+
+
+i = int(st.session_state["lesson_step"])
+key, title = STEPS[i]
+url_sync(step=i + 1)
+st.session_state["lesson_jump"] = i + 1
+_kw = "shortcut" in inspect.signature(st.button).parameters
+pills, head = st.columns([1, 2.6], vertical_alignment="center")
+with pills:
+    st.segmented_control("step", list(range(1, N + 1)), key="lesson_jump", on_change=_jump,
+                         label_visibility="collapsed", format_func=lambda k: f"{k}")
+with head:
+    st.markdown(f"<h3 style='margin:0;padding:0'>{i + 1} · {title}</h3>", unsafe_allow_html=True)
+try:
+    with st.spinner("computing…"):
+        fig, text, page, params = RENDER[key]()
+except ValueError as exc:
+    show_error(exc)
+    st.stop()
+st.plotly_chart(fig, theme=None, key=f"lesson_fig_{key}", config={"displaylogo": False})
+if key == "saddle":
+    frame_controls(f"lesson_fig_{key}", [str(int(k)) for k in _saddle().record])
+st.markdown(text)
+back, explore, nxt = st.columns([1, 2, 1], vertical_alignment="center")
+with back:
+    st.button("← back", key="lesson_back", on_click=_go, args=(-1,), disabled=i == 0, width="stretch",
+              **({"shortcut": "PageUp"} if _kw else {}))
+with explore:
+    page_link(page, "explore this on its page", params)
+with nxt:
+    st.button("next →", key="lesson_next", on_click=_go, args=(1,), disabled=i == N - 1, type="primary",
+              width="stretch", **({"shortcut": "PageDown"} if _kw else {}))
+if not presenter_mode():
+    st.caption("PageDown / PageUp (a presenter's clicker) go to the next / previous step; on the animation, ← / → "
+               "step through the frames. Every figure is computed live by the same functions as the pages.")
