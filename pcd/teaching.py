@@ -8,7 +8,8 @@ the toy page, the lesson and the tests consume the same plain data.
 from __future__ import annotations
 
 import math
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 

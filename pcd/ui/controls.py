@@ -17,7 +17,8 @@ instead of failing. Nothing runs on the server while stepping or playing.
 from __future__ import annotations
 
 import json
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 import streamlit as st
 
