@@ -4,7 +4,8 @@ from __future__ import annotations
 import streamlit as st
 
 import pcd.methods as registry
-from pcd import studio
+from pcd import studio, teaching
+from pcd.ui.controls import vector_drag
 from pcd.ui import claim, download_row, setup_page, show_error, url_default, url_sync
 from pcd.viz.geometry import geometry_figure
 
@@ -43,6 +44,16 @@ with controls:
              **({"angle3": third[0], "norm3": third[1]} if third else {}))
 
 
+def _dropped(tip):
+    """A click/drag in the figure: the vector's new tip -> the sliders (before they are drawn)."""
+    if tip.get("name") == "g3":
+        a, n = teaching.vector_to_polar(tip["x"], tip["y"], angle_range=(-180.0, 180.0))
+        st.session_state["geo_angle3"], st.session_state["geo_norm3"] = int(a), n
+    else:
+        a, n = teaching.vector_to_polar(tip["x"], tip["y"], angle_range=(0.0, 180.0))
+        st.session_state["geo_angle"], st.session_state["geo_norm2"] = int(a), n
+
+
 @st.cache_data(show_spinner=False, max_entries=256)
 def _compute(angle, norm2, third, tau, methods):
     J = studio.gradient_vectors(angle, norm2, third)
@@ -57,6 +68,13 @@ with view:
         show_error(exc)
         st.stop()
     st.plotly_chart(fig, theme=None, key="geo_chart", config={"displaylogo": False})
+    names = [t.name for t in fig.data]
+    J = result["J"]
+    vector_drag("geo_chart", [{"name": f"g{k + 1}", "tip": J[k], "trace": names.index(f"g{k + 1}") if f"g{k + 1}" in names
+                               else None} for k in range(1, J.shape[0])], on_drop=_dropped)
+    st.caption("Click or drag in the figure to move g₂" + (" or g₃ (whichever tip is nearer)" if third else "")
+               + "; the sliders follow. g₂'s angle is measured either side of g₁, so a point below the axis "
+               "sets its mirror image.")
 
 table = studio.directions_table(result)
 

@@ -16,8 +16,7 @@ instead of failing. Nothing runs on the server while stepping or playing.
 """
 from __future__ import annotations
 
-import json
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import streamlit as st
@@ -247,21 +246,26 @@ def frame_controls(chart_key: str, frames: Sequence[Any], frame_ms: int = 45, lo
     _component("player")(data=payload, key=key or f"{chart_key}-controls")
 
 
-def vector_drag(chart_key: str, vectors: Sequence[dict], key: str | None = None) -> dict | None:
+def vector_drag(chart_key: str, vectors: Sequence[dict], on_drop: Callable[[dict], None] | None = None,
+                key: str | None = None) -> None:
     """Click or drag in the chart ``chart_key`` to move the nearest of ``vectors``
-    (``[{"name", "tip": [x, y], "trace": index of its line trace or None}]``). Returns the last
-    released tip ``{"name", "x", "y", "n"}`` (``n`` is a timestamp: compare it to tell a new drag
-    from a rerun) or None. The chart should have ``dragmode=False`` so Plotly does not zoom."""
+    (``[{"name", "tip": [x, y], "trace": index of its line trace or None}]``; the line follows the
+    mouse while dragging). On release, ``on_drop({"name", "x", "y", "n"})`` runs as the widget
+    callback of the next rerun (``n``: a timestamp), so it may set other widgets' session state.
+    The chart's own zoom-drag is suppressed inside the plot area."""
     vecs = [{"name": str(v["name"]), "tip": [float(v["tip"][0]), float(v["tip"][1])],
              "trace": None if v.get("trace") is None else int(v["trace"])} for v in vectors]
     if not vecs:
         raise ValueError("vector_drag needs at least one vector")
-    res = _component("drag")(data={"target": str(chart_key), "vectors": vecs}, key=key or f"{chart_key}-drag",
-                             on_tip_change=lambda: None)
-    tip = getattr(res, "tip", None) if res is not None else None
-    if isinstance(tip, str):
-        try:
-            tip = json.loads(tip)
-        except ValueError:
-            tip = None
-    return tip if isinstance(tip, dict) else None
+    key = key or f"{chart_key}-drag"
+
+    def _changed() -> None:
+        val = st.session_state.get(key)
+        tip = val.get("tip") if hasattr(val, "get") else getattr(val, "tip", None)
+        if isinstance(tip, dict) and on_drop is not None:
+            try:
+                on_drop(tip)
+            except (KeyError, TypeError, ValueError):
+                pass  # a malformed event from the browser is ignored, never raised
+
+    _component("drag")(data={"target": str(chart_key), "vectors": vecs}, key=key, on_tip_change=_changed)
