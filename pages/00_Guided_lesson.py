@@ -9,8 +9,10 @@ import streamlit as st
 import pcd.methods as registry
 from pcd import studio, teaching
 from pcd.experiments import synthetic
+from pcd.experiments.basin import basin
 from pcd.ui import page_link, presenter_mode, setup_page, show_error, url_default, url_sync
 from pcd.ui.controls import frame_controls
+from pcd.viz.basin import basin_figure, fractions_text
 from pcd.viz.geometry import geometry_figure
 from pcd.viz.kbench import residual_figure
 from pcd.viz.landscape import landscape_figure
@@ -25,6 +27,7 @@ SYMMETRIC = [m for m in SADDLE_METHODS if m != "pcd"]
 STEPS = [
     ("one_d", "One dimension: every symmetric method stops, PCD moves"),
     ("saddle", "Two dimensions: the saddle, animated"),
+    ("basins", "Where it stalls from: basin maps"),
     ("stall", "The gradients at the stall"),
     ("kbench", "K objectives: the residual grows like 1.536·√(K−1)"),
     ("scale", "Scale invariance: change the units, keep the operating point"),
@@ -56,6 +59,15 @@ def _saddle_figure(height):
                            height=height, validate=False)
     shown = [m for m in ("pcd", "ws", "mgda") if m in res.methods]  # one row of panels: large enough to read
     return add_gradient_inset(fig, teaching.trajectory_gradients(prob, res, 0, methods=shown), cols=len(shown))
+
+
+BASIN_METHODS = [m for m in ("pcd", "ws", "mgda") if m in registry.available()]
+
+
+@st.cache_resource(show_spinner=False)
+def _basins():
+    # the toy run's settings (Adam, lr 0.02, 1000 steps, tau 0.02) from a 50 x 50 grid of starts
+    return basin("saddle2d", BASIN_METHODS, grid=50, steps=1000, lr=0.02, tau=0.02)
 
 
 @st.cache_data(show_spinner=False)
@@ -105,6 +117,19 @@ def step_saddle():
     return _saddle_figure(460 if presenter_mode() else 560), text, "pages/02_Toy_landscapes.py", {}
 
 
+def step_basins():
+    res = _basins()
+    fr = {m: res.fractions(m) for m in res.methods}
+    sym = [m for m in res.methods if m != "pcd"]
+    text = (f"Every start of a {res.n} × {res.n} grid, coloured by where it ends (same settings as the animation). "
+            + (f"PCD: {fractions_text(fr['pcd'])}. " if "pcd" in fr else "")
+            + " ".join(f"{registry.get(m).display_name}: {fractions_text(fr[m])}." for m in sym)
+            + " The symmetric methods' maps split at the barrier: every start left of it ends in the conflict "
+              "equilibrium.")
+    return (basin_figure(res, columns=len(res.methods), optima=_saddle_problem().optima(), height=380), text,
+            "pages/02_Toy_landscapes.py", {})
+
+
 def step_stall():
     prob, res = _saddle_problem(), _saddle()
     stalled = [m for m in SYMMETRIC if str(res.diagnosis[res.index(m), 0]) == "conflict_equilibrium"]
@@ -150,7 +175,7 @@ def step_tau():
     return tradeoff_figure(records, pareto_front=front, selected=0.1), text, "pages/05_Tau_dial.py", {}
 
 
-RENDER = {"one_d": step_one_d, "saddle": step_saddle, "stall": step_stall, "kbench": step_kbench,
+RENDER = {"one_d": step_one_d, "saddle": step_saddle, "basins": step_basins, "stall": step_stall, "kbench": step_kbench,
           "scale": step_scale, "tau": step_tau}
 
 

@@ -1,0 +1,154 @@
+"""AppTest: the guided lesson (every step renders a live figure and its paragraph; next / back /
+the step pills / the URL move between steps) and presenter mode (one helper in pcd.ui, on every
+page, kept in the URL and across pages)."""
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import pytest
+from streamlit.testing.v1 import AppTest
+
+ROOT = Path(__file__).resolve().parents[2]
+LESSON = str(ROOT / "pages" / "00_Guided_lesson.py")
+
+
+def _ok(at: AppTest) -> None:
+    assert not at.exception, at.exception
+    assert not at.error, [e.value for e in at.error]
+
+
+def _step_title(at: AppTest) -> str:
+    heads = [m.value for m in at.markdown if m.value.startswith("<h3")]
+    assert len(heads) == 1, heads
+    return re.sub("<[^>]+>", "", heads[0])
+
+
+def _paragraph(at: AppTest) -> str:
+    texts = [m.value for m in at.markdown if not m.value.startswith("<") and not m.value.startswith("[")]
+    return texts[-1]
+
+
+def _qp(at: AppTest, key: str):
+    v = at.query_params.get(key)
+    return v[0] if isinstance(v, list) else v
+
+
+@pytest.fixture(scope="module")
+def lesson():
+    at = AppTest.from_file(LESSON, default_timeout=240)
+    return at.run()
+
+
+def test_every_step_renders_and_next_advances(lesson):
+    at = lesson
+    _ok(at)
+    seen = []
+    n = len(at.segmented_control(key="lesson_jump").options)
+    assert n == 7
+    for i in range(n):
+        title = _step_title(at)
+        assert title.startswith(f"{i + 1} · "), title
+        assert _qp(at, "step") == str(i + 1)
+        charts = at.get("plotly_chart")
+        assert len(charts) == 1, f"step {i + 1}: one figure"
+        spec = json.loads(charts[0].proto.spec)
+        assert spec["data"], f"step {i + 1}: the figure is empty"
+        para = _paragraph(at)
+        assert 80 < len(para) < 700, f"step {i + 1}: one short paragraph, got {len(para)} chars"
+        seen.append((title, spec["data"][0].get("type"), para))
+        if i < n - 1:
+            at.button(key="lesson_next").click().run()
+            _ok(at)
+    assert len({t for t, _, _ in seen}) == n  # every step is a different view
+    assert at.button(key="lesson_next").disabled  # the last step has no next
+    joined = " ".join(p for _, _, p in seen)
+    # the steps carry live numbers from the builders, not canned text
+    assert "**d = 0**" in seen[0][2] and "d = -0.50" in seen[0][2]
+    assert "PCD: CMS" in seen[2][2]                      # basin fractions in words
+    assert "1.536" in joined
+
+
+def test_back_pills_and_url(lesson):
+    at = lesson
+    at.button(key="lesson_back").click().run()
+    _ok(at)
+    assert _step_title(at).startswith("6 · ")
+    at.segmented_control(key="lesson_jump").set_value(2).run()
+    _ok(at)
+    assert _step_title(at).startswith("2 · ") and _qp(at, "step") == "2"
+    # the animated saddle with its gradient inset (same frames as the map)
+    spec = json.loads(at.get("plotly_chart")[0].proto.spec)
+    assert any(t.get("name") == "inset numbers" for t in spec["data"]) and len(spec["frames"]) > 50
+    fresh = AppTest.from_file(LESSON, default_timeout=240)
+    fresh.query_params["step"] = "4"
+    fresh.run()
+    _ok(fresh)
+    assert _step_title(fresh).startswith("4 · ")
+    bad = AppTest.from_file(LESSON, default_timeout=240)
+    bad.query_params["step"] = "99"
+    bad.run()
+    _ok(bad)
+    assert _step_title(bad).startswith("1 · ")             # a bad link opens the first step
+
+
+def _presenter_app(**query):
+    def script():
+        from pcd.ui import presenter_mode, setup_page
+
+        setup_page("Presenter check", intro="A long paragraph " * 20)
+        import streamlit as st
+
+        st.write(f"presenter={presenter_mode()}")
+
+    at = AppTest.from_function(script, default_timeout=30)
+    for k, v in query.items():
+        at.query_params[k] = v
+    return at.run()
+
+
+def _css_on(at: AppTest) -> bool:
+    return any("text-overflow: ellipsis" in m.value for m in at.markdown)
+
+
+def test_presenter_mode_from_url_toggle_and_back():
+    at = _presenter_app(present="1")
+    _ok(at)
+    assert at.sidebar.toggle(key="pcd_present").value is True
+    assert _css_on(at) and any(m.value == "presenter=True" for m in at.markdown)
+    at.sidebar.toggle(key="pcd_present").set_value(False).run()
+    _ok(at)
+    assert not _css_on(at) and "present" not in at.query_params
+    at.sidebar.toggle(key="pcd_present").set_value(True).run()
+    assert _css_on(at) and _qp(at, "present") == "1"
+    off = _presenter_app()
+    assert not _css_on(off) and off.sidebar.toggle(key="pcd_present").value is False
+    junk = _presenter_app(present="maybe")
+    _ok(junk)
+    assert not _css_on(junk)
+
+
+def test_presenter_mode_survives_a_page_switch():
+    at = _presenter_app(present="1")
+    at.query_params.clear()                               # a page switch drops the query string
+    at.run()
+    assert _css_on(at) and _qp(at, "present") == "1"
+
+
+def test_every_page_calls_the_one_setup_helper():
+    scripts = [ROOT / "app.py"] + sorted((ROOT / "pages").glob("*.py"))
+    assert len(scripts) >= 9
+    for path in scripts:
+        assert re.search(r"^setup_page\(", path.read_text(), re.M), f"{path.name} must call pcd.ui.setup_page"
+
+
+def test_lesson_in_presenter_mode_shrinks_the_animation():
+    at = AppTest.from_file(LESSON, default_timeout=240)
+    at.query_params["step"] = "2"
+    at.query_params["present"] = "1"
+    at.run()
+    _ok(at)
+    assert _css_on(at)
+    spec = json.loads(at.get("plotly_chart")[0].proto.spec)
+    assert spec["layout"]["height"] <= 460                 # fits a 720-pixel-high projector with its controls

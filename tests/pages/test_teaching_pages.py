@@ -1,0 +1,58 @@
+"""AppTest: the teaching additions on the toy and geometry pages (gradient inset, frame
+controls, the drag component) -- what the server renders; the browser test drives them."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from streamlit.testing.v1 import AppTest
+
+PAGES = Path(__file__).resolve().parents[2] / "pages"
+
+
+def _app(name: str, **query) -> AppTest:
+    at = AppTest.from_file(str(PAGES / name), default_timeout=180)
+    for k, v in query.items():
+        at.query_params[k] = str(v)
+    return at.run()
+
+
+def _ok(at: AppTest) -> None:
+    assert not at.exception, at.exception
+    assert not at.error, [e.value for e in at.error]
+
+
+def _map(at: AppTest) -> dict:
+    return json.loads(at.get("plotly_chart")[0].proto.spec)
+
+
+def _components(at: AppTest) -> list[str]:
+    return [str(getattr(e.proto, "component_name", "")) for e in at.get("bidi_component")]
+
+
+def test_toy_page_inset_on_by_default_follows_the_chosen_start_and_turns_off():
+    at = _app("02_Toy_landscapes.py", steps=200, methods="pcd,ws")
+    _ok(at)
+    assert _components(at) == ["pcd_frame_controls"]
+    spec = _map(at)
+    names = [t.get("name") for t in spec["data"]]
+    assert names[-5:] == ["g₁ (primary)", "g₂", "d (PCD)", "d (Weighted sum)", "inset numbers"]
+    assert all(len(fr["data"]) == 6 for fr in spec["frames"])  # comet + 5 inset traces per frame
+    assert any("start S1" in (a.get("text") or "") for a in spec["layout"]["annotations"])
+    at.selectbox(key="toy_inset_start").set_value(2).run()
+    _ok(at)
+    assert any("start S3" in (a.get("text") or "") for a in _map(at)["layout"]["annotations"])
+    assert at.query_params["istart"] in ("2", ["2"])
+    # the loss plot carries the step cursor the frame controls move
+    loss = json.loads(at.get("plotly_chart")[1].proto.spec)
+    assert [s["name"] for s in loss["layout"]["shapes"]] == ["step cursor", "step cursor"]
+    at.toggle(key="toy_inset").set_value(False).run()
+    _ok(at)
+    assert "inset numbers" not in [t.get("name") for t in _map(at)["data"]]
+    assert at.query_params["inset"] in ("0", ["0"])
+
+
+def test_geometry_page_mounts_the_drag_component():
+    at = _app("01_Gradient_geometry.py")
+    _ok(at)
+    assert _components(at) == ["pcd_vector_drag"]

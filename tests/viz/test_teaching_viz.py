@@ -1,0 +1,115 @@
+"""Teaching figures: the gradient inset animated with the toy map, the gradients at one frame,
+the loss-plot step cursor."""
+from __future__ import annotations
+
+import base64
+
+import numpy as np
+import plotly.graph_objects as go
+import pytest
+
+import pcd.problems as problems
+from pcd import studio, teaching
+from pcd.engine import run
+from pcd.viz.landscape import landscape_figure, loss_figure
+from pcd.viz.teaching import ARROW, CURSOR_NAME, add_gradient_inset, gradients_figure, inset_scale, with_step_cursor
+
+
+@pytest.fixture(scope="module")
+def saddle():
+    prob = problems.make("saddle2d")
+    runs = [run(prob, [m], steps=600, lr=0.02, record=80, method_params={"pcd": {"tau": 0.02}} if m == "pcd" else None)
+            for m in ("pcd", "ws", "mgda")]
+    res = studio.merge_results(runs)
+    grads = teaching.trajectory_gradients(prob, res, 0)
+    fig = landscape_figure(res, prob.grid(120, 80), validate=False)
+    return prob, res, grads, fig
+
+
+def _arr(v):
+    """A trace array as NumPy (Plotly's JSON form ``{"dtype", "bdata"}`` decoded)."""
+    if isinstance(v, dict) and "bdata" in v:
+        return np.frombuffer(base64.b64decode(v["bdata"]), dtype=np.dtype(v["dtype"]))
+    return np.asarray(v, dtype=float)
+
+
+def test_inset_rides_on_every_frame_and_draws_the_gradients_to_one_scale(saddle):
+    _, res, grads, fig = saddle
+    out = add_gradient_inset(fig, grads)
+    assert len(out.frames) == len(fig.frames) == res.record.size
+    names = [t.name for t in out.data]
+    first = names.index("g₁ (primary)")
+    assert names[first:] == ["g₁ (primary)", "g₂", "d (PCD)", "d (Weighted sum)", "d (MGDA)", "inset numbers"]
+    assert first == len(fig.data)                           # appended after the map's own traces
+    assert out.layout.xaxis2.domain[0] > out.layout.xaxis.domain[1]
+    scale = inset_scale(grads)
+    for t in (0, len(out.frames) // 2, len(out.frames) - 1):
+        fr = out.frames[t]
+        assert list(fr.traces[-6:]) == list(range(first, first + 6))
+        for k, kind in ((0, "g"), (2, "d")):
+            tr = fr.data[-6 + k] if kind == "g" else None
+            for p, name in enumerate(res.methods):
+                if kind == "g":
+                    x, y = np.asarray(tr.x, dtype=float), np.asarray(tr.y, dtype=float)
+                    seg = np.array([x[3 * p + 1] - x[3 * p], y[3 * p + 1] - y[3 * p]])
+                    v = grads["methods"][name]["g"][t, 0, :2]
+                else:
+                    dtr = fr.data[-6 + 2 + p]
+                    x, y = np.asarray(dtr.x, dtype=float), np.asarray(dtr.y, dtype=float)
+                    seg = np.array([x[1] - x[0], y[1] - y[0]])
+                    v = grads["methods"][name]["d"][t, :2]
+                u = v / scale * ARROW
+                r = np.linalg.norm(u)
+                if r < 0.03:                                  # too short to draw: no segment at all
+                    assert np.isnan(seg).all()
+                    continue
+                np.testing.assert_allclose(seg, u * min(1.0, ARROW / r), atol=1e-5)  # clipped to the circle
+        texts = fr.data[-1].text
+        assert len(texts) == 3 and all("‖g₁‖" in s for s in texts)
+    # the stalled methods' last frame says so; PCD's numbers carry its multiplier
+    last = out.frames[-1].data[-1].text
+    assert "‖d‖ ≈ 0" in last[1] and "‖d‖ ≈ 0" in last[2]
+    assert "μ" in out.frames[5].data[-1].text[0]
+    # the map's own animated trace is unchanged in every frame
+    np.testing.assert_array_equal(_arr(out.frames[3].data[0].x), _arr(fig.frames[3].data[0].x))
+
+
+def test_inset_validation(saddle):
+    _, _, grads, fig = saddle
+    with pytest.raises(ValueError, match="trajectory_gradients"):
+        add_gradient_inset(fig, {"x": 1})
+    with pytest.raises(ValueError, match="at least one method"):
+        add_gradient_inset(fig, grads, methods=["cagrad"])
+    with pytest.raises(ValueError, match="map_fraction"):
+        add_gradient_inset(fig, grads, map_fraction=0.1)
+    with pytest.raises(ValueError, match="scale"):
+        add_gradient_inset(fig, grads, scale=-1.0)
+    other = dict(grads, steps=grads["steps"][:-1] + 1)
+    with pytest.raises(ValueError, match="recorded steps"):
+        add_gradient_inset(fig, other)
+
+
+def test_gradients_figure_per_method_frames(saddle):
+    _, res, grads, _ = saddle
+    frames = teaching.stall_frames(res, 0)
+    fig = gradients_figure(grads, frame=frames)
+    assert isinstance(fig, go.Figure)
+    titles = [a.text for a in fig.layout.annotations]
+    assert any(f"step {int(res.record[frames['pcd']])}" in t for t in titles)
+    assert any(f"step {int(res.record[-1])}" in t for t in titles)
+    with pytest.raises(ValueError, match="frame must be in"):
+        gradients_figure(grads, frame=10_000)
+
+
+def test_step_cursor_one_line_per_panel(saddle):
+    _, res, _, _ = saddle
+    lf = loss_figure(res)
+    out = with_step_cursor(lf, 40)
+    cursors = [s for s in out.layout.shapes if s.name == CURSOR_NAME]
+    assert len(cursors) == res.losses.shape[-1]
+    assert all(s.x0 == s.x1 == 41 for s in cursors)
+    assert {s.xref for s in cursors} == {"x", "x2"}
+    again = with_step_cursor(out, 5)                      # moving it replaces, never duplicates
+    assert [s.x0 for s in again.layout.shapes if s.name == CURSOR_NAME] == [6, 6]
+    with pytest.raises(ValueError):
+        with_step_cursor(lf, -1)
