@@ -11,26 +11,26 @@ from pcd import studio, teaching
 from pcd.experiments import synthetic
 from pcd.experiments.basin import basin
 from pcd.ui import page_link, presenter_mode, setup_page, show_error, url_default, url_sync
-from pcd.ui.controls import frame_controls
+from pcd.ui.controls import frame_controls, scroll_to_top
 from pcd.viz.basin import basin_figure, fractions_text
 from pcd.viz.geometry import geometry_figure
 from pcd.viz.kbench import residual_figure
 from pcd.viz.landscape import landscape_figure
-from pcd.viz.scale import sweep_figure
+from pcd.viz.scale import eps_window_text, power_label, sweep_figure
 from pcd.viz.tau import tradeoff_figure
 from pcd.viz.teaching import add_gradient_inset, gradients_figure
 
-setup_page("Guided lesson", icon=":material/school:")
+setup_page("Guided lesson", icon=":material/school:", presenter_title=False)
 
 SADDLE_METHODS = [m for m in ("pcd", "ws", "mgda", "pcgrad", "cagrad", "famo") if m in registry.available()]
 SYMMETRIC = [m for m in SADDLE_METHODS if m != "pcd"]
 STEPS = [
-    ("one_d", "One dimension: every symmetric method stops, PCD moves"),
-    ("saddle", "Two dimensions: the saddle, animated"),
+    ("one_d", "One dimension: symmetric methods stop, PCD moves"),
+    ("saddle", "The saddle, animated"),
     ("basins", "Where it stalls from: basin maps"),
     ("stall", "The gradients at the stall"),
-    ("kbench", "K objectives: the residual grows like 1.536·√(K−1)"),
-    ("scale", "Scale invariance: change the units, keep the operating point"),
+    ("kbench", "K objectives: the 1.536·√(K−1) law"),
+    ("scale", "Scale invariance"),
     ("tau", "τ, PCD's only dial"),
 ]
 N = len(STEPS)
@@ -77,15 +77,18 @@ def _kbench():
 
 @st.cache_data(show_spinner=False)
 def _scale():
-    return synthetic.scale(methods=["ws", "pcd"], steps=300, tau=0.3)
+    # the Scale invariance page's defaults
+    return synthetic.scale(methods=list(synthetic.SCALE_METHODS), steps=synthetic.SCALE_STEPS, tau=0.3)
 
 
 TAUS = [0.0, 0.005, 0.01, 0.02, 0.05, 0.1, 0.2, 0.3, 0.5, 0.7, 1.0]
+BUDGETS = [100, 300, 1000]
 
 
 @st.cache_data(show_spinner=False)
 def _tau():
-    records = synthetic.tau_sweep("quadratic", taus=TAUS, steps=300, lr=0.02)
+    # the τ dial page's defaults: the convex pair, one curve per step budget
+    records = synthetic.tau_sweep("quadratic", taus=TAUS, lr=0.02, budgets=BUDGETS)
     front = studio.toy_problem("quadratic").pareto_front(200)
     return records, None if front is None else np.asarray(front)
 
@@ -121,11 +124,10 @@ def step_basins():
     res = _basins()
     fr = {m: res.fractions(m) for m in res.methods}
     sym = [m for m in res.methods if m != "pcd"]
-    text = (f"Every start of a {res.n} × {res.n} grid, coloured by where it ends (same settings as the animation). "
+    text = (f"Every start of a {res.n} × {res.n} grid, coloured by where it ends (the animation's settings). "
             + (f"PCD: {fractions_text(fr['pcd'])}. " if "pcd" in fr else "")
             + " ".join(f"{registry.get(m).display_name}: {fractions_text(fr[m])}." for m in sym)
-            + " The symmetric methods' maps split at the barrier: every start left of it ends in the conflict "
-              "equilibrium.")
+            + " The symmetric maps split near the barrier: starts on its left end in the conflict equilibrium (red).")
     return (basin_figure(res, columns=len(res.methods), optima=_saddle_problem().optima(), height=380), text,
             "pages/02_Toy_landscapes.py", {})
 
@@ -161,18 +163,24 @@ def step_kbench():
 def step_scale():
     result = _scale()
     d = {m: r["drift"] for m, r in result["methods"].items()}
-    text = ("Multiply the secondary loss by 10ᵏ, k = −5…5 — only the units change. The weighted sum's operating "
-            f"point slides along the front (drift {d.get('ws', float('nan')):.3g}); PCD normalizes every gradient by "
-            f"its own running norm, so its point stays put (drift {d.get('pcd', float('nan')):.3g}).")
+    ks = result["exponents"]
+    span = eps_window_text(result) or f"{power_label(ks[0])} … {power_label(ks[-1])}"
+    text = (f"Multiply the secondary loss by 10ᵏ, {power_label(ks[0])} … {power_label(ks[-1])}: only its units "
+            f"change. The weighted sum's operating point slides along the front (drift {d.get('ws', float('nan')):.3g}); "
+            f"PCD normalizes every gradient by its own running norm and stays put (drift {d.get('pcd', float('nan')):.3g} "
+            f"over {span}, where the secondary's gradient is well above the normalizer's ε).")
     return sweep_figure(result, current=0, height=430), text, "pages/04_Scale_invariance.py", {}
 
 
 def step_tau():
     records, front = _tau()
-    text = ("τ is the share of its own first-order progress every secondary is guaranteed. τ = 0 only forbids "
-            "making a secondary worse; larger τ lets the secondaries bend the step more, and PCD's end point "
-            "moves along the Pareto front of this convex pair.")
-    return tradeoff_figure(records, pareto_front=front, selected=0.1), text, "pages/05_Tau_dial.py", {}
+    by_budget = {b: [r["budgets"][b]["losses"][1] for r in records if r["tau"] > 0] for b in BUDGETS}
+    text = ("τ is the share of its own progress every secondary is guaranteed at every step. On this convex pair "
+            "(no common minimizer) τ sets the *rate* at which PCD trades primary for secondary, not an end point: "
+            + ", ".join(f"after {b} steps f₂ = {min(v):.2g} … {max(v):.2g}" for b, v in by_budget.items())
+            + ". Where a point with every objective stationary exists (the saddle), every τ > 0 ends there.")
+    return (tradeoff_figure(records, pareto_front=front, selected=0.1, height=430), text, "pages/05_Tau_dial.py",
+            {"problem": "quadratic"})
 
 
 RENDER = {"one_d": step_one_d, "saddle": step_saddle, "basins": step_basins, "stall": step_stall, "kbench": step_kbench,
@@ -199,7 +207,8 @@ key, title = STEPS[i]
 url_sync(step=i + 1)
 st.session_state["lesson_jump"] = i + 1
 _kw = "shortcut" in inspect.signature(st.button).parameters
-pills, head = st.columns([1, 2.6], vertical_alignment="center")
+scroll_to_top(f"lesson-{i}")  # a new step opens at its top, also after "next" at the bottom
+pills, head = st.columns([1.25, 3], vertical_alignment="center")
 with pills:
     st.segmented_control("step", list(range(1, N + 1)), key="lesson_jump", on_change=_jump,
                          label_visibility="collapsed", format_func=lambda k: f"{k}")

@@ -89,9 +89,11 @@ def page_link(path: str, label: str, query_params: dict[str, Any] | None = None,
         st.markdown(f"[{label}](/{slug}{'?' + query if query else ''})")
 
 
-def setup_page(title: str, icon: str = ":material/insights:", intro: str | None = None) -> None:
+def setup_page(title: str, icon: str = ":material/insights:", intro: str | None = None,
+               presenter_title: bool = True) -> None:
     """Common page set-up: page config, styling, title, the presenter-mode toggle and an optional
-    plain-words intro."""
+    plain-words intro. ``presenter_title=False``: leave the page title out in presenter mode (a page
+    whose own headline is the title, e.g. the lesson's step)."""
     saved = st.session_state.get(_PRESENT_KEY, st.session_state.get(_PRESENT_SAVED))
     present_now = bool(url_default(PRESENT_PARAM, False) if saved is None else saved)
     try:  # on a projector the sidebar starts collapsed: the figures get the width
@@ -106,7 +108,8 @@ def setup_page(title: str, icon: str = ":material/insights:", intro: str | None 
         present = _presenter_toggle()
     if present:
         st.markdown(_PRESENTER_CSS, unsafe_allow_html=True)
-    st.title(title)
+    if presenter_title or not present:
+        st.title(title)
     if intro:
         st.markdown(intro)
 

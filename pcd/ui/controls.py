@@ -157,12 +157,14 @@ export default function(component) {
   const hint = parentElement.querySelector('.pcd-drag-hint');
   let bound = null, drag = null;
   const chart = () => document.querySelector('.st-key-' + data.target + ' .js-plotly-plot');
-  function toData(g, ev) {
+  function toData(g, ev, clamp) {
     const fl = g._fullLayout, xa = fl && fl.xaxis, ya = fl && fl.yaxis;
     if (!xa || !ya) return null;
     const r = g.getBoundingClientRect();
-    const px = ev.clientX - r.left - xa._offset, py = ev.clientY - r.top - ya._offset;
-    if (px < 0 || py < 0 || px > xa._length || py > ya._length) return null;
+    let px = ev.clientX - r.left - xa._offset, py = ev.clientY - r.top - ya._offset;
+    const inside = px >= 0 && py >= 0 && px <= xa._length && py <= ya._length;
+    if (!inside && !clamp) return null;
+    px = Math.max(0, Math.min(xa._length, px)); py = Math.max(0, Math.min(ya._length, py));
     return [xa.p2l(px), ya.p2l(py)];
   }
   function nearest(pt) {
@@ -185,7 +187,7 @@ export default function(component) {
   }
   function move(ev) {
     if (!drag) return;
-    const g = chart(); const pt = g && toData(g, ev);
+    const g = chart(); const pt = g && toData(g, ev, true);  // past the edge: the tip stays on it
     if (!pt) return;
     drag.pt = pt; preview(g, drag.i, pt);
     ev.preventDefault();
@@ -212,6 +214,18 @@ export default function(component) {
 }
 """
 
+_TOP_JS = """
+export default function(component) {
+  const { data } = component;
+  if (window.__pcdScrollToken === data.token) return;
+  const first = window.__pcdScrollToken === undefined;
+  window.__pcdScrollToken = data.token;
+  if (first) return;  // a fresh page load is at the top already (and may be a deep link)
+  const main = document.querySelector('[data-testid="stMain"]') || document.scrollingElement;
+  requestAnimationFrame(() => { if (main && main.scrollTo) main.scrollTo({top: 0}); window.scrollTo({top: 0}); });
+}
+"""
+
 _components: dict[str, Any] = {}
 
 
@@ -220,6 +234,8 @@ def _component(name: str) -> Any:
         if name == "player":
             _components[name] = st.components.v2.component("pcd_frame_controls", html=_PLAYER_HTML,
                                                            css=_PLAYER_CSS, js=_PLAYER_JS)
+        elif name == "top":
+            _components[name] = st.components.v2.component("pcd_scroll_to_top", js=_TOP_JS)
         else:
             _components[name] = st.components.v2.component(
                 "pcd_vector_drag", html="<div class='pcd-drag-hint'></div>", js=_DRAG_JS)
@@ -269,3 +285,9 @@ def vector_drag(chart_key: str, vectors: Sequence[dict], on_drop: Callable[[dict
                 pass  # a malformed event from the browser is ignored, never raised
 
     _component("drag")(data={"target": str(chart_key), "vectors": vecs}, key=key, on_tip_change=_changed)
+
+
+def scroll_to_top(token: str, key: str = "pcd-scroll-top") -> None:
+    """Scroll the page to its top whenever ``token`` changes (e.g. a lesson's step), not on the
+    first load. Renders nothing."""
+    _component("top")(data={"token": str(token)}, key=key)
