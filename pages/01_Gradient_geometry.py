@@ -5,8 +5,8 @@ import streamlit as st
 
 import pcd.methods as registry
 from pcd import studio, teaching
-from pcd.ui.controls import vector_drag
 from pcd.ui import claim, download_row, setup_page, show_error, url_default, url_sync
+from pcd.ui.controls import vector_drag
 from pcd.viz.geometry import geometry_figure
 
 setup_page(
