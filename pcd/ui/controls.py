@@ -276,8 +276,8 @@ def vector_drag(chart_key: str, vectors: Sequence[dict], on_drop: Callable[[dict
     key = key or f"{chart_key}-drag"
 
     def _changed() -> None:
-        val = st.session_state.get(key)
-        tip = val.get("tip") if hasattr(val, "get") else getattr(val, "tip", None)
+        val: Any = st.session_state.get(key)
+        tip = val.get("tip") if isinstance(val, dict) or hasattr(val, "get") else getattr(val, "tip", None)
         if isinstance(tip, dict) and on_drop is not None:
             try:
                 on_drop(tip)
