@@ -97,7 +97,8 @@ def test_toy_page_play_advances_animation(page, streamlit_server, artifacts_dir)
     _wait_chart(page)
     _wait_idle(page)
     heads = """() => { const gd = document.querySelector('.js-plotly-plot');
-                      const t = gd._fullData[gd._fullData.length - 1]; return JSON.stringify(Array.from(t.x).slice(-6)); }"""
+                      const t = gd._fullData.find(d => d.name === 'positions');  // the animated heads
+                      return JSON.stringify(Array.from(t.x).slice(-6)); }"""
     slider_val = """() => { const gd = document.querySelector('.js-plotly-plot');
                            return gd._fullLayout.sliders[0].active; }"""
     start_heads = page.evaluate(heads)
