@@ -3,23 +3,10 @@ controls, the drag component) -- what the server renders; the browser test drive
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 from streamlit.testing.v1 import AppTest
 
-PAGES = Path(__file__).resolve().parents[2] / "pages"
-
-
-def _app(name: str, **query) -> AppTest:
-    at = AppTest.from_file(str(PAGES / name), default_timeout=180)
-    for k, v in query.items():
-        at.query_params[k] = str(v)
-    return at.run()
-
-
-def _ok(at: AppTest) -> None:
-    assert not at.exception, at.exception
-    assert not at.error, [e.value for e in at.error]
+from tests.pages.test_studio_pages import _app, _ok  # the studio pages' AppTest helpers
 
 
 def _map(at: AppTest) -> dict:
