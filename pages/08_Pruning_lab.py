@@ -25,6 +25,7 @@ from pcd.train.models import ARCHS
 from pcd.train.objectives import GROUPINGS, SECONDARIES
 from pcd.train.run import SPECIAL_METHODS, method_names
 from pcd.ui import claim, download_csv, download_figure, download_json, setup_page, show_error, url_default, url_sync
+from pcd.ui.runs_where import where_panel
 from pcd.ui.selection import selected_ids
 from pcd.viz.runs import curves_figure, method_bars, results_scatter, study_scatter
 from pcd.viz.theme import method_label
@@ -380,6 +381,7 @@ def _runs_view() -> None:
         meth = {f"run {r['id']}": r["config"].get("method", "") for r in sel}
         st.plotly_chart(curves_figure(series, meth), theme=None, key="pl_compare_curves",
                         config={"displaylogo": False})
+    where_panel(store, runs, DATA_DIR, pid, sel)  # issue 16: nodes, placement, worker.log (pcd.ui.runs_where)
     running = [r for r in runs if r["status"] == "running"]
     if running:
         st.markdown("**Live curves of the running runs**")

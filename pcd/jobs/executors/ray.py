@@ -82,8 +82,14 @@ def check_pcd_version(expected: str | None, found: str, host: str) -> str | None
 
 
 def _installed(path: str) -> bool:
-    parts = Path(path).resolve().parts
-    return "site-packages" in parts or "dist-packages" in parts
+    """True for code every node has from its own install: site-/dist-packages or the standard library."""
+    import sysconfig
+
+    p = Path(path).resolve()
+    if "site-packages" in p.parts or "dist-packages" in p.parts:
+        return True
+    stdlib = Path(sysconfig.get_paths()["stdlib"]).resolve()
+    return p == stdlib or stdlib in p.parents
 
 
 def runtime_env_for(runner: str) -> tuple[dict, list[str]]:
