@@ -388,3 +388,54 @@ def figure_html(fig: Any, settings: dict[str, Any] | None) -> str:
     items = " · ".join(f"<b>{_html.escape(k)}</b>: {_html.escape(v)}" for k, v in export_settings(settings).items())
     head = (f'<p class="pcd-settings" style="font-family:sans-serif;font-size:14px;color:#24292f">{items}</p>')
     return page.replace("<body>", "<body>" + head, 1)
+
+
+# ---------------------------------------------------------------------------------------------
+# basin maps page: the toy page's choices and the link that opens one start there
+# ---------------------------------------------------------------------------------------------
+TOY_LRS = (0.001, 0.002, 0.005, 0.01, 0.02, 0.05, 0.1, 0.2)
+TOY_STEPS = (200, 500, 1000, 1500, 2000, 3000, 5000)
+BASIN_GRIDS = (25, 50, 100, 150, 200)
+
+
+def toy_query(problem: str, method: str, start: Sequence[float], *, tau: float, optimizer: str, lr: float,
+              steps: int, f1: str | None = None, f2: str | None = None) -> dict[str, str]:
+    """Query parameters that open the toy page on ONE start point and one method (the basin map's
+    click): ``problem``, ``methods``, ``tau``, ``opt``, ``lr``, ``steps``, ``starts=typed``, ``typed``
+    (and ``f1``/``f2`` for a custom pair). ``lr``/``steps`` must be among the toy page's choices
+    (:data:`TOY_LRS`, :data:`TOY_STEPS`), else that page would fall back to its defaults."""
+    key = str(problem).strip().lower()
+    if key not in TOY_PROBLEMS:
+        raise ValueError(f"unknown toy problem {problem!r}; allowed: {', '.join(TOY_PROBLEMS)}")
+    registry.get(method)
+    if float(lr) not in TOY_LRS or int(steps) not in TOY_STEPS:
+        raise ValueError(f"the toy page offers lr in {list(TOY_LRS)} and steps in {list(TOY_STEPS)}; "
+                         f"got lr {lr}, steps {steps}")
+    x, y = (float(v) for v in start)
+    q = {"problem": key, "methods": method, "tau": f"{float(tau):g}", "opt": str(optimizer), "lr": f"{float(lr):g}",
+         "steps": str(int(steps)), "starts": "typed", "typed": f"{x:.3f}, {y:.3f}"}
+    if key == "custom":
+        q.update({"f1": str(f1 or ""), "f2": str(f2 or "")})
+    return q
+
+
+def basin_table(res: Any) -> Any:
+    """One row per (method, outcome) with a nonzero fraction: the fraction of starts and the median
+    end point of those starts (where the map's colour leads to)."""
+    import pandas as pd
+
+    from pcd.experiments.basin import OUTCOME_LABELS
+    from pcd.viz.theme import method_label
+
+    rows = []
+    for m, name in enumerate(res.methods):
+        for k, frac in res.fractions(name).items():
+            if frac <= 0:
+                continue
+            sel = np.asarray(res.outcome[m]) == k
+            ends = np.asarray(res.ends[m])[sel]
+            fin = ends[np.isfinite(ends).all(axis=1)]
+            med = np.median(fin, axis=0) if len(fin) else [math.nan, math.nan]
+            rows.append({"method": method_label(name), "outcome": OUTCOME_LABELS[k], "fraction": frac,
+                         "median end x": float(med[0]), "median end y": float(med[1])})
+    return pd.DataFrame(rows)

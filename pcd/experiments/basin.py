@@ -31,6 +31,7 @@ from typing import Any
 import numpy as np
 
 from pcd import _validate
+from pcd._json import jsonable
 from pcd.engine import OUTCOMES, outcomes, run
 from pcd.problems import Problem
 from pcd.problems import make as make_problem
@@ -113,18 +114,18 @@ class BasinResult:
         return j * self.n + i
 
     def to_json(self) -> dict[str, Any]:
-        """``{"elapsed_s", "grid": {...}, "methods": {name: {"fractions", "ends", "outcome"}}}``."""
+        """``{"elapsed_s", "grid": {...}, "methods": {name: {"fractions", "ends", "outcome"}}}`` as strict
+        JSON values (a diverged start's end point is its last finite point; non-finite numbers -> null)."""
         grid = {"n": self.n, "x": self.xs.tolist(), "y": self.ys.tolist(), "bounds": self.bounds,
                 "order": "row-major: start s = j * n + i is (x[i], y[j])",
                 "problem": self.problem, "problem_params": self.problem_params, **self.settings}
         methods = {}
         for m, name in enumerate(self.methods):
-            ends = np.where(np.isfinite(self.ends[m]), self.ends[m], np.nan)
-            methods[name] = {"fractions": self.fractions(name), "ends": ends.tolist(),
+            methods[name] = {"fractions": self.fractions(name), "ends": self.ends[m],
                              "outcome": [str(v) for v in self.outcome[m]]}
             if name in self.errors:
                 methods[name]["error"] = self.errors[name]
-        return {"elapsed_s": self.elapsed_s, "grid": grid, "methods": methods}
+        return jsonable({"elapsed_s": self.elapsed_s, "grid": grid, "methods": methods})
 
 
 def _method_params(names: list[str], tau: float | None, extra: dict | None) -> dict[str, dict]:

@@ -22,7 +22,7 @@ import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
 from pcd.engine import OUTCOMES
-from pcd.viz.theme import base_layout, method_label
+from pcd.viz.theme import base_layout, method_label, outcome_label
 
 __all__ = ["basin_figure", "OUTCOME_COLORS", "OUTCOME_SHORT", "fractions_text"]
 
@@ -48,6 +48,17 @@ def fractions_text(fractions: dict[str, float], sep: str = " · ") -> str:
     """``"CMS 78 % · moving 18 % · ..."`` (outcomes with a zero fraction left out)."""
     parts = [f"{OUTCOME_SHORT[k]} {100 * fractions.get(k, 0.0):.0f} %" for k in OUTCOMES if fractions.get(k, 0.0) > 0]
     return sep.join(parts) or "no starts"
+
+
+def _hover_label(outcome: str, diagnosis: str, method: str) -> str:
+    """The outcome class, with the engine's finer wording where it says more (e.g. PCD's update
+    halting where grad f1 = 0, or PCD held back by a constraint)."""
+    text = OUTCOME_NAMES[outcome]
+    if diagnosis == "primary_stationary" or (diagnosis == "conflict_equilibrium" and outcome == diagnosis):
+        detail = outcome_label(diagnosis, method, short=True)
+        if detail.lower() != text.lower() and not detail.startswith("stalled"):
+            text = f"{text} ({detail})"
+    return text
 
 
 def _colorscale() -> list[list[Any]]:
@@ -98,7 +109,7 @@ def basin_figure(res: Any, methods: Sequence[str] | None = None, columns: int = 
         if hover:
             ends = np.asarray(res.ends[m], dtype=float)
             custom = np.column_stack([np.arange(out.size), np.round(ends, 4)])
-            labels = [OUTCOME_NAMES[str(v)] for v in out]
+            labels = [_hover_label(str(v), str(d), name) for v, d in zip(out, res.diagnosis[m])]
             fig.add_trace(go.Scattergl(
                 x=gx, y=gy, mode="markers", name=f"starts: {name}", showlegend=False, text=labels,
                 customdata=custom, marker=dict(size=6, color="rgba(0,0,0,0)", opacity=0),

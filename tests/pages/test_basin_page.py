@@ -1,0 +1,64 @@
+"""AppTest for the Basin maps page (issue 14, part 1): maps render with fractions, settings re-render,
+bad input shows an error, the click link opens the toy page on that start."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from streamlit.testing.v1 import AppTest
+
+from pcd import studio
+
+PAGE = str(Path(__file__).resolve().parents[2] / "pages" / "09_Basin_maps.py")
+
+
+def _app(**query) -> AppTest:
+    at = AppTest.from_file(PAGE, default_timeout=180)
+    for k, v in query.items():
+        at.query_params[k] = str(v)
+    return at.run()
+
+
+def _ok(at):
+    assert not at.exception, at.exception
+    assert not at.error, [e.value for e in at.error]
+
+
+def test_default_view_and_a_changed_setting():
+    at = _app(grid=25, steps=500)
+    _ok(at)
+    spec = json.loads(at.get("plotly_chart")[0].proto.spec)
+    maps = [t["name"] for t in spec["data"] if t.get("name", "").startswith("map: ")]
+    assert maps == [f"map: {m}" for m in ("pcd", "ws", "mgda", "pcgrad", "cagrad", "famo")]
+    titles = " ".join(a["text"] for a in spec["layout"]["annotations"])
+    assert "CMS" in titles and "%" in titles
+    table = at.dataframe[0].value
+    assert set(table["method"]) >= {"PCD", "Weighted sum"} and abs(table["fraction"].sum() - 6) < 1e-9
+    assert "python -m pcd basin --problem saddle2d --grid 25" in at.code[0].value
+    at.multiselect(key="basin_methods").set_value(["pcd", "ws"]).run()
+    _ok(at)
+    spec2 = json.loads(at.get("plotly_chart")[0].proto.spec)
+    assert [t["name"] for t in spec2["data"] if t.get("name", "").startswith("map: ")] == ["map: pcd", "map: ws"]
+
+
+def test_custom_formula_and_bad_formula():
+    at = _app(problem="custom", f1="(x-1)**2 + y**2", f2="(x+1)**2 + y**2", grid=25, steps=200, methods="ws")
+    _ok(at)
+    at = _app(problem="custom", f1="x+++", f2="y", grid=25, steps=200, methods="ws")
+    assert not at.exception and at.error
+
+
+def test_toy_link_opens_one_start():
+    q = studio.toy_query("saddle2d", "ws", [-2.5, 0.4], tau=0.02, optimizer="adam", lr=0.02, steps=1000)
+    assert q == {"problem": "saddle2d", "methods": "ws", "tau": "0.02", "opt": "adam", "lr": "0.02", "steps": "1000",
+                 "starts": "typed", "typed": "-2.500, 0.400"}
+    toy = AppTest.from_file(str(Path(PAGE).parent / "02_Toy_landscapes.py"), default_timeout=180)
+    for k, v in q.items():
+        toy.query_params[k] = v
+    toy.run()
+    assert not toy.exception
+    table = toy.dataframe[0].value
+    assert len(table) == 1 and table.iloc[0]["method"] in ("WS", "Weighted sum")
+    with pytest.raises(ValueError, match="toy page offers"):
+        studio.toy_query("saddle2d", "ws", [0, 0], tau=0.1, optimizer="adam", lr=0.03, steps=1000)
