@@ -56,10 +56,23 @@ if not methods:
     st.stop()
 
 
-@st.cache_resource(show_spinner=False, max_entries=8)
-def _compute(name, f1, f2, methods, tau, opt, lr, steps, grid, _progress=None):
-    prob = studio.toy_problem(name, f1, f2)
-    return basin(prob, list(methods), grid=grid, steps=steps, lr=lr, tau=tau, optimizer=opt, progress=_progress)
+@st.cache_resource(show_spinner=False)
+def _results() -> dict:
+    """Computed basin maps by settings (the last 8), shared by the sessions. Not an st.cache of the
+    computation itself: that would replay the progress bar's calls on a cache hit."""
+    return {}
+
+
+def _compute(name, f1, f2, methods, tau, opt, lr, steps, grid, progress):
+    store = _results()
+    key = (name, f1, f2, tuple(methods), tau, opt, lr, steps, grid)
+    if key not in store:
+        prob = studio.toy_problem(name, f1, f2)
+        store[key] = basin(prob, list(methods), grid=grid, steps=steps, lr=lr, tau=tau, optimizer=opt,
+                           progress=progress)
+        while len(store) > 8:
+            store.pop(next(iter(store)))
+    return store[key]
 
 
 @st.cache_resource(show_spinner=False, max_entries=8)
@@ -77,7 +90,7 @@ try:
         bar.progress(min(max(float(fraction), 0.0), 1.0), text=f"running… {message}")
 
     key = (problem_name, f1, f2, tuple(methods), tau, opt, lr, steps, grid)
-    res = _compute(*key, _progress=_progress)
+    res = _compute(*key, _progress)
     bar.empty()
     fig = _figure(key, res, None if problem.optima() is None else np.asarray(problem.optima()))
 except ValueError as exc:
