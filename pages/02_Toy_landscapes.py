@@ -29,8 +29,8 @@ setup_page(
 
 ALL = registry.available()
 DEFAULT_METHODS = [m for m in ("pcd", "ws", "mgda", "pcgrad", "cagrad", "famo") if m in ALL]
-LRS = [0.001, 0.002, 0.005, 0.01, 0.02, 0.05, 0.1, 0.2]
-STEPS = [200, 500, 1000, 1500, 2000, 3000, 5000]
+LRS = list(studio.TOY_LRS)      # one home: the basin page links here with these choices
+STEPS = list(studio.TOY_STEPS)
 PROBLEMS = list(studio.TOY_PROBLEMS)
 DEFAULT_F1 = "(x**2-4)**2/4 + y**2/2"
 DEFAULT_F2 = "relu(abs(x-2)-0.5) + relu(abs(y)-0.5)"
