@@ -418,7 +418,8 @@ def _summary_frame(rows: list[dict], ref_acc: float | None, k3: bool) -> pd.Data
              "FLOPs after": _fmt(r["flops_after"], ",.0f"), "FLOPs ÷": _fmt(r["flops_factor"], ".2f", "×"),
              "file KB": _fmt((r["file_bytes_after"] or float("nan")) / 1024, ".1f"),
              "size ÷": _fmt(r["size_factor"], ".2f", "×"), "latency ÷": _fmt(r["latency_factor"], ".2f", "×"),
-             "wall s / run": _fmt(r["wall_seconds"], ".0f"), "where it lands": R.landing(r, ref_acc)}
+             "train s / run": _fmt(r["seconds"], ".0f"), "wall s / run": _fmt(r["wall_seconds"], ".0f"),
+             "where it lands": R.landing(r, ref_acc)}
         if k3:
             d["param. sparsity %"] = _pm(r["param_sparsity"], r["param_sparsity_std"])
             d["effective rank"] = _pm(r["effective_rank"], r["effective_rank_std"], ".2f")

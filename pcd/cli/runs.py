@@ -262,13 +262,13 @@ def _summary(args: argparse.Namespace) -> int:
         ref = next((r["test_acc"] for r in sub if r["method"] == "unpruned"), None)
         print(f"study: {st}")
         print("| method | setting | seeds | accuracy % | param. reduction % | params after | FLOPs after | "
-              "file KB | wall s / run | where it lands |")
-        print("|---|---|---|---|---|---|---|---|---|---|")
+              "file KB | train s / run | wall s / run | where it lands |")
+        print("|---|---|---|---|---|---|---|---|---|---|---|")
         for r in sub:
             kb = None if r["file_bytes_after"] is None else r["file_bytes_after"] / 1024
             print(f"| {r['method']} | {r['setting']} | {r['n']} | {pm(r, 'test_acc')} | {pm(r, 'param_reduction')} | "
                   f"{f(r['params_after'], ',.0f')} | {f(r['flops_after'], ',.0f')} | {f(kb)} | "
-                  f"{f(r['wall_seconds'], '.0f')} | {R.landing(r, ref)} |")
+                  f"{f(r['seconds'], '.0f')} | {f(r['wall_seconds'], '.0f')} | {R.landing(r, ref)} |")
         c = comps[st]
         print(R.pairs_line(c) if c["n"] else "no PCD / baseline pairs")
         for line in R.findings(sub):
