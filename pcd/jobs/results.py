@@ -468,3 +468,17 @@ def findings(rows: Sequence[dict], margin: float = 1.5, reference: str = "unprun
         rest = [f"{r['setting']} {landing(r, acc0, margin)}" for r in sub if r is not best]
         out.append(head + ("; " + "; ".join(rest) if rest else "") + ".")
     return out
+
+
+def best_above(rows: Sequence[dict], low: float = 80.0, x: str = "param_reduction",
+               y: str = "test_acc") -> dict[str, dict]:
+    """Per method, its most accurate (method, setting) row with ``x >= low`` (the paper's table
+    compares methods at 80-85 % parameter reduction); ``{"row": None, "max_x": ...}`` for a method
+    none of whose settings gets there."""
+    out: dict[str, dict] = {}
+    for m in dict.fromkeys(r["method"] for r in rows):
+        sub = [r for r in rows if r["method"] == m and r.get(y) is not None]
+        ok = [r for r in sub if (r.get(x) or 0.0) >= low]
+        out[m] = {"row": max(ok, key=lambda r: r[y]) if ok else None,
+                  "max_x": max((r.get(x) or 0.0 for r in sub), default=None)}
+    return out

@@ -23,7 +23,7 @@ CURVE_KEYS: dict[str, str] = {
     "effective_rank": "effective rank",
 }
 _SYMBOLS = ("circle", "diamond", "square", "triangle-up", "x", "star", "cross", "triangle-down",
-            "pentagon", "hexagon", "star-triangle-up", "hourglass", "bowtie", "circle-open", "diamond-open")
+            "pentagon", "hexagon", "hourglass", "bowtie", "star-square", "circle-open", "diamond-open")
 
 
 def _finite(v: Any) -> bool:
@@ -165,6 +165,8 @@ def study_scatter(rows: Sequence[Mapping[str, Any]], x: str, y: str = "test_acc"
                                      line=dict(color=method_color(m), width=1.5, dash="dot"), hoverinfo="skip"))
     ref = [r[y] for _, r in pts if r["method"] == reference]
     if ref:
-        fig.add_hline(y=sum(ref) / len(ref), line=dict(color="#24292f", width=1, dash="dash"),
-                      annotation_text=f"{method_label(reference)}", annotation_position="bottom left")
+        xs = [r[x] for _, r in pts]
+        fig.add_trace(go.Scatter(x=[min(xs), max(xs)], y=[sum(ref) / len(ref)] * 2, mode="lines",
+                                 name=f"{method_label(reference)} accuracy", hoverinfo="skip",
+                                 line={"color": "#24292f", "width": 1, "dash": "dash"}))
     return _finish_scatter(fig, bool(pts), x_label or x, y_label or y, height)

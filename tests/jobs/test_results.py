@@ -205,3 +205,10 @@ def test_findings_name_the_best_setting_within_the_margin_and_where_the_rest_lan
                       "w=1 (default) collapsed: 100 % removed, 7.8 % accuracy.")
     assert got[2].endswith("default removes nothing.")
     assert R.findings(rows[1:]) == ["No unpruned run in this study: nothing to measure the accuracy loss against."]
+
+
+def test_best_above_is_the_most_accurate_setting_past_the_reduction():
+    rows = R.aggregate([_pt("pcd", "a", 83, 99.5), _pt("pcd", "b", 91, 98.8), _pt("pcd", "c", 58, 99.6),
+                        _pt("mgda", "default", 0.0, 99.4)])
+    got = R.best_above(rows, 80)
+    assert got["pcd"]["row"]["setting"] == "a" and got["mgda"] == {"row": None, "max_x": 0.0}

@@ -262,6 +262,8 @@ def test_results_explorer_means_pairs_front_and_hypervolume(data_dir):
     assert list(pairs["verdict"]) == ["better", "tie"]
     line = "here: PCD better 1 / worse 0 / tie 1 of 2 baseline points (1 Pareto-dominated by a PCD point) · paper: 28 / 1 / 18 of 47"
     assert any(line in md.value for md in at.markdown), [md.value for md in at.markdown if "Matched" in md.value]
+    assert any("PCD 97.5 % (τ=0.2, 80 % removed)" in md.value and "MGDA: no setting reaches 80 %" in md.value
+               for md in at.markdown)
     specs = [json.loads(el.proto.spec) for el in at.get("plotly_chart")]
     scatter = next(s for s in specs if any(t.get("name") == "PCD front" for t in s["data"]))
     front = next(t for t in scatter["data"] if t["name"] == "PCD front")
