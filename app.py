@@ -78,6 +78,7 @@ with right:
 
 st.subheader("Pages")
 pages = [
+    ("pages/00_Guided_lesson.py", "Guided lesson", "the argument in seven steps, one figure each (presenter mode)"),
     ("pages/01_Gradient_geometry.py", "Gradient geometry", "every method's update for two or three gradients"),
     ("pages/02_Toy_landscapes.py", "Toy landscapes", "animated trajectories: who stalls at a conflict equilibrium"),
     ("pages/03_K_objective_benchmark.py", "K-objective benchmark", "the 1.536·√(K−1) law of the symmetric methods"),

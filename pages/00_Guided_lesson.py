@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import inspect
+from pathlib import Path
 
 import numpy as np
 import streamlit as st
@@ -128,8 +129,11 @@ def step_basins():
             + (f"PCD: {fractions_text(fr['pcd'])}. " if "pcd" in fr else "")
             + " ".join(f"{registry.get(m).display_name}: {fractions_text(fr[m])}." for m in sym)
             + " The symmetric maps split near the barrier: starts on its left end in the conflict equilibrium (red).")
+    # the Basin maps page when installed (its file name is its own), else the toy page
+    basin_page = next(iter(sorted(Path(__file__).parent.glob("*[Bb]asin*.py"))), None)
+    link = f"pages/{basin_page.name}" if basin_page else "pages/02_Toy_landscapes.py"
     return (basin_figure(res, columns=len(res.methods), optima=_saddle_problem().optima(), height=380), text,
-            "pages/02_Toy_landscapes.py", {})
+            link, {})
 
 
 def step_stall():
