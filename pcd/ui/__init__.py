@@ -24,8 +24,9 @@ _CSS = """
 """
 
 
-# Presenter mode (a projector at 1280 x 720): large type, full-width figures, every paragraph
-# folded to one line (hover or focus unfolds it). Pure CSS over Streamlit's own elements, so every
+# Presenter mode (a projector at 1280 x 720): large type, full-width figures (a column holding a
+# figure takes the whole row and comes first; its controls wrap below), every paragraph folded to
+# one line (hover unfolds it). Pure CSS over Streamlit's own elements, so every
 # page gets it from setup_page without any change of its own.
 _PRESENTER_CSS = """
 <style>
@@ -43,7 +44,7 @@ _PRESENTER_CSS = """
   [data-testid="stMain"] .pcd-claim:hover {white-space: normal;}
   [data-testid="stMain"] [data-testid="stHorizontalBlock"] {flex-wrap: wrap;}
   [data-testid="stMain"] [data-testid="stColumn"]:has([data-testid="stPlotlyChart"]) {
-      flex: 1 1 100% !important; width: 100% !important; min-width: 100% !important;}
+      flex: 1 1 100% !important; width: 100% !important; min-width: 100% !important; order: -1;}
   .pcd-present-badge {color:#cf222e; font-weight:600;}
 </style>
 """
@@ -54,23 +55,32 @@ _PRESENT_SAVED = "_pcd_present_saved"  # survives page switches (widget state do
 
 def presenter_mode() -> bool:
     """Whether presenter mode is on for this session (set by the toggle :func:`setup_page` draws)."""
-    return bool(st.session_state.get(_PRESENT_KEY, st.session_state.get(_PRESENT_SAVED, False)))
+    return bool(st.session_state.get(_PRESENT_SAVED, False))
 
 
 def _presenter_toggle() -> bool:
-    """The presenter-mode toggle, kept in the URL (``?present=1``) and across pages."""
-    if _PRESENT_KEY not in st.session_state:
-        saved = st.session_state.get(_PRESENT_SAVED)
-        st.session_state[_PRESENT_KEY] = bool(url_default(PRESENT_PARAM, False) if saved is None else saved)
-    on = st.toggle("Presenter mode", key=_PRESENT_KEY,
+    """The presenter-mode toggle, kept in the URL (``?present=1``) and across pages.
+
+    The value lives in a plain session key (a widget's own state does not survive a page switch:
+    the same key on another page is another widget); the toggle is re-seeded from it every run and
+    writes it back only when the user flips it."""
+    saved = st.session_state.get(_PRESENT_SAVED)
+    if saved is None:
+        saved = bool(url_default(PRESENT_PARAM, False))
+        st.session_state[_PRESENT_SAVED] = saved
+    st.session_state[_PRESENT_KEY] = bool(saved)
+
+    def _flipped() -> None:
+        st.session_state[_PRESENT_SAVED] = bool(st.session_state.get(_PRESENT_KEY))
+
+    on = st.toggle("Presenter mode", key=_PRESENT_KEY, on_change=_flipped,
                    help="for a projector: large type, full-width figures, paragraphs folded to one line "
                         "(hover to read); kept in the URL as ?present=1")
-    st.session_state[_PRESENT_SAVED] = on
     if on and st.query_params.get(PRESENT_PARAM) != "1":
         st.query_params[PRESENT_PARAM] = "1"
     elif not on and PRESENT_PARAM in st.query_params:
         del st.query_params[PRESENT_PARAM]
-    return on
+    return bool(on)
 
 
 def page_link(path: str, label: str, query_params: dict[str, Any] | None = None,
@@ -94,7 +104,7 @@ def setup_page(title: str, icon: str = ":material/insights:", intro: str | None 
     """Common page set-up: page config, styling, title, the presenter-mode toggle and an optional
     plain-words intro. ``presenter_title=False``: leave the page title out in presenter mode (a page
     whose own headline is the title, e.g. the lesson's step)."""
-    saved = st.session_state.get(_PRESENT_KEY, st.session_state.get(_PRESENT_SAVED))
+    saved = st.session_state.get(_PRESENT_SAVED)
     present_now = bool(url_default(PRESENT_PARAM, False) if saved is None else saved)
     try:  # on a projector the sidebar starts collapsed: the figures get the width
         st.set_page_config(page_title=f"{title} · {APP_TITLE}", page_icon=icon, layout="wide",

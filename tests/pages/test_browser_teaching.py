@@ -188,3 +188,33 @@ def test_lesson_in_presenter_mode_at_1280x720(browser, streamlit_server, artifac
                 page.locator(".st-key-lesson_next button").click()
     finally:
         ctx.close()
+
+
+def test_presenter_mode_on_the_studio_pages_and_across_a_page_switch(browser, streamlit_server, artifacts_dir):
+    ctx = browser.new_context(viewport={"width": 1280, "height": 720})
+    page = ctx.new_page()
+    page.set_default_timeout(90_000)
+    font = "() => parseFloat(getComputedStyle(document.documentElement).fontSize)"
+    try:
+        page.goto(f"{streamlit_server['url']}/Gradient_geometry?present=1")
+        page.wait_for_selector(".js-plotly-plot .main-svg")
+        _wait_idle(page)
+        assert page.evaluate(font) >= 18
+        # the figure's column takes the full width on the projector
+        assert page.locator(".st-key-geo_chart").first.bounding_box()["width"] > 1000
+        page.screenshot(path=str(artifacts_dir / "teach_present_geometry.png"))
+        # switch page through the app's navigation: presenter mode stays on and back in the URL
+        page.locator("[data-testid='stSidebarCollapsedControl'] button, [data-testid='stExpandSidebarButton']").first.click()
+        page.locator("[data-testid='stSidebarNav'] a[href$='Toy_landscapes']").first.click()
+        page.wait_for_selector(".st-key-toy_map .js-plotly-plot .main-svg")
+        _wait_idle(page)
+        page.wait_for_timeout(800)
+        assert page.evaluate(font) >= 18 and "present=1" in page.url
+        page.locator("[data-testid='stSidebarCollapseButton'] button").first.click()  # the projector's width back
+        page.wait_for_timeout(1200)
+        page.mouse.move(640, 5)
+        assert page.locator(".st-key-toy_map").first.bounding_box()["width"] > 1000
+        page.screenshot(path=str(artifacts_dir / "teach_present_toy.png"))
+        assert page.locator("[data-testid='stException']").count() == 0
+    finally:
+        ctx.close()
