@@ -9,7 +9,7 @@ import pytest
 import torch
 
 from pcd.cli import main
-from pcd.experiments import jd
+from pcd.experiments import gramian_memory, iwrm, jd
 
 torch.set_num_threads(1)
 
@@ -122,7 +122,7 @@ def test_iwrm_divergence_is_recorded_not_raised(monkeypatch):
         losses, J = real(model, x, y)
         return (losses, J * float("nan")) if len(calls) == 3 else (losses, J)
 
-    monkeypatch.setattr(jd, "_per_sample_jacobian", blows_up_at_step_3)
+    monkeypatch.setattr(iwrm, "_per_sample_jacobian", blows_up_at_step_3)
     cfg = jd.IWRMConfig(methods=("ws",), seeds=(0,), steps=6, batch_size=8, n_train=64, eval_every=2)
     r = jd.run_iwrm(cfg)["methods"]["ws"]
     assert r["diverged_at"] == [3]
@@ -144,7 +144,7 @@ def test_memory_validates():
 
 
 def test_memory_without_torchjd_measures_the_rest(monkeypatch):
-    monkeypatch.setattr(jd, "torchjd_available", lambda: False)
+    monkeypatch.setattr(gramian_memory, "torchjd_available", lambda: False)
     with pytest.raises(ValueError, match="needs torchjd"):
         jd.measure_gramian_memory([4], modes=("autogram",))
     mem = jd.measure_gramian_memory([4], width=4, repeats=1)
