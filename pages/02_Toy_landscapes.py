@@ -9,7 +9,17 @@ import streamlit as st
 import pcd.methods as registry
 from pcd import studio, teaching
 from pcd.engine import run
-from pcd.ui import claim, download_csv, download_figure, png_export, setup_page, show_error, url_default, url_sync
+from pcd.ui import (
+    claim,
+    download_csv,
+    download_figure,
+    param_widget,
+    png_export,
+    setup_page,
+    show_error,
+    url_default,
+    url_sync,
+)
 from pcd.ui.controls import frame_controls
 from pcd.viz.landscape import background_image, landscape_figure, loss_figure
 from pcd.viz.teaching import add_gradient_inset, with_step_cursor
@@ -106,18 +116,7 @@ with st.sidebar:
                     cur = p.validate(cur, m)
                 except ValueError:
                     cur = p.default
-                if p.kind == "bool":
-                    vals[p.name] = st.checkbox(p.name, bool(cur), key=key, help=p.help or None)
-                elif p.kind == "choice":
-                    vals[p.name] = st.selectbox(p.name, list(p.choices), index=list(p.choices).index(cur), key=key,
-                                                help=p.help or None)
-                elif p.kind == "int":
-                    vals[p.name] = int(st.number_input(p.name, min_value=int(p.low) if p.low is not None else None,
-                                                       max_value=int(p.high) if p.high is not None else None,
-                                                       value=int(cur), step=1, key=key, help=p.help or None))
-                else:
-                    vals[p.name] = float(st.number_input(p.name, min_value=p.low, max_value=p.high, value=float(cur),
-                                                         format="%.6g", key=key, help=p.help or None))
+                vals[p.name] = param_widget(p, key, cur)
             try:
                 hparams[m] = studio.hparam_values(m, vals)
             except ValueError as exc:

@@ -24,7 +24,17 @@ from pcd.train.data import cifar_source, missing_data_message
 from pcd.train.models import ARCHS
 from pcd.train.objectives import GROUPINGS, SECONDARIES
 from pcd.train.run import SPECIAL_METHODS, method_names
-from pcd.ui import claim, download_csv, download_figure, download_json, setup_page, show_error, url_default, url_sync
+from pcd.ui import (
+    claim,
+    download_csv,
+    download_figure,
+    download_json,
+    param_widget,
+    setup_page,
+    show_error,
+    url_default,
+    url_sync,
+)
 from pcd.ui.runs_where import where_panel
 from pcd.ui.selection import selected_ids
 from pcd.viz.runs import curves_figure, method_bars, results_scatter, study_scatter
@@ -75,17 +85,6 @@ def _pm(mean, std, spec: str = ".1f") -> str:
     if mean is None:
         return DASH
     return _fmt(mean, spec) + (f" ± {_fmt(std, spec)}" if std is not None else "")
-
-
-def _param_widget(p, key: str):
-    label = f"{p.name}" + (f" — {p.help}" if p.help else "")
-    if p.kind == "bool":
-        return st.checkbox(label, value=bool(p.default), key=key)
-    if p.kind == "choice":
-        return st.selectbox(label, list(p.choices), index=list(p.choices).index(p.default), key=key)
-    if p.kind == "int":
-        return st.number_input(label, value=int(p.default), step=1, key=key)
-    return st.number_input(label, value=float(p.default), key=key, format="%g")
 
 
 # ---------------------------------------------------------------------------------------------
@@ -221,7 +220,8 @@ with tab_queue:
                                     help="a CIFAR subset keeps CPU runs short")
         hparams: dict[str, dict] = {}
         for m in methods:
-            spec = ([p for p in registry.get(m).params if p.name != "tau"] if m not in SPECIAL_METHODS else None)
+            spec = ([p for p in registry.get(m).params if p.name != registry.get(m).primary_knob]
+                    if m not in SPECIAL_METHODS else None)
             if spec == [] or (spec is None and not SPECIAL_METHODS[m]):
                 continue
             with st.expander(f"{method_label(m)} hyper-parameters"):
@@ -230,7 +230,7 @@ with tab_queue:
                                                      key=f"pl_hp_{m}_{k}")
                                   for k, (d, lo, hi, h) in SPECIAL_METHODS[m].items()}
                 else:
-                    hparams[m] = {p.name: _param_widget(p, f"pl_hp_{m}_{p.name}") for p in spec}
+                    hparams[m] = {p.name: param_widget(p, f"pl_hp_{m}_{p.name}", help_in_label=True) for p in spec}
 
     configs, form_error = [], None
     try:  # out-of-range values are refused here with the allowed range, never clamped silently

@@ -17,7 +17,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from pcd.qp import _ZERO_REL, QPResult, solve_qp
+from pcd._fast import small_batch
+from pcd.qp import QPResult, k2_mu, k2_mu_scalar, solve_qp
 
 
 @dataclass(frozen=True)
@@ -37,7 +38,7 @@ def pcd_weights(gram: np.ndarray, scales: np.ndarray, tau, *, trusted: bool = Fa
     s = np.asarray(scales, dtype=np.float64)
     if g.shape[-1] == 2 and trusted:
         t = float(np.asarray(tau).reshape(-1)[0])
-        if g.ndim == 3 and g.shape[0] <= 16:  # a few start points: scalar math beats tiny-array NumPy
+        if g.ndim == 3 and small_batch(g.shape[0]):  # a few start points: scalar math beats tiny-array NumPy
             return _pcd_weights_k2_scalar(g, s, t)
         return _pcd_weights_k2(g, s, t)
     gn = g * s[..., :, None] * s[..., None, :]
@@ -63,19 +64,17 @@ def _factor(dn2, size2, g11):
 
 
 def _pcd_weights_k2(g: np.ndarray, s: np.ndarray, tau: float) -> PCDWeights:
-    """K = 2 fast path: the closed form ``mu = max(0, (tau e - c) / e)`` written out elementwise."""
+    """K = 2 fast path: :func:`pcd.qp.k2_mu` on the normalized Gram entries, written out elementwise."""
     s1, s2 = s[..., 0], s[..., 1]
     a = g[..., 0, 0] * s1 * s1
     c = g[..., 0, 1] * s1 * s2
     e = g[..., 1, 1] * s2 * s2
-    nz = e > _ZERO_REL * np.maximum(a, e)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        mu = np.where(nz, np.maximum((tau * e - c) / np.where(nz, e, 1.0), 0.0), 0.0)
+    mu = k2_mu(a, c, e, tau)
     dn2 = a + 2.0 * mu * c + mu * mu * e
     size2 = (np.sqrt(np.maximum(a, 0.0)) + mu * np.sqrt(np.maximum(e, 0.0))) ** 2
     factor = _factor(dn2, size2, g[..., 0, 0])
     w = np.stack([np.ones_like(mu), mu], axis=-1)
-    active = np.stack([np.zeros_like(nz), mu > 0], axis=-1)
+    active = np.stack([np.zeros(mu.shape, dtype=bool), mu > 0], axis=-1)
     feasible = np.ones(mu.shape, dtype=bool)
     res = QPResult(weights=w, mu=mu[..., None], active_mask=active, feasible=feasible if mu.ndim else True)
     return PCDWeights(weights=w * s * factor[..., None], qp=res, scale_to_primary=factor)
@@ -96,7 +95,7 @@ def _pcd_weights_k2_scalar(g: np.ndarray, s: np.ndarray, tau: float, lists: tupl
     gl, sl = lists if lists is not None else (g.tolist(), s.tolist())
     for b, ((g00, g01), (_, g11)), (s1, s2) in zip(range(B), gl, sl):
         a, c, e = g00 * s1 * s1, g01 * s1 * s2, g11 * s2 * s2
-        mu = max((tau * e - c) / e, 0.0) if e > _ZERO_REL * max(a, e) else 0.0
+        mu = k2_mu_scalar(a, c, e, tau)
         dn2 = a + 2.0 * mu * c + mu * mu * e
         size2 = (math.sqrt(max(a, 0.0)) + mu * math.sqrt(max(e, 0.0))) ** 2
         g1 = math.sqrt(max(g00, 0.0))

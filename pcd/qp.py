@@ -112,14 +112,23 @@ def _check_gram(gram: Any) -> np.ndarray:
 # closed forms (vectorized over the batch)
 # ---------------------------------------------------------------------------------------------
 
-def _solve_k2(g: np.ndarray, tau: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """K = 2: ``mu = max(0, (tau ||g2||^2 - g1.g2) / ||g2||^2)`` (zero when g2 = 0)."""
-    g22 = g[..., 1, 1]
-    scale = np.maximum(g[..., 0, 0], g22)
-    nz = g22 > _ZERO_REL * scale
+def k2_mu(a: np.ndarray, c: np.ndarray, e: np.ndarray, tau: float) -> np.ndarray:
+    """THE K = 2 closed form (PCD on normalized gradients, DBGD on raw ones): for ``a = ||g1||^2``,
+    ``c = g1.g2``, ``e = ||g2||^2``, ``mu = max(0, (tau e - c) / e)``, and 0 where g2 = 0
+    (``e <= _ZERO_REL max(a, e)``). :func:`k2_mu_scalar` is the same in Python floats (same bits)."""
+    nz = e > _ZERO_REL * np.maximum(a, e)
     with np.errstate(divide="ignore", invalid="ignore"):
-        mu = np.where(nz, (tau[0] * g22 - g[..., 0, 1]) / np.where(nz, g22, 1.0), 0.0)
-    mu = np.maximum(mu, 0.0)
+        return np.where(nz, np.maximum((tau * e - c) / np.where(nz, e, 1.0), 0.0), 0.0)
+
+
+def k2_mu_scalar(a: float, c: float, e: float, tau: float) -> float:
+    """:func:`k2_mu` for one problem in Python floats (the small-batch fast paths)."""
+    return max((tau * e - c) / e, 0.0) if e > _ZERO_REL * max(a, e) else 0.0
+
+
+def _solve_k2(g: np.ndarray, tau: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """K = 2: :func:`k2_mu` on the Gram matrix; always feasible."""
+    mu = k2_mu(g[..., 0, 0], g[..., 0, 1], g[..., 1, 1], tau[0])
     return mu[..., None], np.ones(g.shape[:-2], dtype=bool)
 
 

@@ -15,7 +15,7 @@ import numpy as np
 
 import pcd.methods as registry
 from pcd.direction import pcd_weights
-from pcd.viz.theme import outcome_label
+from pcd.viz.theme import method_color, outcome_label
 
 
 # ---------------------------------------------------------------------------------------------
@@ -34,21 +34,9 @@ def _num(value: Any, name: str, low: float | None = None, high: float | None = N
 
 
 def check_methods(methods: Any) -> list[str]:
-    """Registry names (list or comma-separated string), validated, duplicates removed, order kept."""
-    if isinstance(methods, str):
-        methods = [m for m in (p.strip() for p in methods.split(",")) if m]
-    try:
-        names = [str(m).strip().lower() for m in methods]
-    except TypeError:
-        raise ValueError(f"methods must be a list of method names, got {methods!r}") from None
-    if not names:
-        raise ValueError(f"choose at least one method; available: {', '.join(registry.available())}")
-    out: list[str] = []
-    for n in names:
-        registry.get(n)  # raises ValueError with the available names
-        if n not in out:
-            out.append(n)
-    return out
+    """Registry names (list or comma-separated string), validated, duplicates removed, order kept
+    (:func:`pcd.methods.parse_names`)."""
+    return registry.parse_names(methods, duplicates="drop")
 
 
 # ---------------------------------------------------------------------------------------------
@@ -109,7 +97,7 @@ def method_directions(J: Any, methods: Any, tau: float = 0.3,
         if knob is not None:
             hp.setdefault(knob, tau)
         row: dict[str, Any] = {"method": name, "label": registry.get(name).display_name or name,
-                               "color": registry.color(name), "error": None}
+                               "color": method_color(name), "error": None}
         try:
             inst = registry.make(name, **hp)
             out = inst(G, losses=losses, jacobian=J[None], state=inst.init(1, K),

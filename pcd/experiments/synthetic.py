@@ -45,20 +45,10 @@ __all__ = ["toy", "toy_run", "kdw", "scale", "tau_sweep", "parse_methods", "pars
 
 
 def parse_methods(methods: str | Iterable[str]) -> list[str]:
-    """``"pcd, ws"`` or a list -> validated lower-case registry names (ValueError lists the allowed)."""
+    """``"pcd, ws"`` or a list -> validated lower-case registry names: :func:`pcd.methods.parse_names`."""
     import pcd.methods as registry
 
-    if isinstance(methods, str):
-        names = [m.strip().lower() for m in methods.split(",") if m.strip()]
-    else:
-        names = [str(m).strip().lower() for m in methods]
-    if not names:
-        raise ValueError(f"no methods given; available: {', '.join(registry.available())}")
-    for n in names:
-        registry.get(n)  # raises "unknown method ..."
-    if len(set(names)) != len(names):
-        raise ValueError(f"a method is listed twice: {names}")
-    return names
+    return registry.parse_names(methods)
 
 
 def parse_floats(text: str | Iterable[float], name: str = "values") -> list[float]:

@@ -18,7 +18,6 @@ from pcd.methods.base import (
     _REGISTRY,
     CAPABILITIES,
     CLAIMS,
-    COLORS,
     DirectionMethod,
     Method,
     MethodOutput,
@@ -59,6 +58,27 @@ def make(name: str, **hparams: Any) -> Method:
     return get(name)(**hparams)
 
 
+def parse_names(methods: Any, *, duplicates: str = "error") -> list[str]:
+    """THE method-name parser: ``"pcd, ws"`` or an iterable of names -> validated lower-case registry
+    names in the given order. ``duplicates``: ``"error"`` (a name listed twice is a ValueError) or
+    ``"drop"`` (later repeats are dropped). Unknown names raise, listing the available ones."""
+    if isinstance(methods, str):
+        methods = [m for m in (p.strip() for p in methods.split(",")) if m]
+    try:
+        names = [str(m).strip().lower() for m in methods]
+    except TypeError:
+        raise ValueError(f"methods must be a list of method names, got {methods!r}") from None
+    if not names:
+        raise ValueError(f"no methods given; available: {', '.join(available())}")
+    for n in names:
+        get(n)  # raises "unknown method ..."
+    if duplicates == "drop":
+        return list(dict.fromkeys(names))
+    if len(set(names)) != len(names):
+        raise ValueError(f"a method is listed twice: {names}")
+    return names
+
+
 def resolve(method: str | Method, hparams: dict | None = None, *,
             provides: Iterable[str] = CAPABILITIES) -> Method:
     """A method instance (a registry name with ``hparams``, or an instance as is) that needs nothing
@@ -73,10 +93,5 @@ def resolve(method: str | Method, hparams: dict | None = None, *,
     return inst
 
 
-def color(name: str) -> str:
-    """The method's colour (the same on every page)."""
-    return COLORS.get(str(name).lower(), "#444444")
-
-
 __all__ = ["Method", "DirectionMethod", "Step", "MethodOutput", "Param", "CLAIMS", "CAPABILITIES", "available", "get",
-           "make", "resolve", "color", "register", "check_gram", "check_capabilities", "COLORS"]
+           "make", "resolve", "parse_names", "register", "check_gram", "check_capabilities"]

@@ -25,7 +25,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from pcd.methods._fast import small_batch
+from pcd._fast import small_batch
 from pcd.qp import principal_pivoting
 
 

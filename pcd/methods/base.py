@@ -8,8 +8,8 @@ the caller steps *against* it (``theta <- theta - lr * d`` for SGD). The same in
 computed from per-objective gradients).
 
 Methods are registered with :func:`register` and listed by :func:`pcd.methods.available`. Each
-declares a display name, a colour (the one used on every page and plot), a one-line description
-and its hyper-parameters with ranges, so the pages build their widgets from the registry.
+declares a display name, a one-line description, its claims and its hyper-parameters with ranges,
+so the pages build their widgets from the registry (its colour is in :mod:`pcd.viz.theme`).
 """
 from __future__ import annotations
 
@@ -18,34 +18,6 @@ from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
 import numpy as np
-
-# One colour per method, used on every page and in every figure (Plotly/D3-like qualitative
-# palette, PCD the strongest accent). Keys are registry names.
-COLORS: dict[str, str] = {
-    "pcd": "#d62728",
-    "ws": "#7f7f7f",
-    "mgda": "#1f77b4",
-    "pcgrad": "#ff7f0e",
-    "cagrad": "#2ca02c",
-    "famo": "#9467bd",
-    "upgrad": "#8c564b",
-    "dualproj": "#e377c2",
-    "imtlg": "#bcbd22",
-    "alignedmtl": "#17becf",
-    "nashmtl": "#393b79",
-    "graddrop": "#637939",
-    "rgw": "#8c6d31",
-    "dbgd": "#843c39",
-    "auxinash": "#7b4173",
-    # constrained / specialised baselines (pcd.train, pcd.experiments)
-    "lagrangian": "#3182bd",
-    "auglag": "#31a354",
-    "nupi": "#756bb1",
-    "gda": "#636363",
-    "penalty": "#969696",
-    "prox": "#e6550d",
-    "unpruned": "#000000",
-}
 
 
 @dataclass(frozen=True)
@@ -248,10 +220,6 @@ class Method:
         out = self.update(gram, state, **kwargs)
         out.weights = np.asarray(out.weights, dtype=gram.dtype)
         return out
-
-    @property
-    def color(self) -> str:
-        return COLORS.get(self.name, "#444444")
 
     def __repr__(self) -> str:
         args = ", ".join(f"{k}={v!r}" for k, v in self.hparams.items())

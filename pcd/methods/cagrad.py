@@ -30,7 +30,7 @@ from functools import lru_cache
 
 import numpy as np
 
-from pcd.methods._fast import small_batch
+from pcd._fast import small_batch
 from pcd.methods._solvers import Support, ridge, support_of, trace
 from pcd.methods.base import Method, Param, Step, register
 from pcd.qp import principal_pivoting

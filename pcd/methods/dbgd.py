@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from pcd.methods._fast import small_batch
+from pcd._fast import small_batch
 from pcd.methods.base import Method, Param, Step, register
 
 
@@ -41,14 +41,11 @@ class DBGD(Method):
     def _weights_k2_scalar(self, gram: np.ndarray, state) -> Step:
         """The K = 2 closed form of :func:`pcd.qp._solve_k2` in Python floats (same operations, same
         bits) for a handful of problems ``[B, 2, 2]``."""
-        from pcd.qp import _ZERO_REL, check_tau
+        from pcd.qp import check_tau, k2_mu_scalar
 
         beta = self.hparams["beta"]
         tau = beta if isinstance(beta, float) else float(check_tau(beta, 2)[0])
-        mus = []
-        for (g00, g01), (_, g11) in gram.tolist():
-            m = (tau * g11 - g01) / g11 if g11 > _ZERO_REL * max(g00, g11) else 0.0
-            mus.append(m if m > 0.0 else 0.0)
+        mus = [k2_mu_scalar(g00, g01, g11, tau) for (g00, g01), (_, g11) in gram.tolist()]
         B = len(mus)
         w = np.ones((B, 2))
         w[:, 1] = mus

@@ -13,7 +13,7 @@ losses, ``delta_i = log l~_i(prev) - log l~_i(now)`` and the logit gradient is
 (``lr``, ``weight_decay`` added to the gradient as in ``torch.optim.Adam``, betas 0.9/0.999,
 eps 1e-8). The paper recomputes the losses on the same batch after the step; on deterministic
 problems the next call's losses are exactly that. Needs the loss values (``losses [B, K]``).
-K = 2 with B <= 16 (the toy engine) runs in Python floats (:meth:`FAMO._weights_k2`, the same
+K = 2 with a small batch (:func:`pcd._fast.small_batch`, the toy engine) runs in Python floats (:meth:`FAMO._weights_k2`, the same
 operations and the same bits; non-finite or non-positive shifted losses use the vectorized code).
 """
 from __future__ import annotations
@@ -23,7 +23,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from pcd.methods._fast import small_batch
+from pcd._fast import small_batch
 from pcd.methods.base import Method, Param, Step, register
 
 _EPS = 1e-8
@@ -109,7 +109,7 @@ class FAMO(Method):
         return Step(weights=w, state=new_state, info={"task_weights": z})
 
     def _weights_k2(self, L: np.ndarray, state: FAMOState) -> Step | None:
-        """:meth:`update` for K = 2 and a few problems (B <= 16) in Python floats, with the same
+        """:meth:`update` for K = 2 and a few problems (a small batch) in Python floats, with the same
         IEEE operations in the same order; ``log``/``exp`` stay NumPy calls (one array each) so
         they round exactly as in the vectorized code (``math.log`` may differ in the last bit,
         which Adam's normalization can blow up near convergence). Returns None (the caller runs

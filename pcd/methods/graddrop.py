@@ -14,7 +14,7 @@ update ``[B, n]`` is the step's ``exact`` field, which :meth:`Step.direction` re
 least-squares weights ``argmin_w ||J^T w - d||`` (``w = pinv(G) J d``): ``weights @ J`` is the
 projection of the GradDrop update onto the span of the gradients, for plots of weights only.
 Not non-conflicting, not linear under scaling, not weighted (Jacobian Descent, Table 1).
-K = 2 with B <= 16 and n <= 8 (the toy engine) runs in Python floats (:func:`_graddrop_k2`): the
+K = 2 with a small batch (:func:`pcd._fast.small_batch`) and n <= 8 (the toy engine) runs in Python floats (:func:`_graddrop_k2`): the
 same draw and the same direction bits; weights by closed forms where they match ``pinv``.
 """
 from __future__ import annotations
@@ -23,7 +23,7 @@ from math import isfinite, sqrt
 
 import numpy as np
 
-from pcd.methods._fast import small_batch
+from pcd._fast import small_batch
 from pcd.methods.base import DirectionMethod, Param, Step, register
 
 
@@ -81,7 +81,7 @@ def least_squares_weights(J: np.ndarray, d: np.ndarray) -> np.ndarray:
     return np.einsum("bij,bj->bi", np.linalg.pinv(Gj, hermitian=True), Jd)
 
 
-_SCALAR_MAX_N = 8  # scalar path for K = 2, B <= 16 and at most this many coordinates (the toys)
+_SCALAR_MAX_N = 8  # scalar path for K = 2, a small batch and at most this many coordinates (the toys)
 
 
 def _graddrop_k2(J: np.ndarray, U: np.ndarray, l0: float, l1: float) -> tuple[np.ndarray, np.ndarray]:

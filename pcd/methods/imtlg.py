@@ -15,7 +15,7 @@ import math
 
 import numpy as np
 
-from pcd.methods._fast import small_batch
+from pcd._fast import small_batch
 from pcd.methods.base import Method, Step, register
 
 

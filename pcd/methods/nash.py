@@ -31,7 +31,7 @@ learns ``p`` in an outer loop by differentiating the primary's validation loss t
 ``sum p = K`` and ``primary_share = 1/K`` reproduces Nash-MTL exactly. Normalization and clipping
 follow Nash-MTL (the AuxiNash code builds on it).
 
-K = 2 with B <= 16 (the toy engine) runs in Python floats (:func:`_bargain_k2`, the same
+K = 2 with a small batch (:func:`pcd._fast.small_batch`, the toy engine) runs in Python floats (:func:`_bargain_k2`, the same
 operations as the vectorized code; it hands the batch back to it where the plain/ridged choice
 could round differently or Python would raise on a zero divisor).
 """
@@ -42,7 +42,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from pcd.methods._fast import small_batch
+from pcd._fast import small_batch
 from pcd.methods._solvers import nash, nash2_scalar_select
 from pcd.methods.base import Method, Param, Step, register
 
@@ -72,7 +72,7 @@ def _bargain(gram: np.ndarray, p: np.ndarray, state: NashState | None, max_norm:
 
 def _bargain_k2(gram: np.ndarray, p1: float, p2: float, state: NashState | None, max_norm: float,
                 every: int) -> Step | None:
-    """:func:`_bargain` for K = 2 and a few problems (B <= 16) in Python floats: the same
+    """:func:`_bargain` for K = 2 and a few problems (a small batch) in Python floats: the same
     operations as :func:`nash`'s closed form and ridged re-solve (:func:`nash2_scalar_select`) and
     the clipping. Returns None (the caller then runs the vectorized code on the whole batch) when
     any problem's plain/ridged choice could differ from nash()'s (residual within 1e-12 of its 1e-9

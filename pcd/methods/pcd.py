@@ -16,8 +16,8 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
+from pcd._fast import small_batch
 from pcd.direction import _pcd_weights_k2_scalar, pcd_weights
-from pcd.methods._fast import small_batch
 from pcd.methods.base import Method, Param, Step, register
 from pcd.normalize import ema_step
 from pcd.qp import check_tau

@@ -134,6 +134,29 @@ def claim(paper: str, here: str | None = None, note: str | None = None) -> None:
     st.markdown(f"<div class='pcd-claim'>{text}</div>", unsafe_allow_html=True)
 
 
+def param_widget(p: Any, key: str, value: Any = None, *, label: str | None = None, help_in_label: bool = False) -> Any:
+    """THE widget for a method hyper-parameter (a :class:`pcd.methods.base.Param`): a checkbox, a
+    select box or a number input bounded by the Param's range, starting at ``value`` (default: the
+    Param's default). The help text goes to the tooltip, or after the name with ``help_in_label``."""
+    cur = p.default if value is None else value
+    name = p.name if label is None else label
+    if help_in_label and p.help:
+        name, tip = f"{name} — {p.help}", None
+    else:
+        tip = p.help or None
+    if p.kind == "bool":
+        return st.checkbox(name, value=bool(cur), key=key, help=tip)
+    if p.kind == "choice":
+        return st.selectbox(name, list(p.choices), index=list(p.choices).index(cur), key=key, help=tip)
+    if p.kind == "int":
+        return int(st.number_input(name, value=int(cur), step=1, key=key, help=tip,
+                                   min_value=int(p.low) if p.low is not None else None,
+                                   max_value=int(p.high) if p.high is not None else None))
+    return float(st.number_input(name, value=float(cur), key=key, format="%g", help=tip,
+                                 min_value=float(p.low) if p.low is not None else None,
+                                 max_value=float(p.high) if p.high is not None else None))
+
+
 def show_error(exc: BaseException | str) -> None:
     """A friendly error box (the message says what is wrong and what is allowed)."""
     msg = str(exc) if str(exc) else exc.__class__.__name__

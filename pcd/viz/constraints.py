@@ -1,7 +1,7 @@
 """Figures for "constraints vs fixed penalties" (seed 003, arXiv 2505.20628) with PCD alongside.
 
 Pure functions: plain data (numbers, arrays, lists of dicts) in, ``go.Figure`` out; no Streamlit.
-Colours: one per method family from :data:`pcd.methods.base.COLORS` (``penalty``, ``gda``,
+Colours: one per method family from :data:`pcd.viz.theme.METHOD_COLORS` (``penalty``, ``gda``,
 ``auglag``, ``nupi``, ``pcd``); several fixed penalties share the penalty colour and differ by
 dash. Sweeps over ``c`` and ``eta`` use log x axes (the narrow window vs the plateau).
 """
@@ -15,7 +15,7 @@ import numpy as np
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
-from pcd.methods.base import COLORS
+from pcd.viz.theme import METHOD_COLORS as COLORS
 from pcd.viz.theme import base_layout, rgba, style_axes
 
 __all__ = [

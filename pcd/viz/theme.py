@@ -1,8 +1,8 @@
 """The visual identity shared by every figure: fonts, light layout, one colour per method,
 objective colours, and a NumPy -> PNG data-URI renderer for landscape backgrounds.
 
-Pure helpers (no Streamlit). Method colours come from :func:`pcd.methods.color` so a method has
-the same colour on every page, table and plot.
+Pure helpers (no Streamlit). Every colour lives here: :data:`METHOD_COLORS` (one per method and
+baseline family, so a method has the same colour on every page, table and plot), the objectives'.
 """
 from __future__ import annotations
 
@@ -20,6 +20,34 @@ WIDTH = 1100          # figures are sized for a laptop screen (the page is ~1250
 HEIGHT = 560
 GRID = "#e6e8eb"
 AXIS = "#57606a"
+# One colour per method, used on every page and in every figure (Plotly/D3-like qualitative
+# palette, PCD the strongest accent). Keys are registry names, then the constrained / specialised
+# baselines of pcd.train and pcd.experiments (families, not registry methods).
+METHOD_COLORS: dict[str, str] = {
+    "pcd": "#d62728",
+    "ws": "#7f7f7f",
+    "mgda": "#1f77b4",
+    "pcgrad": "#ff7f0e",
+    "cagrad": "#2ca02c",
+    "famo": "#9467bd",
+    "upgrad": "#8c564b",
+    "dualproj": "#e377c2",
+    "imtlg": "#bcbd22",
+    "alignedmtl": "#17becf",
+    "nashmtl": "#393b79",
+    "graddrop": "#637939",
+    "rgw": "#8c6d31",
+    "dbgd": "#843c39",
+    "auxinash": "#7b4173",
+    # constrained / specialised baselines (pcd.train, pcd.experiments)
+    "lagrangian": "#3182bd",
+    "auglag": "#31a354",
+    "nupi": "#756bb1",
+    "gda": "#636363",
+    "penalty": "#969696",
+    "prox": "#e6550d",
+    "unpruned": "#000000",
+}
 # Objective colours (primary, secondary 1, 2, ...): distinct from the method palette's accents.
 OBJECTIVE_COLORS = ("#24292f", "#0969da", "#bf8700", "#8250df", "#1a7f37", "#cf222e", "#6e7781", "#953800")
 # Light sequential colour map for backgrounds (low = pale, high = dark): control points.
@@ -30,8 +58,8 @@ _CMAP = np.array([
 
 
 def method_color(name: str) -> str:
-    """The method's colour (one colour per method everywhere)."""
-    return registry.color(name)
+    """The method's colour (one colour per method everywhere); grey for an unknown name."""
+    return METHOD_COLORS.get(str(name).lower(), "#444444")
 
 
 def method_label(name: str) -> str:

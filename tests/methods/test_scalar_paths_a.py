@@ -1,10 +1,10 @@
-"""K = 2 scalar fast paths (B <= 16, used by the toy engine) vs the vectorized code: Nash-MTL,
+"""K = 2 scalar fast paths (small batches, used by the toy engine) vs the vectorized code: Nash-MTL,
 AuxiNash, GradDrop, FAMO.
 
 * Nash-MTL / AuxiNash and FAMO do the same IEEE operations in the same order (FAMO keeps log/exp
   as NumPy calls), so they must agree with the vectorized path to the last bit; we check 1e-13
-  relative (bit equality holds on the dev machine). The vectorized path is reached by tiling the
-  batch to B = 18 > 16 (rows are independent).
+  relative (bit equality holds on the dev machine). The vectorized path is reached with
+  :func:`pcd._fast.vectorized` (the same batch, forced off the fast path).
 * GradDrop: the random draw is the same single ``rng.random((B, n))`` call, so the direction must be
   bit-identical and the generator left in the same state; the least-squares weights replace
   ``pinv`` by 2x2 closed forms where those agree to ~1e-13 of ``||w||`` (checked at 2e-12), other
@@ -14,10 +14,9 @@ import numpy as np
 import pytest
 
 import pcd.methods as methods
+from pcd._fast import vectorized
 from pcd.methods import _solvers, famo, graddrop, nash
 from tests.methods._samplers import KINDS, gram, jacobian
-
-TILE = 6  # 3 x 6 = 18 > 16: the vectorized path
 
 
 def _close(fast, slow, rtol=1e-13):
@@ -64,7 +63,8 @@ def test_nash_fast_equals_vectorized(name, hp, seed):
         G = gram(J)
         m = methods.make(name, **hp)
         fast = m.weights(G)
-        slow = m.weights(np.tile(G, (TILE, 1, 1)))
+        with vectorized():
+            slow = m.weights(G)
         _close(fast.weights, slow.weights[:3])
         _close(fast.info["alpha"], slow.info["alpha"][:3])
         _close(fast.info["residual"], slow.info["residual"][:3])
@@ -81,7 +81,8 @@ def test_nash_fast_equals_vectorized_multistep(name, hp):
         J = _jacobians(step)[step % 9]
         G = gram(J) * 10.0 ** rng.uniform(-3, 3)
         of = m.weights(G, state=sf)
-        ov = m.weights(np.tile(G, (TILE, 1, 1)), state=sv)
+        with vectorized():
+            ov = m.weights(G, state=sv)
         sf, sv = of.state, ov.state
         _close(of.weights, ov.weights[:3])
         _close(sf.alpha, sv.alpha[:3])
@@ -122,8 +123,8 @@ def test_nash_fast_path_is_taken(monkeypatch):
         G = gram(jacobian(kind, 3, 2, seed=1))
         methods.make("nashmtl").weights(G)
         methods.make("auxinash").weights(G)
-    with pytest.raises(AssertionError):  # B = 17 is vectorized
-        methods.make("nashmtl").weights(np.tile(np.eye(2), (17, 1, 1)))
+    with pytest.raises(AssertionError), vectorized():
+        methods.make("nashmtl").weights(np.tile(np.eye(2), (3, 1, 1)))
 
 
 def test_nash_fast_path_falls_back_near_threshold(monkeypatch):
@@ -231,11 +232,12 @@ def test_famo_fast_equals_vectorized_multistep(hp, seed):
     rng = np.random.default_rng(seed)
     m = methods.make("famo", **hp)
     G = np.tile(np.eye(2), (3, 1, 1))
-    sf, sv = m.init_state(3, 2), m.init_state(3 * TILE, 2)
+    sf, sv = m.init_state(3, 2), m.init_state(3, 2)
     for L in _loss_path(rng, 120):
         with np.errstate(all="ignore"):
             of = m.weights(G, losses=L, state=sf)
-            ov = m.weights(np.tile(G, (TILE, 1, 1)), losses=np.tile(L, (TILE, 1)), state=sv)
+            with vectorized():
+                ov = m.weights(G, losses=L, state=sv)
         sf, sv = of.state, ov.state
         _close(of.weights, ov.weights[:3])
         _close(of.info["task_weights"], ov.info["task_weights"][:3])

@@ -1,4 +1,4 @@
-"""K = 2 scalar fast paths (B <= 16, used by the toy engine) vs the vectorized code they shortcut.
+"""K = 2 scalar fast paths (small batches, used by the toy engine) vs the vectorized code they shortcut.
 
 CAGrad, DBGD, MGDA and PCGrad: the scalar path does the same IEEE operations in the same order, so
 it must agree to the last bit. Aligned-MTL and IMTL-G's general path call the same LAPACK routine
@@ -11,12 +11,11 @@ import numpy as np
 import pytest
 
 import pcd.methods as methods
+from pcd._fast import SMALL_BATCH, vectorized
 from pcd.methods import alignedmtl, cagrad, imtlg
 from pcd.methods._solvers import _simplex_k2_scalar, simplex_min_norm
 from pcd.methods.pcgrad import _pcgrad_k2_scalar, pcgrad_weights
 from tests.methods._samplers import KINDS, gram, jacobian
-
-VEC = 17  # a batch above 16 takes the vectorized path
 
 
 def _adversarial(rng) -> np.ndarray:
@@ -100,12 +99,12 @@ def assert_rel(a, b, tol, what):
 
 
 def _compare_method(name, rtol, **hp):
-    """The method on batches of 3 (fast path) vs the same problems inside a batch of > 16."""
+    """The method on batches of 3: fast path vs the vectorized path (forced)."""
     m = methods.make(name, **hp)
     for G in _chunks(GRAMS, 3):
         fast = m.weights(G, state=None)
-        pad = np.concatenate([G, np.broadcast_to(np.eye(2), (VEC, 2, 2))])
-        vec = m.weights(pad, state=None)
+        with vectorized():
+            vec = m.weights(G, state=None)
         _close(fast.weights, vec.weights[:len(G)], rtol, f"{name} weights")
         assert (fast.state is None) == (vec.state is None)
         assert set(fast.info) == set(vec.info), name
@@ -122,7 +121,7 @@ def _compare_method(name, rtol, **hp):
 def test_cagrad_scalar_bitwise(c, norm_eps):
     with np.errstate(all="ignore"):
         vec = cagrad._cagrad_k2(GRAMS, c, norm_eps)
-    for size in (3, 16):
+    for size in (3, SMALL_BATCH):
         used = 0
         for i, G in enumerate(_chunks(GRAMS, size)):
             fast = cagrad._cagrad_k2_scalar(G, c, norm_eps)
@@ -173,7 +172,7 @@ def test_imtlg_pinv_path_bitwise():
     with np.errstate(all="ignore"):
         vec = imtlg._imtlg(GRAMS)
     assert (~_well_conditioned(GRAMS)).sum() > 1000  # ill-conditioned and singular ones included
-    for size in (1, 3, 16):
+    for size in (1, 3, SMALL_BATCH):
         for i in range(0, len(GRAMS), size):
             with np.errstate(all="ignore"):
                 fast = imtlg._imtlg_k2_pinv(GRAMS[i:i + size])
@@ -223,7 +222,7 @@ def test_alignedmtl_scalar_bitwise(mode):
     with np.errstate(all="ignore"):
         vec = alignedmtl._balance(GRAMS, W, mode)
     assert (~_well_conditioned(GRAMS)).sum() > 1000  # ill-conditioned and singular ones included
-    for size in (1, 3, 16):
+    for size in (1, 3, SMALL_BATCH):
         for i in range(0, n, size):
             with np.errstate(all="ignore"):
                 fast = alignedmtl._balance_k2_scalar(GRAMS[i:i + size], W[i:i + size], mode)
@@ -266,16 +265,17 @@ def test_mgda_method_fast_vs_vectorized(solver):
 
 
 def test_simplex_min_norm_scalar_bitwise():
-    vec = simplex_min_norm(np.concatenate([GRAMS, GRAMS[:VEC]]))[:len(GRAMS)]  # B > 16: vectorized
-    for size in (1, 3, 16):
+    with vectorized():
+        vec = simplex_min_norm(GRAMS)
+    for size in (1, 3, SMALL_BATCH):
         for i, G in enumerate(_chunks(GRAMS, size)):
             np.testing.assert_array_equal(simplex_min_norm(G), vec[size * i:size * i + len(G)])
-    np.testing.assert_array_equal(_simplex_k2_scalar(GRAMS[:16]), vec[:16])
+    np.testing.assert_array_equal(_simplex_k2_scalar(GRAMS[:SMALL_BATCH]), vec[:SMALL_BATCH])
 
 
 @pytest.mark.parametrize("order", ["random", "fixed"])
 def test_pcgrad_method_fast_vs_vectorized(order):
     _compare_method("pcgrad", 0.0, order=order)
     vec = pcgrad_weights(GRAMS, np.broadcast_to(np.arange(2), (len(GRAMS), 2, 2)))
-    for i, G in enumerate(_chunks(GRAMS, 16)):
-        np.testing.assert_array_equal(_pcgrad_k2_scalar(G), vec[16 * i:16 * i + len(G)])
+    for i, G in enumerate(_chunks(GRAMS, SMALL_BATCH)):
+        np.testing.assert_array_equal(_pcgrad_k2_scalar(G), vec[SMALL_BATCH * i:SMALL_BATCH * i + len(G)])

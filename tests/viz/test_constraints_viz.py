@@ -7,8 +7,8 @@ import numpy as np
 import plotly.graph_objects as go
 import pytest
 
-from pcd.methods.base import COLORS
 from pcd.viz import constraints as V
+from pcd.viz.theme import METHOD_COLORS as COLORS
 
 
 def _colors(fig):

@@ -7,8 +7,8 @@ import plotly.graph_objects as go
 import pytest
 
 from pcd.experiments.jd import PROPERTIES
-from pcd.methods import color
 from pcd.viz.jd import iwrm_figure, memory_figure, properties_figure
+from pcd.viz.theme import method_color as color
 
 
 def _report(holds: dict, paper=None) -> dict:

@@ -3,8 +3,8 @@ from __future__ import annotations
 
 import pytest
 
-from pcd.methods import color
 from pcd.viz.runs import curves_figure, method_bars, results_scatter
+from pcd.viz.theme import method_color as color
 
 
 def test_curves_one_panel_per_present_key_and_method_colours():

@@ -6,7 +6,7 @@ performs the same IEEE operations in the same order as the vectorized code, so i
 (or within 1e-12 where a documented fallback intervenes); the tests check that against the
 vectorized path, which they reach with :func:`vectorized` -- no test knows the threshold.
 
-    from pcd.methods._fast import small_batch
+    from pcd._fast import small_batch
     if K == 2 and small_batch(B):
         ...  # scalar path
 
