@@ -1,5 +1,9 @@
 """One pruning run: ``train(config, out_dir=..., on_progress=..., should_stop=...)``.
 
+The run is split in four modules: :mod:`pcd.train.config` (defaults, validation),
+:mod:`pcd.train.step` (the gradient path, :class:`GramStep`), :mod:`pcd.train.baselines` (``prox``,
+``lagrangian``) and this one (the loop, checkpoints, files); every name is importable from here.
+
 Every registry method (PCD, WS, MGDA, PCGrad, CAGrad, FAMO, UPGrad, ...) runs through one path:
 
 1. primary ``f_1`` = cross-entropy; its gradient ``g_1`` by one backward pass;
@@ -31,7 +35,7 @@ import json
 import math
 import os
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any, cast
 
@@ -40,299 +44,24 @@ import torch
 import torch.nn.functional as F
 
 from pcd._json import dumps, jsonable
-from pcd.methods.base import state_fields, state_from_fields
 from pcd.train import export as ex
 from pcd.train import metrics as mt
-from pcd.train.data import DATASETS, cifar_source, load_dataset, missing_data_message
-from pcd.train.models import ARCHS, build_model
-from pcd.train.objectives import GROUPINGS, SECONDARIES, GroupLasso, build_groups, build_secondaries
+from pcd.train.baselines import _make_cooper, _prox_step
+from pcd.train.config import _RESUME_FREE, DEFAULTS, SPECIAL_METHODS, method_names, resolve_device, validate_config
+from pcd.train.data import load_dataset
+from pcd.train.models import build_model
+from pcd.train.objectives import GroupLasso, build_groups, build_secondaries
+from pcd.train.step import GramStep
+
+__all__ = ["train", "Cancelled", "validate_config", "method_names", "resolve_device", "GramStep", "DEFAULTS",
+           "SPECIAL_METHODS"]
 
 
 class Cancelled(Exception):
     """Raised by :func:`train` when ``should_stop()`` returns True (the last checkpoint is kept)."""
 
 
-SPECIAL_METHODS = {
-    "unpruned": {},  # primary only: plain cross-entropy training, the reference every method is compared with
-    "prox": {"lam": (1.0, 0.0, 1e6, "group soft-threshold strength lambda (step lr*lambda)")},
-    "lagrangian": {
-        "target_density": (0.5, 0.0, 1.0, "fraction of groups allowed to stay non-zero"),
-        "dual_lr": (1e-2, 0.0, 1e3, "learning rate of the Lagrange multiplier (gradient ascent)"),
-    },
-}
-
-DEFAULTS: dict[str, Any] = {
-    "dataset": "digits",
-    "arch": None,  # smallcnn for digits, resnet18 for CIFAR
-    "method": "pcd",
-    "method_params": {},
-    "tau": 0.02,
-    "secondary": "group_lasso",
-    "grouping": "filter",
-    "epochs": 2,
-    "batch_size": 128,
-    "optimizer": "adam",
-    "lr": 1e-3,
-    "momentum": 0.9,
-    "weight_decay": 0.0,
-    "schedule": "cosine",
-    "seed": 0,
-    "device": "auto",
-    "data_dir": None,
-    "download": False,
-    "max_train_samples": None,
-    "max_test_samples": None,
-    "export": True,
-    "export_threshold": 1e-4,
-    "target_reduction": None,
-    "latency_repeats": 10,
-    "progress_every": 10,
-    "threads": None,
-}
-
-# keys that may change between an interrupted run and its resumption
-_RESUME_FREE = {"device", "progress_every", "latency_repeats", "threads", "data_dir", "download", "export"}
-
-
-def method_names() -> list[str]:
-    """Registry methods plus the specialised baselines ``prox`` and ``lagrangian``."""
-    import pcd.methods as M
-
-    return M.available() + list(SPECIAL_METHODS)
-
-
-def _int(cfg: dict, key: str, low: int, allow_none: bool = False) -> None:
-    v = cfg[key]
-    if v is None and allow_none:
-        return
-    if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < low:
-        raise ValueError(f"{key} must be an integer >= {low}{' or null' if allow_none else ''}, got {v!r}")
-    cfg[key] = int(v)
-
-
-def _float(cfg: dict, key: str, low: float, high: float, allow_none: bool = False, open_low: bool = False) -> None:
-    v = cfg[key]
-    if v is None and allow_none:
-        return
-    try:
-        f = float(v)
-    except (TypeError, ValueError):
-        raise ValueError(f"{key} must be a number, got {v!r}") from None
-    if isinstance(v, bool) or not math.isfinite(f) or f < low or f > high or (open_low and f == low):
-        lo = "(" if open_low else "["
-        raise ValueError(f"{key} must be in {lo}{low}, {high}], got {v!r}")
-    cfg[key] = f
-
-
-def resolve_device(device: str) -> torch.device:
-    """``auto`` -> cuda if available else cpu; ``cpu``; ``cuda``; ``cuda:N``."""
-    d = str(device).strip().lower()
-    if d == "auto":
-        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
-    if d == "cpu":
-        return torch.device("cpu")
-    if d == "cuda" or (d.startswith("cuda:") and d[5:].isdigit()):
-        if not torch.cuda.is_available():
-            raise ValueError(f"device {device!r} requested but CUDA is not available here; use cpu or auto")
-        if ":" in d and int(d[5:]) >= torch.cuda.device_count():
-            raise ValueError(f"device {device!r}: only {torch.cuda.device_count()} CUDA device(s)")
-        return torch.device(d)
-    raise ValueError(f"device must be auto, cpu, cuda or cuda:N, got {device!r}")
-
-
-def validate_config(config: dict) -> dict:
-    """Fill defaults and check every field; ``ValueError`` with a clear message otherwise.
-
-    Checks: known keys only; dataset in digits|cifar10|cifar100 and its data present (or
-    ``download``); arch known; method a registry name or prox|lagrangian with valid
-    ``method_params``; tau in [0, 1]; secondary, grouping, optimizer, schedule known; positive
-    epochs / batch size / lr; device available; export threshold >= 0 or target reduction in [0, 1).
-    """
-    if not isinstance(config, dict):
-        raise ValueError(f"config must be a dict, got {type(config).__name__}")
-    unknown = sorted(set(config) - set(DEFAULTS))
-    if unknown:
-        raise ValueError(f"unknown config key(s) {unknown}; allowed: {', '.join(DEFAULTS)}")
-    cfg = {**DEFAULTS, **{k: v for k, v in config.items()}}
-    if cfg["dataset"] not in DATASETS:
-        raise ValueError(f"unknown dataset {cfg['dataset']!r}; allowed: {', '.join(DATASETS)}")
-    if cfg["arch"] is None:
-        cfg["arch"] = "smallcnn" if cfg["dataset"] == "digits" else "resnet18"
-    arch = str(cfg["arch"]).strip().lower().replace("-", "").replace("_", "")
-    if arch not in ARCHS:
-        raise ValueError(f"unknown arch {cfg['arch']!r}; allowed: {', '.join(ARCHS)}")
-    cfg["arch"] = arch
-    if cfg["secondary"] not in SECONDARIES:
-        raise ValueError(f"unknown secondary {cfg['secondary']!r}; allowed: {', '.join(SECONDARIES)}")
-    if cfg["grouping"] not in GROUPINGS:
-        raise ValueError(f"unknown grouping {cfg['grouping']!r}; allowed: {', '.join(GROUPINGS)}")
-    _float(cfg, "tau", 0.0, 1.0)
-    method = str(cfg["method"]).strip().lower()
-    names = method_names()
-    if method not in names:
-        raise ValueError(f"unknown method {cfg['method']!r}; allowed: {', '.join(names)}")
-    cfg["method"] = method
-    mp = cfg["method_params"] or {}
-    if not isinstance(mp, dict):
-        raise ValueError(f"method_params must be a dict, got {mp!r}")
-    mp = dict(mp)
-    if method in SPECIAL_METHODS:
-        spec = SPECIAL_METHODS[method]
-        bad = sorted(set(mp) - set(spec))
-        if bad:
-            raise ValueError(f"{method}: unknown hyper-parameter(s) {bad}; allowed: {', '.join(spec)}")
-        for k, (default, lo, hi, _) in spec.items():
-            sub = {k: mp.get(k, default)}
-            _float(sub, k, lo, hi, open_low=(k != "lam"))
-            mp[k] = sub[k]
-        if cfg["secondary"] != "group_lasso" and method != "unpruned":
-            raise ValueError(f"method {method} works with secondary group_lasso only")
-    else:
-        import pcd.methods as M
-
-        cls = M.get(method)
-        if "tau" in {p.name for p in cls.params}:
-            if "tau" not in mp:
-                mp["tau"] = cfg["tau"]
-            elif isinstance(mp["tau"], (int, float)) and not isinstance(mp["tau"], bool):
-                cfg["tau"] = float(mp["tau"])  # one source of truth in the recorded config
-                _float(cfg, "tau", 0.0, 1.0)
-        inst = cls(**mp)  # raises ValueError for bad hyper-parameters
-        mp = {k: (v.tolist() if isinstance(v, np.ndarray) else v) for k, v in inst.hparams.items()}
-    cfg["method_params"] = mp
-    _int(cfg, "epochs", 1)
-    _int(cfg, "batch_size", 1)
-    _int(cfg, "seed", 0)
-    _int(cfg, "max_train_samples", 1, allow_none=True)
-    _int(cfg, "max_test_samples", 1, allow_none=True)
-    _int(cfg, "latency_repeats", 1)
-    _int(cfg, "progress_every", 1)
-    _int(cfg, "threads", 1, allow_none=True)
-    _float(cfg, "lr", 0.0, 10.0, open_low=True)
-    _float(cfg, "momentum", 0.0, 1.0)
-    _float(cfg, "weight_decay", 0.0, 1.0)
-    if cfg["optimizer"] not in ("adam", "sgd"):
-        raise ValueError(f"optimizer must be adam or sgd, got {cfg['optimizer']!r}")
-    if cfg["schedule"] not in ("cosine", "none"):
-        raise ValueError(f"schedule must be cosine or none, got {cfg['schedule']!r}")
-    for k in ("download", "export"):
-        if not isinstance(cfg[k], bool):
-            raise ValueError(f"{k} must be true or false, got {cfg[k]!r}")
-    if cfg["target_reduction"] is not None:
-        _float(cfg, "target_reduction", 0.0, 0.999)
-        cfg["export_threshold"] = None
-    else:
-        _float(cfg, "export_threshold", 0.0, 1e6)
-    resolve_device(cfg["device"])
-    if cfg["data_dir"] is not None:
-        cfg["data_dir"] = str(cfg["data_dir"])
-    if cfg["dataset"] != "digits" and not cfg["download"] and cifar_source(cfg["dataset"], cfg["data_dir"]) is None:
-        raise ValueError(missing_data_message(cfg["dataset"], cfg["data_dir"]))
-    return cfg
-
-
 # --------------------------------------------------------------------------- the gradient path
-
-
-class GramStep:
-    """Per-objective gradients -> Gram matrix -> method weights -> ``p.grad``."""
-
-    def __init__(self, params: Sequence[torch.Tensor], secondaries: list, method, K: int) -> None:
-        self.params = params
-        self.secondaries = secondaries
-        self.method = method
-        self.K = K
-        self.pos = {id(p): i for i, p in enumerate(params)}
-        self.state = method.init(1, K)
-
-    def state_dict(self) -> dict[str, Any] | None:
-        """The method's state as plain fields, arrays as tensors (``torch.load(weights_only=True)``)."""
-        fields = state_fields(self.state)
-        if fields is None:
-            return None
-        return {k: torch.from_numpy(np.ascontiguousarray(v)).clone() if isinstance(v, np.ndarray) else v
-                for k, v in fields.items()}
-
-    def load_state_dict(self, fields: dict[str, Any] | None) -> None:
-        plain = None if fields is None else {
-            k: v.numpy().copy() if isinstance(v, torch.Tensor) else v for k, v in fields.items()}
-        self.state = state_from_fields(self.method, 1, self.K, plain)
-
-    def gram(self, g1: list[torch.Tensor], sec: list[list[torch.Tensor]]) -> np.ndarray:
-        dots = [sum(torch.dot(g.reshape(-1), g.reshape(-1)) for g in g1)]
-        index = [(0, 0)]
-        gmaps = [{id(p): g for p, g in zip(s.params, gs)} for s, gs in zip(self.secondaries, sec)]
-        for i, (s, gs) in enumerate(zip(self.secondaries, sec), start=1):
-            dots.append(sum(torch.dot(g1[self.pos[id(p)]].reshape(-1), g.reshape(-1)) for p, g in zip(s.params, gs)))
-            index.append((0, i))
-            for j in range(i, self.K):
-                other = gmaps[j - 1]
-                dots.append(sum(torch.dot(g.reshape(-1), other[id(p)].reshape(-1)) for p, g in zip(s.params, gs) if id(p) in other))
-                index.append((i, j))
-        vals = torch.stack([torch.as_tensor(d, dtype=torch.float32, device=g1[0].device) for d in dots]).double().cpu().numpy()
-        G = np.zeros((self.K, self.K))
-        for (i, j), v in zip(index, vals):
-            G[i, j] = G[j, i] = v
-        return G
-
-    def jacobian(self, g1: list[torch.Tensor], sec: list[list[torch.Tensor]]) -> np.ndarray:
-        J = torch.zeros(self.K, sum(p.numel() for p in self.params), dtype=torch.float64)
-        offs = np.cumsum([0] + [p.numel() for p in self.params])
-        for k, g in enumerate(g1):
-            J[0, offs[k]:offs[k + 1]] = g.reshape(-1).double().cpu()
-        for i, (s, gs) in enumerate(zip(self.secondaries, sec), start=1):
-            for p, g in zip(s.params, gs):
-                k = self.pos[id(p)]
-                J[i, offs[k]:offs[k + 1]] = g.reshape(-1).double().cpu()
-        return J.numpy()[None]
-
-    def __call__(self, primary_loss: torch.Tensor, rng: np.random.Generator) -> dict:
-        g1 = []
-        for p in self.params:
-            if p.grad is None:
-                p.grad = torch.zeros_like(p)
-            g1.append(p.grad)
-        vals, sec = [], []
-        for s in self.secondaries:
-            v, gs = s.value_and_grads()
-            vals.append(v)
-            sec.append(gs)
-        G = self.gram(g1, sec)
-        losses = torch.stack([primary_loss.detach().float()] + [v.float() for v in vals]).double().cpu().numpy()
-        diag: dict[str, Any] = {"losses": losses, "gram": G}
-        if not (np.isfinite(G).all() and np.isfinite(losses).all()):
-            diag["diverged"] = True
-            return diag
-        kw: dict[str, Any] = {"losses": losses[None], "state": self.state, "rng": rng}
-        if self.method.needs_jacobian:
-            kw["jacobian"] = self.jacobian(g1, sec)
-        out = self.method(G[None], **kw)
-        self.state = out.state
-        w = np.asarray(out.weights, dtype=np.float64)[0]
-        diag["weights"] = w
-        diag["info"] = out.info
-        # Step.direction in torch: a direction method's own update, else weights @ J combined in
-        # place on the gradients (J itself is never formed for a weighted method).
-        if out.exact is not None:
-            d = torch.as_tensor(np.asarray(out.exact)[0])
-            if not torch.isfinite(d).all():
-                diag["diverged"] = True
-                return diag
-            off = 0
-            for p in self.params:
-                p.grad.copy_(d[off:off + p.numel()].view_as(p).to(p.grad.dtype))  # type: ignore[union-attr]
-                off += p.numel()
-            return diag
-        if not np.isfinite(w).all():
-            diag["diverged"] = True
-            return diag
-        for g in g1:
-            g.mul_(float(w[0]))
-        for i, (s, gs) in enumerate(zip(self.secondaries, sec), start=1):
-            if w[i] != 0.0:
-                for p, g in zip(s.params, gs):
-                    p.grad.add_(g, alpha=float(w[i]))
-        return diag
 
 
 class _Stats:
@@ -576,50 +305,6 @@ class _nullcontext:
 
 def _clean(obj: Any) -> Any:
     return jsonable(obj)
-
-
-@torch.no_grad()
-def _prox_step(gl: GroupLasso, step: float) -> float:
-    """Group soft-threshold ``w_g <- w_g * max(0, 1 - step / ||w_g||)`` (proximal operator of step*GL)."""
-    norms = gl.groups.norms()
-    scale = torch.where(norms > step, 1.0 - step / norms.clamp_min(1e-30), torch.zeros_like(norms))
-    for p, rows, gid in gl.groups.entries:
-        s = scale[gid].to(p.dtype).view(-1, *([1] * (p.dim() - 1)))
-        p.index_copy_(0, rows, p.index_select(0, rows) * s)
-    return float(gl.groups.norms().sum())
-
-
-def _make_cooper(gl: GroupLasso, mp: dict, opt: torch.optim.Optimizer, device: torch.device):
-    """Cooper 1.x proxy-Lagrangian: ``min CE  s.t.  density(w) <= target`` (density = share of groups >= 1e-4)."""
-    import cooper
-
-    with torch.no_grad():
-        gl0 = float(gl.value(1e-12))
-    target = float(mp["target_density"])
-
-    class SparsityCMP(cooper.ConstrainedMinimizationProblem):
-        def __init__(self) -> None:
-            super().__init__()
-            self.constraint = cooper.Constraint(
-                constraint_type=cooper.ConstraintType.INEQUALITY,
-                formulation_type=cooper.formulations.Lagrangian,
-                multiplier=cooper.multipliers.DenseMultiplier(num_constraints=1, device=device),
-            )
-
-        def compute_cmp_state(self, model, x, y, autocast) -> cooper.CMPState:
-            with autocast:
-                loss = F.cross_entropy(model(x).float(), y)
-            surrogate = gl.value(1e-12) / gl0  # differentiable on the weights only
-            norms = gl.groups.norms()
-            density = (norms >= mt.GROUP_ZERO).float().mean()
-            state = cooper.ConstraintState(violation=(surrogate - target).reshape(1),
-                                           strict_violation=(density - target).reshape(1))
-            return cooper.CMPState(loss=loss, observed_constraints={self.constraint: state},
-                                   misc={"group_lasso": float(surrogate.detach()) * gl0, "density": float(density)})
-
-    cmp = SparsityCMP()
-    dual = torch.optim.SGD(cmp.dual_parameters(), lr=float(mp["dual_lr"]), maximize=True)
-    return cmp, cooper.optim.SimultaneousOptimizer(cmp=cmp, primal_optimizers=opt, dual_optimizers=dual)
 
 
 def _epoch_row(epoch: int, model, data, stats: _Stats, K: int, opt, elapsed: float, epoch_time: float,
