@@ -96,7 +96,8 @@ def test_empty_method_selection_is_a_friendly_error():
 
 @pytest.mark.slow
 def test_memory_tab_degrades_without_torchjd(monkeypatch):
-    monkeypatch.setattr(gramian_memory, "torchjd_available", lambda: False)
+    monkeypatch.setattr(jd, "torchjd_available", lambda: False)  # what the page asks
+    monkeypatch.setattr(gramian_memory, "torchjd_available", lambda: False)  # what the measurement asks
     at = AppTest.from_file(PAGE, default_timeout=240)
     at.query_params["samples"] = "1"
     at.query_params["methods"] = "ws"
