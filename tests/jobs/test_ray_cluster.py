@@ -16,6 +16,7 @@ import json
 import os
 import re
 import shutil
+import signal
 import subprocess
 import tempfile
 import textwrap
@@ -171,6 +172,16 @@ def _ready_nodes(data_dir):
     return {n["node"] for n in _cluster_file(data_dir).get("nodes", []) if n["state"] == "ready"}
 
 
+def _rows_lost(store, ids):
+    """Epoch rows the runner wrote to metrics.jsonl that the store does not have."""
+    lost = 0
+    for i in ids:
+        path = store.run_dir(i) / "metrics.jsonl"
+        written = {json.loads(ln)["epoch"] for ln in path.read_text().splitlines()} if path.exists() else set()
+        lost += len(written - set(_epochs(store, i)))
+    return str(lost)
+
+
 def _epochs(store, rid):
     return [m["epoch"] for m in store.metrics(rid)]
 
@@ -212,7 +223,7 @@ def test_runs_spread_over_both_nodes_custom_runner_on_the_second(cluster, superv
     assert second in nodes
     TABLE.append(("2 runs, 2 nodes (custom runner from outside the repo)",
                   "one run per node, concurrently; user module shipped via py_modules; placement + worker.log recorded",
-                  f"{took:.1f} s to both done", "0"))
+                  f"{took:.1f} s to both done", _rows_lost(store, ids)))
 
 
 def test_a_node_added_later_gets_work_without_a_restart(cluster, supervisor, tmp_path):
@@ -239,7 +250,7 @@ def test_a_node_added_later_gets_work_without_a_restart(cluster, supervisor, tmp
     finally:
         cluster.remove_node(node3, allow_graceful=True)
     TABLE.append(("node joins while 2 runs run and 1 waits", "new node probed, slot added, the waiting run starts there; "
-                  "running runs untouched", f"{took:.1f} s from add_node to running", "0"))
+                  "running runs untouched", f"{took:.1f} s from add_node to running", _rows_lost(store, ids)))
 
 
 def test_killing_a_node_requeues_and_resumes_its_run(cluster, supervisor, tmp_path):
@@ -272,7 +283,7 @@ def test_killing_a_node_requeues_and_resumes_its_run(cluster, supervisor, tmp_pa
     TABLE.append(("kill -9 a node (raylet + workers) at epoch >= 3 of 16",
                   f"NodeDiedError -> 'infrastructure lost', requeued (attempt 1 of 3), resumed at epoch {starts[1]} on "
                   "another node, done with attempts = 2; other runs untouched",
-                  f"{t_requeue:.1f} s to requeue, {t_done:.1f} s to done", "0"))
+                  f"{t_requeue:.1f} s to requeue, {t_done:.1f} s to done", _rows_lost(store, ids)))
 
 
 def test_killing_the_progress_channels_node_does_not_fail_runs_elsewhere(cluster, supervisor, tmp_path):
@@ -287,6 +298,22 @@ def test_killing_the_progress_channels_node_does_not_fail_runs_elsewhere(cluster
     wait_for(lambda: all((store.get(i)["epoch"] or 0) >= 2 for i in ids), 60, what="all at epoch 2")
     elsewhere = [i for i in ids if store.get(i)["placement"]["node"] != chan.node_id]
     assert len(elsewhere) == 2
+    # first the channel's process alone dies (kill -9): Ray restarts it, the runs train on
+    # (created right after the node joined, the soft affinity may have placed it elsewhere; its restart
+    # goes to the requested node, which the scheduler knows by now)
+    first = wait_for(lambda: _cluster_file(tmp_path).get("channel_pid"), 30, what="the channel's pid")
+    t1 = time.monotonic()
+    os.kill(first, signal.SIGKILL)
+    wait_for(lambda: _cluster_file(tmp_path).get("channel_pid") not in (None, first), 60, what="the channel restarted")
+    t_restart = time.monotonic() - t1
+    wait_for(lambda: _cluster_file(tmp_path).get("channel_node") == chan.node_id, 10, what="the channel on its node")
+    epoch_then = {i: store.get(i)["epoch"] for i in ids}
+    wait_for(lambda: all(store.get(i)["epoch"] > epoch_then[i] for i in ids), 30, what="progress after the restart")
+    assert all(store.get(i)["status"] == "running" and store.get(i)["attempts"] == 1 for i in ids)
+    TABLE.append(("kill -9 the progress channel's process while 3 runs run",
+                  "Ray restarts it (max_restarts=-1); all 3 runs train on, progress flows again, attempt 1",
+                  f"{t_restart:.1f} s until the restarted channel answers", "see next row"))
+    # then its whole node
     t0 = time.monotonic()
     cluster.remove_node(chan, allow_graceful=False)
     late = store.submit({"epochs": 3, "sleep": 0.2})  # a run submitted after the loss works too
@@ -301,9 +328,11 @@ def test_killing_the_progress_channels_node_does_not_fail_runs_elsewhere(cluster
     assert store.get(on_chan)["status"] == "done" and store.get(on_chan)["attempts"] == 2
     assert _epochs(store, on_chan) == list(range(1, n + 1))
     assert store.get(late)["status"] == "done" and _epochs(store, late) == [1, 2, 3]
+    moved = _cluster_file(tmp_path).get("channel_node")
+    assert moved and moved != chan.node_id and moved in _ready_nodes(tmp_path)  # restarted on a live node
     sup_log = (tmp_path / "test-worker.log").read_text(errors="replace")
     TABLE.append(("kill -9 the progress channel's node while 3 runs run (2 elsewhere)",
                   "the 2 runs elsewhere finish with attempt 1; the run on that node is requeued and resumes; "
-                  "a run submitted after the loss is done; channel restarted on a live node"
+                  "a run submitted after the loss is done; the channel restarted on a live node"
                   + (" (rows reconciled from metrics.jsonl)" if "reconciled from metrics.jsonl" in sup_log else ""),
-                  f"{took:.1f} s from the kill to all done", "0"))
+                  f"{took:.1f} s from the kill to all done", _rows_lost(store, [*ids, late])))

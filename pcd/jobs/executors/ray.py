@@ -156,9 +156,11 @@ def _remotes() -> dict[str, Any]:
         def should_stop(self, run_id: int) -> bool:
             return run_id in self.cancel
 
-        def node(self) -> str:
+        def where(self) -> dict:
+            import os as _os
+
             import ray as _ray
-            return str(_ray.get_runtime_context().get_node_id())
+            return {"node": str(_ray.get_runtime_context().get_node_id()), "pid": _os.getpid()}
 
     def probe(expected: str | None, runner: str) -> dict:
         """Runs on a new node: which pcd it imports, whether the runner imports, where it is."""
@@ -414,7 +416,8 @@ class RayExecutor:
             state = "suspect" if nid in self._suspect and n["state"] == "ready" else n["state"]
             nodes.append({"node": nid, "host": n["host"], "ip": n["ip"], "gpus": n["gpus"], "cpus": n["cpus"],
                           "state": state, "reason": n["reason"], "home": nid == self.home_node})
-        return {"backend": "ray", "nodes": nodes, "channel_node": self._channel_call("node", timeout=2.0), "cpus_per_run": self.cpus_per_run, "shipped": self.shipped,
+        ch = self._channel_call("where", timeout=2.0) or {}
+        return {"backend": "ray", "nodes": nodes, "channel_node": ch.get("node"), "channel_pid": ch.get("pid"), "cpus_per_run": self.cpus_per_run, "shipped": self.shipped,
                 "pcd": pcd_version(), "pcd_shipped": self.expected is None}
 
     # ---- runs ------------------------------------------------------------------------------------
