@@ -319,3 +319,12 @@ def test_calibration_run_jumps_the_queue_and_estimate_appears(data_dir):
     store.finish(rid, run["token"], "done", result={"config": cfg, "seconds": 4.0, "epochs_completed": 1})
     at = _app()
     assert any(c.value.startswith("Estimated ≈") and "4.0 s/epoch" in c.value for c in at.caption)
+
+
+def test_k3_hypervolume_warns_when_parameter_sparsity_is_flat(data_dir):
+    store = RunStore(data_dir)
+    _add_done(store, ("pcd", 0.2, 99.0, 1.0, 600, {"secondary": "l1+nuclear", "rank": 10.0}),
+              ("auxinash", 0.02, 98.0, 1.5, 500, {"secondary": "l1+nuclear", "rank": 7.0}))
+    at = _app()
+    assert any("hypervolume" in s.value for s in at.subheader)
+    assert any("stays at or below 1.5 % for every method" in w.value for w in at.warning)
