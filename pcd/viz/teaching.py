@@ -21,8 +21,10 @@ import plotly.graph_objects as go
 from pcd.viz.theme import base_layout, method_color, method_label, objective_color, rgba
 
 ARROW = 0.9          # the scale circle's radius in panel units (a panel spans [-1, 1])
-TITLE_PX, NUMBERS_PX, CAPTION_PX, NUMBERS_W_PX = 18, 30, 30, 150   # text blocks around the panels
-PAGE_W_PX = 1150     # the page width the figures are laid out for (pcd.viz.theme.WIDTH + margins)
+TITLE_PX, NUMBERS_PX, CAPTION_PX, NUMBERS_W_PX = 18, 44, 30, 108   # text blocks around the panels
+# The chart width the layout assumes: a 1400-px window with the sidebar open (a wider chart -- no
+# sidebar, presenter mode -- only leaves more room; a narrower one would let the numbers touch).
+PAGE_W_PX = 880
 SUBSCRIPT = "₀₁₂₃₄₅₆₇₈₉"
 
 
@@ -64,11 +66,12 @@ def _numbers(g: dict[str, Any], t: int) -> str:
     gn = "  ".join(f"‖g{_sub(k + 1)}‖ {_fmt(g['norms'][t, k])}" for k in range(K))
     dn, gmax = g["d_norm"][t], np.nanmax(g["norms"][t], initial=0.0)
     stall = np.isfinite(dn) and gmax > 0 and dn <= 1e-3 * gmax
-    line2 = f"cos {_fmt(g['cos'][t])}  " + (f"<b>‖d‖ ≈ 0</b> ({_fmt(dn, 2)})" if stall else f"‖d‖ {_fmt(dn)}")
+    line2 = f"cos {_fmt(g['cos'][t])}"
     mu = g["mu"][t] if g["mu"].size else np.zeros(0)
     if mu.size and np.isfinite(mu).any():
         line2 += "  " + " ".join(f"μ{_sub(j + 2) if mu.size > 1 else ''} {_fmt(v)}" for j, v in enumerate(mu))
-    return f"{gn}<br>{line2}"
+    line3 = f"<b>‖d‖ ≈ 0</b> ({_fmt(dn, 2)})" if stall else f"‖d‖ {_fmt(dn)}"
+    return f"{gn}<br>{line2}<br>{line3}"
 
 
 def _geometry(P: int, cols: int, plot_h: float, plot_w: float) -> dict[str, Any]:
