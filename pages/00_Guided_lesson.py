@@ -132,8 +132,10 @@ def step_basins():
     # the Basin maps page when installed (its file name is its own), else the toy page
     basin_page = next(iter(sorted(Path(__file__).parent.glob("*[Bb]asin*.py"))), None)
     link = f"pages/{basin_page.name}" if basin_page else "pages/02_Toy_landscapes.py"
+    params = {"problem": "saddle2d", "methods": ",".join(res.methods), "tau": 0.02, "lr": 0.02, "steps": 1000,
+              "grid": res.n} if basin_page else {}  # the same maps, larger, with a click to each trajectory
     return (basin_figure(res, columns=len(res.methods), optima=_saddle_problem().optima(), height=380), text,
-            link, {})
+            link, params)
 
 
 def step_stall():
