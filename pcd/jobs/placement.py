@@ -7,6 +7,7 @@ import json
 import os
 from pathlib import Path
 
+from pcd.jobs.executors.base import tail_lines
 from pcd.jobs.store import RunStore
 
 CLUSTER_NAME = "cluster.json"
@@ -71,12 +72,4 @@ def cluster_summary(info: dict | None) -> str:
 
 def log_tail(store: RunStore, run_id: int, lines: int = 40) -> str:
     """The last ``lines`` lines of ``runs/<id>/worker.log`` ('' when there is none)."""
-    path = store.run_dir(run_id) / "worker.log"
-    try:
-        with open(path, "rb") as fh:
-            fh.seek(0, os.SEEK_END)
-            fh.seek(max(0, fh.tell() - 64_000))
-            text = fh.read().decode(errors="replace")
-    except OSError:
-        return ""
-    return "\n".join(text.splitlines()[-max(1, int(lines)):])
+    return "\n".join(tail_lines(store.run_dir(run_id) / "worker.log", lines))

@@ -58,14 +58,19 @@ def package_root() -> str:
     return str(Path(__file__).resolve().parents[3])
 
 
-def log_tail(path: Path, n: int = 4000) -> str:
-    """The last non-empty line of a log file ('' when there is none)."""
+def tail_lines(path: Path, lines: int, nbytes: int = 64_000) -> list[str]:
+    """The last ``lines`` lines of a text file (read from its last ``nbytes``); [] when unreadable."""
     try:
         with open(path, "rb") as fh:
             fh.seek(0, os.SEEK_END)
-            size = fh.tell()
-            fh.seek(max(0, size - n))
-            lines = [ln.strip() for ln in fh.read().decode(errors="replace").splitlines() if ln.strip()]
-        return lines[-1] if lines else ""
+            fh.seek(max(0, fh.tell() - nbytes))
+            text = fh.read().decode(errors="replace")
     except OSError:
-        return ""
+        return []
+    return text.splitlines()[-max(1, int(lines)):]
+
+
+def log_tail(path: Path, n: int = 4000) -> str:
+    """The last non-empty line of a log file ('' when there is none)."""
+    found = [ln.strip() for ln in tail_lines(path, 200, nbytes=n) if ln.strip()]
+    return found[-1] if found else ""
