@@ -9,7 +9,7 @@ Pure function (data in, ``go.Figure`` out)::
 Each map is a heatmap of the outcome codes over the start grid (colour = outcome, the same five
 colours everywhere, legend on top), titled with the method and the fraction of starts per
 outcome. Over it lies an invisible marker per start (trace name ``"starts: <method>"``, with
-``customdata = [start index, end x, end y]``) that carries the hover text (start, end point,
+``customdata = [end x, end y]`` rounded to 1e-3) that carries the hover text (start, end point,
 outcome) and the click a page turns into "open this start on the toy page".
 """
 from __future__ import annotations
@@ -40,6 +40,9 @@ OUTCOME_NAMES = {
     "moving": "still moving at the budget",
     "diverged": "diverged",
 }
+OUTCOME_HOVER = {"cms": "reached CMS", "conflict_equilibrium": "conflict equilibrium",
+                 "single_objective_minimum": "at one objective's minimum", "moving": "still moving",
+                 "diverged": "diverged"}
 OUTCOME_SHORT = {"cms": "CMS", "conflict_equilibrium": "conflict", "single_objective_minimum": "one min.",
                  "moving": "moving", "diverged": "diverged"}
 
@@ -53,7 +56,7 @@ def fractions_text(fractions: dict[str, float], sep: str = " · ") -> str:
 def _hover_label(outcome: str, diagnosis: str, method: str) -> str:
     """The outcome class, with the engine's finer wording where it says more (e.g. PCD's update
     halting where grad f1 = 0, or PCD held back by a constraint)."""
-    text = OUTCOME_NAMES[outcome]
+    text = OUTCOME_HOVER[outcome]
     if diagnosis == "primary_stationary" or (diagnosis == "conflict_equilibrium" and outcome == diagnosis):
         detail = outcome_label(diagnosis, method, short=True)
         if detail.lower() != text.lower() and not detail.startswith("stalled"):
@@ -97,7 +100,7 @@ def basin_figure(res: Any, methods: Sequence[str] | None = None, columns: int = 
     n = int(res.n)
     lut = {k: i for i, k in enumerate(OUTCOMES)}
     gx, gy = np.meshgrid(xs, ys)
-    gx, gy = np.round(gx.ravel(), 4), np.round(gy.ravel(), 4)
+    gx, gy = np.round(gx.ravel(), 3), np.round(gy.ravel(), 3)
     stars = None if optima is None else np.asarray(optima, dtype=float).reshape(-1, 2)
     for idx, name in enumerate(names):
         r, c = idx // cols + 1, idx % cols + 1
@@ -108,13 +111,13 @@ def basin_figure(res: Any, methods: Sequence[str] | None = None, columns: int = 
                                  showscale=False, hoverinfo="skip", name=f"map: {name}"), row=r, col=c)
         if hover:
             ends = np.asarray(res.ends[m], dtype=float)
-            custom = np.column_stack([np.arange(out.size), np.round(ends, 4)])
+            custom = np.round(ends, 3)  # [S, 2] end points (a start's index is res.start_index(x, y))
             labels = [_hover_label(str(v), str(d), name) for v, d in zip(out, res.diagnosis[m])]
             fig.add_trace(go.Scattergl(
                 x=gx, y=gy, mode="markers", name=f"starts: {name}", showlegend=False, text=labels,
                 customdata=custom, marker=dict(size=6, color="rgba(0,0,0,0)", opacity=0),
                 hovertemplate=(f"<b>{method_label(name)}</b><br>start (%{{x:.3f}}, %{{y:.3f}})<br>"
-                               "end (%{customdata[1]:.3f}, %{customdata[2]:.3f})<br>%{text}<extra></extra>")),
+                               "end (%{customdata[0]:.3f}, %{customdata[1]:.3f})<br>%{text}<extra></extra>")),
                 row=r, col=c)
         if stars is not None and stars.size:
             fig.add_trace(go.Scatter(x=stars[:, 0], y=stars[:, 1], mode="markers", name="CMS point",

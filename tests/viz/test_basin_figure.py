@@ -20,8 +20,8 @@ def test_one_map_per_method_with_hover_markers(res):
     assert [t.name for t in maps] == ["map: pcd", "map: ws", "map: mgda"]
     assert len(starts) == 3 and len(starts[1].x) == 64
     ws = res.index("ws")
-    np.testing.assert_allclose(np.asarray(starts[1].customdata)[:, 1:], np.round(res.ends[ws], 4))
-    assert np.asarray(starts[1].customdata)[5, 0] == 5
+    np.testing.assert_allclose(np.asarray(starts[1].customdata), np.round(res.ends[ws], 3))
+    assert res.start_index(starts[1].x[5], starts[1].y[5]) == 5
     z = np.asarray(maps[1].z)
     assert z.shape == (8, 8)
     titles = [a.text for a in fig.layout.annotations]
