@@ -1,14 +1,16 @@
 """Page 9 -- Basin maps: where each method ends from every start point of a dense grid."""
 from __future__ import annotations
 
+import os
+
 import numpy as np
 import streamlit as st
 
 import pcd.methods as registry
 from pcd import studio
-from pcd.experiments.basin import BASIN_METHODS, basin
+from pcd.experiments.basin import BASIN_METHODS, basin, merge_basins
 from pcd.ui import download_csv, download_json, setup_page, show_error, url_default, url_sync
-from pcd.viz.basin import basin_figure
+from pcd.viz.basin import basin_figure, legend_html
 
 setup_page(
     "Basin maps",
@@ -58,70 +60,83 @@ if not methods:
 
 @st.cache_resource(show_spinner=False)
 def _results() -> dict:
-    """Computed basin maps by settings (the last 8), shared by the sessions. Not an st.cache of the
-    computation itself: that would replay the progress bar's calls on a cache hit."""
+    """Computed basin maps by (settings, methods) (the last 48), shared by the sessions. Not an
+    st.cache of the computation itself: that would replay the progress bar's calls on a cache hit."""
     return {}
 
 
-def _compute(name, f1, f2, methods, tau, opt, lr, steps, grid, progress):
+def _compute(settings, chunk, progress):
     store = _results()
-    key = (name, f1, f2, tuple(methods), tau, opt, lr, steps, grid)
+    key = (settings, tuple(chunk))
     if key not in store:
+        name, f1, f2, tau, opt, lr, steps, grid = settings
         prob = studio.toy_problem(name, f1, f2)
-        store[key] = basin(prob, list(methods), grid=grid, steps=steps, lr=lr, tau=tau, optimizer=opt,
-                           progress=progress)
-        while len(store) > 8:
+        store[key] = basin(prob, list(chunk), grid=grid, steps=steps, lr=lr, tau=tau, optimizer=opt, progress=progress)
+        while len(store) > 48:
             store.pop(next(iter(store)))
     return store[key]
 
 
-@st.cache_resource(show_spinner=False, max_entries=8)
-def _figure(key, _res, optima):
-    return basin_figure(_res, optima=optima, columns=3)
+@st.cache_resource(show_spinner=False, max_entries=64)
+def _figure(key, method, _res, optima):
+    return basin_figure(_res, methods=[method], columns=1, optima=optima, legend=False, height=360)
 
 
+settings = (problem_name, f1, f2, tau, opt, lr, steps, grid)
 try:
     problem = studio.toy_problem(problem_name, f1, f2)
     if problem.dim != 2:
         raise ValueError(f"basin maps need a 2-D problem; {problem_name} has {problem.dim} coordinates")
+    optima = None if problem.optima() is None else np.asarray(problem.optima())
+    st.markdown(legend_html(), unsafe_allow_html=True)
     bar = st.progress(0.0, text="running every method from every start…")
+    cells = [c for _ in range(-(-len(methods) // 3)) for c in st.columns(3)]
+    # a few methods at a time (one per core, side by side): each map shows as soon as its method is done
+    width = max(1, min(len(methods), os.cpu_count() or 1))
+    parts, events = [], {}
+    for i in range(0, len(methods), width):
+        chunk = methods[i:i + width]
 
-    def _progress(fraction, message):
-        bar.progress(min(max(float(fraction), 0.0), 1.0), text=f"running… {message}")
+        def _progress(fraction, message, i=i, chunk=chunk):
+            done = (i + fraction * len(chunk)) / len(methods)
+            bar.progress(min(max(done, 0.0), 1.0), text=f"running… {message}")
 
-    key = (problem_name, f1, f2, tuple(methods), tau, opt, lr, steps, grid)
-    res = _compute(*key, _progress)
+        part = _compute(settings, chunk, _progress)
+        parts.append(part)
+        for j, m in enumerate(chunk):
+            with cells[i + j]:
+                events[m] = st.plotly_chart(_figure(settings, m, part, optima), theme=None, key=f"basin_map_{m}",
+                                            on_select="rerun", selection_mode="points",
+                                            config={"displaylogo": False, "scrollZoom": False})
     bar.empty()
-    fig = _figure(key, res, None if problem.optima() is None else np.asarray(problem.optima()))
+    res = merge_basins(parts)
 except ValueError as exc:
     show_error(exc)
     st.stop()
 
-event = st.plotly_chart(fig, theme=None, key="basin_map", on_select="rerun", selection_mode="points",
-                        config={"displaylogo": False, "scrollZoom": False})
 st.caption(f"{res.n} × {res.n} starts per method, {res.settings['steps']} steps, computed in {res.elapsed_s:.2f} s "
            f"(engine fast path: {', '.join(f'{m} {s:.2f} s' for m, s in res.method_seconds.items())}). "
            "Click a start to open its trajectory on the toy page.")
 
 # A click on a start: open that start's trajectory on the toy page (once per new click).
-try:
-    points = list(event["selection"]["points"]) if event else []
-except (KeyError, TypeError):
-    points = []
-if points and "x" in points[-1] and "y" in points[-1]:
-    pt = points[-1]
-    trace = fig.data[int(pt.get("curve_number", -1))] if 0 <= int(pt.get("curve_number", -1)) < len(fig.data) else None
-    name = (trace.name or "") if trace is not None else ""
-    method = name.split(": ", 1)[1] if name.startswith(("starts: ", "map: ")) else methods[0]
-    s = res.start_index(pt["x"], pt["y"])
-    click = (method, s, key)
-    if st.session_state.get("basin_last_click") != click:
-        st.session_state["basin_last_click"] = click
-        query = studio.toy_query(problem_name, method, res.starts[s], tau=tau, optimizer=opt, lr=lr, steps=steps,
-                                 f1=f1, f2=f2)
-        for k in [k for k in st.session_state if str(k).startswith("toy_")]:
-            del st.session_state[k]  # the toy page reads its settings from the link, not from an old visit
-        st.switch_page("pages/02_Toy_landscapes.py", query_params=query)
+for method, event in events.items():
+    try:
+        points = list(event["selection"]["points"]) if event else []
+    except (KeyError, TypeError):
+        points = []
+    if not (points and "x" in points[-1] and "y" in points[-1]):
+        continue
+    s = res.start_index(points[-1]["x"], points[-1]["y"])
+    click = (s, settings, tuple(methods))
+    last = st.session_state.setdefault("basin_last_clicks", {})
+    if last.get(method) == click:
+        continue
+    last[method] = click
+    query = studio.toy_query(problem_name, method, res.starts[s], tau=tau, optimizer=opt, lr=lr, steps=steps,
+                             f1=f1, f2=f2)
+    for k in [k for k in st.session_state if str(k).startswith("toy_")]:
+        del st.session_state[k]  # the toy page reads its settings from the link, not from an old visit
+    st.switch_page("pages/02_Toy_landscapes.py", query_params=query)
 
 for name, msg in res.errors.items():
     st.warning(f"{registry.get(name).display_name} failed: {msg}")

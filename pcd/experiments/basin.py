@@ -37,7 +37,7 @@ from pcd.problems import Problem
 from pcd.problems import make as make_problem
 from pcd.problems.base import check_float, check_int
 
-__all__ = ["basin", "BasinResult", "grid_starts", "OUTCOMES", "OUTCOME_LABELS", "DEFAULT_GRID", "MAX_GRID",
+__all__ = ["basin", "BasinResult", "merge_basins", "grid_starts", "OUTCOMES", "OUTCOME_LABELS", "DEFAULT_GRID", "MAX_GRID",
            "BASIN_METHODS"]
 
 DEFAULT_GRID = 100
@@ -184,3 +184,29 @@ def basin(problem: str | Problem = "saddle2d", methods: str | Iterable[str] = BA
                        n=n, xs=xs, ys=ys, starts=starts, methods=names, ends=ends, outcome=outc, diagnosis=diag,
                        end_losses=res.end_losses, settings=settings, elapsed_s=time.perf_counter() - t0,
                        method_seconds=dict(res.method_seconds), errors=dict(res.errors))
+
+
+def merge_basins(results: list[BasinResult]) -> BasinResult:
+    """Basin maps of *different methods* on the same grid and settings as one result (a page computes
+    them a few methods at a time so the first maps show early)."""
+    if not results:
+        raise ValueError("merge_basins needs at least one result")
+    first = results[0]
+    for r in results[1:]:
+        if r.n != first.n or r.problem != first.problem or r.settings.get("steps") != first.settings.get("steps") \
+                or not np.array_equal(r.starts, first.starts):
+            raise ValueError("merge_basins: results must share the problem, the grid and the settings")
+    methods = [m for r in results for m in r.methods]
+    if len(set(methods)) != len(methods):
+        raise ValueError(f"merge_basins: a method appears twice: {methods}")
+    cat = lambda key: np.concatenate([getattr(r, key) for r in results])  # noqa: E731
+    mp: dict = {}
+    for r in results:
+        mp.update(r.settings.get("method_params", {}))
+    return BasinResult(problem=first.problem, problem_params=first.problem_params, bounds=first.bounds, n=first.n,
+                       xs=first.xs, ys=first.ys, starts=first.starts, methods=methods, ends=cat("ends"),
+                       outcome=cat("outcome"), diagnosis=cat("diagnosis"), end_losses=cat("end_losses"),
+                       settings={**first.settings, "method_params": mp},
+                       elapsed_s=sum(r.elapsed_s for r in results),
+                       method_seconds={k: v for r in results for k, v in r.method_seconds.items()},
+                       errors={k: v for r in results for k, v in r.errors.items()})

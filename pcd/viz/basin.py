@@ -24,7 +24,7 @@ from plotly.subplots import make_subplots
 from pcd.engine import OUTCOMES
 from pcd.viz.theme import base_layout, method_label, outcome_label
 
-__all__ = ["basin_figure", "OUTCOME_COLORS", "OUTCOME_SHORT", "fractions_text"]
+__all__ = ["basin_figure", "legend_html", "OUTCOME_COLORS", "OUTCOME_SHORT", "fractions_text"]
 
 OUTCOME_COLORS = {
     "cms": "#2da44e",                       # green: every objective stationary
@@ -53,6 +53,12 @@ def fractions_text(fractions: dict[str, float], sep: str = " · ") -> str:
     return sep.join(parts) or "no starts"
 
 
+def legend_html() -> str:
+    """The outcome colours as one line of HTML (for pages that draw the maps as separate figures)."""
+    return " &nbsp; ".join(f"<span style='color:{OUTCOME_COLORS[k]};font-size:1.2em'>&#9632;</span> {OUTCOME_NAMES[k]}"
+                           for k in OUTCOMES)
+
+
 def _hover_label(outcome: str, diagnosis: str, method: str) -> str:
     """The outcome class, with the engine's finer wording where it says more (e.g. PCD's update
     halting where grad f1 = 0, or PCD held back by a constraint)."""
@@ -74,12 +80,14 @@ def _colorscale() -> list[list[Any]]:
 
 
 def basin_figure(res: Any, methods: Sequence[str] | None = None, columns: int = 3, height: int | None = None,
-                 optima: Any = None, title: str | None = None, hover: bool = True) -> go.Figure:
+                 optima: Any = None, title: str | None = None, hover: bool = True, legend: bool = True) -> go.Figure:
     """Side-by-side basin maps of a :class:`pcd.experiments.basin.BasinResult`.
 
     ``methods``: which maps (default: all, in the result's order); ``columns``: maps per row;
     ``optima [Q, 2]``: points drawn as gold stars (e.g. ``problem.optima()``); ``hover=False``
-    leaves out the per-start hover/click markers (a lighter figure, e.g. for a static export).
+    leaves out the per-start hover/click markers (a lighter figure, e.g. for a static export);
+    ``legend=False`` leaves out the outcome legend (a page drawing one small map per method shows
+    :func:`legend_html` once instead).
     """
     names = list(res.methods if methods is None else methods)
     if not names:
@@ -91,7 +99,7 @@ def basin_figure(res: Any, methods: Sequence[str] | None = None, columns: int = 
         raise ValueError(f"basin_figure: columns must be in [1, 8], got {columns}")
     cols = min(columns, len(names))
     rows = -(-len(names) // cols)
-    titles = [f"<b>{method_label(m)}</b><br><span style='font-size:12px'>{fractions_text(res.fractions(m))}</span>"
+    titles = [f"<b>{method_label(m)}</b><br><span style='font-size:11px'>{fractions_text(res.fractions(m))}</span>"
               for m in names]
     fig = make_subplots(rows=rows, cols=cols, subplot_titles=titles, horizontal_spacing=0.04,
                         vertical_spacing=0.16 / max(rows, 1) + 0.06, shared_yaxes=False)
@@ -128,16 +136,16 @@ def basin_figure(res: Any, methods: Sequence[str] | None = None, columns: int = 
                          ticks="outside", tickfont=dict(size=11))
         fig.update_yaxes(range=[y0, y1], showgrid=False, zeroline=False, row=r, col=c, ticks="outside",
                          tickfont=dict(size=11))
-    for k in OUTCOMES:  # legend keys
+    for k in OUTCOMES if legend else ():  # legend keys
         fig.add_trace(go.Scatter(x=[None], y=[None], mode="markers", name=OUTCOME_NAMES[k], hoverinfo="skip",
                                  marker=dict(symbol="square", size=12, color=OUTCOME_COLORS[k])))
     per_row = 300 if cols >= 3 else 360
-    top, bottom = (150 if title else 120), 40
+    top, bottom = (150 if title else 120) if legend else (75 if title else 55), 40
     h = int(height or (top + bottom + per_row * rows))
     fig.update_layout(**base_layout(title, height=h), hovermode="closest", dragmode=False, clickmode="event+select")
     # legend above the subplot titles (they take ~45 px over the first row of maps)
     fig.update_layout(legend=dict(y=1.0 + 48.0 / max(h - top - bottom, 1), yanchor="bottom", font=dict(size=12)),
-                      margin=dict(l=50, r=20, t=top, b=bottom))
+                      margin=dict(l=50, r=20, t=top, b=bottom), showlegend=legend)
     for a in fig.layout.annotations:  # subplot titles: a little smaller than the page title
         a.font = dict(size=14)
     return fig

@@ -130,3 +130,18 @@ def test_fractions_equal_an_independent_loop(case):
     if case == "saddle2d":
         assert res.fractions("ws")["conflict_equilibrium"] > 0.3
         assert res.fractions("pcd")["cms"] > res.fractions("ws")["cms"]
+
+
+def test_merge_basins_equals_one_run():
+    from pcd.experiments.basin import merge_basins
+
+    whole = basin("saddle2d", ["pcd", "ws", "mgda"], grid=5, steps=100)
+    parts = merge_basins([basin("saddle2d", ["pcd", "ws"], grid=5, steps=100),
+                          basin("saddle2d", ["mgda"], grid=5, steps=100)])
+    assert parts.methods == whole.methods
+    np.testing.assert_array_equal(parts.ends, whole.ends)
+    assert parts.outcome.tolist() == whole.outcome.tolist()
+    with pytest.raises(ValueError, match="twice"):
+        merge_basins([whole, whole])
+    with pytest.raises(ValueError, match="share"):
+        merge_basins([whole, basin("saddle2d", ["famo"], grid=4, steps=100)])

@@ -28,18 +28,20 @@ def _ok(at):
 def test_default_view_and_a_changed_setting():
     at = _app(grid=25, steps=500)
     _ok(at)
-    spec = json.loads(at.get("plotly_chart")[0].proto.spec)
-    maps = [t["name"] for t in spec["data"] if t.get("name", "").startswith("map: ")]
+    specs = [json.loads(c.proto.spec) for c in at.get("plotly_chart")]
+    maps = [t["name"] for sp in specs for t in sp["data"] if t.get("name", "").startswith("map: ")]
     assert maps == [f"map: {m}" for m in ("pcd", "ws", "mgda", "pcgrad", "cagrad", "famo")]
-    titles = " ".join(a["text"] for a in spec["layout"]["annotations"])
+    titles = " ".join(a["text"] for sp in specs for a in sp["layout"]["annotations"])
     assert "CMS" in titles and "%" in titles
+    assert "conflict equilibrium" in " ".join(m.value for m in at.markdown)
     table = at.dataframe[0].value
     assert set(table["method"]) >= {"PCD", "Weighted sum"} and abs(table["fraction"].sum() - 6) < 1e-9
     assert "python -m pcd basin --problem saddle2d --grid 25" in at.code[0].value
     at.multiselect(key="basin_methods").set_value(["pcd", "ws"]).run()
     _ok(at)
-    spec2 = json.loads(at.get("plotly_chart")[0].proto.spec)
-    assert [t["name"] for t in spec2["data"] if t.get("name", "").startswith("map: ")] == ["map: pcd", "map: ws"]
+    specs = [json.loads(c.proto.spec) for c in at.get("plotly_chart")]
+    assert [t["name"] for sp in specs for t in sp["data"] if t.get("name", "").startswith("map: ")] == \
+        ["map: pcd", "map: ws"]
 
 
 def test_custom_formula_and_bad_formula():
