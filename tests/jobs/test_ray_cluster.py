@@ -36,6 +36,7 @@ pytestmark = [pytest.mark.slow, pytest.mark.timeout(300)]
 MiB = 1024 * 1024
 LOOPBACK = {"127.0.0.1", "::ffff:127.0.0.1", "::1"}
 TABLE: list[tuple[str, str, str, str]] = []
+_first_nodes: set[str] = set()  # the cluster's original second node
 
 USER_RUNNER = '''
 """A user's own runner, outside the pcd checkout: reaches the Ray nodes only through py_modules."""
@@ -117,7 +118,7 @@ def cluster(ray_home, artifacts_dir):
             num_cpus=1, node_ip_address="127.0.0.1", include_dashboard=False, object_store_memory=80 * MiB,
             _system_config={"health_check_period_ms": 1000, "health_check_timeout_ms": 2000,
                             "health_check_failure_threshold": 5}))
-        c.add_node(num_cpus=1, node_ip_address="127.0.0.1", object_store_memory=80 * MiB)
+        _first_nodes.add(c.add_node(num_cpus=1, node_ip_address="127.0.0.1", object_store_memory=80 * MiB).node_id)
         bad = non_loopback_listeners()
         if bad:
             pytest.skip(f"Ray listens beyond 127.0.0.1 here: {bad[:3]}")
@@ -288,31 +289,42 @@ def test_killing_a_node_requeues_and_resumes_its_run(cluster, supervisor, tmp_pa
 
 def test_killing_the_progress_channels_node_does_not_fail_runs_elsewhere(cluster, supervisor, tmp_path):
     store = RunStore(tmp_path)
-    chan = cluster.add_node(num_cpus=1, node_ip_address="127.0.0.1", object_store_memory=80 * MiB)
-    # put the channel where the issue found it in 2 of 4 starts: on a node other than the supervisor's
-    supervisor(env={"PCD_RAY_CHANNEL_NODE": chan.node_id})
-    wait_for(lambda: chan.node_id in _ready_nodes(tmp_path), 90, what="the channel's node ready")
+    cluster.add_node(num_cpus=1, node_ip_address="127.0.0.1", object_store_memory=80 * MiB)  # a third slot
+    # ask for the channel where the issue found it in 2 of 4 starts: on a node other than the supervisor's
+    # (a request: the affinity is soft, so Ray may place it elsewhere; below we kill wherever it is)
+    want = next(n for n in cluster.worker_nodes if n.node_id in _first_nodes)
+    supervisor(env={"PCD_RAY_CHANNEL_NODE": want.node_id})
+    wait_for(lambda: len(_ready_nodes(tmp_path)) == 3, 90, what="three nodes ready")
     n = 14
     ids = store.submit_many([{"epochs": n, "sleep": 0.5}] * 3)
     wait_for(lambda: all((store.get(i)["placement"] or {}).get("node") for i in ids), 90, what="all placed")
     wait_for(lambda: all((store.get(i)["epoch"] or 0) >= 2 for i in ids), 60, what="all at epoch 2")
+    head = cluster.head_node.node_id
+    # the channel's process alone dies (kill -9): Ray restarts it, the runs train on. Repeated (at most
+    # 4 times) until the channel sits on a node we can kill (not the head, which holds the GCS).
+    t_restart = []
+    for _ in range(4):
+        pid = wait_for(lambda: _cluster_file(tmp_path).get("channel_pid"), 30, what="the channel's pid")
+        if t_restart and _cluster_file(tmp_path).get("channel_node") != head:
+            break
+        t1 = time.monotonic()
+        os.kill(pid, signal.SIGKILL)
+        wait_for(lambda pid=pid: _cluster_file(tmp_path).get("channel_pid") not in (None, pid), 60,
+                 what="the channel restarted")
+        t_restart.append(time.monotonic() - t1)
+        epoch_then = {i: store.get(i)["epoch"] for i in ids}
+        wait_for(lambda e=epoch_then: all(store.get(i)["epoch"] > e[i] for i in ids), 30, what="progress after the restart")
+        assert all(store.get(i)["status"] == "running" and store.get(i)["attempts"] == 1 for i in ids)
+    where_chan = _cluster_file(tmp_path).get("channel_node")
+    if where_chan == head:
+        pytest.skip("Ray kept the progress channel on the head node in 4 restarts; its node cannot be killed here")
+    chan = next(nd for nd in cluster.worker_nodes if nd.node_id == where_chan)
     elsewhere = [i for i in ids if store.get(i)["placement"]["node"] != chan.node_id]
     assert len(elsewhere) == 2
-    # first the channel's process alone dies (kill -9): Ray restarts it, the runs train on
-    # (created right after the node joined, the soft affinity may have placed it elsewhere; its restart
-    # goes to the requested node, which the scheduler knows by now)
-    first = wait_for(lambda: _cluster_file(tmp_path).get("channel_pid"), 30, what="the channel's pid")
-    t1 = time.monotonic()
-    os.kill(first, signal.SIGKILL)
-    wait_for(lambda: _cluster_file(tmp_path).get("channel_pid") not in (None, first), 60, what="the channel restarted")
-    t_restart = time.monotonic() - t1
-    wait_for(lambda: _cluster_file(tmp_path).get("channel_node") == chan.node_id, 10, what="the channel on its node")
-    epoch_then = {i: store.get(i)["epoch"] for i in ids}
-    wait_for(lambda: all(store.get(i)["epoch"] > epoch_then[i] for i in ids), 30, what="progress after the restart")
-    assert all(store.get(i)["status"] == "running" and store.get(i)["attempts"] == 1 for i in ids)
     TABLE.append(("kill -9 the progress channel's process while 3 runs run",
-                  "Ray restarts it (max_restarts=-1); all 3 runs train on, progress flows again, attempt 1",
-                  f"{t_restart:.1f} s until the restarted channel answers", "see next row"))
+                  f"Ray restarts it (max_restarts=-1); all 3 runs train on, progress flows again, attempt 1 "
+                  f"({len(t_restart)} kill(s))",
+                  f"{max(t_restart):.1f} s until the restarted channel answers (worst)", "see next row"))
     # then its whole node
     t0 = time.monotonic()
     cluster.remove_node(chan, allow_graceful=False)
