@@ -14,7 +14,7 @@ so the pages build their widgets from the registry (its colour is in :mod:`pcd.v
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, ClassVar
 
 import numpy as np
@@ -99,7 +99,6 @@ def combine(weights: np.ndarray, J: np.ndarray) -> np.ndarray:
     return (weights[:, None, :] @ J)[:, 0, :]
 
 
-@dataclass
 class Step:
     """What :meth:`Method.update` returns for one batch: weights ``[B, K]``, the new state,
     diagnostics, and -- for a :class:`DirectionMethod` only -- the exact update direction.
@@ -111,15 +110,20 @@ class Step:
     weights of that update), ``weights @ J`` otherwise. The caller steps *against* it.
     """
 
-    weights: np.ndarray
-    state: Any = None
-    info: dict[str, Any] = field(default_factory=dict)
-    exact: np.ndarray | None = None  # [B, n], DirectionMethod only
+    __slots__ = ("weights", "state", "info", "exact")  # a plain class: built once per method call
 
-    def __post_init__(self) -> None:
+    def __init__(self, weights: np.ndarray, state: Any = None, info: dict[str, Any] | None = None,
+                 exact: np.ndarray | None = None) -> None:
+        self.weights = weights
+        self.state = state
+        self.info: dict[str, Any] = {} if info is None else info
         # adapter for methods written against the first interface (direction in info["direction"])
-        if self.exact is None and self.info and self.info.get("direction") is not None:
-            self.exact = np.asarray(self.info["direction"], dtype=np.float64)
+        if exact is None and info and "direction" in info and info["direction"] is not None:
+            exact = np.asarray(info["direction"], dtype=np.float64)
+        self.exact: np.ndarray | None = exact  # [B, n], DirectionMethod only
+
+    def __repr__(self) -> str:
+        return f"Step(weights={self.weights!r}, state={self.state!r}, info={self.info!r}, exact={self.exact!r})"
 
     def direction(self, J: np.ndarray) -> np.ndarray:
         """The update direction ``[B, n]`` for the Jacobians ``J`` ``[B, K, n]`` this step saw."""
@@ -213,10 +217,11 @@ class Method:
                 state: Any = None, rng: np.random.Generator | None = None) -> Step:
         return self.update(gram, state, losses=losses, jacobian=jacobian, rng=rng)
 
-    def __call__(self, gram: np.ndarray, **kwargs: Any) -> Step:
+    def __call__(self, gram: np.ndarray, *, state: Any = None, **kwargs: Any) -> Step:
         gram = check_gram(gram, self.name)
-        check_capabilities(self, [k for k in CAPABILITIES if kwargs.get(k) is not None])
-        state = kwargs.pop("state", None)
+        if (self.needs_losses and kwargs.get("losses") is None) or (
+                self.needs_jacobian and kwargs.get("jacobian") is None):
+            check_capabilities(self, [k for k in CAPABILITIES if kwargs.get(k) is not None])  # raises
         out = self.update(gram, state, **kwargs)
         out.weights = np.asarray(out.weights, dtype=gram.dtype)
         return out
