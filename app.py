@@ -1,6 +1,9 @@
-"""PCD Studio home page: what PCD is, its QP, and where to go next.
+"""PCD Studio: the router (``st.navigation``) and the home page -- what PCD is, its QP, where to go next.
 
 Run with ``streamlit run app.py`` (binds to 127.0.0.1 by default, see .streamlit/config.toml).
+The menu lists the home page first, then every ``pages/NN_Name.py`` in order, labelled with the
+title the page passes to ``setup_page`` and served at the old multipage URL ``/Name``, so shared
+links keep working.
 """
 from __future__ import annotations
 
@@ -11,8 +14,24 @@ import streamlit as st
 
 from pcd import solve_qp
 from pcd.jobs import default_data_dir, ensure_supervisor
-from pcd.studio import gradient_vectors
-from pcd.ui import claim, setup_page
+from pcd.studio import gradient_vectors, studio_pages
+from pcd.ui import claim, setup_page, url_default, url_sync
+
+ROOT = Path(__file__).resolve().parent
+HOME_TITLE = "PCD Studio"
+# One line per page on the home page (pages not listed use their docstring's summary).
+BLURBS = {
+    "Guided_lesson": "the argument in seven steps, one figure each (presenter mode)",
+    "Gradient_geometry": "every method's update for two or three gradients",
+    "Toy_landscapes": "animated trajectories: who stalls at a conflict equilibrium",
+    "K_objective_benchmark": "the 1.536·√(K−1) law of the symmetric methods",
+    "Scale_invariance": "rescale the secondary over ten orders of magnitude",
+    "Tau_dial": "what τ sets: the trade-off after 100, 300, 1000 steps",
+    "Jacobian_descent": "aggregator properties, IWRM, Gramian memory (TorchJD)",
+    "Constraints_vs_penalties": "Lagrangian methods vs fixed penalties vs PCD",
+    "Pruning_lab": "queue CIFAR / digits pruning runs and compare the results",
+    "Basin_maps": "which start leads where: outcome maps per method",
+}
 
 # Running the app is enough: queued pruning runs need a supervisor, so start one unless it is
 # alive already (or PCD_NO_AUTOSTART=1, e.g. when a supervisor runs under systemd).
@@ -22,82 +41,82 @@ if os.environ.get("PCD_NO_AUTOSTART") != "1":
     except Exception as exc:  # never block the home page on the queue
         st.sidebar.warning(f"The run queue's supervisor could not start: {exc}")
 
-setup_page(
-    "PCD Studio",
-    icon=":material/flag:",
-    intro=(
-        "Hierarchical multi-objective optimization: **one objective is the deliverable** (accuracy) and "
-        "the others only **constrain** it (sparsity, low rank, a rate). Symmetric methods such as the "
-        "weighted sum, MGDA, PCGrad or CAGrad treat every objective as an equal and stop where the "
-        "gradients *cancel* — a **conflict equilibrium** — even though the primary gradient is not zero. "
-        "**Priority-Constrained Descent (PCD)** keeps the primary gradient as the anchor and bends it only "
-        "as much as each secondary needs to make a guaranteed share τ of its own progress."
-    ),
-)
 
-left, right = st.columns([1.15, 1])
-with left:
-    st.subheader("The PCD direction")
-    st.markdown("With per-objective normalized gradients $\\tilde g_i = s_i g_i$, PCD solves a small quadratic programme:")
-    st.latex(r"\tilde d=\arg\min_d \|d-\tilde g_1\|^2\quad\text{s.t.}\quad \tilde g_j\cdot d\ \ge\ \tau_j\,\|\tilde g_j\|^2,\quad j=2,\dots,K")
-    st.markdown(
-        "Its solution is $\\tilde d = \\tilde g_1 + \\sum_j \\mu_j \\tilde g_j$ with $\\mu_j \\ge 0$: the primary's "
-        "coefficient is **pinned to 1**, so no secondary can outvote the deliverable. Everything depends only on "
-        "the $K\\times K$ Gram matrix $G = JJ^\\top$. For one secondary ($K=2$) the answer is a closed form:"
+def home() -> None:
+    setup_page(
+        HOME_TITLE,
+        icon=":material/flag:",
+        intro=(
+            "Hierarchical multi-objective optimization: **one objective is the deliverable** (accuracy) and "
+            "the others only **constrain** it (sparsity, low rank, a rate). Symmetric methods such as the "
+            "weighted sum, MGDA, PCGrad or CAGrad treat every objective as an equal and stop where the "
+            "gradients *cancel* — a **conflict equilibrium** — even though the primary gradient is not zero. "
+            "**Priority-Constrained Descent (PCD)** keeps the primary gradient as the anchor and bends it only "
+            "as much as each secondary needs to make a guaranteed share τ of its own progress."
+        ),
     )
-    st.latex(r"\mu=\max\!\Big(0,\ \frac{\tau\,\|\tilde g_2\|^2-\tilde g_1\cdot\tilde g_2}{\|\tilde g_2\|^2}\Big)")
-    st.markdown(
-        "The normalization is a bias-corrected EMA of each squared gradient norm, "
-        "$s_i = 1/\\sqrt{\\hat v_i+\\epsilon}$, so the same dimensionless τ means the same thing whatever the "
-        "losses' units. The deployed update is rescaled to $\\|g_1\\|$, so learning rates and schedules keep "
-        "their meaning (a known limitation: where $g_1 = 0$ the deployed update stops)."
-    )
-    claim("WS, MGDA, PCGrad, CAGrad and FAMO stall at a conflict equilibrium on the 2-D saddle toy; PCD crosses "
-          "from three starts. ResNet-34/CIFAR-100 at 80–85 % parameter reduction: PCD 73.0 % vs MGDA 1.2 % "
-          "(unpruned 73.3 %).")
 
-with right:
-    st.subheader("Try the K = 2 case")
-    st.caption("Two unit gradients at an angle. When they conflict, PCD adds just enough of g₂.")
-    angle = st.slider("angle between g₁ and g₂ (degrees)", 0, 180, 150, key="home_angle")
-    tau = st.slider("τ (share of g₂'s own progress required)", 0.0, 1.0, 0.3, 0.01, key="home_tau")
-    J = gradient_vectors(angle, 1.0)  # unit g1 along x, unit g2 at the chosen angle
-    res = solve_qp(J @ J.T, tau)
-    d = res.weights @ J
-    c1, c2, c3 = st.columns(3)
-    c1.metric("μ", f"{res.mu[0]:.3f}")
-    c2.metric("progress on g₁", f"{J[0] @ d:+.3f}")
-    c3.metric("progress on g₂", f"{J[1] @ d:+.3f}", help=f"required: τ‖g₂‖² = {tau:.2f}")
-    if res.active:
-        st.info("The constraint binds: g₁ alone would not give g₂ its τ share, so PCD bends the step.")
-        if J[0] @ d < 0:
-            st.caption("With strongly opposed gradients, g₂'s τ share can cost the primary a little in this "
-                       "step; a smaller τ asks for less.")
-    else:
-        st.success("g₁ alone already gives g₂ its share: PCD is plain gradient descent here (μ = 0).")
+    left, right = st.columns([1.15, 1])
+    with left:
+        st.subheader("The PCD direction")
+        st.markdown("With per-objective normalized gradients $\\tilde g_i = s_i g_i$, PCD solves a small quadratic programme:")
+        st.latex(r"\begin{gathered}\tilde d=\arg\min_d \|d-\tilde g_1\|^2\\ \text{s.t.}\quad \tilde g_j\cdot d\ \ge\ "
+                 r"\tau_j\,\|\tilde g_j\|^2,\quad j=2,\dots,K\end{gathered}")
+        st.markdown(
+            "Its solution is $\\tilde d = \\tilde g_1 + \\sum_j \\mu_j \\tilde g_j$ with $\\mu_j \\ge 0$: the primary's "
+            "coefficient is **pinned to 1**, so no secondary can outvote the deliverable. Everything depends only on "
+            "the $K\\times K$ Gram matrix $G = JJ^\\top$. For one secondary ($K=2$) the answer is a closed form:"
+        )
+        st.latex(r"\mu=\max\!\Big(0,\ \frac{\tau\,\|\tilde g_2\|^2-\tilde g_1\cdot\tilde g_2}{\|\tilde g_2\|^2}\Big)")
+        st.markdown(
+            "The normalization is a bias-corrected EMA of each squared gradient norm, "
+            "$s_i = 1/\\sqrt{\\hat v_i+\\epsilon}$, so the same dimensionless τ means the same thing whatever the "
+            "losses' units. The deployed update is rescaled to $\\|g_1\\|$, so learning rates and schedules keep "
+            "their meaning (a known limitation: where $g_1 = 0$ the deployed update stops)."
+        )
+        claim("WS, MGDA, PCGrad, CAGrad and FAMO stall at a conflict equilibrium on the 2-D saddle toy; PCD crosses "
+              "from three starts. ResNet-34/CIFAR-100 at 80–85 % parameter reduction: PCD 73.0 % vs MGDA 1.2 % "
+              "(unpruned 73.3 %).")
 
-st.subheader("Pages")
-pages = [
-    ("pages/00_Guided_lesson.py", "Guided lesson", "the argument in seven steps, one figure each (presenter mode)"),
-    ("pages/01_Gradient_geometry.py", "Gradient geometry", "every method's update for two or three gradients"),
-    ("pages/02_Toy_landscapes.py", "Toy landscapes", "animated trajectories: who stalls at a conflict equilibrium"),
-    ("pages/03_K_objective_benchmark.py", "K-objective benchmark", "the 1.536·√(K−1) law of the symmetric methods"),
-    ("pages/04_Scale_invariance.py", "Scale invariance", "rescale the secondary by 10 orders of magnitude"),
-    ("pages/05_Tau_dial.py", "τ dial", "the trade-off curve as τ moves from 0 to 1"),
-    ("pages/06_Jacobian_descent.py", "Jacobian descent", "aggregator properties, IWRM, Gramian memory (TorchJD)"),
-    ("pages/07_Constraints_vs_penalties.py", "Constraints vs penalties", "Lagrangian methods vs fixed penalties vs PCD"),
-    ("pages/08_Pruning_lab.py", "Pruning lab", "queue CIFAR / digits pruning runs and compare the results"),
-]
-root = Path(__file__).parent
-cols = st.columns(2)
-shown = 0
-for path, label, blurb in pages:
-    if (root / path).is_file():
-        with cols[shown % 2]:
-            st.page_link(path, label=label, icon=":material/arrow_forward:")
-            st.caption(blurb)
-        shown += 1
-if shown == 0:
-    st.caption("No pages are installed yet.")
+    with right:
+        st.subheader("Try the K = 2 case")
+        st.caption("Two unit gradients at an angle. When they conflict, PCD adds just enough of g₂.")
+        angle = st.slider("angle between g₁ and g₂ (degrees)", 0, 180, url_default("angle", 150, low=0, high=180),
+                          key="home_angle")
+        tau = st.slider("τ (share of g₂'s own progress required)", 0.0, 1.0,
+                        url_default("tau", 0.3, low=0.0, high=1.0), 0.01, key="home_tau")
+        url_sync(angle=angle, tau=tau)
+        J = gradient_vectors(angle, 1.0)  # unit g1 along x, unit g2 at the chosen angle
+        res = solve_qp(J @ J.T, tau)
+        d = res.weights @ J
+        c1, c2, c3 = st.columns(3)
+        c1.metric("μ", f"{res.mu[0]:.3f}")
+        c2.metric("progress on g₁", f"{J[0] @ d:+.3f}")
+        c3.metric("progress on g₂", f"{J[1] @ d:+.3f}", help=f"required: τ‖g₂‖² = {tau:.2f}")
+        if res.active:
+            st.info("The constraint binds: g₁ alone would not give g₂ its τ share, so PCD bends the step.")
+            if J[0] @ d < 0:
+                st.caption("With strongly opposed gradients, g₂'s τ share can cost the primary a little in this "
+                           "step; a smaller τ asks for less.")
+        else:
+            st.success("g₁ alone already gives g₂ its share: PCD is plain gradient descent here (μ = 0).")
 
-st.caption("Command line: `python -m pcd --help` · every figure on these pages can be produced by the CLI.")
+    st.subheader("Pages")
+    cols = st.columns(2)
+    for i, page in enumerate(PAGES):
+        with cols[i % 2]:
+            st.page_link(str(page["path"]), label=page["title"], icon=":material/arrow_forward:")
+            blurb = BLURBS.get(page["url_path"], page["blurb"])
+            if blurb:
+                st.caption(blurb)
+    if not PAGES:
+        st.caption("No pages are installed yet.")
+
+    st.caption("Command line: `python -m pcd --help` · every figure on these pages can be produced by the CLI.")
+
+
+PAGES = studio_pages(ROOT / "pages")
+nav = st.navigation([st.Page(home, title=HOME_TITLE, icon=":material/flag:", default=True)]
+                   + [st.Page(str(p["path"]), title=p["title"], icon=p["icon"], url_path=p["url_path"])
+                      for p in PAGES])
+nav.run()

@@ -21,27 +21,33 @@ setup_page(
         "of its own progress) closest to g₁."
     ),
 )
-st.latex(r"\tilde d=\arg\min_d\|d-\tilde g_1\|^2\ \ \text{s.t.}\ \ \tilde g_j\cdot d\ge\tau\|\tilde g_j\|^2"
-         r"\quad\Rightarrow\quad \tilde d=\tilde g_1+\textstyle\sum_j\mu_j\tilde g_j,\ \ \mu_j\ge 0")
+st.latex(r"\begin{gathered}\tilde d=\arg\min_d\|d-\tilde g_1\|^2\ \ \text{s.t.}\ \ \tilde g_j\cdot d\ge\tau\|\tilde g_j\|^2"
+         r"\\ \Rightarrow\quad \tilde d=\tilde g_1+\textstyle\sum_j\mu_j\tilde g_j,\ \ \mu_j\ge 0\end{gathered}")
 
 ALL = registry.available()
 DEFAULT_METHODS = [m for m in ("pcd", "ws", "mgda", "pcgrad", "cagrad", "upgrad") if m in ALL]
 
 methods = st.multiselect("methods", ALL, default=url_default("methods", DEFAULT_METHODS, allowed=ALL),
                          format_func=lambda m: registry.get(m).display_name, key="geo_methods")
-controls, view = st.columns([1, 2.6], gap="large")
-with controls:
+c1, c2, c3, c4 = st.columns(4)
+with c1:
     angle = st.slider("angle ∠(g₁, g₂) in degrees", 0, 180, url_default("angle", 150, low=0, high=180), key="geo_angle")
+with c2:
     norm2 = st.slider("‖g₂‖ (‖g₁‖ = 1)", 0.1, 3.0, url_default("norm2", 1.0, low=0.1, high=3.0), 0.05, key="geo_norm2")
+with c3:
     tau = st.slider("τ (PCD)", 0.0, 1.0, url_default("tau", 0.3, low=0.0, high=1.0), 0.01, key="geo_tau")
-    use_g3 = st.toggle("add a third gradient g₃ (K = 3)", url_default("g3", False), key="geo_g3")
-    third = None
-    if use_g3:
+with c4:
+    use_g3 = st.toggle("third gradient g₃ (K = 3)", url_default("g3", False), key="geo_g3")
+third = None
+if use_g3:
+    c5, c6, _ = st.columns([1, 1, 2])
+    with c5:
         a3 = st.slider("angle of g₃ from g₁", -180, 180, url_default("angle3", -110, low=-180, high=180), key="geo_angle3")
+    with c6:
         n3 = st.slider("‖g₃‖", 0.1, 3.0, url_default("norm3", 0.8, low=0.1, high=3.0), 0.05, key="geo_norm3")
-        third = (a3, n3)
-    url_sync(angle=angle, norm2=norm2, tau=tau, g3=use_g3, methods=methods,
-             **({"angle3": third[0], "norm3": third[1]} if third else {}))
+    third = (a3, n3)
+url_sync(angle=angle, norm2=norm2, tau=tau, g3=use_g3, methods=methods,
+         **({"angle3": third[0], "norm3": third[1]} if third else {}))
 
 
 def _dropped(tip):
@@ -60,21 +66,22 @@ def _compute(angle, norm2, third, tau, methods):
     return studio.method_directions(J, methods, tau=tau)
 
 
-with view:
-    try:
-        result = _compute(angle, norm2, third, tau, tuple(methods))
-        fig = geometry_figure(result)
-    except ValueError as exc:
-        show_error(exc)
-        st.stop()
-    st.plotly_chart(fig, theme=None, key="geo_chart", config={"displaylogo": False})
-    names = [t.name for t in fig.data]
-    J = result["J"]
-    vector_drag("geo_chart", [{"name": f"g{k + 1}", "tip": J[k], "trace": names.index(f"g{k + 1}") if f"g{k + 1}" in names
-                               else None} for k in range(1, J.shape[0])], on_drop=_dropped)
-    st.caption("Click or drag in the figure to move g₂" + (" or g₃ (whichever tip is nearer)" if third else "")
-               + "; the sliders follow. g₂'s angle is measured either side of g₁, so a point below the axis "
-               "sets its mirror image.")
+try:
+    result = _compute(angle, norm2, third, tau, tuple(methods))
+    fig = geometry_figure(result)
+except ValueError as exc:
+    show_error(exc)
+    st.stop()
+st.plotly_chart(fig, theme=None, key="geo_chart", config={"displaylogo": False})
+names = [t.name for t in fig.data]
+J = result["J"]
+vector_drag("geo_chart", [{"name": f"g{k + 1}", "tip": J[k], "trace": names.index(f"g{k + 1}") if f"g{k + 1}" in names
+                           else None} for k in range(1, J.shape[0])], on_drop=_dropped)
+st.caption("Click or drag in the figure to move g₂" + (" or g₃ (whichever tip is nearer)" if third else "")
+           + "; the sliders follow. g₂'s angle is measured either side of g₁, so a point below the axis "
+           "sets its mirror image. Arrows along one ray are drawn longest first and share one label; arrows that "
+           "coincide are nested (the widest underneath). Click a legend entry to hide a method, double-click to "
+           "show it alone.")
 
 table = studio.directions_table(result)
 
@@ -86,11 +93,11 @@ def _color_method(col):
 
 st.subheader("What each update does")
 st.caption("gᵢ·d > 0: objective i decreases to first order. **conflicts** = some objective gets worse. "
-           "Weights wᵢ are the raw-space coefficients (d = Σ wᵢ gᵢ).")
+           "**w** = the raw-space coefficients (d = Σ wᵢ gᵢ); **w̃ × scale** (PCD) = the normalized weights "
+           "(w̃₁ = 1, the pinned primary) and the deployed rescale ‖g₁‖/‖d̃‖.")
 fmt = {c: "{:+.4f}" for c in table.columns if c.startswith("g")}
-fmt.update({"‖d‖": "{:.4f}", **{c: "{:.4g}" for c in table.columns if c.startswith("w")}})
-st.dataframe(table.style.apply(_color_method, subset=["method"]).format(fmt, na_rep="—"),
-             hide_index=True, width="stretch")
+fmt["‖d‖"] = "{:.4f}"
+st.table(table.style.apply(_color_method, subset=["method"]).format(fmt, na_rep="—").hide(axis="index"))
 for r in result["rows"]:
     if r["error"]:
         st.warning(f"{r['label']}: {r['error']}")
@@ -98,12 +105,34 @@ for r in result["rows"]:
 pcd_row = next((r for r in result["rows"] if r["method"] == "pcd"), None)
 if pcd_row is not None and not pcd_row["error"]:
     mu = ", ".join(f"μ{j + 2} = {m:.3f}" for j, m in enumerate(pcd_row["mu"]))
+    wt = ", ".join(f"{w:.3g}" for w in pcd_row["normalized_weights"])
     if not pcd_row["feasible"]:
         st.warning("The secondaries' constraints are mutually incompatible here (K ≥ 3): PCD reports "
                    "`feasible = False` and falls back to the primary for this step.")
-    st.markdown(f"**PCD:** the coefficient of g₁ is pinned to 1 — d̃ = g̃₁ + Σ μⱼ g̃ⱼ with {mu}. "
-                "The dotted segment shows the bend from g₁ to the QP solution d̃ (open circle); the deployed "
-                "update is d̃ rescaled to ‖g₁‖ (solid red arrow).")
+    st.markdown(
+        f"**PCD:** in the normalized space the coefficient of g̃₁ is pinned to 1 — d̃ = g̃₁ + Σ μⱼ g̃ⱼ with {mu}, "
+        f"i.e. normalized weights **w̃ = ({wt})**. The deployed update is d̃ rescaled to ‖g₁‖, here by "
+        f"**× {pcd_row['deployed_scale']:.4g}** = ‖g₁‖/‖d̃‖, so the raw weights in the table are "
+        "wᵢ = w̃ᵢ · sᵢ · scale (sᵢ = 1/‖gᵢ‖ at the first step). The dotted segment shows the bend from g₁ to d̃ "
+        "(open circle); the solid red arrow is the deployed update.")
+    if len(result["J"]) == 3 and pcd_row["feasible"]:
+        active = [j + 2 for j, m in enumerate(pcd_row["mu"]) if m > 1e-12]
+        g1d = float(pcd_row["progress"][0])
+        if len(active) == 2:
+            why = ("both secondaries' constraints bind, so d̃ is the corner of the shaded wedge where g̃₂·d = τ‖g̃₂‖² "
+                   "and g̃₃·d = τ‖g̃₃‖² meet — the point of the region closest to g̃₁.")
+        elif active:
+            why = f"only g{active[0]}'s constraint binds; d̃ is g̃₁ projected onto its edge of the region."
+        else:
+            why = "no constraint binds: g₁ alone already gives every secondary its share."
+        extra = ""
+        if g1d < 0:
+            extra = (f" Here g₁·d = {g1d:+.2f}: g₂ and g₃ both point away from g₁, from opposite sides, so every "
+                     "direction that gives each of them its τ share points backwards from g₁ and PCD spends this "
+                     "step on the secondaries (the primary keeps weight 1 in d̃, but the constraints outvote its "
+                     "*direction*). A smaller τ moves the corner towards the origin and shrinks the cost to g₁; the "
+                     "same happens with one secondary only when it is nearly opposite to g₁ (try 180°).")
+        st.info(f"**Why K = 3 looks like this:** {why}{extra}", icon=":material/info:")
 
 with st.expander("Why do weighted sum, MGDA and CAGrad coincide when ‖g₂‖ = ‖g₁‖?"):
     st.markdown(

@@ -171,7 +171,10 @@ def _figures(name, f1, f2, runs_key, _res, inset_start):
                            click_grid=36, validate=False)
     if inset_start is not None:  # the gradients at the current frame, animated with the map
         fig = add_gradient_inset(fig, teaching.trajectory_gradients(_problem(name, f1, f2), _res, inset_start))
-    return fig, with_step_cursor(loss_figure(_res, names), 0)
+    # the PNG export shows the last frame (a static map without the animation controls)
+    last = landscape_figure(_res, grid, pareto_set=pareto, optima=optima, height=560, image=_image(name, f1, f2),
+                            animate=False, validate=False)
+    return fig, with_step_cursor(loss_figure(_res, names), 0), last
 
 
 try:
@@ -197,7 +200,7 @@ try:
                                    index=min(url_default("istart", 0, low=0, high=res.S - 1), res.S - 1),
                                    key="toy_inset_start", disabled=not show_inset)
     url_sync(inset=show_inset, istart=inset_start)
-    fig, lfig = _figures(problem_name, f1, f2, runs_key, res, inset_start if show_inset else None)
+    fig, lfig, last_fig = _figures(problem_name, f1, f2, runs_key, res, inset_start if show_inset else None)
 except ValueError as exc:
     show_error(exc)
     st.stop()
@@ -220,7 +223,8 @@ st.caption(" · ".join(f"f{k + 1} = {n}" for k, n in enumerate(names)))
 
 
 def _shade(col):
-    good = {"reached CMS": "#dafbe1", "stalled": "#ffebe9", "diverged": "#fff8c5", "method error": "#fff8c5"}
+    good = {"reached CMS": "#dafbe1", "stalled": "#ffebe9", "Pareto-stationary": "#ddf4ff", "PCD halted": "#fbefff",
+            "PCD held": "#fbefff", "diverged": "#fff8c5", "method error": "#fff8c5"}
     out = []
     for v in col:
         bg = next((c for k, c in good.items() if str(v).startswith(k)), "")
@@ -229,11 +233,14 @@ def _shade(col):
 
 
 num_cols = [c for c in table.columns if c.startswith("final") or c in ("‖∇f₁‖", "CMS residual")]
-st.dataframe(table.style.apply(_shade, subset=["diagnosis"]).format({c: "{:.3e}" for c in num_cols}),
-             hide_index=True, width="stretch")
+st.table(table.style.apply(_shade, subset=["diagnosis"]).format({c: "{:.3e}" for c in num_cols}).hide(axis="index"))
 st.caption("CMS residual = max over objectives of ‖∇fᵢ‖ at the end (0 ⇔ every objective stationary). "
-           "*Stalled* = the update vanished while ‖∇f₁‖ > 1e-3. *Primary stationary* = ∇f₁ = 0 halts "
-           "the deployed update (PCD's known limitation, e.g. exactly on the saddle).")
+           "*Stalled: gradients cancel* = the update vanished while ‖∇f₁‖ > 1e-3 (a conflict equilibrium). "
+           "*Pareto-stationary at ∇f₁ = 0* = a symmetric method stopped at the primary's stationary point with the "
+           "secondary not optimal (e.g. FAMO at the primary's minimum) — a different thing from *PCD halted: ∇f₁ = 0*, "
+           "PCD's known limitation: its rescaled step ‖g₁‖·d̃/‖d̃‖ is zero wherever g₁ = 0 (e.g. exactly on the "
+           "saddle). *PCD held by a constraint* = PCD stopped because a secondary's τ constraint binds against the "
+           "primary.")
 if problem_name == "saddle2d":
     n_cross = int(sum(str(d) == "cms" for d in res.diagnosis[res.methods.index("pcd")])) if "pcd" in res.methods else None
     claim("WS, MGDA, PCGrad, CAGrad, FAMO stall at a Pareto-stationary point with the secondary > 0; PCD crosses "
@@ -246,7 +253,7 @@ st.caption("Log scales; line style = start point (solid S1, dashed S2, dotted S3
 
 c1, c2, c3, c4 = st.columns(4)
 with c4:
-    png_export(fig, "toy_landscape.png", key="toy_png", label="Map (PNG, last frame)")
+    png_export(last_fig, "toy_landscape.png", key="toy_png", label="Map (PNG, last frame)")
 with c1:
     download_csv(studio.trajectories_table(res), "toy_trajectories.csv", "Trajectories (CSV)", key="toy_csv")
 with c2:

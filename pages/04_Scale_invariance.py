@@ -20,8 +20,9 @@ setup_page(
         "stays above the normalizer's ε (below that, shaded in the figures, ε takes over)."
     ),
 )
-st.latex(r"\tilde g_i = \frac{g_i}{\sqrt{\hat v_i+\epsilon}},\qquad \hat v_i \approx \|g_i\|^2"
-         r"\quad\Rightarrow\quad \tilde g_i(10^k g_i)\approx\tilde g_i(g_i)\ \ \text{when}\ \ 10^{2k}\|g_i\|^2\gg\epsilon")
+st.latex(r"\begin{gathered}\tilde g_i = \frac{g_i}{\sqrt{\hat v_i+\epsilon}},\qquad \hat v_i \approx \|g_i\|^2\\"
+         r"\Rightarrow\quad \tilde g_i(10^k g_i)\approx\tilde g_i(g_i)\ \ \text{when}\ \ 10^{2k}\|g_i\|^2\gg\epsilon"
+         r"\end{gathered}")
 
 ALL = registry.available()
 # ε options as text: Streamlit matches float options within ~1e-12, which would turn 1e-16 into 1e-12
@@ -79,7 +80,7 @@ with right:
                   help="largest distance between two operating points over the scales where PCD's normalizer "
                        f"is scale-free; over every scale {power_label(EXPS[0])} … {power_label(EXPS[-1])}: "
                        f"{r['drift_all']:.3g}")
-    st.plotly_chart(dfig, theme=None, key="sc_drift", config={"displaylogo": False})
+st.plotly_chart(dfig, theme=None, key="sc_drift", config={"displaylogo": False})
 st.dataframe(table.style.format({c: "{:.4g}" for c in table.columns if c != "method"}), hide_index=True,
              width="stretch")
 st.caption("Operating point = mean position over the last 20 % of the steps (methods chattering on the box's kinks "

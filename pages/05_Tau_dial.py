@@ -130,7 +130,7 @@ if problem in ("quadratic", "two_task"):
         icon=":material/info:")
 table = tau_table(records)
 fmt = {c: "{:.4g}" for c in table.columns if c.startswith("mean")}
-st.dataframe(table.style.format(fmt), hide_index=True, width="stretch")
+st.table(table.style.format(fmt).hide(axis="index"))
 if problem == "saddle2d":
     final = [r["budgets"][steps] for r in records]
     cms0 = final[0]["cms_fraction"]

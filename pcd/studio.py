@@ -124,36 +124,55 @@ def _pcd_geometry(J: np.ndarray, tau: Any) -> dict[str, Any]:
     K = J.shape[0]
     taus = np.broadcast_to(np.asarray(tau, dtype=np.float64), (K - 1,)) if np.ndim(tau) else np.full(K - 1, float(tau))
     if norms[0] == 0:
-        return {"mu": np.full(K - 1, np.nan), "feasible": True, "qp_point": np.zeros(J.shape[1]), "halfplanes": []}
+        return {"mu": np.full(K - 1, np.nan), "feasible": True, "qp_point": np.zeros(J.shape[1]), "halfplanes": [],
+                "normalized_weights": np.full(K, np.nan), "deployed_scale": 0.0}
     with np.errstate(divide="ignore"):
         scales = np.where(norms > 0, 1.0 / np.where(norms > 0, norms, 1.0), 0.0)
     res = pcd_weights((J @ J.T)[None], scales[None], float(taus[0]) if np.all(taus == taus[0]) else taus).qp
     wt = np.asarray(res.weights, dtype=np.float64)[0]      # normalized-space weights (w~_1 = 1)
     qp_point = norms[0] * (wt * scales) @ J                 # d~ in units where ||g~_1|| = ||g_1||
+    dn = float(np.linalg.norm((wt * scales) @ J))           # ||d~|| in normalized units
+    deployed_scale = norms[0] / dn if dn > 0 else 0.0        # d = d~ * ||g_1|| / ||d~||
     halfplanes = [(J[j] / norms[j], float(taus[j - 1]) * norms[0]) for j in range(1, K) if norms[j] > 0]
     return {"mu": np.asarray(res.mu, dtype=np.float64).reshape(-1)[: K - 1],
             "feasible": bool(np.asarray(res.feasible).reshape(-1)[0]),
-            "qp_point": qp_point, "halfplanes": halfplanes}
+            "qp_point": qp_point, "halfplanes": halfplanes,
+            "normalized_weights": wt, "deployed_scale": deployed_scale}
 
 
 def directions_table(result: dict[str, Any]):
-    """The per-method table of :func:`method_directions` as a DataFrame (one row per method)."""
+    """The per-method table of :func:`method_directions` as a DataFrame (one row per method):
+    progress ``g_i . d``, conflicts, ``||d||``, the raw weights ``w`` (``d = sum w_i g_i``) and,
+    for PCD, the normalized weights ``w~`` (``w~_1 = 1``: the pinned primary) with the deployed
+    scale ``||g_1|| / ||d~||`` that turns them into ``w_i = w~_i s_i * scale``; ``note`` only when
+    some method reported a problem."""
     import pandas as pd
+
+    def vec(v: Any) -> str:
+        return "(" + ", ".join(f"{float(x):.4g}" for x in v) + ")"
 
     J = result["J"]
     K = J.shape[0]
     recs = []
     for r in result["rows"]:
-        rec = {"method": r["label"]}
+        rec: dict[str, Any] = {"method": r["label"]}
         for k in range(K):
             rec[f"g{k + 1}·d"] = float(r["progress"][k])
         rec["conflicts"] = "—" if r["error"] else ("yes" if r["conflicts"] else "no")
         rec["‖d‖"] = r["norm"]
-        for k in range(K):
-            rec[f"w{k + 1}"] = float(r["weights"][k])
+        rec["w"] = "—" if r["error"] else vec(r["weights"])
+        if "normalized_weights" in r:
+            rec["w̃ × scale"] = f"{vec(r['normalized_weights'])} × {r['deployed_scale']:.4g}"
+        else:
+            rec["w̃ × scale"] = ""
         rec["note"] = r["error"] or ""
         recs.append(rec)
-    return pd.DataFrame.from_records(recs)
+    df = pd.DataFrame.from_records(recs)
+    if not df["note"].any():
+        df = df.drop(columns=["note"])
+    if not df["w̃ × scale"].any():
+        df = df.drop(columns=["w̃ × scale"])
+    return df
 
 
 # ---------------------------------------------------------------------------------------------
@@ -252,7 +271,7 @@ def endpoint_table(res: Any, objective_names: Sequence[str] | None = None):
         label = registry.get(name).display_name if name in registry.available() else name
         for s in range(res.S):
             diag = str(res.diagnosis[m, s])
-            text = outcome_label(diag, name)
+            text = outcome_label(diag, name, short=True)
             if diag in ("diverged", "error") and res.diverged_step[m, s] >= 0:
                 text += f" at step {int(res.diverged_step[m, s])}"
             if diag == "error" and name in res.errors:
@@ -427,3 +446,29 @@ def basin_table(res: Any) -> Any:
             rows.append({"method": method_label(name), "outcome": OUTCOME_LABELS[k], "fraction": frac,
                          "median end x": float(med[0]), "median end y": float(med[1])})
     return pd.DataFrame(rows)
+
+
+# ---- the studio's pages -------------------------------------------------------------------------
+
+def studio_pages(folder: Any) -> list[dict[str, Any]]:
+    """Every ``NN_Name.py`` page in ``folder``, in file order: ``{"path", "url_path", "title",
+    "icon", "blurb"}``. ``url_path`` is ``Name`` (the URL Streamlit's automatic multipage menu
+    gave the file, so old links keep working); ``title`` and ``icon`` are what the page passes to
+    ``setup_page`` (menu label = page title), ``blurb`` its docstring's summary after the colon.
+    """
+    import re
+    from pathlib import Path
+
+    out = []
+    for path in sorted(Path(folder).glob("[0-9]*_*.py")):
+        src = path.read_text(encoding="utf-8")
+        stem = re.sub(r"^\d+_", "", path.stem)
+        m = re.search(r"setup_page\(\s*(?:title=)?(['\"])(.+?)\1", src)
+        icon = re.search(r"icon\s*=\s*(['\"])(:material/[a-z_]+:)\1", src)
+        doc = re.match(r'\s*(?:\"\"\"|\'\'\')(.*?)(?:\"\"\"|\'\'\'|\n)', src, re.S)
+        blurb = ""
+        if doc and ":" in doc.group(1):
+            blurb = doc.group(1).split(":", 1)[1].strip().rstrip(".")
+        out.append({"path": path, "url_path": stem, "title": m.group(2) if m else stem.replace("_", " "),
+                    "icon": icon.group(2) if icon else ":material/article:", "blurb": blurb})
+    return out

@@ -95,7 +95,7 @@ def browser():
 def page(browser):
     ctx = browser.new_context(viewport={"width": 1400, "height": 1000})
     pg = ctx.new_page()
-    pg.set_default_timeout(30_000)
+    pg.set_default_timeout(120_000)
     try:
         yield pg
     finally:

@@ -20,6 +20,16 @@ _CSS = """
   .pcd-claim {background:#f6f8fa;border-left:4px solid #d62728;padding:.5rem .8rem;border-radius:4px;
               font-size:0.93rem;margin:.3rem 0 .8rem 0;}
   .pcd-note {color:#57606a;font-size:0.9rem;}
+  /* one layout from laptop to projector: metrics shrink instead of being cut to "1…" */
+  [data-testid="stMetricValue"] {font-size: clamp(1.15rem, 2.3vw, 2.1rem);}
+  [data-testid="stMetricLabel"] p {white-space: normal !important;}
+  .katex-display {overflow-x: auto; overflow-y: hidden;}
+  [data-testid="stSidebarNav"] a span {white-space: normal !important; overflow: visible !important;
+                                       text-overflow: clip !important; line-height: 1.25;}
+  @media (max-width: 1100px) {
+    section[data-testid="stSidebar"] {width: 210px !important; min-width: 210px !important;}
+    .katex-display {font-size: 0.9em;}
+  }
 </style>
 """
 

@@ -45,37 +45,79 @@ def clip_polygon(box: tuple[float, float, float, float], halfplanes: Sequence[tu
     return poly
 
 
-def geometry_figure(result: dict[str, Any], show_region: bool = True, height: int = 560) -> go.Figure:
-    """Gradients ``g_i`` (black / blue / amber), PCD's feasible region (shaded) and each method's
+def coinciding(directions: Sequence[Any], tol: float) -> list[list[int]]:
+    """Groups of indices whose vectors lie within ``tol`` of the group's first vector (in order)."""
+    groups: list[list[int]] = []
+    for i, d in enumerate(directions):
+        d = np.asarray(d, dtype=np.float64)
+        for g in groups:
+            if np.linalg.norm(d - np.asarray(directions[g[0]], dtype=np.float64)) <= tol:
+                g.append(i)
+                break
+        else:
+            groups.append([i])
+    return groups
+
+
+def same_ray(directions: Sequence[Any], tol: float, max_angle_deg: float = 2.0) -> list[list[int]]:
+    """Groups of indices whose vectors point along the same ray (within ``max_angle_deg``); vectors
+    shorter than ``tol`` form their own group (they all sit at the origin)."""
+    groups: list[list[int]] = []
+    keys: list[float | None] = []
+    for i, d in enumerate(directions):
+        d = np.asarray(d, dtype=np.float64)
+        ang = None if np.linalg.norm(d) <= tol else float(np.degrees(np.arctan2(d[1], d[0])))
+        for g, key in zip(groups, keys):
+            if (ang is None and key is None) or (ang is not None and key is not None
+                                                 and abs((ang - key + 180.0) % 360.0 - 180.0) <= max_angle_deg):
+                g.append(i)
+                break
+        else:
+            groups.append([i])
+            keys.append(ang)
+    return groups
+
+
+def _arrow(x: float, y: float, color: str, width: float, name: str, group: str, text: str = "",
+           hover: str | None = None, showlegend: bool = True, dash: str | None = None,
+           text_color: str | None = None) -> go.Scatter:
+    """A vector from the origin as one trace (line + arrowhead marker + tip label), so a legend
+    click hides or solos it like every other trace."""
+    return go.Scatter(
+        x=[0.0, x], y=[0.0, y], mode="lines+markers+text" if text else "lines+markers", name=name,
+        legendgroup=group, showlegend=showlegend, line=dict(color=color, width=width, dash=dash),
+        marker=dict(symbol=["circle", "arrow"], size=[0, 10 + 1.6 * width], angleref="previous", color=color,
+                    line=dict(width=0)),
+        text=["", text], textposition="top right" if x >= 0 else "top left",
+        textfont=dict(color=text_color or color, size=13),
+        cliponaxis=False, hovertemplate=hover if hover is not None else f"{name}<extra></extra>")
+
+
+def geometry_figure(result: dict[str, Any], show_region: bool = True, height: int = 600) -> go.Figure:
+    """Gradients ``g_i`` (objective colours), PCD's feasible region (shaded) and each method's
     update ``d`` as an arrow in its colour; PCD also shows its QP point ``d~`` (before the rescale
-    to ``||g_1||``) and the pinned decomposition ``g_1 + mu g_2``.
+    to ``||g_1||``) and the bend from ``g_1`` to it.
+
+    Methods whose updates point along the same ray are drawn longest first (underneath) so every
+    arrowhead stays visible, and share one label at the outermost tip listing them by length
+    (``"UPGrad > CAGrad > Weighted sum = MGDA"``); updates that coincide (within 2 % of the plot's
+    half-width) are nested lines, the widest and faintest underneath. Every vector is a trace:
+    click a legend entry to hide it, double-click to show it alone.
     """
     if not isinstance(result, dict) or "J" not in result or "rows" not in result:
         raise ValueError("geometry_figure needs the dict returned by pcd.studio.method_directions")
     J = np.asarray(result["J"], dtype=np.float64)
     if J.ndim != 2 or J.shape[1] != 2:
         raise ValueError(f"geometry_figure draws 2-D gradients, got J of shape {J.shape}")
-    rows = [r for r in result["rows"] if not r.get("error")]
+    rows = [r for r in result["rows"] if not r.get("error") and np.isfinite(np.asarray(r["direction"])).all()]
     pts = [J, np.zeros((1, 2))]
     for r in rows:
-        d = np.asarray(r["direction"], dtype=np.float64)
-        if np.isfinite(d).all():
-            pts.append(d[None])
+        pts.append(np.asarray(r["direction"], dtype=np.float64)[None])
         if "qp_point" in r and np.isfinite(r["qp_point"]).all():
             pts.append(np.asarray(r["qp_point"])[None])
     allp = np.vstack(pts)
-    lim = max(1e-9, float(np.abs(allp).max())) * 1.18
+    lim = max(1e-9, float(np.abs(allp).max())) * 1.22
     fig = go.Figure()
-    annotations = []
-
-    def arrow(vec, color, width, dash=None, text=None):
-        annotations.append(dict(x=float(vec[0]), y=float(vec[1]), ax=0, ay=0, xref="x", yref="y",
-                                axref="x", ayref="y", showarrow=True, arrowhead=3, arrowsize=1.1,
-                                arrowwidth=width, arrowcolor=color, text="", standoff=0))
-        if text:
-            annotations.append(dict(x=float(vec[0]), y=float(vec[1]), text=text, showarrow=False,
-                                    xref="x", yref="y", font=dict(color=color, size=15),
-                                    xshift=12 if vec[0] >= 0 else -12, yshift=10 if vec[1] >= 0 else -10))
 
     pcd_row = next((r for r in rows if r["method"] == "pcd"), None)
     if show_region and pcd_row is not None and pcd_row.get("halfplanes"):
@@ -88,35 +130,55 @@ def geometry_figure(result: dict[str, Any], show_region: bool = True, height: in
     for k in range(J.shape[0]):
         g = J[k]
         col = objective_color(k)
-        fig.add_trace(go.Scatter(x=[0, g[0]], y=[0, g[1]], mode="lines", line=dict(color=col, width=3),
-                                 name=f"g{k + 1}" + (" (primary)" if k == 0 else ""), legendgroup=f"g{k}",
-                                 hovertemplate=f"g{k + 1} = (%{{x:.3f}}, %{{y:.3f}})<extra></extra>"))
-        arrow(g, col, 3, text=f"<b>g{k + 1}</b>")
-    for r in rows:
-        d = np.asarray(r["direction"], dtype=np.float64)
-        if not np.isfinite(d).all():
-            continue
-        prog = ", ".join(f"g{k + 1}·d = {p:+.3f}" for k, p in enumerate(r["progress"]))
-        fig.add_trace(go.Scatter(x=[0, d[0]], y=[0, d[1]], mode="lines+markers",
-                                 marker=dict(size=[0, 9], color=r["color"]),
-                                 line=dict(color=r["color"], width=2.5 if r["method"] != "pcd" else 4),
-                                 name=r["label"], legendgroup=r["method"],
-                                 hovertemplate=f"<b>{r['label']}</b><br>d = (%{{x:.3f}}, %{{y:.3f}})<br>"
-                                               f"‖d‖ = {r['norm']:.3f}<br>{prog}<extra></extra>"))
-        arrow(d, r["color"], 2.5 if r["method"] != "pcd" else 3.5)
+        fig.add_trace(_arrow(g[0], g[1], col, 3.5, f"g{k + 1}" + (" (primary)" if k == 0 else ""), f"g{k}",
+                             text=f"<b>g{k + 1}</b>",
+                             hover=f"g{k + 1} = ({g[0]:.3f}, {g[1]:.3f})<extra></extra>"))
+    tol = 0.02 * lim
+    annotations: list[dict] = []
+    for ray in same_ray([r["direction"] for r in rows], tol):
+        # longest first (underneath); tips that coincide are nested, the widest underneath
+        ray = sorted(ray, key=lambda i: -float(np.linalg.norm(rows[i]["direction"])))
+        tips = coinciding([rows[i]["direction"] for i in ray], tol)
+        tips_named = [" = ".join(rows[ray[i]]["label"] for i in t) for t in tips]
+        label = " > ".join(tips_named)
+        if float(np.linalg.norm(rows[ray[0]]["direction"])) <= tol:
+            label += ": d ≈ 0"
+        for t in tips:
+            for pos, i in enumerate(t):
+                r = rows[ray[i]]
+                d = np.asarray(r["direction"], dtype=np.float64)
+                prog = ", ".join(f"g{k + 1}·d = {p:+.3f}" for k, p in enumerate(r["progress"]))
+                width = 3.0 + 3.0 * (len(t) - 1 - pos)
+                others = [rows[ray[j]]["label"] for j in t if j != i]
+                same = f"<br>same update as {', '.join(others)}" if others else ""
+                first = ray[t[-1]] == ray[tips[0][-1]] and pos == len(t) - 1
+                if first and len(ray) > 1:
+                    # several methods on one ray: one stacked label beside the outer tip, pointing at it
+                    annotations.append(dict(
+                        x=float(d[0]), y=float(d[1]), xref="x", yref="y", text="<b>" + "<br>".join(
+                            ("" if k == 0 else "> ") + n for k, n in enumerate(tips_named)) + "</b>",
+                        showarrow=True, arrowhead=0, arrowwidth=1, arrowcolor="#8c959f", ax=46 if d[0] >= 0 else -46,
+                        ay=38, axref="pixel", ayref="pixel", xanchor="left" if d[0] >= 0 else "right", align="left",
+                        font=dict(size=12, color="#24292f"), bgcolor="rgba(255,255,255,0.8)"))
+                fig.add_trace(_arrow(
+                    d[0], d[1], r["color"] if pos == len(t) - 1 else rgba(r["color"], 0.5), width, r["label"], r["method"],
+                    text=(f"<b>{label}</b>" if first and len(ray) == 1 else ""),
+                    hover=(f"<b>{r['label']}</b><br>d = ({d[0]:.3f}, {d[1]:.3f})<br>‖d‖ = {r['norm']:.3f}<br>{prog}"
+                           f"{same}<extra></extra>")))
     if pcd_row is not None and np.isfinite(pcd_row.get("qp_point", np.nan)).all():
         q = np.asarray(pcd_row["qp_point"])
         g1 = J[0]
         fig.add_trace(go.Scatter(x=[g1[0], q[0]], y=[g1[1], q[1]], mode="lines+markers",
                                  line=dict(color=REGION_COLOR, width=1.5, dash="dot"),
                                  marker=dict(size=[0, 10], symbol="circle-open", color=REGION_COLOR),
-                                 name="PCD: d~ = g1 + Σ μ ĝj (before rescale)", legendgroup="pcd",
-                                 hovertemplate="d~ = (%{x:.3f}, %{y:.3f})<extra></extra>"))
-    fig.update_layout(**base_layout(height=height, annotations=annotations, showlegend=True))
+                                 name="PCD: d̃ = g̃₁ + Σ μⱼ g̃ⱼ (before rescale)", legendgroup="pcd",
+                                 hovertemplate="d̃ = (%{x:.3f}, %{y:.3f})<extra></extra>"))
+    fig.update_layout(**base_layout(height=height, showlegend=True, annotations=annotations))
     style_axes(fig)
     fig.update_xaxes(range=[-lim, lim], zeroline=True, zerolinecolor="#c9ced4", constrain="domain")
     fig.update_yaxes(range=[-lim, lim], scaleanchor="x", scaleratio=1, zeroline=True, zerolinecolor="#c9ced4",
                      constrain="domain")
-    fig.update_layout(legend=dict(orientation="v", x=1.02, y=1.0, xanchor="left", yanchor="top"),
-                      margin=dict(l=40, r=20, t=30, b=40))
+    # legend below the plot: the square plot keeps the full width of its box at any screen size
+    fig.update_layout(legend=dict(orientation="h", x=0.0, y=-0.08, xanchor="left", yanchor="top"),
+                      margin=dict(l=40, r=20, t=20, b=20))
     return fig

@@ -13,7 +13,7 @@ from typing import Any
 import numpy as np
 import plotly.graph_objects as go
 
-from pcd.viz.theme import base_layout, method_color, method_label, style_axes
+from pcd.viz.theme import base_layout, method_color, method_label, outcome_label, style_axes
 
 LAW_COEF = 1.536
 
@@ -38,8 +38,16 @@ def _check_records(records: Sequence[dict]) -> list[dict]:
     return recs
 
 
+SYMBOLS = ("circle", "square", "diamond", "triangle-up", "triangle-down", "pentagon", "hexagon", "star", "cross", "x")
+FLOOR_STEP = 0.22  # decades between methods drawn at the floor (so coinciding zeros stay visible)
+
+
 def residual_figure(records: Sequence[dict], floor: float = 1e-16, height: int = 520) -> go.Figure:
-    """Residual ``||grad f_1||`` at the end vs K, one line per method in its colour, plus the law."""
+    """Residual ``||grad f_1||`` at the end vs K, one line per method in its colour and its own
+    marker symbol, plus the law. Residuals below ``floor`` (exact zeros) are drawn as open markers
+    on a band under the floor line, each method on its own row ``floor * 10^(-0.22 j)`` so that
+    methods that all reach zero (e.g. PCD and the weighted sum with Adam) are all visible; the
+    hover gives the true value. Click a legend entry to hide a method, double-click to solo it."""
     recs = _check_records(records)
     floor = float(floor)
     if not floor > 0:
@@ -48,19 +56,21 @@ def residual_figure(records: Sequence[dict], floor: float = 1e-16, height: int =
     methods = list(dict.fromkeys(r["method"] for r in recs))
     fig = go.Figure()
     kk = np.geomspace(max(2, Ks[0]), max(Ks[-1], Ks[0] + 1), 100)
-    fig.add_trace(go.Scatter(x=[kk[0], kk[-1]], y=[floor, floor], mode="lines", name=f"≤ {floor:g} (machine precision)",
+    fig.add_trace(go.Scatter(x=[kk[0], kk[-1]], y=[floor, floor], mode="lines",
+                             name=f"< {floor:g}: exactly 0 or machine precision (one row per method below)",
                              line=dict(color="#8c959f", width=1, dash="dot"), hoverinfo="name"))
-    for m in methods:
+    for j, m in enumerate(methods):
         rows = sorted((r for r in recs if r["method"] == m), key=lambda r: r["K"])
         x = np.array([r["K"] for r in rows], dtype=float)
         raw = np.array([r["primary_grad_norm"] for r in rows], dtype=float)
-        y = np.where(np.isfinite(raw), np.maximum(raw, floor), np.nan)
         below = np.isfinite(raw) & (raw < floor)
-        diag = [str(r.get("diagnosis", "")) for r in rows]
+        y = np.where(np.isfinite(raw), np.where(below, floor * 10.0 ** (-FLOOR_STEP * (j + 1)), raw), np.nan)
+        diag = [outcome_label(str(r.get("diagnosis", "")), m) for r in rows]
+        sym = SYMBOLS[j % len(SYMBOLS)]
         fig.add_trace(go.Scatter(
             x=x, y=y, mode="lines+markers", name=method_label(m), legendgroup=m,
             line=dict(color=method_color(m), width=2.5),
-            marker=dict(color=method_color(m), size=10, symbol=["circle-open" if b else "circle" for b in below],
+            marker=dict(color=method_color(m), size=11, symbol=[f"{sym}-open" if b else sym for b in below],
                         line=dict(width=2, color=method_color(m))),
             customdata=np.c_[raw, np.array(diag, dtype=object)],
             hovertemplate=f"<b>{method_label(m)}</b><br>K = %{{x:.0f}}<br>‖∇f₁‖ = %{{customdata[0]:.3e}}"
@@ -74,6 +84,29 @@ def residual_figure(records: Sequence[dict], floor: float = 1e-16, height: int =
     fig.update_xaxes(type="log", title_text="number of objectives K", tickvals=Ks, ticktext=[str(k) for k in Ks])
     fig.update_yaxes(type="log", title_text="final ‖∇f₁‖ (primary-gradient residual)", exponentformat="power")
     return fig
+
+
+def law_summary(records: Sequence[dict]):
+    """One row per method: residual / law over K (min … max) and what that means -- follows the
+    law (never leaves the start: ratio >= 0.98), creeps off the start (>= 1e-3), crosses to the
+    zero residual (< 1e-6 at every K) or crosses for some K."""
+    import pandas as pd
+
+    recs = _check_records(records)
+    rows = []
+    for m in dict.fromkeys(r["method"] for r in recs):
+        ratios = np.array([r["primary_grad_norm"] / float(law(r["K"])) for r in recs if r["method"] == m], dtype=float)
+        lo, hi = float(np.nanmin(ratios)), float(np.nanmax(ratios))
+        if hi < 1e-6:
+            verdict = "crosses: zero residual"
+        elif lo >= 0.98:
+            verdict = "follows the law"
+        elif lo >= 1e-3:
+            verdict = "creeps, near the law"
+        else:
+            verdict = "crosses for some K"
+        rows.append({"method": method_label(m), "residual / law": f"{lo:.3g} … {hi:.3g}", "outcome": verdict})
+    return pd.DataFrame(rows)
 
 
 def residual_table(records: Sequence[dict]):

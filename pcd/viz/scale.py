@@ -119,7 +119,7 @@ def sweep_figure(result: dict, current: float | None = None, height: int = 540) 
     return fig
 
 
-def drift_figure(result: dict, height: int = 360) -> go.Figure:
+def drift_figure(result: dict, height: int = 330) -> go.Figure:
     """Distance of each operating point from the method's point at the middle scale, vs the
     exponent k (linear y, ticks ``10ᵏ``): a flat line at 0 = scale invariant. The scales where
     PCD's normalizer is eps-dominated (``result["scale_free"]`` False) are a shaded, labelled band."""

@@ -199,7 +199,8 @@ def tau_table(records: Sequence[dict]):
             w = outcome_label(d, r.get("method", "pcd"), short=True)
             counts[w] = counts.get(w, 0) + 1
         row["outcome"] = ", ".join(f"{w} ×{c}" if c > 1 else w for w, c in counts.items())
-        for b in budgets:
-            row[f"moving after {b} steps"] = f"{100 * r['budgets'][b]['moving_fraction']:.0f} %"
+        if budgets:
+            row[f"still moving after {' / '.join(map(str, budgets))} steps"] = " / ".join(
+                f"{100 * r['budgets'][b]['moving_fraction']:.0f} %" for b in budgets)
         rows.append(row)
     return pd.DataFrame(rows)

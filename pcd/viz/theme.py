@@ -1,8 +1,8 @@
 """The visual identity shared by every figure: fonts, light layout, one colour per method,
 objective colours, and a NumPy -> PNG data-URI renderer for landscape backgrounds.
 
-Pure helpers (no Streamlit). Every colour lives here: :data:`METHOD_COLORS` (one per method and
-baseline family, so a method has the same colour on every page, table and plot), the objectives'.
+Pure helpers (no Streamlit). Method colours live here (:data:`METHOD_COLORS`) so a method has
+the same colour on every page, table and plot.
 """
 from __future__ import annotations
 
@@ -20,34 +20,6 @@ WIDTH = 1100          # figures are sized for a laptop screen (the page is ~1250
 HEIGHT = 560
 GRID = "#e6e8eb"
 AXIS = "#57606a"
-# One colour per method, used on every page and in every figure (Plotly/D3-like qualitative
-# palette, PCD the strongest accent). Keys are registry names, then the constrained / specialised
-# baselines of pcd.train and pcd.experiments (families, not registry methods).
-METHOD_COLORS: dict[str, str] = {
-    "pcd": "#d62728",
-    "ws": "#7f7f7f",
-    "mgda": "#1f77b4",
-    "pcgrad": "#ff7f0e",
-    "cagrad": "#2ca02c",
-    "famo": "#9467bd",
-    "upgrad": "#8c564b",
-    "dualproj": "#e377c2",
-    "imtlg": "#bcbd22",
-    "alignedmtl": "#17becf",
-    "nashmtl": "#393b79",
-    "graddrop": "#637939",
-    "rgw": "#8c6d31",
-    "dbgd": "#843c39",
-    "auxinash": "#7b4173",
-    # constrained / specialised baselines (pcd.train, pcd.experiments)
-    "lagrangian": "#3182bd",
-    "auglag": "#31a354",
-    "nupi": "#756bb1",
-    "gda": "#636363",
-    "penalty": "#969696",
-    "prox": "#e6550d",
-    "unpruned": "#000000",
-}
 # Objective colours (primary, secondary 1, 2, ...): distinct from the method palette's accents.
 OBJECTIVE_COLORS = ("#24292f", "#0969da", "#bf8700", "#8250df", "#1a7f37", "#cf222e", "#6e7781", "#953800")
 # Light sequential colour map for backgrounds (low = pale, high = dark): control points.
@@ -57,9 +29,43 @@ _CMAP = np.array([
 ], dtype=np.float64)
 
 
+# One colour per method -- the symmetric baselines, PCD and the constrained baselines of page 07 --
+# used on every page, table and figure. Chosen by farthest-point search in CIELAB under normal
+# vision and simulated deuteranopia, protanopia and tritanopia (Machado et al. 2009), lightness
+# 30-72 and moderate chroma so every colour reads on white; tests/viz/test_theme_palette.py checks
+# the minimum pairwise distances. PCD keeps the strongest accent (red), the weighted sum grey.
+METHOD_COLORS: dict[str, str] = {
+    "pcd": "#d62728",
+    "ws": "#6e7781",
+    "mgda": "#3355cc",
+    "pcgrad": "#ccaa00",
+    "cagrad": "#33bb77",
+    "famo": "#662299",
+    "upgrad": "#ff88cc",
+    "dualproj": "#99bb55",
+    "imtlg": "#66aaee",
+    "alignedmtl": "#5599aa",
+    "nashmtl": "#554477",
+    "graddrop": "#888844",
+    "rgw": "#bb9999",
+    "dbgd": "#cc7711",
+    "auxinash": "#446611",
+    # constrained / specialised baselines (pcd.train, pcd.experiments, page 07)
+    "lagrangian": "#7799ff",
+    "auglag": "#558866",
+    "nupi": "#aa66bb",
+    "gda": "#882233",
+    "penalty": "#995544",
+    "prox": "#773355",
+    # references, not methods: the unpruned network (pruning lab)
+    "unpruned": "#24292f",
+}
+UNKNOWN_COLOR = "#444444"
+
+
 def method_color(name: str) -> str:
-    """The method's colour (one colour per method everywhere); grey for an unknown name."""
-    return METHOD_COLORS.get(str(name).lower(), "#444444")
+    """The method's colour (one colour per method everywhere)."""
+    return METHOD_COLORS.get(str(name).lower(), UNKNOWN_COLOR)
 
 
 def method_label(name: str) -> str:

@@ -20,7 +20,7 @@ import numpy as np
 import pytest
 
 import pcd.methods as methods
-from pcd.viz.theme import METHOD_COLORS, method_color
+from pcd.viz.theme import METHOD_COLORS as COLORS
 from tests.methods._samplers import gram, jacobian
 
 EXPECTED = ["pcd", "ws", "mgda", "pcgrad", "cagrad", "famo", "upgrad", "dualproj", "imtlg",
@@ -44,11 +44,11 @@ def run(name, J, losses=None, seed=0, **hp):
 def test_registry_complete_and_metadata():
     assert set(EXPECTED) <= set(ALL)
     assert ALL[: len(EXPECTED)] == EXPECTED  # display order
-    colors = [method_color(n) for n in ALL]
+    colors = [COLORS[n] for n in ALL]
     assert len(set(colors)) == len(colors)
     for n in ALL:
         cls = methods.get(n)
-        assert cls.name == n and n in METHOD_COLORS
+        assert cls.name == n and n in COLORS
         assert cls.display_name and cls.paper
         assert cls.description and "\n" not in cls.description and len(cls.description) <= 140
         for p in cls.params:

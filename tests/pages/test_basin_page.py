@@ -60,7 +60,7 @@ def test_toy_link_opens_one_start():
         toy.query_params[k] = v
     toy.run()
     assert not toy.exception
-    table = toy.dataframe[0].value
+    table = toy.table[0].value  # the endpoint table (an HTML table: it wraps, never cuts)
     assert len(table) == 1 and table.iloc[0]["method"] in ("WS", "Weighted sum")
     with pytest.raises(ValueError, match="toy page offers"):
         studio.toy_query("saddle2d", "ws", [0, 0], tau=0.1, optimizer="adam", lr=0.03, steps=1000)

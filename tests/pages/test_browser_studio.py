@@ -1,100 +1,262 @@
-"""Real browser (Playwright + Debian Chromium) against `streamlit run app.py`: open each Studio
-page, wait for the Plotly chart, press Play on the toy page and check the animation advances,
-move a slider and check the figure changes (measuring the latency), screenshot every page.
+"""Real browser (Playwright + Debian Chromium) against `streamlit run app.py`: open the home page
+and every Studio page 01-05, wait for the figure, move the page's main slider and check the figure
+changes (measuring first load and change -> new figure), screenshot every page at 1440×900,
+1280×720 and 800×1000 (first view as the audience sees it, plus the whole page at that width), and
+assert what can be asserted: nothing clipped (page, metrics, figures, tables), the default scale
+drift shown <= 0.0075, no "still moving" point drawn as an end point on the τ dial, the toy map's
+last-frame PNG differs from step 0, the menu starts with the home page and uses page titles.
 
-Measured latencies are printed and written to ``test-artifacts/studio_latency.json``.
+Latencies go to ``test-artifacts/studio_latency.json`` and ``test-artifacts/studio_latency.md``.
 """
 from __future__ import annotations
 
+import base64
+import io
 import json
+import os
 import time
 
 import pytest
 
 pytestmark = [pytest.mark.slow, pytest.mark.browser]
 
+# (url path, main slider key, page title)
 PAGES = [
-    ("Gradient_geometry", "geo_angle"),
-    ("Toy_landscapes", "toy_tau"),
-    ("K_objective_benchmark", "kb_range"),
-    ("Scale_invariance", "sc_k"),
-    ("Tau_dial", "td_tau"),
+    ("", "home_angle", "PCD Studio"),
+    ("Gradient_geometry", "geo_angle", "Gradient geometry"),
+    ("Toy_landscapes", "toy_tau", "Toy landscapes"),
+    ("K_objective_benchmark", "kb_range", "K-objective benchmark"),
+    ("Scale_invariance", "sc_k", "Scale invariance"),
+    ("Tau_dial", "td_tau", "τ dial"),
 ]
-# Signature of the first Plotly chart on the page: a checksum of every coordinate it draws plus
-# the layout's title/annotation/shape count (so any change of the figure's content shows).
+VIEWPORTS = [(1440, 900), (1280, 720), (800, 1000)]
+FIRST_LOAD_S = 3.0
+CHANGE_S = 1.0
+MAX_LOAD_PER_CORE = 1.0  # above this the latency budgets are recorded but not asserted
+# Signature of the page: every Plotly chart's drawn coordinates plus layout annotations, or the
+# metric values on pages without a chart (so any change of the content shows).
 SIGNATURE = """() => {
-  const gd = document.querySelector('.js-plotly-plot');
-  if (!gd || !gd.data) return null;
-  let acc = 0;
-  gd.data.forEach((t, j) => {
-    for (const key of ['x', 'y']) {
-      const v = t[key];
-      if (!v) continue;
-      if (typeof v.bdata === 'string') {            // Plotly's base64 typed-array encoding
-        for (let i = 0; i < v.bdata.length; i++) acc += v.bdata.charCodeAt(i) * ((i % 97) + 1) * (j + 1);
-        continue;
+  const gds = Array.from(document.querySelectorAll('.js-plotly-plot'));
+  let acc = 0, n = 0;
+  gds.forEach((gd, g) => {
+    if (!gd.data) return;
+    gd.data.forEach((t, j) => {
+      n += 1;
+      for (const key of ['x', 'y']) {
+        const v = t[key];
+        if (!v) continue;
+        if (typeof v.bdata === 'string') {
+          for (let i = 0; i < v.bdata.length; i++) acc += v.bdata.charCodeAt(i) * ((i % 97) + 1) * (j + 1) * (g + 1);
+          continue;
+        }
+        const a = Array.from(v);
+        for (let i = 0; i < a.length; i++) { const x = Number(a[i]); if (isFinite(x)) acc += x * ((i % 97) + 1) * (j + 1) * (g + 1); }
       }
-      const a = Array.from(v);
-      for (let i = 0; i < a.length; i++) { const n = Number(a[i]); if (isFinite(n)) acc += n * ((i % 97) + 1) * (j + 1); }
-    }
+    });
+    acc += JSON.stringify((gd.layout.annotations || []).map(a => [a.x, a.y, a.text])).length * (g + 7);
   });
-  const ann = (gd.layout.annotations || []).map(a => [a.x, a.y]);
-  return gd.data.length + ':' + acc.toPrecision(15) + ':' + JSON.stringify(ann);
+  const metrics = Array.from(document.querySelectorAll('[data-testid="stMetricValue"]')).map(e => e.innerText).join('|');
+  if (!n && !metrics) return null;
+  return n + ':' + acc.toPrecision(15) + ':' + metrics;
 }"""
-LATENCY: dict[str, dict[str, float]] = {}
+# Elements whose content does not fit their box (clipped text, figures wider than their column,
+# tables that scroll sideways), and page-level horizontal overflow.
+CLIPPED = """() => {
+  const out = [];
+  const doc = document.documentElement;
+  if (doc.scrollWidth > window.innerWidth + 1) out.push('page scrolls sideways: ' + doc.scrollWidth);
+  document.querySelectorAll('[data-testid="stMetricValue"], [data-testid="stMetricValue"] *, [data-testid="stMetricLabel"] *').forEach(e => {
+    if (e.children.length === 0 && e.scrollWidth > e.clientWidth + 1)
+      out.push('metric clipped: ' + e.innerText.slice(0, 40));
+  });
+  document.querySelectorAll('.js-plotly-plot').forEach(gd => {
+    const box = gd.getBoundingClientRect();
+    const parent = gd.parentElement.getBoundingClientRect();
+    if (box.width > parent.width + 2) out.push('figure wider than its column: ' + box.width + ' > ' + parent.width);
+    if (box.height < 200) out.push('figure too small: ' + box.height + ' px tall');
+    const plot = gd.querySelector('.nsewdrag');
+    if (plot && plot.getBoundingClientRect().height < 150) out.push('plot area too small: ' + plot.getBoundingClientRect().height);
+  });
+  document.querySelectorAll('.katex-display').forEach(k => {
+    if (k.scrollWidth > k.clientWidth + 2) out.push('formula clipped: ' + k.scrollWidth + ' > ' + k.clientWidth);
+  });
+  document.querySelectorAll('[data-testid="stTable"]').forEach(t => {
+    if (t.scrollWidth > t.clientWidth + 2) out.push('table wider than the page: ' + t.scrollWidth + ' > ' + t.clientWidth);
+  });
+  document.querySelectorAll('[data-testid="stDataFrame"] .dvn-scroller').forEach(s => {
+    if (s.scrollWidth > s.clientWidth + 2) out.push('table scrolls sideways: ' + s.scrollWidth + ' > ' + s.clientWidth);
+  });
+  return out;
+}"""
+LATENCY: dict[str, dict] = {}
 
 
-def _wait_chart(page, timeout_ms: int = 60_000) -> None:
-    page.wait_for_selector(".js-plotly-plot .main-svg", timeout=timeout_ms)
+def _wait_content(page, timeout_ms: int = 180_000) -> None:
     page.wait_for_function(f"({SIGNATURE})() !== null", timeout=timeout_ms)
 
 
 def _wait_idle(page) -> None:
     # Streamlit shows a "running" status widget while the script runs
     page.wait_for_timeout(300)
-    page.wait_for_function("() => !document.querySelector('[data-testid=\"stStatusWidget\"]')", timeout=60_000)
+    page.wait_for_function("() => !document.querySelector('[data-testid=\"stStatusWidget\"]')", timeout=180_000)
+
+
+def _no_exception(page) -> None:
+    assert page.locator("[data-testid='stException']").count() == 0
 
 
 @pytest.fixture(scope="module", autouse=True)
 def _report(artifacts_dir):
     yield
     (artifacts_dir / "studio_latency.json").write_text(json.dumps(LATENCY, indent=2))
-    print("\nstudio page latency (s):", json.dumps(LATENCY, indent=1))
+    lines = ["| page | first load (s) | change → figure (s), 1st / 2nd | load per core |", "|---|---|---|---|"]
+    for name, v in LATENCY.items():
+        lines.append(f"| {name} | {v['first_load_s']:.2f} | "
+                     + " / ".join(f"{x:.2f}" for x in v["change_to_new_figure_s"]) + f" | {v['load_per_core']:.1f} |")
+    (artifacts_dir / "studio_latency.md").write_text("\n".join(lines) + "\n")
+    print("\nstudio page latency (s):\n" + "\n".join(lines))
 
 
-@pytest.mark.parametrize("path,slider_key", PAGES)
-def test_page_loads_slider_changes_figure(page, streamlit_server, artifacts_dir, path, slider_key):
-    t0 = time.perf_counter()
-    page.goto(f"{streamlit_server['url']}/{path}")
-    _wait_chart(page)
-    first_load = time.perf_counter() - t0
-    _wait_idle(page)
-    assert page.locator("[data-testid='stException']").count() == 0
-    before = page.evaluate(SIGNATURE)
-    slider = page.locator(f".st-key-{slider_key} input[type='range']").first
-    latencies = []
-    for _ in range(2):  # the first change after a load, then a second (warm) one
-        slider.focus()
-        t1 = time.perf_counter()
-        slider.press("ArrowRight")
-        page.wait_for_function(f"(before) => ({SIGNATURE})() !== before", arg=before, timeout=60_000)
-        latencies.append(time.perf_counter() - t1)
+@pytest.fixture(scope="module")
+def warm(streamlit_server, browser):
+    """One visit to the home page first (the server imports the library once), as a visitor would."""
+    ctx = browser.new_context(viewport={"width": 1440, "height": 900})
+    pg = ctx.new_page()
+    pg.goto(streamlit_server["url"] + "/")
+    _wait_content(pg)
+    _wait_idle(pg)
+    ctx.close()
+    return streamlit_server
+
+
+@pytest.mark.parametrize("path,slider_key,title", PAGES)
+def test_page_first_view_latency_screens_and_nothing_clipped(browser, warm, artifacts_dir, path, slider_key, title):
+    ctx = browser.new_context(viewport={"width": 1440, "height": 900})
+    page = ctx.new_page()
+    page.set_default_timeout(120_000)
+    name = path or "Home"
+    try:
+        t0 = time.perf_counter()
+        page.goto(f"{warm['url']}/{path}")
+        _wait_content(page)
+        first_load = time.perf_counter() - t0
         _wait_idle(page)
-        assert page.locator("[data-testid='stException']").count() == 0
+        _no_exception(page)
+        assert page.locator("h1").first.inner_text().strip() == title
         before = page.evaluate(SIGNATURE)
-    # the new value is in the URL (shareable view)
-    assert "=" in page.url.split("?", 1)[-1]
-    # Streamlit scrolls inside its own container: a tall viewport captures the whole page
-    page.set_viewport_size({"width": 1400, "height": 2400})
-    page.wait_for_timeout(800)
-    page.screenshot(path=str(artifacts_dir / f"studio_{path}.png"))
-    LATENCY[path] = {"first_load_s": round(first_load, 3),
-                     "slider_to_new_figure_s": [round(v, 3) for v in latencies]}
+        slider = page.locator(f".st-key-{slider_key} input[type='range']").first
+        latencies = []
+        for _ in range(2):  # the first change after a load, then a second (warm) one
+            slider.focus()
+            t1 = time.perf_counter()
+            slider.press("ArrowRight")
+            page.wait_for_function(f"(before) => ({SIGNATURE})() !== before", arg=before, timeout=180_000)
+            latencies.append(time.perf_counter() - t1)
+            _wait_idle(page)
+            _no_exception(page)
+            before = page.evaluate(SIGNATURE)
+        assert "=" in page.url.split("?", 1)[-1]  # the new value is in the URL (shareable view)
+        load = os.getloadavg()[0] / (os.cpu_count() or 1)
+        LATENCY[name] = {"first_load_s": round(first_load, 3), "change_to_new_figure_s": [round(v, 3) for v in latencies],
+                         "load_per_core": round(load, 2)}
+        # every viewport: the first view as the audience sees it, then the whole page at that width
+        page.goto(f"{warm['url']}/{path}")
+        _wait_content(page)
+        _wait_idle(page)
+        problems = {}
+        for w, h in VIEWPORTS:
+            page.set_viewport_size({"width": w, "height": h})
+            page.wait_for_timeout(900)
+            page.screenshot(path=str(artifacts_dir / f"studio_{name}_{w}x{h}.png"))
+            page.set_viewport_size({"width": w, "height": 3400})
+            page.wait_for_timeout(900)
+            page.screenshot(path=str(artifacts_dir / f"studio_{name}_{w}_full.png"))
+            bad = page.evaluate(CLIPPED)
+            for _ in range(12):  # tables and figures re-measure after a resize: give them time under load
+                if not bad:
+                    break
+                page.wait_for_timeout(500)
+                bad = page.evaluate(CLIPPED)
+            if bad:
+                problems[f"{w}x{h}"] = bad
+        assert not problems, (name, problems)
+    finally:
+        ctx.close()
+    if load > MAX_LOAD_PER_CORE:
+        # a shared, overloaded machine measures the queue, not the page: the numbers are recorded
+        # (with the load) in the artifact, the budgets are asserted on a machine that is not busy
+        pytest.skip(f"{name}: load {load:.1f} per core > {MAX_LOAD_PER_CORE}; first load {first_load:.2f} s, "
+                    f"change -> figure {latencies} s recorded, budgets not asserted")
+    assert first_load <= FIRST_LOAD_S, f"{name}: first load {first_load:.2f} s > {FIRST_LOAD_S} s"
+    assert max(latencies) <= CHANGE_S, f"{name}: change -> figure {latencies} s > {CHANGE_S} s"
 
 
-def test_toy_page_play_advances_animation(page, streamlit_server, artifacts_dir):
-    page.goto(f"{streamlit_server['url']}/Toy_landscapes")
-    _wait_chart(page)
+def test_menu_starts_with_home_and_uses_page_titles(page, warm):
+    page.goto(warm["url"] + "/")
+    _wait_content(page)
+    links = page.locator("[data-testid='stSidebarNav'] a")
+    # a link's text is "<icon name>\n\n<label>"
+    labels = [links.nth(i).inner_text().strip().split("\n")[-1].strip() for i in range(links.count())]
+    assert labels[0] == "PCD Studio"
+    assert [t for _, _, t in PAGES[1:]] == [lb for lb in labels if lb in {t for _, _, t in PAGES[1:]}]
+    assert not any("_" in lb or lb.lower() == "app" for lb in labels)
+    # old multipage URLs still open their page
+    page.goto(warm["url"] + "/Scale_invariance?k=2")
+    page.wait_for_selector("h1:text-is('Scale invariance')")
+
+
+def test_scale_default_drift_shown_is_the_invariance(page, warm):
+    page.goto(warm["url"] + "/Scale_invariance")
+    _wait_content(page)
+    _wait_idle(page)
+    metric = page.locator("[data-testid='stMetric']", has_text="PCD: drift over 10⁻³ … 10⁷")
+    assert float(metric.locator("[data-testid='stMetricValue']").inner_text()) <= 0.0075
+
+
+def test_tau_dial_never_draws_a_moving_point_as_an_end_point(page, warm):
+    page.goto(warm["url"] + "/Tau_dial")
+    _wait_content(page)
+    _wait_idle(page)
+    curves = page.evaluate("""() => {
+      const gd = document.querySelector('.js-plotly-plot');
+      return gd.data.filter(t => (t.name || '').startsWith('PCD after'))
+                    .map(t => ({name: t.name, symbol: t.marker.symbol, outcome: t.customdata.map(c => c[2])}));
+    }""")
+    assert [c["name"] for c in curves] == ["PCD after 1000 steps", "PCD after 300 steps", "PCD after 100 steps"]
+    for c in curves:
+        for sym, outcome in zip(c["symbol"], c["outcome"]):
+            assert (sym == "circle-open") == outcome.startswith("still moving"), (c["name"], sym, outcome)
+
+
+def test_toy_map_png_is_the_last_frame(page, warm, artifacts_dir):
+    from PIL import Image, ImageChops, ImageStat
+
+    page.goto(warm["url"] + "/Toy_landscapes")
+    _wait_content(page)
+    _wait_idle(page)
+    step0 = page.evaluate("""async () => {
+      const gd = document.querySelector('.js-plotly-plot');
+      return await Plotly.toImage(gd, {format: 'png', width: 900, height: 700});
+    }""")
+    page.locator(".st-key-toy_png-toggle label").first.click()
+    button = page.locator(".st-key-toy_png-dl button")
+    try:
+        button.wait_for(timeout=180_000)
+    except Exception:
+        pytest.skip("no offline PNG exporter (kaleido + Chromium) on this machine")
+    with page.expect_download() as dl:
+        button.click()
+    png = open(dl.value.path(), "rb").read()
+    (artifacts_dir / "studio_toy_last_frame.png").write_bytes(png)
+    a = Image.open(io.BytesIO(png)).convert("RGB").resize((300, 240))
+    b = Image.open(io.BytesIO(base64.b64decode(step0.split(",", 1)[1]))).convert("RGB").resize((300, 240))
+    diff = ImageStat.Stat(ImageChops.difference(a, b)).mean
+    assert sum(diff) > 3.0, diff  # the exported map is not the step-0 picture
+
+
+def test_toy_page_play_advances_animation(page, warm, artifacts_dir):
+    page.goto(f"{warm['url']}/Toy_landscapes")
+    _wait_content(page)
     _wait_idle(page)
     heads = """() => { const gd = document.querySelector('.js-plotly-plot');
                       const t = gd._fullData.find(d => d.name === 'positions');  // the animated heads
@@ -104,7 +266,7 @@ def test_toy_page_play_advances_animation(page, streamlit_server, artifacts_dir)
     start_heads = page.evaluate(heads)
     assert page.evaluate(slider_val) == 0
     page.locator(".js-plotly-plot .updatemenu-button").first.click()  # ▶ Play
-    page.wait_for_function(f"(h) => ({heads})() !== h", arg=start_heads, timeout=20_000)
+    page.wait_for_function(f"(h) => ({heads})() !== h", arg=start_heads, timeout=60_000)
     page.wait_for_timeout(1200)
     active = page.evaluate(slider_val)
     assert active > 5  # several frames advanced
@@ -118,25 +280,25 @@ def test_toy_page_play_advances_animation(page, streamlit_server, artifacts_dir)
     assert page.evaluate(slider_val) == paused
 
 
-def test_tau_page_click_on_curve_selects_that_tau(page, streamlit_server):
-    page.goto(f"{streamlit_server['url']}/Tau_dial?problem=quadratic&steps=200&lr=0.02&tau=0.1")
-    _wait_chart(page)
+def test_tau_page_click_on_curve_selects_that_tau(page, warm):
+    page.goto(f"{warm['url']}/Tau_dial?problem=quadratic&budgets=100&lr=0.02&tau=0.1")
+    _wait_content(page)
     _wait_idle(page)
     points = page.locator(".js-plotly-plot").first.locator(".scatterlayer .trace").first.locator(".points path")
     assert points.count() == 11  # one point per τ of the sweep
     points.nth(8).click(force=True)  # τ = 0.5
-    page.wait_for_function("() => window.location.search.includes('tau=0.5')", timeout=30_000)
+    page.wait_for_function("() => window.location.search.includes('tau=0.5')", timeout=120_000)
     _wait_idle(page)
     assert page.locator("text=PCD trajectories at τ = 0.5").count() == 1
 
 
-def test_toy_page_click_on_map_adds_a_start(page, streamlit_server):
-    page.goto(f"{streamlit_server['url']}/Toy_landscapes?methods=pcd,ws&steps=200")
-    _wait_chart(page)
+def test_toy_page_click_on_map_adds_a_start(page, warm):
+    page.goto(f"{warm['url']}/Toy_landscapes?methods=pcd,ws&steps=200")
+    _wait_content(page)
     _wait_idle(page)
     box = page.locator(".js-plotly-plot .nsewdrag").first.bounding_box()
     page.mouse.click(box["x"] + box["width"] * 0.35, box["y"] + box["height"] * 0.2)
-    page.wait_for_function("() => window.location.search.includes('starts=typed')", timeout=30_000)
+    page.wait_for_function("() => window.location.search.includes('starts=typed')", timeout=120_000)
     _wait_idle(page)
     from urllib.parse import parse_qs, urlparse
     typed = parse_qs(urlparse(page.url).query)["typed"][0]
@@ -144,4 +306,4 @@ def test_toy_page_click_on_map_adds_a_start(page, streamlit_server):
     assert len(lines) == 4  # the 3 preset starts + the clicked point
     x, y = (float(v) for v in lines[-1].split(","))
     assert -3.5 < x < 0 and 0 < y < 2  # upper-left part of the saddle map
-    page.wait_for_selector(".js-plotly-plot text:text-is('S4')", timeout=30_000)
+    page.wait_for_selector(".js-plotly-plot text:text-is('S4')", timeout=120_000)

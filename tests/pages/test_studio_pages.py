@@ -24,6 +24,17 @@ def _specs(at: AppTest) -> list[dict]:
     return [json.loads(el.proto.spec) for el in at.get("plotly_chart")]
 
 
+def _values(v) -> list:
+    """A Plotly array from a figure spec (plain list or base64 typed array)."""
+    if isinstance(v, dict) and "bdata" in v:
+        import base64
+
+        import numpy as np
+
+        return np.frombuffer(base64.b64decode(v["bdata"]), dtype=np.dtype(v["dtype"])).tolist()
+    return list(v)
+
+
 def _ok(at: AppTest) -> None:
     assert not at.exception, at.exception
     assert not at.error, [e.value for e in at.error]
@@ -35,24 +46,24 @@ def test_geometry_page_widgets_rerender_and_url():
     fig0 = _specs(at)[0]
     names = [t.get("name") for t in fig0["data"]]
     assert "PCD feasible region" in names and "PCD" in names and "MGDA" in names
-    table0 = at.dataframe[0].value
+    table0 = at.table[0].value
     assert list(table0["method"])[:3] == ["PCD", "Weighted sum", "MGDA"]
     at.slider(key="geo_angle").set_value(60).run()
     _ok(at)
     assert _specs(at)[0] != fig0
     assert at.query_params["angle"] == ["60"] or at.query_params["angle"] == "60"
     # 60 degrees: no conflict for MGDA / WS
-    t = at.dataframe[0].value.set_index("method")
+    t = at.table[0].value.set_index("method")
     assert t.loc["MGDA", "conflicts"] == "no" and t.loc["Weighted sum", "conflicts"] == "no"
     at.slider(key="geo_norm2").set_value(2.0).run()
     at.slider(key="geo_tau").set_value(0.8).run()
     _ok(at)
     at.toggle(key="geo_g3").set_value(True).run()
     _ok(at)
-    assert "g3·d" in at.dataframe[0].value.columns
+    assert "g3·d" in at.table[0].value.columns
     at.multiselect(key="geo_methods").set_value(["pcd", "upgrad"]).run()
     _ok(at)
-    assert list(at.dataframe[0].value["method"]) == ["PCD", "UPGrad"]
+    assert list(at.table[0].value["method"]) == ["PCD", "UPGrad"]
     # PNG export degrades gracefully without kaleido (a note, no error)
     at.toggle(key="geo_png-toggle").set_value(True).run()
     _ok(at)
@@ -71,7 +82,7 @@ def test_toy_page_default_animation_and_widgets():
     spec = json.loads(fig.proto.spec)
     assert spec["layout"]["images"][0]["source"].startswith("data:image/png")
     assert spec["layout"]["updatemenus"][0]["buttons"][0]["label"].endswith("Play")
-    diag = at.dataframe[0].value
+    diag = at.table[0].value
     assert len(diag) == 2 * 3  # 2 methods x 3 preset starts
     before = spec
     at.slider(key="toy_tau").set_value(0.4).run()
@@ -81,7 +92,7 @@ def test_toy_page_default_animation_and_widgets():
     _ok(at)
     at.radio(key="toy_starts").set_value("grid").run()
     _ok(at)
-    assert len(at.dataframe[0].value) == 2 * 9
+    assert len(at.table[0].value) == 2 * 9
     at.selectbox(key="toy_problem").set_value("quadratic").run()
     _ok(at)
 
@@ -115,6 +126,26 @@ def test_kbench_page_law_table_and_widgets():
     at.select_slider(key="kb_range").set_value((3, 5)).run()
     _ok(at)
     assert list(at.dataframe[0].value["K"]) == [3, 5]
+
+
+def test_k_objective_default_view_every_method_visible_and_the_law_explained():
+    """First view (Adam): PCD and the weighted sum both reach an exact zero -- drawn on separate rows
+    under the floor, not on top of each other; MGDA follows the law; the optimizer story is told;
+    with SGD the weighted sum creeps at 0.98-1.0 x the law instead."""
+    at = _app("03_K_objective_benchmark.py")
+    _ok(at)
+    fig = _specs(at)[0]
+    by = {t["name"]: t for t in fig["data"]}
+    pcd_y, ws_y = _values(by["PCD"]["y"]), _values(by["Weighted sum"]["y"])
+    assert len(pcd_y) == 7 and all(a != b for a, b in zip(pcd_y, ws_y))  # not hidden under each other
+    summary = at.table[0].value.set_index("method")["outcome"]
+    assert summary["MGDA"] == "follows the law" and summary["PCD"] == "crosses: zero residual"
+    assert any("Adam** divides each coordinate" in m.value for m in at.markdown)
+    at.radio(key="kb_opt").set_value("sgd").run()
+    _ok(at)
+    ratios = at.table[0].value.set_index("method")["residual / law"]
+    lo, hi = (float(v) for v in ratios["Weighted sum"].split(" … "))
+    assert 0.97 <= lo <= hi <= 1.0
 
 
 def test_scale_page_slider_moves_highlight_and_eps_changes_drift():
@@ -157,7 +188,7 @@ def test_tau_page_selection_changes_trajectory():
     _ok(at)
     specs = _specs(at)
     assert len(specs) == 2
-    assert len(at.dataframe[0].value) == 11
+    assert len(at.table[0].value) == 11
     at.select_slider(key="td_tau").set_value(0.5).run()
     _ok(at)
     traj_before = specs[1]
@@ -179,10 +210,10 @@ def test_tau_page_default_view_is_honest_about_budgets():
     for c in curves:
         for sym, cd in zip(c["marker"]["symbol"], c["customdata"]):
             assert (sym == "circle-open") == str(cd[2]).startswith("still moving")
-    f2 = {c["name"]: [cd[4] for cd in c["customdata"]][1:] for c in curves}
+    f2 = {c["name"]: [float(cd[4]) for cd in c["customdata"]][1:] for c in curves}
     assert max(f2["PCD after 1000 steps"]) < min(f2["PCD after 100 steps"])  # τ sets a rate: budget matters
     assert any("τ sets the *rate* of the trade" in i.value for i in at.info)
-    assert "_" not in "".join(at.dataframe[0].value["outcome"])
+    assert "_" not in "".join(at.table[0].value["outcome"])
 
 
 def test_png_export_toggle_offers_a_png_or_says_why_not():

@@ -94,8 +94,13 @@ def test_directions_table_columns():
     J = studio.gradient_vectors(150, 1.0, third=(-100, 0.8))
     df = studio.directions_table(studio.method_directions(J, ["pcd", "mgda"], tau=0.3))
     assert list(df["method"]) == ["PCD", "MGDA"]
-    for c in ("g1·d", "g2·d", "g3·d", "conflicts", "‖d‖", "w1"):
+    for c in ("g1·d", "g2·d", "g3·d", "conflicts", "‖d‖", "w", "w̃ × scale"):
         assert c in df.columns
+    # PCD: normalized weights pin the primary to 1; deployed scale = ||g1|| / ||d~||
+    pcd_cell = df.loc[0, "w̃ × scale"]
+    assert pcd_cell.startswith("(1, ")
+    r = studio.method_directions(J, ["pcd"], tau=0.3)["rows"][0]
+    np.testing.assert_allclose(r["weights"], r["normalized_weights"] / np.linalg.norm(J, axis=1) * r["deployed_scale"])
 
 
 def test_clip_polygon_halfplane_and_empty():
@@ -118,11 +123,21 @@ def test_geometry_figure_traces_colours_and_region():
     for m in ("pcd", "ws", "mgda"):
         label = registry.get(m).display_name
         tr = next(t for t in fig.data if t.name == label)
-        assert tr.line.color == method_color(m)
+        assert tr.line.color in (method_color(m), rgba(method_color(m), 0.5))
         np.testing.assert_allclose([tr.x[1], tr.y[1]], _row(res, m)["direction"])
-    # one arrow annotation per gradient and per method (+ gradient labels)
-    arrows = [a for a in fig.layout.annotations if a.showarrow]
-    assert len(arrows) == 2 + 3
+    # every vector is a trace with an arrowhead marker (so a legend click hides / solos it)
+    for tr in fig.data:
+        if tr.name in ("g1 (primary)", "g2", "PCD", "Weighted sum", "MGDA"):
+            assert list(tr.marker.symbol) == ["circle", "arrow"]
+    # WS and MGDA coincide at equal norms: nested (the one underneath wider) and one shared label
+    ws = next(t for t in fig.data if t.name == "Weighted sum")
+    mg = next(t for t in fig.data if t.name == "MGDA")
+    assert ws.line.width > mg.line.width
+    labels = [a.text for a in fig.layout.annotations]
+    assert "<b>Weighted sum = MGDA</b>" in labels
+    # collinear updates of different length: one stacked label, longest first
+    six = geometry_figure(studio.method_directions(J, ["pcd", "ws", "mgda", "pcgrad", "cagrad", "upgrad"], tau=0.3))
+    assert [a.text for a in six.layout.annotations] == ["<b>PCGrad<br>> UPGrad<br>> CAGrad<br>> Weighted sum = MGDA</b>"]
     assert fig.layout.yaxis.scaleanchor == "x"
     no_region = geometry_figure(res, show_region=False)
     assert "PCD feasible region" not in [t.name for t in no_region.data]

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from pcd.experiments import synthetic
-from pcd.viz.kbench import law, residual_figure, residual_table
+from pcd.viz.kbench import FLOOR_STEP, law, residual_figure, residual_table
 from pcd.viz.theme import method_color
 
 
@@ -42,8 +42,12 @@ def test_exact_zero_drawn_at_floor_with_open_marker():
     recs = [{"K": 2, "method": "pcd", "primary_grad_norm": 0.0}, {"K": 3, "method": "pcd", "primary_grad_norm": 1e-3}]
     fig = residual_figure(recs, floor=1e-16)
     tr = next(t for t in fig.data if t.name == "PCD")
-    assert tr.y[0] == 1e-16 and tr.y[1] == 1e-3
+    assert tr.y[0] == pytest.approx(1e-16 * 10 ** -FLOOR_STEP) and tr.y[1] == 1e-3  # first row under the floor
     assert list(tr.marker.symbol) == ["circle-open", "circle"]
+    # two methods at an exact zero: each on its own row below the floor, different symbols
+    two = residual_figure(recs + [{"K": 2, "method": "ws", "primary_grad_norm": 0.0}], floor=1e-16)
+    ws = next(t for t in two.data if t.name == "Weighted sum")
+    assert ws.y[0] < tr.y[0] < 1e-16 and ws.marker.symbol[0] != tr.marker.symbol[0]
     with pytest.raises(ValueError):
         residual_figure([])
     with pytest.raises(ValueError):

@@ -150,7 +150,7 @@ def test_endpoint_table_diagnosis_matches_paper_claim(saddle_run):
     df = studio.endpoint_table(res, prob.objective_names)
     assert len(df) == len(res.methods) * res.S
     ws = df[df["method"] == "Weighted sum"]
-    assert all(d.startswith("stalled at a conflict equilibrium") for d in ws["diagnosis"])
+    assert all(d == "stalled: gradients cancel" for d in ws["diagnosis"])
     assert (ws[f"final {prob.objective_names[1]}"] > 1.0).all()  # secondary > 0 at the stall
 
 
@@ -185,3 +185,17 @@ def test_toy_problem_custom_formula_error_names_the_token():
     assert p.K == 2 and p.dim == 2
     with pytest.raises(ValueError, match="unknown toy problem"):
         studio.toy_problem("nope")
+
+
+def test_outcome_names_tell_a_pareto_stationary_end_from_pcds_halt():
+    """FAMO at the primary's minimum and PCD halted at g1 = 0 have the same engine code
+    (primary_stationary) but different names; PCD stopped by a binding constraint is not called a
+    conflict equilibrium."""
+    from pcd.viz.theme import outcome_label
+
+    famo = outcome_label("primary_stationary", "famo", short=True)
+    pcd = outcome_label("primary_stationary", "pcd", short=True)
+    assert famo == "Pareto-stationary at ∇f₁ = 0" and pcd == "PCD halted: ∇f₁ = 0" and famo != pcd
+    assert outcome_label("conflict_equilibrium", "pcd", short=True) == "PCD held by a constraint"
+    assert outcome_label("conflict_equilibrium", "mgda", short=True) == "stalled: gradients cancel"
+    assert "_" not in outcome_label("moving", "ws")
