@@ -35,7 +35,7 @@ import os
 import stat
 from collections.abc import Iterable
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal, overload
 
 __all__ = [
     "INT64_MAX",
@@ -108,10 +108,13 @@ def _fail(name: str, allowed: str, value: Any) -> Invalid:
     return Invalid(f"{name} must be {allowed}, got {show(value)}")
 
 
-def _interval(low: Any, high: Any, open_low: bool = False, open_high: bool = False) -> str:
-    lo = "-inf" if low is None else f"{low:g}" if isinstance(low, float) else str(low)
-    hi = "inf" if high is None else f"{high:g}" if isinstance(high, float) else str(high)
-    return f"{'(' if open_low else '['}{lo}, {hi}{')' if open_high else ']'}"
+def _range(low: Any, high: Any, open_low: bool = False, open_high: bool = False) -> str:
+    """``in [lo, hi]`` / ``>= lo`` / ``<= hi`` (``(`` / ``>`` for an open end)."""
+    if low is not None and high is not None:
+        return f"in {'(' if open_low else '['}{low}, {high}{')' if open_high else ']'}"
+    if low is not None:
+        return f"{'>' if open_low else '>='} {low}"
+    return f"{'<' if open_high else '<='} {high}"
 
 
 def _from_text(value: str, name: str, kind: str) -> Any:
@@ -133,6 +136,12 @@ def _from_text(value: str, name: str, kind: str) -> Any:
         raise _fail(name, kind, value) from None
 
 
+@overload
+def integer(value: Any, name: str, *, low: int | None = ..., high: int | None = ...,
+            allow_none: Literal[False] = ..., strict: bool = ...) -> int: ...
+@overload
+def integer(value: Any, name: str, *, low: int | None = ..., high: int | None = ...,
+            allow_none: bool = ..., strict: bool = ...) -> int | None: ...
 def integer(value: Any, name: str, *, low: int | None = None, high: int | None = None,
             allow_none: bool = False, strict: bool = True) -> int | None:
     """An integer in ``[low, high]`` (NumPy integers accepted; ``bool`` and floats refused).
@@ -155,10 +164,18 @@ def integer(value: Any, name: str, *, low: int | None = None, high: int | None =
     else:
         raise _fail(name, kind + (" or null" if allow_none else ""), value)
     if (low is not None and v < low) or (high is not None and v > high):
-        raise _fail(name, f"an integer in {_interval(low, high)}", value)
+        raise _fail(name, _range(low, high), value)
     return v
 
 
+@overload
+def number(value: Any, name: str, *, low: float | None = ..., high: float | None = ...,
+           open_low: bool = ..., open_high: bool = ..., allow_none: Literal[False] = ...,
+           strict: bool = ...) -> float: ...
+@overload
+def number(value: Any, name: str, *, low: float | None = ..., high: float | None = ...,
+           open_low: bool = ..., open_high: bool = ..., allow_none: bool = ...,
+           strict: bool = ...) -> float | None: ...
 def number(value: Any, name: str, *, low: float | None = None, high: float | None = None,
            open_low: bool = False, open_high: bool = False, allow_none: bool = False,
            strict: bool = True) -> float | None:
@@ -184,7 +201,7 @@ def number(value: Any, name: str, *, low: float | None = None, high: float | Non
         raise _fail(name, "a finite number", value)
     if ((low is not None and (v < low or (open_low and v == low)))
             or (high is not None and (v > high or (open_high and v == high)))):
-        raise _fail(name, f"a number in {_interval(low, high, open_low, open_high)}", value)
+        raise _fail(name, _range(low, high, open_low, open_high), value)
     return v
 
 
@@ -237,7 +254,7 @@ def text(value: Any, name: str, *, max_len: int = MAX_TEXT, allow_empty: bool = 
 
 def seed(value: Any, name: str = "seed", *, strict: bool = True) -> int:
     """A random seed: an integer in ``[0, 2**63 - 1]`` (fits int64, SQLite and NumPy/torch)."""
-    return integer(value, name, low=0, high=LIMITS["seed"], strict=strict)  # type: ignore[return-value]
+    return integer(value, name, low=0, high=LIMITS["seed"], strict=strict)
 
 
 def limit(kind: str, value: Any, name: str | None = None, *, low: int = 1, allow_none: bool = False,
@@ -375,6 +392,30 @@ def inside(path: Any, folder: Any, name: str = "path") -> Path:
     if rp != base and base not in rp.parents:
         raise Invalid(f"{name} must be inside {base}, got {show(str(path))}")
     return rp
+
+
+#: Folders that never hold user data (a data folder inside them is refused).
+SYSTEM_FOLDERS = ("/bin", "/boot", "/dev", "/etc", "/lib", "/lib32", "/lib64", "/proc", "/run", "/sbin",
+                  "/sys", "/usr", "/var/lib", "/var/log")
+
+
+def data_folder(path: Any, name: str = "data_dir") -> str:
+    """A data-folder path (it need not exist yet): a non-empty string without NUL, not a file,
+    not the file-system root and not inside a system folder (``/etc``, ``/proc``, ``/sys``, ...)."""
+    if isinstance(path, os.PathLike):
+        path = os.fspath(path)
+    p = text(path, name, max_len=4096)
+    try:
+        real = Path(p).expanduser().resolve()
+    except (OSError, RuntimeError):
+        raise Invalid(f"{name} {show(p)} cannot be resolved") from None
+    r = str(real)
+    if r == "/" or any(r == f or r.startswith(f + "/") for f in SYSTEM_FOLDERS):
+        raise Invalid(f"{name} must be a folder for your data (not a system folder such as /etc or /proc), "
+                      f"got {show(p)}")
+    if real.exists() and not real.is_dir():
+        raise Invalid(f"{name} {show(p)} exists and is not a folder")
+    return p
 
 
 def writable_dir(path: Any, name: str = "folder", *, create: bool = True) -> Path:

@@ -496,7 +496,7 @@ def run(
 
     # Per-method constants, hoisted out of the step loop.
     from pcd.methods.base import Method as _Method
-    from pcd.methods.base import combine
+    from pcd.methods.base import combine, finite_step
 
     slices = [slice(m * S, (m + 1) * S) for m in range(M)]
     direct = [type(inst).__call__ is _Method.__call__ for _, inst in meths]   # Gram pre-validated here
@@ -542,6 +542,9 @@ def run(
                     if direct[m]:
                         out = inst.update(G[sl], states[m], losses=L[sl], jacobian=J[sl],
                                           rng=rngs[m] if stoch[m] else None)
+                        if not finite_step(out):  # what Method.__call__ does: retry at scale ~1,
+                            out = inst._at_unit_scale(G[sl], states[m], dict(  # else ValueError -> "error"
+                                losses=L[sl], jacobian=J[sl], rng=rngs[m] if stoch[m] else None))
                     else:
                         out = inst(G[sl], losses=L[sl], jacobian=J[sl], state=states[m],
                                    rng=rngs[m] if stoch[m] else None)

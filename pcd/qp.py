@@ -39,6 +39,8 @@ from typing import Any
 import numpy as np
 import scipy.linalg
 
+from pcd import _validate as V
+
 __all__ = ["QPResult", "solve_qp", "project", "solve_nnqp", "check_tau"]
 
 # Relative tolerances (scaled by the largest diagonal entry of the Gram matrix).
@@ -75,7 +77,11 @@ class QPResult:
 
 
 def check_tau(tau: Any, K: int) -> np.ndarray:
-    """Validate tau: a scalar or one value per secondary, each in [0, 1]. Returns ``[K-1]``."""
+    """Validate tau: a scalar or one value per secondary, each in [0, 1]. Returns ``[K-1]``.
+    Typed: a string (``"0.1"``) is not a number."""
+    if isinstance(tau, (str, bytes)) or (isinstance(tau, (list, tuple))
+                                         and any(isinstance(t, (str, bytes, bool)) for t in tau)):
+        raise ValueError(f"tau must be a number or a list of numbers in [0, 1], got {V.show(tau)}")
     try:
         arr = np.asarray(tau, dtype=np.float64)
     except (TypeError, ValueError):
@@ -87,6 +93,30 @@ def check_tau(tau: Any, K: int) -> np.ndarray:
     if not np.isfinite(arr).all() or (arr < 0).any() or (arr > 1).any():
         raise ValueError(f"tau must lie in [0, 1] (one value per secondary allowed), got {np.asarray(tau).tolist()}")
     return arr
+
+
+def rescale_gram(g: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``(g * 2**-e, e)`` with ``e`` (``[...]``, one per matrix) chosen so the largest diagonal
+    entry of each matrix lies in ``[0.5, 1)``; a zero matrix keeps ``e = 0``.
+
+    Scaling by a power of two is exact in floating point (no rounding, denormals become normal
+    numbers), so every answer that is invariant to ``G -> c G`` comes out bit-identical at ordinary
+    scales and right at the ends of the float range (1e-300 ... 1e300), where products such as
+    ``G_jj * G_kk`` would otherwise overflow or underflow. Raises ``ValueError`` when an entry does
+    not fit after scaling (then ``|G_ij| >> sqrt(G_ii G_jj)``: not a Gram matrix).
+    """
+    diag = np.diagonal(g, axis1=-2, axis2=-1)
+    top = diag.max(axis=-1, initial=0.0) if diag.size else np.zeros(g.shape[:-2])
+    _, e = np.frexp(np.where(top > 0, top, 1.0))
+    e = np.where(top > 0, e, 0).astype(np.int64)
+    if not e.any():
+        return g, e
+    with np.errstate(over="ignore", under="ignore"):
+        out = np.ldexp(g, -e[..., None, None])
+    if not np.isfinite(out).all():
+        raise ValueError("Gram matrix is not positive semi-definite (an entry |G_ij| is far larger than "
+                         "sqrt(G_ii G_jj)); it must be G = J J^T")
+    return out, e
 
 
 def _check_gram(gram: Any) -> np.ndarray:
@@ -347,6 +377,7 @@ def solve_qp(gram: Any, tau: Any = 0.02) -> QPResult:
     g = _check_gram(gram)
     K = g.shape[-1]
     t = check_tau(tau, K)
+    g, _ = rescale_gram(g)  # the answer is invariant to G -> c G; solve at scale ~1
     batch = g.shape[:-2]
     mu: np.ndarray
     feasible: np.ndarray
@@ -395,6 +426,10 @@ def project(gram: Any, target: Any, lower: Any = None, constraints: Any = None) 
         raise ValueError(f"target must be {K} finite weights")
     C = np.arange(K) if constraints is None else np.asarray(constraints, dtype=int).reshape(-1)
     b = np.zeros(C.shape[0]) if lower is None else np.broadcast_to(np.asarray(lower, float), C.shape).copy()
+    if not np.isfinite(b).all():
+        raise ValueError("lower bounds must be finite")
+    G, e = rescale_gram(G)  # G -> G 2^-e and lower -> lower 2^-e leave the weights unchanged
+    b = np.ldexp(b, -int(e))
     scale = max(float(np.diagonal(G).max()), np.finfo(float).tiny)
     keep = np.diagonal(G)[C] > _ZERO_REL * scale
     C, b = C[keep], b[keep]
@@ -416,6 +451,8 @@ def solve_nnqp(S: Any, q: Any) -> np.ndarray:
     if S.ndim != 2 or q.shape[0] != S.shape[0] or not np.isfinite(q).all():
         raise ValueError("solve_nnqp takes S [n, n] and q [n], finite")
     n = S.shape[0]
+    S, e = rescale_gram(S)  # (S, q) -> (S, q) 2^-e has the same minimizer
+    q = np.ldexp(q, -int(e))
     mu, ok = _solve_one(S, np.zeros(n), np.arange(n), -q)
     if not ok:
         raise ValueError("the non-negative QP is unbounded below (no minimizer)")

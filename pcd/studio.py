@@ -14,6 +14,7 @@ from typing import Any
 import numpy as np
 
 import pcd.methods as registry
+from pcd import _validate as V
 from pcd.direction import pcd_weights
 from pcd.viz.theme import method_color, outcome_label
 
@@ -22,15 +23,7 @@ from pcd.viz.theme import method_color, outcome_label
 # input helpers
 # ---------------------------------------------------------------------------------------------
 def _num(value: Any, name: str, low: float | None = None, high: float | None = None) -> float:
-    try:
-        v = float(value)
-    except (TypeError, ValueError):
-        raise ValueError(f"{name} must be a number, got {value!r}") from None
-    if not math.isfinite(v):
-        raise ValueError(f"{name} must be finite, got {value!r}")
-    if (low is not None and v < low) or (high is not None and v > high):
-        raise ValueError(f"{name} must be in [{low}, {high}], got {value!r}")
-    return v
+    return V.number(value, name, low=low, high=high, strict=False)
 
 
 def check_methods(methods: Any) -> list[str]:

@@ -12,12 +12,12 @@ from __future__ import annotations
 
 import argparse
 import importlib
-import os
 import pkgutil
 import sys
 from collections.abc import Sequence
 from typing import Any, NoReturn
 
+from pcd import _validate as V
 from pcd._json import dumps, jsonable
 
 
@@ -69,16 +69,52 @@ def main(argv: Sequence[str] | None = None) -> int:
     out = getattr(args, "json", None)
     if isinstance(out, str) and out not in ("", "-"):
         # Fail before the (possibly long) computation, not after it.
-        parent = os.path.dirname(os.path.abspath(out))
-        if not os.path.isdir(parent):
-            print(f"error: cannot write {out}: folder {parent} does not exist", file=sys.stderr)
-            return 2
-        if not os.access(parent, os.W_OK) or os.path.isdir(out):
-            print(f"error: cannot write {out}: not a writable file path", file=sys.stderr)
+        try:
+            V.writable_file(out, "--json")
+        except ValueError as exc:
+            print(f"error: {exc}", file=sys.stderr)
             return 2
     try:
         return int(args.func(args) or 0)
     except (UsageError, ValueError, FileNotFoundError) as exc:
-        msg = str(exc).strip().splitlines()[0] if str(exc).strip() else exc.__class__.__name__
-        print(f"error: {msg}", file=sys.stderr)
+        print(f"error: {_one_line(exc)}", file=sys.stderr)
         return 2
+    except OSError as exc:  # a target that accepts the open but not the write (a full disk, /sys)
+        where = f" {exc.filename}" if getattr(exc, "filename", None) else ""
+        print(f"error: cannot read or write{where}: {exc.strerror or _one_line(exc)}", file=sys.stderr)
+        return 2
+    except (OverflowError, RecursionError) as exc:  # the validation layer should have caught it
+        print(f"error: input too large or too deeply nested ({_one_line(exc)})", file=sys.stderr)
+        return 2
+
+
+def _one_line(exc: BaseException) -> str:
+    text = str(exc).strip()
+    return text.splitlines()[0] if text else exc.__class__.__name__
+
+
+def read_input(path: str, what: str, max_bytes: int = V.MAX_JSON_BYTES) -> str:
+    """The text of a file argument (``-`` = stdin), size-limited; one-line ``UsageError`` otherwise."""
+    if path == "-":
+        data = sys.stdin.read(max_bytes + 1)
+        if len(data) > max_bytes:
+            raise UsageError(f"{what}: stdin is larger than the {max_bytes}-byte limit")
+        return data
+    try:
+        return V.read_text(path, what, max_bytes=max_bytes)
+    except V.Invalid as exc:
+        raise UsageError(str(exc)) from None
+
+
+def read_json(path_or_text: str, what: str, inline: bool = False) -> Any:
+    """JSON from a file argument (``-`` = stdin; inline JSON text too when ``inline``), with the
+    size, nesting and number limits of :func:`pcd._validate.parse_json`."""
+    s = path_or_text
+    if inline and s != "-" and (s.lstrip().startswith(("[", "{", "-", '"')) or s.strip()[:1].isdigit()):
+        text = s
+    else:
+        text = read_input(s, what)
+    try:
+        return V.parse_json(text, what)
+    except V.Invalid as exc:
+        raise UsageError(str(exc)) from None

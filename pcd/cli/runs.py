@@ -7,11 +7,10 @@ Headless users, tests and the Pruning lab page all read and write the same store
 from __future__ import annotations
 
 import argparse
-import json
-import sys
 from typing import Any
 
-from pcd.cli import UsageError, write_json
+from pcd import _validate as V
+from pcd.cli import UsageError, read_json, write_json
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -83,6 +82,11 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         common(a)
         a.add_argument("id", nargs="+")
         a.set_defaults(func=_action, action=name)
+    rb = sub.add_parser("rebuild", help="rebuild a lost or damaged run database from the run folders",
+                        description="Move the database aside (kept as pcd.sqlite3.damaged-<time>) and rebuild it "
+                                    "from runs/<id>/config.json + final.json + metrics.jsonl.")
+    common(rb)
+    rb.set_defaults(func=_rebuild)
     p.set_defaults(func=lambda args: (p.print_help(), 0)[1])
 
 
@@ -125,15 +129,13 @@ def _submit(args: argparse.Namespace) -> int:
         return 0
     if any(v is not None for v in (args.seeds, args.threads, args.device, args.epochs)):
         raise UsageError("--seeds, --threads, --device and --epochs go with --preset")
-    try:
-        text = sys.stdin.read() if args.config == "-" else open(args.config, encoding="utf-8").read()
-    except OSError as exc:
-        raise UsageError(f"cannot read config file {args.config!r}: {exc.strerror}") from None
-    try:
-        data = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise UsageError(f"config file {args.config!r} is not valid JSON: {exc}") from None
+    data = read_json(args.config, "config file")
     configs = data if isinstance(data, list) else [data]
+    if len(configs) > V.LIMITS["runs"]:
+        raise UsageError(f"--config holds {len(configs)} configs; at most {V.LIMITS['runs']} per submit")
+    for i, c in enumerate(configs):
+        if not isinstance(c, dict):
+            raise UsageError(f"--config: config #{i} must be a JSON object, got {V.show(c)}")
     if not args.no_validate:
         configs = [validate_for_queue(c) for c in configs]
     with _store(args) as store:
@@ -274,4 +276,20 @@ def _summary(args: argparse.Namespace) -> int:
         for line in R.findings(sub):
             print(f"- {line}")
         print()
+    return 0
+
+
+def _rebuild(args: argparse.Namespace) -> int:
+    from pcd.jobs.store import default_data_dir, rebuild
+    from pcd.jobs.supervisor import supervisor_pid
+
+    folder = V.data_folder(args.data_dir, "--data-dir") if args.data_dir else str(default_data_dir())
+    pid = supervisor_pid(folder)
+    if pid:
+        raise UsageError(f"a worker (pid {pid}) serves {folder}; stop it before rebuilding its database")
+    out = rebuild(folder)
+    print(f"rebuilt {folder}: {out['runs']} run(s) ({out['done']} done)"
+          + (f"; old database kept as {out['backup']}" if out["backup"] else ""))
+    for line in out["skipped"]:
+        print(f"skipped {line}")
     return 0

@@ -1,30 +1,17 @@
 """``python -m pcd solve``: PCD's QP for one Gram matrix (JSON in, JSON out)."""
 from __future__ import annotations
 
-import json
-import sys
-from pathlib import Path
-
 import numpy as np
 
-from pcd.cli import UsageError, write_json
+from pcd.cli import UsageError, read_json, write_json
 from pcd.qp import solve_qp
 
 
 def _load_json(text_or_path: str, what: str):
-    if text_or_path == "-":
-        text = sys.stdin.read()
-    elif text_or_path.lstrip().startswith(("[", "{")) or text_or_path.strip().replace(".", "", 1).isdigit():
-        text = text_or_path
-    else:
-        path = Path(text_or_path)
-        if not path.is_file():
-            raise UsageError(f"{what}: no such file {text_or_path!r} (give a JSON file, inline JSON, or - for stdin)")
-        text = path.read_text(encoding="utf-8")
-    try:
-        return json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise UsageError(f"{what}: not valid JSON ({exc.msg} at line {exc.lineno} column {exc.colno})") from None
+    """Inline JSON, a JSON file or ``-`` (stdin), size- and nesting-limited (:func:`pcd.cli.read_json`)."""
+    if not text_or_path.strip():
+        raise UsageError(f"{what}: give a JSON file, inline JSON, or - for stdin")
+    return read_json(text_or_path, what, inline=True)
 
 
 def _run(args) -> int:

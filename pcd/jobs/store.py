@@ -16,6 +16,14 @@ Claiming is one atomic statement, so two workers can never take the same run::
     UPDATE runs SET status='running', ... WHERE id = (SELECT id FROM runs WHERE status='queued'
         ORDER BY priority DESC, id LIMIT 1) AND status='queued' RETURNING *
 
+Damage. A file that is not a SQLite database (or whose pages are corrupt) is reported in one line
+(:class:`StoreError`: path, what is wrong, the command that rebuilds it) and never replaced. A
+missing or empty database next to existing run folders is rebuilt from ``runs/*/config.json`` +
+``final.json`` + ``metrics.jsonl`` (:func:`rebuild`, the old file kept as a backup), so no finished
+run is lost; a worker calls :meth:`RunStore.check_file` to notice that its file was replaced or
+deleted. A stored row whose config no longer parses is returned with ``invalid`` set (a one-line
+reason) instead of raising, so a page can show it and offer to delete it.
+
 Every claim draws a fresh random ``token``; a worker's writes are conditioned on it, so a stale
 child of a dead supervisor can never overwrite the state of a run that was requeued meanwhile.
 """
@@ -35,10 +43,55 @@ from pathlib import Path
 from typing import Any
 
 from pcd import _json
+from pcd import _validate as V
 
 STATUSES = ("queued", "running", "done", "failed", "cancelled")
 FINISHED = ("done", "failed", "cancelled")
 DB_NAME = "pcd.sqlite3"
+SQLITE_HEADER = b"SQLite format 3\x00"
+
+
+class StoreError(ValueError):
+    """The database file is unusable (not a database, corrupt, replaced or deleted): one line
+    with the path, what is wrong and what to do. Never raised for bad user input."""
+
+
+def rebuild_command(data_dir: str | os.PathLike) -> str:
+    return f"python -m pcd runs rebuild --data-dir {data_dir}"
+
+
+def _file_problem(path: Path) -> str | None:
+    """``"missing"``, ``"empty"``, a reason the file is not a database, or None (looks fine)."""
+    try:
+        st = os.stat(path)
+    except FileNotFoundError:
+        return "missing"
+    except OSError as exc:
+        return f"cannot be read ({exc.strerror})"
+    if not os.path.isfile(path):
+        return "is not a regular file"
+    if st.st_size == 0:
+        return "empty"
+    try:
+        with open(path, "rb") as fh:
+            head = fh.read(len(SQLITE_HEADER))
+    except OSError as exc:
+        return f"cannot be read ({exc.strerror})"
+    if head != SQLITE_HEADER:
+        return "is not a SQLite database (wrong file header)"
+    return None
+
+
+def run_folders(data_dir: str | os.PathLike) -> list[Path]:
+    """``<data_dir>/runs/<id>/`` folders holding a ``config.json`` (id order)."""
+    root = Path(data_dir) / "runs"
+    if not root.is_dir():
+        return []
+    out = []
+    for p in root.iterdir():
+        if p.name.isdigit() and len(p.name) <= 18 and (p / "config.json").is_file():
+            out.append(p)
+    return sorted(out, key=lambda q: int(q.name))
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS runs (
@@ -98,14 +151,38 @@ class RunStore:
     """Access to one data folder's run store (``<data_dir>/pcd.sqlite3``, run files in
     ``<data_dir>/runs/<id>/``). Cheap to create; each instance opens its own connection."""
 
-    def __init__(self, data_dir: str | os.PathLike | None = None, *, timeout: float = 30.0) -> None:
+    def __init__(self, data_dir: str | os.PathLike | None = None, *, timeout: float = 30.0,
+                 auto_rebuild: bool = True) -> None:
         if data_dir is not None and not isinstance(data_dir, (str, os.PathLike)):
-            raise ValueError(f"data_dir must be a folder path, got {data_dir!r}")
+            raise ValueError(f"data_dir must be a folder path, got {V.show(data_dir)}")
+        if data_dir is not None:
+            V.data_folder(data_dir, "data_dir")
         self.data_dir = Path(data_dir).expanduser() if data_dir is not None else default_data_dir()
         if self.data_dir.exists() and not self.data_dir.is_dir():
             raise ValueError(f"data_dir {str(self.data_dir)!r} exists and is not a folder")
-        self.data_dir.mkdir(parents=True, exist_ok=True)
+        try:
+            self.data_dir.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise ValueError(f"data_dir {self.data_dir}: cannot create it ({exc.strerror})") from None
         self.path = self.data_dir / DB_NAME
+        self.rebuilt: dict | None = None
+        problem = _file_problem(self.path)
+        if problem in ("missing", "empty") and run_folders(self.data_dir):
+            n = len(run_folders(self.data_dir))
+            if not auto_rebuild:
+                raise StoreError(f"run database {self.path} is {problem} but {n} run folder(s) exist in "
+                                 f"{self.data_dir / 'runs'}; rebuild it with: {rebuild_command(self.data_dir)}")
+            self.rebuilt = rebuild(self.data_dir)
+        elif problem not in (None, "missing", "empty"):
+            raise StoreError(f"run database {self.path} {problem}; nothing was changed. Move it aside and "
+                             f"rebuild from the run folders with: {rebuild_command(self.data_dir)}")
+        try:
+            self._connect(timeout)
+        except sqlite3.DatabaseError as exc:
+            raise StoreError(f"run database {self.path} is damaged ({exc}); nothing was changed. Rebuild it "
+                             f"from the run folders with: {rebuild_command(self.data_dir)}") from None
+
+    def _connect(self, timeout: float) -> None:
         self._conn = sqlite3.connect(str(self.path), timeout=timeout, isolation_level=None,
                                      check_same_thread=False)
         self._conn.row_factory = sqlite3.Row
@@ -115,8 +192,27 @@ class RunStore:
             raise ValueError(f"could not put {self.path} in WAL mode (got {mode}); use a local folder")
         self._conn.execute("PRAGMA synchronous = NORMAL")
         self._conn.execute("PRAGMA foreign_keys = ON")
+        ok = self._conn.execute("PRAGMA quick_check(1)").fetchone()[0]
+        if ok != "ok":
+            self._conn.close()
+            raise sqlite3.DatabaseError(f"integrity check: {ok}")
         self._conn.executescript(_SCHEMA)
         _add_missing_columns(self._conn)
+        st = os.stat(self.path)
+        self._identity = (st.st_dev, st.st_ino)
+
+    def check_file(self) -> None:
+        """Raise :class:`StoreError` if this store's database file was deleted or replaced since it
+        was opened (writes would go to a file nobody reads). Workers call it every poll."""
+        try:
+            st = os.stat(self.path)
+        except FileNotFoundError:
+            raise StoreError(f"run database {self.path} was deleted while in use; stop this worker and "
+                             f"restart it (the run folders rebuild the history: "
+                             f"{rebuild_command(self.data_dir)})") from None
+        if (st.st_dev, st.st_ino) != self._identity:
+            raise StoreError(f"run database {self.path} was replaced by another file while in use; "
+                             "stop this worker and restart it")
 
     # ---- plumbing ----------------------------------------------------------------------------
 
@@ -149,21 +245,29 @@ class RunStore:
         if row is None:
             return None
         d = dict(row)
-        d["config"] = json.loads(d["config"]) if d.get("config") else {}
-        d["result"] = json.loads(d["result"]) if d.get("result") else None
+        d["invalid"] = None
+        try:
+            d["config"] = V.parse_json(d["config"], "stored config") if d.get("config") else {}
+            if not isinstance(d["config"], dict):
+                raise V.Invalid(f"stored config must be a JSON object, got {V.show(d['config'])}")
+        except V.Invalid as exc:
+            d["invalid"], d["config"] = str(exc), {}
+        try:
+            d["result"] = V.parse_json(d["result"], "stored result") if d.get("result") else None
+        except V.Invalid as exc:
+            d["invalid"], d["result"] = d["invalid"] or str(exc), None
         d["cancel_requested"] = bool(d.get("cancel_requested"))
         d["placement"] = json.loads(d["placement"]) if d.get("placement") else None
         return d
 
     @staticmethod
     def _check_id(run_id: Any) -> int:
-        if isinstance(run_id, bool):
-            raise ValueError(f"run id must be a positive integer, got {run_id!r}")
-        if isinstance(run_id, str) and run_id.strip().isdigit():
+        """A run id: an integer in [1, 2**63 - 1] (SQLite's INTEGER), digits in a string accepted."""
+        if isinstance(run_id, str) and run_id.strip().isdigit() and len(run_id.strip()) <= 30:
             run_id = int(run_id.strip())
-        if not isinstance(run_id, numbers.Integral) or int(run_id) <= 0:
-            raise ValueError(f"run id must be a positive integer, got {run_id!r}")
-        return int(run_id)
+        if isinstance(run_id, bool) or not isinstance(run_id, numbers.Integral):
+            raise ValueError(f"run id must be a positive integer, got {V.show(run_id)}")
+        return V.integer(run_id, "run id", low=1, high=V.LIMITS["run_id"])
 
     # ---- submitting ----------------------------------------------------------------------------
 
@@ -182,8 +286,7 @@ class RunStore:
         for i, cfg in enumerate(configs):
             if not isinstance(cfg, dict):
                 raise ValueError(f"config #{i} must be a JSON object (dict), got {type(cfg).__name__}")
-        if isinstance(priority, bool) or not isinstance(priority, int):
-            raise ValueError(f"priority must be an integer, got {priority!r}")
+        V.integer(priority, "priority", low=-(2**62), high=2**62)
         if isinstance(max_attempts, bool) or not isinstance(max_attempts, int) or not 1 <= max_attempts <= 100:
             raise ValueError(f"max_attempts must be an integer in [1, 100], got {max_attempts!r}")
         labels = list(labels) if labels is not None else [None] * len(configs)
@@ -449,6 +552,90 @@ def _add_missing_columns(conn: sqlite3.Connection) -> None:
     have = {r[1] for r in conn.execute("PRAGMA table_info(runs)")}
     if "placement" not in have:
         conn.execute("ALTER TABLE runs ADD COLUMN placement TEXT")
+
+
+def rebuild(data_dir: str | os.PathLike) -> dict:
+    """Rebuild ``<data_dir>/pcd.sqlite3`` from the run folders; the old file (and its -wal/-shm)
+    is kept as ``pcd.sqlite3.damaged-<time>``. Each ``runs/<id>/`` with a ``config.json`` becomes
+    run ``<id>``: ``done`` with its result when ``final.json`` is there, else ``failed`` (retry resumes
+    from its checkpoint); ``metrics.jsonl`` gives the per-epoch rows. Returns
+    ``{"backup": path or None, "runs": n, "done": n, "skipped": [reasons]}``."""
+    root = Path(data_dir).expanduser()
+    path = root / DB_NAME
+    backup = None
+    stamp = time.strftime("%Y%m%d-%H%M%S")
+    if path.exists():
+        backup = root / f"{DB_NAME}.damaged-{stamp}"
+        i = 1
+        while backup.exists():
+            backup = root / f"{DB_NAME}.damaged-{stamp}-{i}"
+            i += 1
+        os.replace(path, backup)
+    for ext in ("-wal", "-shm"):
+        side = root / (DB_NAME + ext)
+        if side.exists():
+            if backup is not None:
+                os.replace(side, Path(str(backup) + ext))
+            else:
+                side.unlink()
+    tmp = root / f"{DB_NAME}.rebuild-{os.getpid()}"
+    for ext in ("", "-wal", "-shm", "-journal"):
+        Path(str(tmp) + ext).unlink(missing_ok=True)
+    conn = sqlite3.connect(str(tmp), isolation_level=None)
+    conn.executescript(_SCHEMA)
+    n = done = 0
+    skipped: list[str] = []
+    conn.execute("BEGIN")
+    for folder in run_folders(root):
+        rid = int(folder.name)
+        try:
+            cfg = V.load_json(folder / "config.json", "config.json")
+            if not isinstance(cfg, dict):
+                raise V.Invalid("config.json is not a JSON object")
+        except V.Invalid as exc:
+            skipped.append(f"run {rid}: {exc}")
+            continue
+        result = None
+        if (folder / "final.json").is_file():
+            try:
+                result = V.load_json(folder / "final.json", "final.json")
+            except V.Invalid as exc:
+                skipped.append(f"run {rid}: {exc} (kept as failed)")
+        created = (folder / "config.json").stat().st_mtime
+        finished = (folder / "final.json").stat().st_mtime if result is not None else created
+        status = "done" if result is not None else "failed"
+        err = None if result is not None else (
+            "recovered after the run database was lost: no final.json; retry resumes from its checkpoint")
+        rows = []
+        mfile = folder / "metrics.jsonl"
+        if mfile.is_file():
+            try:
+                for line in V.read_text(mfile, "metrics.jsonl", max_bytes=64 * 2**20).splitlines():
+                    if line.strip():
+                        try:
+                            rows.append(V.parse_json(line, "metrics row"))
+                        except V.Invalid:
+                            continue
+            except V.Invalid as exc:
+                skipped.append(f"run {rid}: {exc} (metrics skipped)")
+        epochs = cfg.get("epochs") if isinstance(cfg.get("epochs"), int) else None
+        conn.execute(
+            "INSERT INTO runs (id, config, status, created_at, started_at, finished_at, progress, epochs, epoch, "
+            "error, result, label) VALUES (?,?,?,?,?,?,?,?,?,?,?,?)",
+            (rid, dumps(cfg), status, created, created, finished, 1.0 if result is not None else 0.0, epochs,
+             len(rows) or None, err, dumps(result) if result is not None else None, "recovered"))
+        for i, r in enumerate(rows):
+            if isinstance(r, dict):
+                ep = r.get("epoch", i + 1)
+                if isinstance(ep, int) and not isinstance(ep, bool) and 0 <= ep <= V.LIMITS["epochs"]:
+                    conn.execute("INSERT OR REPLACE INTO metrics (run_id, epoch, data, created_at) VALUES (?,?,?,?)",
+                                 (rid, ep, dumps(r), created))
+        n += 1
+        done += result is not None
+    conn.execute("COMMIT")
+    conn.close()
+    os.replace(tmp, path)
+    return {"backup": None if backup is None else str(backup), "runs": n, "done": done, "skipped": skipped}
 
 
 def eta_seconds(run: dict, now: float | None = None) -> float | None:

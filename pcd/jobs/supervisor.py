@@ -31,6 +31,7 @@ import json
 import os
 import signal
 import socket
+import sqlite3
 import subprocess
 import sys
 import threading
@@ -39,11 +40,12 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from pcd import _validate as V
 from pcd.jobs.child import DEFAULT_RUNNER, resolve_runner
 from pcd.jobs.executors.base import Job, Outcome, Slot, log_tail, package_root
 from pcd.jobs.executors.local import LocalExecutor
 from pcd.jobs.placement import CLUSTER_NAME
-from pcd.jobs.store import RunStore, default_data_dir
+from pcd.jobs.store import RunStore, StoreError, default_data_dir, rebuild_command
 
 LOCK_NAME = "supervisor.lock"
 # `python -m pcd worker` without importing the other CLI commands (some import torch at start-up)
@@ -174,8 +176,7 @@ class Supervisor:
         for name, v, lo in (("poll_s", poll_s, 0.01), ("stall_timeout_s", stall_timeout_s, 1.0),
                             ("cancel_grace_s", cancel_grace_s, 0.0), ("heartbeat_s", heartbeat_s, 0.05),
                             ("resync_s", resync_s, 0.05)):
-            if not isinstance(v, (int, float)) or isinstance(v, bool) or not v >= lo:
-                raise ValueError(f"{name} must be a number >= {lo}, got {v!r}")
+            V.number(v, name, low=lo)
         self.data_dir = Path(data_dir if data_dir is not None else default_data_dir())
         self.store = RunStore(self.data_dir)
         self.backend, self.runner = backend, runner
@@ -212,6 +213,8 @@ class Supervisor:
     # -- main loop --
 
     def run(self, *, idle_exit_s: float | None = None, max_seconds: float | None = None) -> int:
+        idle_exit_s = V.number(idle_exit_s, "idle_exit_s", low=0.0, allow_none=True)
+        max_seconds = V.number(max_seconds, "max_seconds", low=0.0, allow_none=True)
         lock = SupervisorLock(self.data_dir).acquire()
         try:
             if self.backend == "ray":
@@ -233,7 +236,7 @@ class Supervisor:
                 threading.Thread(target=self._watch_parent, daemon=True, name="pcd-parent-watch").start()
             t0 = idle_since = time.monotonic()
             while not self._stop.is_set():
-                self.tick()
+                self._guarded_tick()
                 now = time.monotonic()
                 if self.jobs:
                     idle_since = now
@@ -320,6 +323,22 @@ class Supervisor:
         if n:
             self.log(f"run {run_id}: {n} metric row(s) reconciled from metrics.jsonl")
         return n
+
+    def _guarded_tick(self) -> None:
+        """One tick, after checking that the database file is still the one opened. A deleted,
+        replaced or corrupt database stops the supervisor with one line (:class:`StoreError`);
+        children are stopped, their run folders keep checkpoints and results for the rebuild."""
+        try:
+            self.store.check_file()
+            self.tick()
+        except (StoreError, sqlite3.DatabaseError) as exc:
+            for job in list(self.jobs.values()):
+                self.executor.kill(job)
+            self.jobs.clear()
+            if isinstance(exc, StoreError):
+                raise
+            raise StoreError(f"run database {self.store.path} failed while in use ({exc}); stopped. Rebuild "
+                             f"it from the run folders with: {rebuild_command(self.data_dir)}") from None
 
     def tick(self) -> None:
         self.executor.pump(self.jobs)

@@ -19,6 +19,8 @@ from typing import Any, ClassVar
 
 import numpy as np
 
+from pcd import _validate as V
+
 
 @dataclass(frozen=True)
 class Param:
@@ -40,36 +42,30 @@ class Param:
 
     def validate(self, value: Any, method: str = "") -> Any:
         where = f"{method}: " if method else ""
+        name = f"{where}{self.name}"
         if self.kind == "bool":
-            if isinstance(value, (bool, np.bool_)):
-                return bool(value)
-            raise ValueError(f"{where}{self.name} must be true or false, got {value!r}")
+            return V.boolean(value, name)
         if self.kind == "choice":
-            if value in self.choices:
-                return value
-            raise ValueError(f"{where}{self.name} must be one of {list(self.choices)}, got {value!r}")
+            return V.choice(value, name, self.choices)
         if self.per_objective and isinstance(value, (list, tuple, np.ndarray)):
-            arr = np.asarray(value, dtype=float)
-            if arr.ndim != 1 or arr.size == 0:
-                raise ValueError(f"{where}{self.name} must be a number or a list of numbers")
-            return np.array([self._check_number(v, where) for v in arr], dtype=float)
-        value = self._check_number(value, where)
-        return int(value) if self.kind == "int" else float(value)
+            if np.ndim(value) != 1 or len(value) == 0 or len(value) > V.LIMITS["K"]:
+                raise V.Invalid(f"{name} must be a number or a list of 1 to {V.LIMITS['K']} numbers, "
+                                f"got {V.show(value)}")
+            return np.array([self._check_number(v, name) for v in value], dtype=float)
+        v = self._check_number(value, name)
+        return int(v) if self.kind == "int" else float(v)
 
-    def _check_number(self, value: Any, where: str) -> float:
-        try:
-            v = float(value)
-        except (TypeError, ValueError):
-            raise ValueError(f"{where}{self.name} must be a number, got {value!r}") from None
-        if not math.isfinite(v):
-            raise ValueError(f"{where}{self.name} must be finite, got {value!r}")
-        if self.kind == "int" and v != int(v):
-            raise ValueError(f"{where}{self.name} must be an integer, got {value!r}")
-        lo = "-inf" if self.low is None else self.low
-        hi = "inf" if self.high is None else self.high
-        if (self.low is not None and v < self.low) or (self.high is not None and v > self.high):
-            raise ValueError(f"{where}{self.name} must be in [{lo}, {hi}], got {value!r}")
-        return v
+    def _check_number(self, value: Any, name: str) -> float:
+        """Typed: a string is not a number (``"0.1"`` is refused), an int hyper-parameter takes an
+        integer (an integral float such as ``3.0`` is fine)."""
+        if isinstance(value, np.ndarray) and value.ndim == 0:
+            value = value.item()
+        if self.kind == "int":
+            if isinstance(value, (float, np.floating)) and math.isfinite(value) and value == int(value):
+                value = int(value)
+            return float(V.integer(value, name, low=None if self.low is None else math.ceil(self.low),
+                                   high=None if self.high is None else math.floor(self.high)))
+        return V.number(value, name, low=self.low, high=self.high)
 
 
 # The vocabulary of ``Method.claims``: the aggregator properties of Jacobian descent (arXiv
@@ -172,6 +168,10 @@ class Method:
     needs_losses: ClassVar[bool] = False
     stochastic: ClassVar[bool] = False
     hierarchical: ClassVar[bool] = False  # derived from claims (set by __init_subclass__)
+    #: ``weights(c G) = c**gram_scaling * weights(G)`` for ``c > 0`` (0: scale-invariant weights,
+    #: -0.5: Nash-MTL's ``G a = 1 / a``); None when the method is not homogeneous. Used to retry a
+    #: step at scale ~1 when its output at an extreme scale (1e+-300, subnormal) is not finite.
+    gram_scaling: ClassVar[float | None] = 0.0
 
     def __init__(self, **hparams: Any) -> None:
         known = {p.name: p for p in self.params}
@@ -222,8 +222,44 @@ class Method:
         if (self.needs_losses and kwargs.get("losses") is None) or (
                 self.needs_jacobian and kwargs.get("jacobian") is None):
             check_capabilities(self, [k for k in CAPABILITIES if kwargs.get(k) is not None])  # raises
-        out = self.update(gram, state, **kwargs)
+        out: Step | None
+        try:
+            out = self.update(gram, state, **kwargs)
+        except (ZeroDivisionError, OverflowError, FloatingPointError, np.linalg.LinAlgError):
+            out = None
+        if out is None or not finite_step(out):  # extreme scale: retry at ~1, else ValueError
+            out = self._at_unit_scale(gram, state, kwargs)
         out.weights = np.asarray(out.weights, dtype=gram.dtype)
+        return out
+
+    def _at_unit_scale(self, gram: np.ndarray, state: Any, kwargs: dict) -> Step:
+        """Retry with ``G 4^-e`` (``J 2^-e``), ``e`` putting the largest diagonal entry near 1 (an
+        exact power-of-two scaling), and scale the answer back by :attr:`gram_scaling`. A result
+        that is still not finite, or a method that is not homogeneous, gives a ``ValueError``
+        (the engine reports it as the trajectory's ``error`` diagnosis)."""
+        diag = np.diagonal(gram, axis1=-2, axis2=-1)
+        top = float(diag.max(initial=0.0))
+        what = f"{self.name}: no finite direction for this Gram matrix (largest ||g_i||^2 = {top:.3g})"
+        if self.gram_scaling is None or top <= 0.0:
+            raise ValueError(what)
+        e = int(np.frexp(top)[1])
+        e += e % 2  # even, so the Jacobian scales by the exact power 2^-e/2
+        kw = dict(kwargs)
+        if kw.get("jacobian") is not None:
+            kw["jacobian"] = np.ldexp(np.asarray(kw["jacobian"], dtype=np.float64), -(e // 2))
+        try:
+            with np.errstate(all="ignore"):
+                out = self.update(np.ldexp(gram, -e), state, **kw)
+                p = self.gram_scaling
+                out.weights = np.asarray(out.weights, dtype=np.float64) * 2.0 ** (e * p)
+                if out.exact is not None:
+                    out.exact = np.asarray(out.exact, dtype=np.float64) * 2.0 ** (e * (p + 0.5))
+                    if out.info and out.info.get("direction") is not None:
+                        out.info["direction"] = out.exact
+        except (ZeroDivisionError, OverflowError, FloatingPointError, np.linalg.LinAlgError):
+            raise ValueError(what) from None
+        if not finite_step(out):
+            raise ValueError(what)
         return out
 
     def __repr__(self) -> str:
@@ -265,6 +301,14 @@ def check_capabilities(method: Method | type[Method], provided: Any) -> None:
     if missing:
         what = {"jacobian": "the Jacobian J, not only the Gram matrix", "losses": "the loss values"}
         raise ValueError(f"{method.name} needs {' and '.join(what[m] for m in missing)}")
+
+
+def finite_step(out: Step) -> bool:
+    """True when a step's weights (and exact direction, if any) are all finite."""
+    w = np.asarray(out.weights)
+    if w.dtype.kind in "fc" and not np.isfinite(w).all():
+        return False
+    return out.exact is None or bool(np.isfinite(np.asarray(out.exact, dtype=np.float64)).all())
 
 
 def check_gram(gram: Any, who: str = "gram") -> np.ndarray:

@@ -13,6 +13,8 @@ beta buys very different amounts of secondary progress depending on the gradient
 """
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from pcd._fast import small_batch
@@ -45,7 +47,7 @@ class DBGD(Method):
 
         beta = self.hparams["beta"]
         tau = beta if isinstance(beta, float) else float(check_tau(beta, 2)[0])
-        mus = [k2_mu_scalar(g00, g01, g11, tau) for (g00, g01), (_, g11) in gram.tolist()]
+        mus = [k2_mu_scalar(*_unit(g00, g01, g11), tau) for (g00, g01), (_, g11) in gram.tolist()]
         B = len(mus)
         w = np.ones((B, 2))
         w[:, 1] = mus
@@ -54,3 +56,12 @@ class DBGD(Method):
         active[:, 1] = mu[:, 0] > 0
         info = {"mu": mu, "feasible": np.ones(B, dtype=bool), "active": active}
         return Step(weights=w, state=state, info=info)
+
+
+def _unit(g00: float, g01: float, g11: float) -> tuple[float, float, float]:
+    """The entries scaled by the exact power of two of :func:`pcd.qp.rescale_gram` (same bits)."""
+    top = max(g00, g11)
+    if top > 0.0:
+        e = math.frexp(top)[1]
+        return math.ldexp(g00, -e), math.ldexp(g01, -e), math.ldexp(g11, -e)
+    return g00, g01, g11

@@ -75,7 +75,15 @@ class GradDrop(DirectionMethod):
 
 
 def least_squares_weights(J: np.ndarray, d: np.ndarray) -> np.ndarray:
-    """``argmin_w ||J^T w - d||`` = ``pinv(J J^T) J d`` per problem (``J [B, K, n]``, ``d [B, n]``)."""
+    """``argmin_w ||J^T w - d||`` = ``pinv(J J^T) J d`` per problem (``J [B, K, n]``, ``d [B, n]``).
+
+    ``w`` is invariant to ``(J, d) -> (s J, s d)``: both are scaled by an exact power of two per
+    problem first, so tiny (1e-160) or huge gradients give the same weights as at scale 1."""
+    top = np.abs(J).max(axis=(1, 2), initial=0.0)
+    if ((top > 0) & ((top < 2.0**-200) | (top > 2.0**200))).any():
+        e = np.where(top > 0, np.frexp(np.where(top > 0, top, 1.0))[1], 0)
+        J = np.ldexp(J, -e[:, None, None])
+        d = np.ldexp(d, -e[:, None])
     Gj = np.einsum("bkn,bln->bkl", J, J)
     Jd = np.einsum("bkn,bn->bk", J, d)
     return np.einsum("bij,bj->bi", np.linalg.pinv(Gj, hermitian=True), Jd)

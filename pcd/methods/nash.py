@@ -114,6 +114,7 @@ _COMMON = (
 @register
 class NashMTL(Method):
     name = "nashmtl"
+    gram_scaling = -0.5  # G a = 1 / a: a(c G) = a(G) / sqrt(c)
     display_name = "Nash-MTL"
     claims = frozenset({"non_conflicting", "weighted"})
     description = "Nash bargaining between objectives: G alpha = 1/alpha, every objective improves."
@@ -136,6 +137,7 @@ class NashMTL(Method):
 @register
 class AuxiNash(Method):
     name = "auxinash"
+    gram_scaling = -0.5
     display_name = "AuxiNash"
     claims = frozenset({"non_conflicting", "weighted", "hierarchical"})
     description = "Asymmetric Nash bargaining: the primary holds the larger bargaining power."

@@ -38,6 +38,7 @@ from typing import Any
 
 import numpy as np
 
+from pcd import _validate as V
 from pcd import methods as _methods
 from pcd.methods.base import Method
 
@@ -332,6 +333,7 @@ def property_table(methods: Sequence[str] | None = None, *, samples: int = 4, se
 
     PCD is evaluated with ``tau`` as its hyper-parameter, so its QP and the checks agree.
     """
+    seed = V.seed(seed)
     names = list(_methods.available()) if methods is None else [str(x).strip().lower() for x in methods]
     if not names:
         raise ValueError("give at least one method")

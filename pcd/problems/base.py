@@ -17,10 +17,11 @@ every objective is optimal at once, if any) and a sampled Pareto set when it is 
 """
 from __future__ import annotations
 
-import math
 from typing import Any, ClassVar
 
 import numpy as np
+
+from pcd import _validate as V
 
 
 def check_points(x: Any, dim: int, who: str = "problem") -> np.ndarray:
@@ -37,37 +38,16 @@ def check_points(x: Any, dim: int, who: str = "problem") -> np.ndarray:
 
 
 def check_int(value: Any, name: str, low: int, high: int | None = None, who: str = "") -> int:
-    """An integer in ``[low, high]`` or a ValueError saying so."""
-    where = f"{who}: " if who else ""
-    try:
-        v = float(value)
-    except (TypeError, ValueError):
-        raise ValueError(f"{where}{name} must be an integer, got {value!r}") from None
-    if not math.isfinite(v) or v != int(v):
-        raise ValueError(f"{where}{name} must be an integer, got {value!r}")
-    v = int(v)
-    if v < low or (high is not None and v > high):
-        hi = "inf" if high is None else high
-        raise ValueError(f"{where}{name} must be in [{low}, {hi}], got {value!r}")
-    return v
+    """An integer in ``[low, high]`` or a ValueError saying so (text and integral floats accepted)."""
+    return V.integer(value, f"{who}: {name}" if who else name, low=low, high=high,
+                     strict=False)
 
 
 def check_float(value: Any, name: str, low: float | None = None, high: float | None = None,
                 who: str = "", strict_low: bool = False) -> float:
-    """A finite float in the given range or a ValueError saying so."""
-    where = f"{who}: " if who else ""
-    try:
-        v = float(value)
-    except (TypeError, ValueError):
-        raise ValueError(f"{where}{name} must be a number, got {value!r}") from None
-    if not math.isfinite(v):
-        raise ValueError(f"{where}{name} must be finite, got {value!r}")
-    if low is not None and (v < low or (strict_low and v == low)):
-        op = ">" if strict_low else ">="
-        raise ValueError(f"{where}{name} must be {op} {low}, got {value!r}")
-    if high is not None and v > high:
-        raise ValueError(f"{where}{name} must be <= {high}, got {value!r}")
-    return v
+    """A finite float in the given range or a ValueError saying so (text accepted)."""
+    return V.number(value, f"{who}: {name}" if who else name, low=low, high=high,
+                    open_low=strict_low, strict=False)
 
 
 def relu_grad(z: np.ndarray) -> np.ndarray:

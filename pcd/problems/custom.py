@@ -36,6 +36,7 @@ from typing import Any
 
 import numpy as np
 
+from pcd import _validate as V
 from pcd.problems.base import Problem, check_float, check_points, register
 
 MAX_CHARS = 400
@@ -82,6 +83,36 @@ class Expression:
         v = np.broadcast_to(np.asarray(v, dtype=np.float64), (B,)).copy()
         g = np.zeros((B, 2)) if g is None else np.broadcast_to(g, (B, 2)).copy()
         return v, g
+
+    def domain_errors(self, points: Any) -> str | None:
+        """One line naming the domain errors at ``points`` (log of a number <= 0, sqrt of a
+        negative, division by zero, ..., or a value that overflows), with their share of the
+        points and the first such point; ``None`` where the formula is defined everywhere."""
+        X = check_points(points, 2, "custom")
+        notes: dict[str, np.ndarray] = {}
+        with np.errstate(all="ignore"):
+            v, g = _eval(self.tree, X, notes)
+        B = X.shape[0]
+        v = np.broadcast_to(np.asarray(v, dtype=np.float64), (B,))
+        bad_v = ~np.isfinite(v)
+        if g is not None:
+            bad_v = bad_v | ~np.isfinite(np.broadcast_to(g, (B, 2))).all(axis=1)
+        parts = []
+        seen = np.zeros(B, dtype=bool)
+        for kind, mask in notes.items():
+            seen |= mask
+            parts.append((kind, mask))
+        rest = bad_v & ~seen
+        if rest.any():
+            parts.append(("value or gradient not finite", rest))
+        if not parts:
+            return None
+        out = []
+        for kind, mask in parts:
+            i = int(np.argmax(mask))
+            out.append(f"{kind} on {100.0 * mask.mean():.3g}% of the points "
+                       f"(first at x={X[i, 0]:.4g}, y={X[i, 1]:.4g})")
+        return "; ".join(out)
 
     def __repr__(self) -> str:
         return f"Expression({self.text!r})"
@@ -151,8 +182,10 @@ def _convert(node: ast.AST, text: str, counter: list[int], depth: int, offset: i
     if isinstance(node, ast.Constant):
         val = node.value
         if isinstance(val, bool) or not isinstance(val, (int, float)):
-            raise _err(text, _pos(node, offset), f"literal {val!r} is not a number")
-        if not math.isfinite(float(val)) or abs(float(val)) > MAX_LITERAL:
+            raise _err(text, _pos(node, offset), f"literal {V.show(val, 30)} is not a number")
+        # compare before converting: a 400-digit integer is refused, never an OverflowError
+        if (isinstance(val, int) and abs(val) > MAX_LITERAL) or not math.isfinite(float(val)) \
+                or abs(float(val)) > MAX_LITERAL:
             raise _err(text, _pos(node, offset), f"number out of range (|c| <= {MAX_LITERAL:g})")
         return ("c", float(val))
     if isinstance(node, ast.Name):
@@ -177,8 +210,7 @@ def _convert(node: ast.AST, text: str, counter: list[int], depth: int, offset: i
             p = _convert(node.right, text, counter, d, offset)
             if _has_var(p):
                 raise _err(text, _pos(node.right, offset), "the exponent must be a constant number")
-            with np.errstate(all="ignore"):
-                pv = float(_eval(p, np.zeros((1, 2)))[0])
+            pv = _constant(p)  # constant sub-expressions (min(2, 3), 1+1, sqrt(4)) are folded exactly
             if not math.isfinite(pv) or abs(pv) > MAX_EXPONENT:
                 raise _err(text, _pos(node.right, offset), f"exponent out of range (|p| <= {MAX_EXPONENT:g})")
             return ("pow", a, pv)
@@ -208,6 +240,15 @@ def _convert(node: ast.AST, text: str, counter: list[int], depth: int, offset: i
     raise _err(text, _pos(node, offset), f"{type(node).__name__} is not allowed")
 
 
+def _constant(tree: tuple) -> float:
+    """The value of a variable-free tree (NaN/inf where it has none: ``0/0``, ``log(-1)``)."""
+    if tree[0] == "c":
+        return float(tree[1])
+    with np.errstate(all="ignore"):
+        v = _eval(tree, np.zeros((1, 2)))[0]
+    return float(np.asarray(v, dtype=np.float64).reshape(-1)[0])
+
+
 def _mul_g(g: np.ndarray | None, s: Any) -> np.ndarray | None:
     if g is None:
         return None
@@ -222,8 +263,16 @@ def _add_g(a: np.ndarray | None, b: np.ndarray | None) -> np.ndarray | None:
     return a + b
 
 
-def _eval(t: tuple, X: np.ndarray) -> tuple[Any, np.ndarray | None]:
-    """Forward-mode AD: returns (value, gradient [B, 2] or None for a constant)."""
+def _note(notes: dict, kind: str, mask: Any, X: np.ndarray) -> None:
+    m = np.broadcast_to(np.asarray(mask, dtype=bool), (X.shape[0],))
+    if m.any():
+        notes[kind] = notes[kind] | m if kind in notes else m.copy()
+
+
+def _eval(t: tuple, X: np.ndarray, notes: dict | None = None) -> tuple[Any, np.ndarray | None]:
+    """Forward-mode AD: returns (value, gradient [B, 2] or None for a constant).
+
+    ``notes``, when given, collects domain errors: ``{kind: boolean mask [B]}``."""
     k = t[0]
     if k == "c":
         return np.float64(t[1]), None  # NumPy scalars: 1/0 -> inf (reported), never ZeroDivisionError
@@ -232,24 +281,32 @@ def _eval(t: tuple, X: np.ndarray) -> tuple[Any, np.ndarray | None]:
         gv[:, t[1]] = 1.0
         return X[:, t[1]], gv
     if k == "neg":
-        v, g = _eval(t[1], X)
+        v, g = _eval(t[1], X, notes)
         return -v, (None if g is None else -g)
     if k in ("+", "-", "*", "/"):
-        a, ga = _eval(t[1], X)
-        b, gb = _eval(t[2], X)
+        a, ga = _eval(t[1], X, notes)
+        b, gb = _eval(t[2], X, notes)
         if k == "+":
             return a + b, _add_g(ga, gb)
         if k == "-":
             return a - b, _add_g(ga, None if gb is None else -gb)
         if k == "*":
             return a * b, _add_g(_mul_g(ga, b), _mul_g(gb, a))
+        if notes is not None:
+            _note(notes, "division by zero", np.asarray(b) == 0, X)
         v = a / b
         return v, _add_g(_mul_g(ga, 1.0 / b), _mul_g(gb, -v / b))
     if k == "pow":
-        a, ga = _eval(t[1], X)
+        a, ga = _eval(t[1], X, notes)
         p = t[2]
         if p == 0:
             return np.ones_like(np.asarray(a, dtype=float)), None
+        if notes is not None:
+            aa = np.asarray(a)
+            if not float(p).is_integer():
+                _note(notes, f"negative number to the power {p:g}", aa < 0, X)
+            if p < 0:
+                _note(notes, f"zero to the negative power {p:g}", aa == 0, X)
         v = np.power(a, p)
         if p == 1:
             return v, ga
@@ -264,12 +321,18 @@ def _eval(t: tuple, X: np.ndarray) -> tuple[Any, np.ndarray | None]:
         return v, _mul_g(ga, d)
     if k == "f":
         name = t[1]
-        a, ga = _eval(t[2], X)
+        a, ga = _eval(t[2], X, notes)
         if name == "abs":
             return np.abs(a), _mul_g(ga, np.sign(a))
         if name == "exp":
             v = np.exp(a)
+            if notes is not None:
+                _note(notes, "exp overflow", np.isinf(v) & np.isfinite(a), X)
             return v, _mul_g(ga, v)
+        if notes is not None and name in ("log", "sqrt"):
+            aa = np.asarray(a)
+            _note(notes, "log of a number <= 0" if name == "log" else "sqrt of a negative number",
+                  aa <= 0 if name == "log" else aa < 0, X)
         if name == "log":
             return np.log(a), _mul_g(ga, 1.0 / np.asarray(a, dtype=float))
         if name == "sqrt":
@@ -286,8 +349,8 @@ def _eval(t: tuple, X: np.ndarray) -> tuple[Any, np.ndarray | None]:
             return np.maximum(a, 0.0), _mul_g(ga, (np.asarray(a) > 0).astype(float))
         raise AssertionError(name)  # pragma: no cover - the parser only emits known names
     if k in ("min", "max"):
-        a, ga = _eval(t[1], X)
-        b, gb = _eval(t[2], X)
+        a, ga = _eval(t[1], X, notes)
+        b, gb = _eval(t[2], X, notes)
         B = X.shape[0]
         a_arr = np.broadcast_to(np.asarray(a, dtype=float), (B,))
         b_arr = np.broadcast_to(np.asarray(b, dtype=float), (B,))
@@ -295,7 +358,12 @@ def _eval(t: tuple, X: np.ndarray) -> tuple[Any, np.ndarray | None]:
         gb_arr = np.zeros((B, 2)) if gb is None else np.broadcast_to(gb, (B, 2))
         pick_a = a_arr > b_arr if k == "max" else a_arr < b_arr
         v = np.where(pick_a | (a_arr == b_arr), a_arr, b_arr)
+        nan = np.isnan(a_arr) | np.isnan(b_arr)
+        if nan.any():  # NaN is never silently dropped: min/max of NaN is NaN
+            v = np.where(nan, np.nan, v)
         g = np.where(pick_a[:, None], ga_arr, gb_arr)
+        if nan.any():
+            g = np.where(nan[:, None], np.nan, g)
         tie = a_arr == b_arr
         if tie.any():  # min-norm point of the segment [ga, gb]
             diff = ga_arr[tie] - gb_arr[tie]
@@ -357,6 +425,22 @@ class CustomProblem(Problem):
         for k, e in enumerate(self.exprs):
             L[:, k], J[:, k] = e.evaluate(X)
         return L, J
+
+    def domain_report(self, n: int = 61) -> list[str]:
+        """Domain errors of each formula on an ``n x n`` grid over the plotting bounds, one line
+        per objective that has any (e.g. ``"primary: log of a number <= 0 on 50% of the map ..."``);
+        empty when every formula is defined on the whole map. The engine reports the trajectories
+        that enter such a region as diverged; the page shows these lines next to the map."""
+        n = V.integer(n, "n", low=2, high=V.LIMITS["grid"], strict=False)
+        (x0, x1), (y0, y1) = self.bounds
+        gx, gy = np.meshgrid(np.linspace(x0, x1, n), np.linspace(y0, y1, n))
+        pts = np.stack([gx.ravel(), gy.ravel()], axis=1)
+        out = []
+        for name, e in zip(self.objective_names, self.exprs):
+            msg = e.domain_errors(pts)
+            if msg:
+                out.append(f"{name}: {msg.replace('of the points', 'of the map')}")
+        return out
 
     def default_starts(self) -> np.ndarray:
         if self._starts is not None:

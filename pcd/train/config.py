@@ -7,12 +7,13 @@ run accepts. Used by :func:`pcd.train.run.train`, the CLI, the run queue and the
 """
 from __future__ import annotations
 
-import math
 from typing import Any
 
 import numpy as np
 import torch
 
+from pcd import _validate as V
+from pcd.train.catalog import check_numbers, config_numbers
 from pcd.train.data import DATASETS, cifar_source, missing_data_message
 from pcd.train.models import ARCHS
 from pcd.train.objectives import GROUPINGS, SECONDARIES
@@ -66,27 +67,14 @@ def method_names() -> list[str]:
     return M.available() + list(SPECIAL_METHODS)
 
 
-def _int(cfg: dict, key: str, low: int, allow_none: bool = False) -> None:
-    v = cfg[key]
-    if v is None and allow_none:
-        return
-    if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < low:
-        raise ValueError(f"{key} must be an integer >= {low}{' or null' if allow_none else ''}, got {v!r}")
-    cfg[key] = int(v)
+def _int(cfg: dict, key: str, low: int, allow_none: bool = False, high: int | None = None) -> None:
+    """Typed (``"3"``, ``True`` and ``3.0`` are not integers) and bounded (see ``pcd._validate.LIMITS``)."""
+    cfg[key] = V.integer(cfg[key], key, low=low, high=high, allow_none=allow_none)
 
 
 def _float(cfg: dict, key: str, low: float, high: float, allow_none: bool = False, open_low: bool = False) -> None:
-    v = cfg[key]
-    if v is None and allow_none:
-        return
-    try:
-        f = float(v)
-    except (TypeError, ValueError):
-        raise ValueError(f"{key} must be a number, got {v!r}") from None
-    if isinstance(v, bool) or not math.isfinite(f) or f < low or f > high or (open_low and f == low):
-        lo = "(" if open_low else "["
-        raise ValueError(f"{key} must be in {lo}{low}, {high}], got {v!r}")
-    cfg[key] = f
+    """Typed (``"0.1"`` is not a number), finite, in ``[low, high]`` (``(low, high]`` with ``open_low``)."""
+    cfg[key] = V.number(cfg[key], key, low=low, high=high, allow_none=allow_none, open_low=open_low)
 
 
 def resolve_device(device: str) -> torch.device:
@@ -165,17 +153,7 @@ def validate_config(config: dict) -> dict:
         inst = cls(**mp)  # raises ValueError for bad hyper-parameters
         mp = {k: (v.tolist() if isinstance(v, np.ndarray) else v) for k, v in inst.hparams.items()}
     cfg["method_params"] = mp
-    _int(cfg, "epochs", 1)
-    _int(cfg, "batch_size", 1)
-    _int(cfg, "seed", 0)
-    _int(cfg, "max_train_samples", 1, allow_none=True)
-    _int(cfg, "max_test_samples", 1, allow_none=True)
-    _int(cfg, "latency_repeats", 1)
-    _int(cfg, "progress_every", 1)
-    _int(cfg, "threads", 1, allow_none=True)
-    _float(cfg, "lr", 0.0, 10.0, open_low=True)
-    _float(cfg, "momentum", 0.0, 1.0)
-    _float(cfg, "weight_decay", 0.0, 1.0)
+    cfg.update(check_numbers(cfg, set(config_numbers()) - {"tau"}))  # typed, bounded (catalog table)
     if cfg["optimizer"] not in ("adam", "sgd"):
         raise ValueError(f"optimizer must be adam or sgd, got {cfg['optimizer']!r}")
     if cfg["schedule"] not in ("cosine", "none"):
@@ -190,7 +168,7 @@ def validate_config(config: dict) -> dict:
         _float(cfg, "export_threshold", 0.0, 1e6)
     resolve_device(cfg["device"])
     if cfg["data_dir"] is not None:
-        cfg["data_dir"] = str(cfg["data_dir"])
+        cfg["data_dir"] = V.data_folder(cfg["data_dir"], "data_dir")
     if cfg["dataset"] != "digits" and not cfg["download"] and cifar_source(cfg["dataset"], cfg["data_dir"]) is None:
         raise ValueError(missing_data_message(cfg["dataset"], cfg["data_dir"]))
     return cfg
