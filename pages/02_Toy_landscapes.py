@@ -18,6 +18,7 @@ from pcd.ui import (
     setup_page,
     show_error,
     url_default,
+    url_json,
     url_sync,
 )
 from pcd.ui.controls import frame_controls
@@ -97,11 +98,7 @@ with st.sidebar:
     elif mode == "typed":
         typed = st.text_area("start points 'x, y' (one per line)", key="toy_typed")
     with st.expander("method hyper-parameters"):
-        try:
-            hp_url = json.loads(url_default("hp", "{}"))
-            hp_url = hp_url if isinstance(hp_url, dict) else {}
-        except ValueError:
-            hp_url = {}
+        hp_url = studio.url_hparams(url_json("hp", {}))  # validated; hostile values dropped
         hparams: dict[str, dict] = {}
         for m in methods:
             params = [p for p in registry.get(m).params if p.name != registry.get(m).primary_knob]  # τ: its own slider

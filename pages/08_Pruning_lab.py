@@ -297,13 +297,14 @@ def _runs_table(runs: list[dict]) -> pd.DataFrame:
                           and r.get("heartbeat") else DASH),
             "method": method_label(m) if m else DASH,
             "setting": R.setting_label(cfg) if m else DASH,
-            "seed": cfg.get("seed", DASH),
+            "seed": str(cfg.get("seed", DASH)) if r.get("invalid") else cfg.get("seed", DASH),
             "data / arch": f"{cfg.get('dataset')}/{cfg.get('arch') or 'default'}",
             "accuracy %": _fmt(res.get("test_acc")),
             "param. reduction %": _fmt(pt.get("param_reduction")),
             "group sparsity %": _fmt(res.get("group_sparsity")),
             "wall s": _fmt(pt.get("wall_seconds"), ".0f"),
-            "error": r["error"] or "",
+            "error": (f"INVALID: {r['invalid']}; delete this run" if r.get("invalid") else "")
+                     + (r["error"] or ""),
         })
     return pd.DataFrame(rows)
 
@@ -569,8 +570,12 @@ def _results_view() -> None:
         download_json({"id": rid, "config": cfg, "result": {k: v for k, v in res.items() if k != "history"},
                        "metrics": rows_m}, f"run_{rid}.json", "Download run JSON", key="pl_dl_json")
     with c3:
-        path = (res.get("export") or {}).get("path")
-        if rep["offer_model"] and path and os.path.isfile(path):
+        try:  # the stored path is served only when it resolves inside this run's folder
+            path = store.run_file(rid, (res.get("export") or {}).get("path"))
+        except ValueError as exc:
+            path = None
+            show_error(f"not serving the pruned model: {exc}")
+        if rep["offer_model"] and path is not None:
             with open(path, "rb") as fh:
                 st.download_button("Download pruned model", fh.read(), file_name=f"run_{rid}_pruned.pt",
                                    key="pl_dl_model")

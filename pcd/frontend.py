@@ -8,7 +8,9 @@
 One gradient per loss (primary first), the Gram matrix ``G = J J^T`` in float64, the EMA
 normalization, PCD's QP on the normalized Gram matrix, and the direction rescaled to ``||g_1||``
 (zero when the primary gradient is zero) -- see :mod:`pcd.direction`. ``p.grad`` is *set*, not
-accumulated. Parameters that no loss depends on keep ``grad = None``.
+accumulated. Parameters that no loss depends on get ``grad = None`` (a stale gradient from an
+earlier step is cleared, so the optimizer skips them). ``pcd.tau`` is settable; when ``g_1 = 0``
+the step is zero and ``info.mu`` is 0 (the multipliers of the step actually taken).
 """
 from __future__ import annotations
 
@@ -59,13 +61,28 @@ class PCD:
         self.params = [p for p in self.params if p.requires_grad]
         if not self.params:
             raise ValueError("none of the parameters requires grad")
-        self._tau_raw = tau
-        if np.ndim(tau) == 0:
-            check_tau(tau, 2)
+        self._tau_raw: float | list[float] = 0.02
+        self.tau = tau  # validated by the setter
         beta, eps = check_beta_eps(beta, eps)
         self.normalizer = EMANormalizer(beta, eps)
 
     # -- public API ----------------------------------------------------------------------------
+    @property
+    def tau(self) -> float | list[float]:
+        """PCD's tolerance: a number in [0, 1], or one per secondary. Settable between steps
+        (e.g. a schedule: ``pcd.tau = 0.05``); saved by :meth:`state_dict`."""
+        return self._tau_raw
+
+    @tau.setter
+    def tau(self, value: float | Sequence[float]) -> None:
+        if np.ndim(value) == 0:
+            check_tau(value, 2)
+            self._tau_raw = float(value)  # type: ignore[arg-type]  # a 0-d array or a number
+        else:
+            vals = list(value)  # type: ignore[arg-type]
+            check_tau(vals, len(vals) + 1)
+            self._tau_raw = [float(v) for v in vals]
+
     def backward(self, losses: Sequence[torch.Tensor]) -> PCDInfo:
         """Gradients of each scalar loss (primary first), then :meth:`apply_gradients`."""
         losses = list(losses)
@@ -100,6 +117,9 @@ class PCD:
         tau = check_tau(self._tau_raw, K)
         used = [any(grads[i][j] is not None for i in range(K)) for j in range(len(self.params))]
         idx = [j for j, u in enumerate(used) if u]
+        for j, u in enumerate(used):
+            if not u:  # no loss depends on it: no stale gradient for the optimizer to step on
+                self.params[j].grad = None
         if not idx:
             return self._empty_info(K)
         rows = []
@@ -136,7 +156,10 @@ class PCD:
             cos = G[0, 1:] / (norms[0] * norms[1:])
             dn = float(np.sqrt(max(a @ G @ a, 0.0)))
             ucos = (G @ a) / (norms * dn)
-        return PCDInfo(mu=out.qp.mu.copy(), active=out.qp.active, feasible=bool(out.qp.feasible),
+        mu, active = out.qp.mu.copy(), out.qp.active
+        if not np.any(a):  # g_1 = 0 (or d~ = 0): the step taken is zero, so are its multipliers
+            mu, active = np.zeros_like(mu), ()
+        return PCDInfo(mu=mu, active=active, feasible=bool(out.qp.feasible),
                        cosine=cos, update_cosine=ucos, grad_norm=norms, scale=scales, weights=a,
                        update_norm=dn)
 
@@ -149,7 +172,9 @@ class PCD:
         return {"tau": self._tau_raw, "normalizer": self.normalizer.state_dict()}
 
     def load_state_dict(self, state: dict) -> None:
-        self._tau_raw = state["tau"]
+        if not isinstance(state, dict) or "tau" not in state or "normalizer" not in state:
+            raise ValueError("PCD state must be a dict with 'tau' and 'normalizer' (from state_dict())")
+        self.tau = state["tau"]
         self.normalizer.load_state_dict(state["normalizer"])
 
     def __repr__(self) -> str:

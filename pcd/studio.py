@@ -348,6 +348,31 @@ def hparam_values(method: str, values: dict[str, Any] | None) -> dict[str, Any]:
     return out
 
 
+def url_hparams(obj: Any) -> dict[str, dict[str, Any]]:
+    """Hyper-parameters from a shared link (``{"method": {"param": value}}``), every value
+    validated by its :class:`~pcd.methods.base.Param`; anything else (unknown methods or names,
+    ``{"pcd": 5}``, ``null``, lists where a number goes, 400-digit numbers) is dropped."""
+    out: dict[str, dict[str, Any]] = {}
+    if not isinstance(obj, dict):
+        return out
+    names = set(registry.available())
+    for m, vals in obj.items():
+        if m not in names or not isinstance(vals, dict):
+            continue
+        known = {p.name: p for p in registry.get(m).params}
+        good = {}
+        for k, v in vals.items():
+            if k not in known or isinstance(v, (list, dict)) or v is None:
+                continue
+            try:
+                good[k] = known[k].validate(v, m)
+            except ValueError:
+                continue
+        if good:
+            out[m] = good
+    return out
+
+
 # ---- exports ----------------------------------------------------------------------------------
 
 def export_settings(settings: dict[str, Any] | None) -> dict[str, str]:

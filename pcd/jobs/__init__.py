@@ -11,7 +11,6 @@
 from __future__ import annotations
 
 import importlib.util
-import math
 from typing import Any
 
 from pcd.jobs.executors.local import plan_slots
@@ -39,24 +38,12 @@ def validate_for_queue(config: Any) -> dict:
     if train_available():
         from pcd.train.run import validate_config
         return dict(validate_config(dict(config)))
-    cfg = dict(config)
+    from pcd.train.catalog import check_numbers
+
+    cfg = check_numbers(dict(config))
     ds = cfg.get("dataset", "digits")
     if ds not in DATASETS:
-        raise ValueError(f"dataset must be one of {list(DATASETS)}, got {ds!r}")
-    tau = cfg.get("tau")
-    if tau is not None:
-        try:
-            ok = 0.0 <= float(tau) <= 1.0
-        except (TypeError, ValueError):
-            ok = False
-        if not ok:
-            raise ValueError(f"tau must be a number in [0, 1], got {tau!r}")
-    ep = cfg.get("epochs")
-    if ep is not None and (isinstance(ep, bool) or not isinstance(ep, int) or ep < 1):
-        raise ValueError(f"epochs must be an integer >= 1, got {ep!r}")
-    for k, v in cfg.items():
-        if isinstance(v, float) and not math.isfinite(v):
-            raise ValueError(f"{k} must be finite, got {v!r}")
+        raise ValueError(f"dataset must be one of {', '.join(DATASETS)}, got {ds!r}")
     return cfg
 
 

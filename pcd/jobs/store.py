@@ -82,6 +82,21 @@ def _file_problem(path: Path) -> str | None:
     return None
 
 
+def stored_config_problem(config: dict) -> str | None:
+    """Why a stored config would not run (types and bounds of its numbers, its data folder), or
+    None. The read-back check of a row (no torch import): a row edited by hand, or written by an
+    older version with laxer checks, is shown as invalid instead of crashing a page or a worker."""
+    from pcd.train.catalog import check_numbers
+
+    try:
+        check_numbers(config)
+        if config.get("data_dir") is not None:
+            V.data_folder(config["data_dir"], "data_dir")
+    except ValueError as exc:
+        return f"invalid stored config: {exc}"
+    return None
+
+
 def run_folders(data_dir: str | os.PathLike) -> list[Path]:
     """``<data_dir>/runs/<id>/`` folders holding a ``config.json`` (id order)."""
     root = Path(data_dir) / "runs"
@@ -240,6 +255,15 @@ class RunStore:
     def run_dir(self, run_id: int) -> Path:
         return self.data_dir / "runs" / str(int(run_id))
 
+    def run_file(self, run_id: Any, path: Any) -> Path | None:
+        """A file of run ``run_id`` named by a stored path (e.g. ``result.export.path``), resolved
+        (symlinks followed) and served only if it lies inside the run's folder: ``ValueError``
+        for anything else (``/etc/passwd``, ``../``, a link out); None when it does not exist."""
+        if path is None or path == "":
+            return None
+        p = V.inside(path, self.run_dir(self._check_id(run_id)), "stored file path")
+        return p if p.is_file() else None
+
     @staticmethod
     def _row(row: sqlite3.Row | None) -> dict | None:
         if row is None:
@@ -252,6 +276,8 @@ class RunStore:
                 raise V.Invalid(f"stored config must be a JSON object, got {V.show(d['config'])}")
         except V.Invalid as exc:
             d["invalid"], d["config"] = str(exc), {}
+        if d["invalid"] is None and d["config"]:
+            d["invalid"] = stored_config_problem(d["config"])
         try:
             d["result"] = V.parse_json(d["result"], "stored result") if d.get("result") else None
         except V.Invalid as exc:

@@ -14,3 +14,44 @@ ARCH_HELP = {
 SPECIAL_METHOD_NAMES = ("unpruned", "prox", "lagrangian")  # pcd.train.run.SPECIAL_METHODS holds their parameters
 SPECIAL_METHOD_LABELS = {"unpruned": "Unpruned (primary only)", "prox": "Proximal group lasso",
                          "lagrangian": "Lagrangian (Cooper)"}
+
+# The numeric fields of a run config with their types and bounds (inclusive; "lr" excludes tiny
+# values). One table for pcd.train.run.validate_config (submit time) and
+# pcd.jobs.check_stored (a stored row read back, without importing torch).
+# key: (kind, low, high, allow_none); kind "int" or "float". Bounds from pcd._validate.LIMITS.
+MIN_LR = 1e-8  # smaller learning rates are a typo (1e-300 would train for nothing)
+
+
+def config_numbers() -> dict[str, tuple[str, float, float, bool]]:
+    from pcd._validate import LIMITS as L
+
+    return {
+        "tau": ("float", 0.0, 1.0, False),
+        "epochs": ("int", 1, L["epochs"], False),
+        "batch_size": ("int", 1, L["batch_size"], False),
+        "seed": ("int", 0, L["seed"], False),
+        "max_train_samples": ("int", 1, L["samples"], True),
+        "max_test_samples": ("int", 1, L["samples"], True),
+        "latency_repeats": ("int", 1, L["repeats"], False),
+        "progress_every": ("int", 1, L["progress_every"], False),
+        "threads": ("int", 1, L["threads"], True),
+        "lr": ("float", MIN_LR, 10.0, False),
+        "momentum": ("float", 0.0, 1.0, False),
+        "weight_decay": ("float", 0.0, 1.0, False),
+    }
+
+
+def check_numbers(cfg: dict, keys=None) -> dict:
+    """Check (and normalize: ints to int, floats to float) the numeric fields present in ``cfg``;
+    ``ValueError`` naming the first bad one ("epochs must be in [1, 10000], got ...")."""
+    from pcd import _validate as V
+
+    out = dict(cfg)
+    for key, (kind, lo, hi, none) in config_numbers().items():
+        if (keys is not None and key not in keys) or key not in out:
+            continue
+        if kind == "int":
+            out[key] = V.integer(out[key], key, low=int(lo), high=int(hi), allow_none=none)
+        else:
+            out[key] = V.number(out[key], key, low=lo, high=hi, allow_none=none)
+    return out

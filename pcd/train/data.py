@@ -23,6 +23,7 @@ import os
 import pickle
 import tarfile
 import urllib.request
+import zlib
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -125,10 +126,31 @@ def _batch_arrays(obj: object, label_key: str, where: str) -> tuple[np.ndarray, 
     if "data" not in d or label_key not in d:
         raise ValueError(f"{where}: batch lacks 'data' or '{label_key}' (keys: {sorted(d)})")
     x = np.asarray(d["data"])
-    y = np.asarray(d[label_key], dtype=np.int64)
+    y = _labels(d[label_key], where)
     if x.dtype != np.uint8 or x.ndim != 2 or x.shape[1] != 3072 or x.shape[0] != y.shape[0]:
         raise ValueError(f"{where}: data must be uint8 [N, 3072] matching the labels, got {x.dtype} {x.shape}")
     return x.reshape(-1, 3, 32, 32), y
+
+
+def _labels(raw: object, where: str) -> np.ndarray:
+    """Integer class labels ``[N]`` as int64: floats (silently truncated before), bools, values
+    beyond int64 (10**30) and nested lists are refused in one line."""
+    if isinstance(raw, np.ndarray):
+        arr = raw
+    elif isinstance(raw, (list, tuple)):
+        if any(isinstance(v, bool) or not isinstance(v, (int, np.integer)) for v in raw):
+            bad = next(v for v in raw if isinstance(v, bool) or not isinstance(v, (int, np.integer)))
+            raise ValueError(f"{where}: labels must be integers, got {type(bad).__name__} {bad!r:.40}")
+        if any(not -(2**63) <= int(v) < 2**63 for v in raw):
+            raise ValueError(f"{where}: labels must be class indices, got a value beyond int64")
+        arr = np.asarray(raw, dtype=np.int64) if raw else np.zeros(0, dtype=np.int64)
+    else:
+        raise ValueError(f"{where}: labels must be a list of integers, got {type(raw).__name__}")
+    if arr.ndim != 1 or arr.dtype.kind not in "iu":
+        raise ValueError(f"{where}: labels must be a flat list of integers, got {arr.dtype} {arr.shape}")
+    if arr.dtype.kind == "u" and arr.size and int(arr.max()) >= 2**63:
+        raise ValueError(f"{where}: labels must be class indices, got a value beyond int64")
+    return arr.astype(np.int64)
 
 
 # --------------------------------------------------------------------------- locating / downloading
@@ -218,8 +240,10 @@ def load_cifar_arrays(
     else:
         try:
             tf = tarfile.open(src, "r:*")
-        except (tarfile.TarError, OSError) as exc:
-            raise ValueError(f"{src} is not a readable tar archive ({exc})") from None
+        except (tarfile.TarError, OSError, EOFError, zlib.error) as exc:
+            first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+            raise ValueError(f"{src} is not a readable tar archive ({first.rstrip(':')}); "
+                             "delete it and download it again") from None
         with tf:
             def read(member: str) -> bytes:
                 try:
@@ -229,7 +253,16 @@ def load_cifar_arrays(
                 if fh is None:
                     raise FileNotFoundError(f"{src} lacks {folder}/{member}; " + missing_data_message(name, data_dir))
                 return fh.read()
-            out = read_all(read)
+            try:
+                out = read_all(read)
+            except (tarfile.TarError, EOFError, OSError, zlib.error) as exc:
+                if isinstance(exc, FileNotFoundError):
+                    raise
+                first = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
+                raise ValueError(f"{src} is truncated or corrupt ({type(exc).__name__}: {first}); "
+                                 "delete it and download it again") from None
+    if out[0].shape[0] == 0 or out[2].shape[0] == 0:
+        raise ValueError(f"{src}: the {'training' if out[0].shape[0] == 0 else 'test'} set has no images (0 rows)")
     for y in (out[1], out[3]):
         if y.size and (y.min() < 0 or y.max() >= n_classes):
             raise ValueError(f"{src}: labels must lie in [0, {n_classes - 1}]")

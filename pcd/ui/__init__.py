@@ -11,6 +11,8 @@ from typing import Any
 
 import streamlit as st
 
+from pcd import _validate as V
+
 APP_TITLE = "PCD Studio"
 LOGO = Path(__file__).resolve().parents[2] / "assets" / "logo.svg"
 
@@ -176,15 +178,16 @@ def show_error(exc: BaseException | str) -> None:
 # ---- settings in the URL ---------------------------------------------------------------------
 
 def _coerce(raw: str, default: Any) -> Any:
+    """Text -> ``default``'s type through :mod:`pcd._validate` (text mode: "3", "1e3", "on")."""
     if isinstance(default, bool):
-        return raw.lower() in ("1", "true", "yes", "on")
+        return V.boolean(raw, "value", strict=False) if raw.strip() else False
     if isinstance(default, int):
-        return int(float(raw))
+        return V.integer(raw, "value", strict=False)
     if isinstance(default, float):
-        return float(raw)
+        return V.number(raw, "value", strict=False)
     if isinstance(default, (list, tuple)):
-        return [s for s in raw.split(",") if s]
-    return raw
+        return [s for s in V.text(raw, "value", allow_empty=True).split(",") if s]
+    return V.text(raw, "value", allow_empty=True)
 
 
 def url_default(key: str, default: Any, allowed: Sequence[Any] | None = None,
@@ -200,7 +203,7 @@ def url_default(key: str, default: Any, allowed: Sequence[Any] | None = None,
         return default
     try:
         value = _coerce(raw, default)
-    except (TypeError, ValueError, OverflowError):
+    except ValueError:  # V.Invalid: malformed, non-finite, too long
         return default
     if isinstance(value, float) and not math.isfinite(value):
         return default
@@ -214,6 +217,18 @@ def url_default(key: str, default: Any, allowed: Sequence[Any] | None = None,
         if value not in allowed:
             return default
     return value
+
+
+def url_json(key: str, default: Any = None) -> Any:
+    """Query parameter ``key`` parsed as strict JSON (size, nesting and number limits of
+    :func:`pcd._validate.parse_json`), else ``default``: a hostile value never reaches the page."""
+    raw = st.query_params.get(key)
+    if raw is None:
+        return default
+    try:
+        return V.parse_json(raw, key, max_bytes=64 * 1024, max_depth=8)
+    except ValueError:
+        return default
 
 
 def url_sync(**values: Any) -> None:

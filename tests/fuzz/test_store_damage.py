@@ -163,3 +163,34 @@ def test_rebuild_skips_unreadable_folders(tmp_path):
     (data / "runs" / "6" / "config.json").write_text(json.dumps({"method": "pcd"}))
     out = rebuild(data)
     assert out["runs"] == 1 and len(out["skipped"]) == 1 and "run 5" in out["skipped"][0]
+
+
+def test_download_path_must_stay_inside_the_run_folder(tmp_path):
+    s = RunStore(tmp_path / "d")
+    rid = s.submit({"method": "pcd"})
+    folder = s.run_dir(rid)
+    folder.mkdir(parents=True)
+    (folder / "model_pruned.pt").write_bytes(b"model")
+    assert s.run_file(rid, str(folder / "model_pruned.pt")) == (folder / "model_pruned.pt").resolve()
+    assert s.run_file(rid, "model_pruned.pt") == (folder / "model_pruned.pt").resolve()
+    assert s.run_file(rid, str(folder / "missing.pt")) is None
+    other = s.run_dir(rid + 1)
+    other.mkdir(parents=True)
+    (other / "model_pruned.pt").write_bytes(b"other run")
+    os.symlink("/etc/passwd", folder / "link.pt")
+    for bad in ("/etc/passwd", str(folder / ".." / str(rid + 1) / "model_pruned.pt"), "../../pcd.sqlite3",
+                str(folder / "link.pt")):
+        with pytest.raises(ValueError, match="must be inside"):
+            s.run_file(rid, bad)
+
+
+@pytest.mark.parametrize("key,value", [("epochs", 10**9), ("seed", 10**30), ("latency_repeats", 10**9),
+                                       ("threads", 10**6), ("batch_size", 10**12), ("progress_every", 10**12),
+                                       ("lr", 1e-300), ("tau", "0.1"), ("epochs", "3"), ("data_dir", "/etc")])
+def test_stored_row_failing_validation_is_flagged(tmp_path, key, value):
+    s = RunStore(tmp_path / "d")
+    rid = s.submit({"method": "pcd"})
+    s._conn.execute("UPDATE runs SET config=? WHERE id=?", (json.dumps({"method": "pcd", key: value}), rid))
+    row = s.get(rid)
+    assert row["invalid"] and key in row["invalid"] and "\n" not in row["invalid"]
+    s.delete(rid)

@@ -1,0 +1,58 @@
+"""Structured hostile query values on every page: the page opens, with no exception.
+
+Uniform garbage is tests/pages/test_bad_urls.py; here each page gets structured values (deep JSON,
+400-digit numbers, wrong JSON types, a 398-digit formula literal, NUL bytes, huge lists) on every
+query key any page reads, in three rotations; page 2 also gets each of the issue's ``hp`` cases."""
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+from streamlit.testing.v1 import AppTest
+
+ROOT = Path(__file__).resolve().parents[2]
+PAGES = sorted(p.name for p in (ROOT / "pages").glob("[0-9][0-9]_*.py"))
+KEYS = sorted({m for p in (ROOT / "pages").glob("*.py")
+               for m in re.findall(r'url_(?:default|json)\("([a-z0-9_]+)"', p.read_text())})
+BIG = "9" * 400
+DEEP = "[" * 5000 + "]" * 5000
+HOSTILE = [
+    DEEP, BIG, "-" + BIG, "1e999", "nan", '{"pcd": 5}', '{"cagrad": null}', '{"ws": {"w": [1, 2]}}',
+    "x*" + "9" * 398, "\x00", "a" * 20000, ",".join(["pcd"] * 2000), '{"a":' * 50 + "1" + "}" * 50,
+    "[1,2,3]", "true", "null", '"x"', "-0", "1e-400", "0x10", "1_0",
+]
+HP_CASES = ['{"pcd":5}', '{"cagrad":null}', '{"ws":{"w":[1,2]}}', DEEP, '{"pcd":{"tau":' + BIG + '}}',
+            '{"cagrad":{"c":' + BIG + '}}', '{"mgda":{"x":1}}', '{"nashmtl":{"max_norm":"0.1"}}', "[]", BIG]
+
+
+def _open(page, params, tmp_path, monkeypatch):
+    monkeypatch.setenv("PCD_DATA_DIR", str(tmp_path))
+    monkeypatch.setenv("PCD_NO_AUTOSTART", "1")
+    at = AppTest.from_file(str(ROOT / "pages" / page), default_timeout=240)
+    for k, v in params.items():
+        at.query_params[k] = v
+    at.run()
+    return at
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("rotation", [0, 1, 2])
+@pytest.mark.parametrize("page", PAGES)
+def test_page_opens_with_structured_hostile_values(page, rotation, tmp_path, monkeypatch):
+    params = {k: HOSTILE[(i * 3 + rotation) % len(HOSTILE)] for i, k in enumerate(KEYS)}
+    at = _open(page, params, tmp_path, monkeypatch)
+    assert not at.exception, f"{page} rotation {rotation}: {at.exception}"
+
+
+@pytest.mark.parametrize("hp", HP_CASES)
+def test_toy_page_hp_cases(hp, tmp_path, monkeypatch):
+    at = _open("02_Toy_landscapes.py", {"hp": hp, "methods": "pcd,cagrad,ws,nashmtl", "steps": "100"},
+               tmp_path, monkeypatch)
+    assert not at.exception, f"hp={hp[:40]}: {at.exception}"
+
+
+def test_toy_page_398_digit_literal_is_a_formula_error(tmp_path, monkeypatch):
+    at = _open("02_Toy_landscapes.py", {"problem": "custom", "f1": "x*" + "9" * 398}, tmp_path, monkeypatch)
+    assert not at.exception
+    assert any("out of range" in e.value for e in at.error), [e.value for e in at.error]
