@@ -113,10 +113,10 @@ def test_invalid_input_shows_the_message_and_queues_nothing(data_dir):
 
 
 @pytest.mark.parametrize("key,value,message", [
-    ("pl_epochs", 0, "epochs must be an integer in [1, 10000], got 0"),
-    ("pl_epochs", 20000, "epochs must be an integer in [1, 10000], got 20000"),
-    ("pl_lr", 0.0, "learning rate must be a number in (0, 10], got 0.0"),
-    ("pl_batch", 100000, "batch size must be an integer in [1, 65536], got 100000"),
+    ("pl_epochs", 0, "epochs must be in [1, 10000], got 0"),
+    ("pl_epochs", 20000, "epochs must be in [1, 10000], got 20000"),
+    ("pl_lr", 0.0, "learning rate must be in (0, 10], got 0.0"),
+    ("pl_batch", 100000, "batch size must be in [1, 65536], got 100000"),
 ])
 def test_out_of_range_values_are_refused_visibly_not_replaced(data_dir, key, value, message):
     at = _app()
@@ -273,10 +273,13 @@ def test_results_explorer_means_pairs_front_and_hypervolume(data_dir):
 
 def test_export_report_says_when_nothing_was_removed(data_dir):
     store = RunStore(data_dir)
-    model = data_dir / "model_pruned.pt"
+    model = store.run_dir(2) / "model_pruned.pt"  # the file of run 2, inside its own run folder
+    model.parent.mkdir(parents=True)
     model.write_bytes(b"x" * 10)
     ids = _add_done(store, ("pcd", 0.02, 95.0, 0.0, 1000, {"channels_removed": 0, "model_path": model}),
-                    ("pcd", 0.2, 90.0, 85.0, 150, {"model_path": model}))
+                    ("pcd", 0.2, 90.0, 85.0, 150, {"model_path": model}),
+                    ("pcd", 0.3, 90.0, 85.0, 150, {"model_path": "/etc/passwd"}))
+    assert ids[1] == 2
     at = _app()
     at.selectbox(key="pl_detail").set_value(ids[0]).run()
     assert any("Nothing could be removed: no channel's filters have an L2 norm below the export threshold 0.0001 "
@@ -289,6 +292,9 @@ def test_export_report_says_when_nothing_was_removed(data_dir):
     assert "Download run JSON" in labels
     rep = _table(at, "measure")
     assert rep.loc[rep["measure"] == "parameters", "after"].item() == "150"
+    at.selectbox(key="pl_detail").set_value(ids[2]).run()  # a stored path outside the run's folder
+    assert "Download pruned model" not in [b.label for b in at.get("download_button")]
+    assert any("not serving the pruned model" in e.value and "must be inside" in e.value for e in at.error)
 
 
 def test_reload_shows_the_same_state(data_dir):
