@@ -20,10 +20,10 @@ from pcd.jobs import RunStore, default_data_dir, ensure_supervisor, eta_seconds,
 from pcd.jobs import results as R
 from pcd.jobs.sweep import build_sweep, describe, parse_numbers
 from pcd.train import presets as P
+from pcd.train.config import SPECIAL_METHODS, method_names
 from pcd.train.data import cifar_source, missing_data_message
 from pcd.train.models import ARCHS
 from pcd.train.objectives import GROUPINGS, SECONDARIES
-from pcd.train.run import SPECIAL_METHODS, method_names
 from pcd.ui import (
     claim,
     download_csv,

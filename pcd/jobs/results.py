@@ -260,7 +260,7 @@ def setting_label(config: dict) -> str:
         spec: dict[str, Any] = {p.name: p.default for p in M.get(method).params}
     except ValueError:  # prox, lagrangian
         try:
-            from pcd.train.run import SPECIAL_METHODS
+            from pcd.train.config import SPECIAL_METHODS
         except ImportError:  # pragma: no cover - torch missing
             SPECIAL_METHODS = {}
         spec = {k: d for k, (d, *_rest) in SPECIAL_METHODS.get(method, {}).items()}

@@ -11,7 +11,7 @@ ARCH_HELP = {
     "googlenet": "GoogLeNet / Inception-v1 for CIFAR (~6.2M params)",
 }
 
-SPECIAL_METHOD_NAMES = ("unpruned", "prox", "lagrangian")  # pcd.train.run.SPECIAL_METHODS holds their parameters
+SPECIAL_METHOD_NAMES = ("unpruned", "prox", "lagrangian")  # pcd.train.config.SPECIAL_METHODS holds their parameters
 SPECIAL_METHOD_LABELS = {"unpruned": "Unpruned (primary only)", "prox": "Proximal group lasso",
                          "lagrangian": "Lagrangian (Cooper)"}
 
