@@ -12,7 +12,7 @@ from pathlib import Path
 
 
 def main() -> int:
-    from tests.fuzz import cli_cases, formula_cases, method_cases, qp_cases
+    from tests.fuzz import cli_cases, config_cases, formula_cases, method_cases, qp_cases
 
     rows = []
     t = time.time()
@@ -27,6 +27,9 @@ def main() -> int:
             if outcome != "ok":
                 bad.append(f"{outcome} rc={rc} {[a[:30] for a in argv]}: {msg[-120:]}")
     rows.append(("python -m pcd hostile arguments (one 'error:' line, exit 2)", len(cs), bad, time.time() - t))
+    t = time.time()
+    n, f = config_cases.sweep()
+    rows.append(("run configs: refused at submit and flagged when read back", n, f, time.time() - t))
     t = time.time()
     n, f = qp_cases.sweep()
     rows.append(("solve_qp scale invariance, K = 3..64, c = 1e-300..1e300", n, f, time.time() - t))

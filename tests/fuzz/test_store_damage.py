@@ -194,3 +194,10 @@ def test_stored_row_failing_validation_is_flagged(tmp_path, key, value):
     row = s.get(rid)
     assert row["invalid"] and key in row["invalid"] and "\n" not in row["invalid"]
     s.delete(rid)
+
+
+def test_bad_configs_refused_at_submit_and_flagged_on_read_back():
+    from tests.fuzz import config_cases
+
+    tried, failures = config_cases.sweep()
+    assert tried >= 40 and not failures, failures
