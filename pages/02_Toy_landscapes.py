@@ -129,6 +129,10 @@ url_sync(problem=problem_name, methods=methods, tau=tau, opt=opt, lr=lr, steps=s
 if formula_error is not None:
     st.error(f"Fix the formula in the sidebar to run: {formula_error}", icon=":material/function:")
     st.stop()
+if problem_name == "custom":  # log of a negative, sqrt, 1/0 ... on part of the map: said as such
+    for line in problem.domain_report():
+        st.warning(f"Domain error — {line}; trajectories entering it are reported as diverged.",
+                   icon=":material/warning:")
 if not methods:
     st.info("Choose at least one method in the sidebar.")
     st.stop()

@@ -56,3 +56,11 @@ def test_toy_page_398_digit_literal_is_a_formula_error(tmp_path, monkeypatch):
     at = _open("02_Toy_landscapes.py", {"problem": "custom", "f1": "x*" + "9" * 398}, tmp_path, monkeypatch)
     assert not at.exception
     assert any("out of range" in e.value for e in at.error), [e.value for e in at.error]
+
+
+def test_toy_page_reports_a_domain_error_as_such(tmp_path, monkeypatch):
+    at = _open("02_Toy_landscapes.py", {"problem": "custom", "f1": "log(x) + y**2", "steps": "100"},
+               tmp_path, monkeypatch)
+    assert not at.exception
+    assert any("Domain error" in w.value and "log of a number <= 0" in w.value for w in at.warning), \
+        [w.value for w in at.warning]
