@@ -24,6 +24,10 @@ __all__ = [
     "cost_figure",
 ]
 
+# Reference lines (targets, x*, λ*) are drawn ABOVE the data, in a neutral ink (not PCD's red), their
+# labels on a white backing so a marker under them never hides the text.
+REFERENCE = "#24292f"
+_REF_LABEL = dict(bgcolor="rgba(255,255,255,0.85)", font=dict(size=12, color=REFERENCE))
 FAMILIES = ("penalty", "gda", "auglag", "nupi", "pcd")
 LABELS = {"penalty": "fixed penalty", "gda": "Lagrangian (GDA)", "auglag": "augmented Lagrangian",
           "nupi": "nuPI", "pcd": "PCD"}
@@ -85,7 +89,7 @@ def toy_landscape_figure(c: float, eps: float, finals: Sequence[Mapping[str, Any
     fig.add_trace(go.Scatter(x=xs, y=np.cos(xs) + cc * np.sin(xs), mode="lines",
                              name=f"penalty objective cos x + {cc:g}·sin x",
                              line=dict(color=COLORS["penalty"], width=2, dash="dash")))
-    fig.add_vline(x=x_star, line=dict(color="#24292f", width=1, dash="dot"),
+    fig.add_vline(x=x_star, line=dict(color=REFERENCE, width=1.5, dash="dot"), layer="above", annotation=_REF_LABEL,
                   annotation_text=f"x* = arcsin ε = {x_star:.3f}", annotation_position="bottom right")
     for i, f in enumerate(finals):
         fam = f.get("family", "")
@@ -135,9 +139,11 @@ def toy_trajectory_figure(traces: Sequence[Mapping[str, Any]], x_star: float, la
             last = lam[np.isfinite(lam)][-1]
             if abs(last) > lam_max:
                 off.append(f"{t.get('label', fam)}: λ_T = {last:.3g}")
-    fig.add_hline(y=float(x_star), line=dict(color="#24292f", dash="dot", width=1), row=1, col=1,
+    fig.add_hline(y=float(x_star), line=dict(color=REFERENCE, dash="dot", width=1.5), layer="above",
+                  annotation=_REF_LABEL, row=1, col=1,
                   annotation_text="x* = arcsin ε", annotation_position="top left")
-    fig.add_hline(y=float(lam_star), line=dict(color="#24292f", dash="dot", width=1), row=2, col=1,
+    fig.add_hline(y=float(lam_star), line=dict(color=REFERENCE, dash="dot", width=1.5), layer="above",
+                  annotation=_REF_LABEL, row=2, col=1,
                   annotation_text="λ* = ε/√(1−ε²)", annotation_position="top left")
     fig.update_yaxes(range=[-0.05, HALF_PI + 0.05], title_text="x", row=1, col=1)
     fig.update_yaxes(range=[-0.05 * lam_max, lam_max], title_text="λ", row=2, col=1)
@@ -263,7 +269,8 @@ def rate_sweep_figure(penalty: Mapping[str, Any], lagrangian: Mapping[str, Any],
             fig.add_trace(go.Scatter(x=qp, y=qr, mode="markers", name=f"paper: {LABELS[fam]} rate",
                                      marker=dict(color="#24292f", size=11, symbol="circle-open", line=dict(width=2))),
                           row=1, col=col)
-        fig.add_hline(y=float(target_pct), line=dict(color="#d62728", dash="dot", width=1), row=1, col=col,
+        fig.add_hline(y=float(target_pct), line=dict(color=REFERENCE, dash="dot", width=1.5), layer="above",
+                      annotation=_REF_LABEL, row=1, col=col,
                       annotation_text=f"target ≥ {target_pct:g} %", annotation_position="bottom right")
         fig.update_xaxes(type="log", title_text=xlabel, row=1, col=col)
         fig.update_yaxes(range=[40, 103], title_text="% of points", row=1, col=col)
@@ -286,7 +293,8 @@ def rate_history_figure(traces: Sequence[Mapping[str, Any]], target_pct: float =
         fig.add_trace(go.Scatter(x=every * np.arange(1, h.size + 1), y=h, mode="lines", name=t.get("label", fam),
                                  line=dict(color=family_color(fam), width=2,
                                            dash=_DASHES[i % len(_DASHES)] if fam == "penalty" else "solid")))
-    fig.add_hline(y=float(target_pct), line=dict(color="#d62728", dash="dot", width=1),
+    fig.add_hline(y=float(target_pct), line=dict(color=REFERENCE, dash="dot", width=1.5), layer="above",
+                      annotation=_REF_LABEL,
                   annotation_text=f"target {target_pct:g} %", annotation_position="bottom right")
     fig.update_layout(**base_layout("Class-0 rate during training", height=400),
                       xaxis_title="step", yaxis_title="class-0 rate (%)")

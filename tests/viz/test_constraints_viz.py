@@ -123,3 +123,10 @@ def test_history_bisection_and_cost_figures():
     assert "+50.0 %" in fig.layout.title.text
     with pytest.raises(ValueError):
         V.cost_figure({"penalty_s": [], "constrained_s": [1.0]})
+
+
+def test_reference_lines_are_drawn_above_the_data_in_a_neutral_ink():
+    fig = V.rate_history_figure([{"label": "a", "family": "gda", "rate_hist": [50, 60, 70, 72], "every": 10}])
+    line = fig.layout.shapes[0]
+    assert line.layer == "above" and line.line.color == V.REFERENCE != COLORS["pcd"]
+    assert fig.layout.annotations[0].bgcolor  # the label stays readable over markers
