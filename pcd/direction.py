@@ -17,8 +17,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from pcd._fast import small_batch
-from pcd.qp import QPResult, k2_mu, k2_mu_scalar, solve_qp
+from pcd.qp import QPResult, _check_gram, check_tau, k2_mu, k2_mu_scalar, solve_qp
 
 
 @dataclass(frozen=True)
@@ -31,20 +30,43 @@ class PCDWeights:
 def pcd_weights(gram: np.ndarray, scales: np.ndarray, tau, *, trusted: bool = False) -> PCDWeights:
     """Deployed PCD weights for raw Gram ``[..., K, K]`` and normalization scales ``[..., K]``.
 
-    ``trusted=True`` skips the input checks (the caller has validated the Gram matrix and tau):
-    the batched toy engine calls this thousands of times per run.
+    ``trusted=True`` only skips the input checks (the caller has validated the Gram matrix and
+    tau: the batched method on its hot path); the computation is the same either way. K = 2 is the
+    closed form :func:`pcd.qp.k2_mu` (the solver :func:`pcd.qp.solve_qp` picks for K = 2) written
+    out elementwise, without solve_qp's array assembly (the B = 1000 hot path); every other K
+    goes through :func:`pcd.qp.solve_qp`.
     """
     g = np.asarray(gram, dtype=np.float64)
     s = np.asarray(scales, dtype=np.float64)
-    if g.shape[-1] == 2 and trusted:
-        t = float(np.asarray(tau).reshape(-1)[0])
-        if g.ndim == 3 and small_batch(g.shape[0]):  # a few start points: scalar math beats tiny-array NumPy
-            return _pcd_weights_k2_scalar(g, s, t)
-        return _pcd_weights_k2(g, s, t)
+    if g.shape[-1] == 2:
+        if not trusted:
+            _check_gram(g * s[..., :, None] * s[..., None, :])
+            tau = check_tau(tau, 2)
+        return _pcd_weights_k2(g, s, float(np.asarray(tau).reshape(-1)[0]))
     gn = g * s[..., :, None] * s[..., None, :]
-    res = solve_qp(gn, tau)
+    res = solve_qp(gn, tau, trusted=trusted)
     w = res.weights  # the primary's weights [1, 0, ..., 0] where the constraints are infeasible
     factor = _rescale(w, gn, g[..., 0, 0])
+    return PCDWeights(weights=w * s * factor[..., None], qp=res, scale_to_primary=factor)
+
+
+def _pcd_weights_k2(g: np.ndarray, s: np.ndarray, tau: float) -> PCDWeights:
+    """K = 2: :func:`pcd.qp.k2_mu` on the normalized entries and the rescaling, elementwise
+    (:func:`_pcd_weights_k2_scalar` does the same operations in Python floats). The closed form
+    is exactly covariant under G -> 2^k G, so solve_qp's power-of-two rescaling cannot change its
+    bits except in the subnormal range (where it would recover the last bits); it is skipped."""
+    s1, s2 = s[..., 0], s[..., 1]
+    a = g[..., 0, 0] * s1 * s1  # the entries of G~ = diag(s) G diag(s)
+    c = g[..., 0, 1] * s1 * s2
+    e = g[..., 1, 1] * s2 * s2
+    mu = k2_mu(a, c, e, tau)
+    dn2 = a + 2.0 * mu * c + mu * mu * e
+    size2 = (np.sqrt(np.maximum(a, 0.0)) + mu * np.sqrt(np.maximum(e, 0.0))) ** 2
+    factor = _factor(dn2, size2, g[..., 0, 0])
+    w = np.stack([np.ones_like(mu), mu], axis=-1)
+    active = np.stack([np.zeros(mu.shape, dtype=bool), mu > 0], axis=-1)
+    feasible = np.ones(mu.shape, dtype=bool)
+    res = QPResult(weights=w, mu=mu[..., None], active_mask=active, feasible=feasible if mu.ndim else True)
     return PCDWeights(weights=w * s * factor[..., None], qp=res, scale_to_primary=factor)
 
 
@@ -63,28 +85,12 @@ def _factor(dn2, size2, g11):
     return np.where(ok, g1 / np.sqrt(np.where(ok, dn2, 1.0)), 0.0)
 
 
-def _pcd_weights_k2(g: np.ndarray, s: np.ndarray, tau: float) -> PCDWeights:
-    """K = 2 fast path: :func:`pcd.qp.k2_mu` on the normalized Gram entries, written out elementwise."""
-    s1, s2 = s[..., 0], s[..., 1]
-    a = g[..., 0, 0] * s1 * s1
-    c = g[..., 0, 1] * s1 * s2
-    e = g[..., 1, 1] * s2 * s2
-    mu = k2_mu(a, c, e, tau)
-    dn2 = a + 2.0 * mu * c + mu * mu * e
-    size2 = (np.sqrt(np.maximum(a, 0.0)) + mu * np.sqrt(np.maximum(e, 0.0))) ** 2
-    factor = _factor(dn2, size2, g[..., 0, 0])
-    w = np.stack([np.ones_like(mu), mu], axis=-1)
-    active = np.stack([np.zeros(mu.shape, dtype=bool), mu > 0], axis=-1)
-    feasible = np.ones(mu.shape, dtype=bool)
-    res = QPResult(weights=w, mu=mu[..., None], active_mask=active, feasible=feasible if mu.ndim else True)
-    return PCDWeights(weights=w * s * factor[..., None], qp=res, scale_to_primary=factor)
-
-
 _EPS10 = 10 * float(np.finfo(np.float64).eps)
 
 
 def _pcd_weights_k2_scalar(g: np.ndarray, s: np.ndarray, tau: float, lists: tuple | None = None) -> PCDWeights:
-    """:func:`_pcd_weights_k2` for a handful of problems ``[B, 2, 2]``, in Python floats.
+    """:func:`_pcd_weights_k2` for a handful of problems ``[B, 2, 2]``, in Python floats (the
+    same operations in the same order).
 
     ``lists`` may carry ``(g.tolist(), s.tolist())`` when the caller already has them.
     """

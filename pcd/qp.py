@@ -360,13 +360,17 @@ def _solve_one(G: np.ndarray, u: np.ndarray, C: np.ndarray, b: np.ndarray) -> tu
     return mu, feasible
 
 
-def solve_qp(gram: Any, tau: Any = 0.02) -> QPResult:
+def solve_qp(gram: Any, tau: Any = 0.02, *, trusted: bool = False) -> QPResult:
     """Solve PCD's QP ``min ||d - g~_1||^2 s.t. g~_j.d >= tau_j ||g~_j||^2`` from the Gram matrix.
+
+    Picks the solver from K: closed forms for K <= 3 (:func:`k2_mu` for K = 2), pivoting beyond.
 
     Args:
       gram: ``[K, K]`` or batched ``[..., K, K]`` Gram matrix of the (normalized) gradients,
         primary first. Must be finite, symmetric, with a non-negative diagonal.
       tau: scalar or one value per secondary (``K - 1`` values), each in ``[0, 1]``.
+      trusted: the caller has already checked ``gram`` (a float64 array as above) and ``tau``
+        (e.g. with :func:`check_tau`): the checks are skipped; the algorithm is the same.
 
     Returns:
       :class:`QPResult` with ``weights[..., 0] == 1`` (direction ``d~ = weights @ J~``).
@@ -374,9 +378,16 @@ def solve_qp(gram: Any, tau: Any = 0.02) -> QPResult:
     Raises:
       ValueError: bad shape, NaN/inf, not symmetric, or tau outside [0, 1].
     """
-    g = _check_gram(gram)
-    K = g.shape[-1]
-    t = check_tau(tau, K)
+    if trusted:
+        g = gram
+        K = g.shape[-1]
+        t = np.asarray(tau, dtype=np.float64)
+        if t.ndim == 0:
+            t = np.full(K - 1, float(t))
+    else:
+        g = _check_gram(gram)
+        K = g.shape[-1]
+        t = check_tau(tau, K)
     g, _ = rescale_gram(g)  # the answer is invariant to G -> c G; solve at scale ~1
     batch = g.shape[:-2]
     mu: np.ndarray
