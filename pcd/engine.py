@@ -41,8 +41,8 @@ Diagnosis per trajectory, at the last finite point ``x_end``:
     min-norm subgradient (see :mod:`pcd.problems.base`), so this is exact for the relu-box.
   * ``pareto_residual = min_{lambda in simplex} ||sum_k lambda_k grad f_k||`` -- the min-norm
     element of the convex hull of the gradients (Desideri's MGDA; zero iff Pareto-stationary),
-    computed exactly (closed form for K = 2, Lawson-Hanson NNLS otherwise, see
-    :func:`pareto_residual`).
+    computed exactly on the Gram matrix by MGDA's solver (``simplex_min_norm``, see
+    :func:`min_norm_point`).
   * ``speed = ||x_T - x_{T-W}|| / (lr * W)`` over the last ``W = max(1, steps // 10)`` steps
     (~1 for Adam while moving, ~||d|| for SGD).
   * ``stalled``: the update has (nearly) vanished, ``speed <= stall_tol * scale`` (scale = 1 for
@@ -122,12 +122,13 @@ def min_norm_point(jacobian: Any) -> tuple[np.ndarray, np.ndarray]:
     """Min-norm element of the convex hull of the rows of ``J [B, K, n]``: ``(lambda [B, K], p [B, n])``
     with ``lambda`` in the simplex and ``p = lambda @ J`` (Desideri 2012, MGDA).
 
-    K = 1: ``p = g``. K = 2: closed form ``lambda_1 = clip(g_2.(g_2 - g_1) / ||g_1 - g_2||^2, 0, 1)``.
-    K >= 3: exact via one non-negative least-squares problem (Lawson-Hanson active set),
-    ``u* = argmin_{u >= 0} ||J^T u||^2 + (1^T u - 1)^2``; for fixed ``s = 1^T u`` the objective is
-    ``s^2 q(u/s) + (s-1)^2``, so ``lambda* = u*/1^T u*`` minimizes ``q(lambda) = ||J^T lambda||^2``
-    over the simplex. J is scaled to unit max row norm first (the problem is 1-homogeneous).
-    Optimality certificate: ``g_i . p >= ||p||^2`` for every i. Non-finite rows give NaN.
+    Solved on the Gram matrix ``J J^T`` by the one min-norm solver,
+    :func:`pcd.methods._solvers.simplex_min_norm` (MGDA's; K = 2 closed form, exact enumeration up
+    to K = 5, pivoting beyond), after scaling each problem by an exact power of two so that its
+    largest entry lies in [0.5, 1) (``lambda`` is invariant to ``J -> c J``). Optimality
+    certificate: ``g_i . p >= ||p||^2`` for every i. Non-finite rows give NaN. At a
+    Pareto-stationary point ``||p||`` is zero up to rounding in the Gram matrix (about 1e-16 to
+    1e-14 times the largest gradient norm).
     """
     J = np.asarray(jacobian, dtype=np.float64)
     if J.ndim == 2:
@@ -137,35 +138,16 @@ def min_norm_point(jacobian: Any) -> tuple[np.ndarray, np.ndarray]:
     B, K, n = J.shape
     lam = np.full((B, K), np.nan)
     ok = np.isfinite(J).all(axis=(1, 2))
-    if K == 1:
-        lam[ok] = 1.0
-    elif K == 2:
-        g1, g2 = J[ok, 0], J[ok, 1]
-        diff = g1 - g2
-        den = np.einsum("bn,bn->b", diff, diff)
-        with np.errstate(all="ignore"):
-            l1 = np.where(den > 0, np.einsum("bn,bn->b", g2, g2 - g1) / np.where(den > 0, den, 1.0), 1.0)
-        l1 = np.clip(l1, 0.0, 1.0)
-        lam[ok] = np.stack([l1, 1.0 - l1], axis=1)
-    else:
-        from scipy.optimize import nnls
+    if ok.any():
+        from pcd.methods._solvers import simplex_min_norm
 
-        rhs = np.zeros(n + 1)
-        rhs[-1] = 1.0
-        for b in np.flatnonzero(ok):
-            Jb = J[b]
-            scale = np.linalg.norm(Jb, axis=1).max()
-            if scale == 0:
-                lam[b] = 1.0 / K
-                continue
-            A = np.vstack([Jb.T / scale, np.ones((1, K))])
-            try:
-                u, _ = nnls(A, rhs, maxiter=50 * K)
-            except RuntimeError:  # iteration limit: fall back to the best vertex
-                u = np.zeros(K)
-                u[np.argmin(np.linalg.norm(Jb, axis=1))] = 1.0
-            s = u.sum()
-            lam[b] = u / s if s > 0 else 1.0 / K
+        Jo = J[ok]
+        # lambda is invariant to J -> c J: scale each problem's largest entry into [0.5, 1) by an
+        # exact power of two, so that the Gram matrix cannot overflow.
+        top = np.abs(Jo).max(axis=(1, 2), initial=0.0)
+        _, e = np.frexp(np.where(top > 0, top, 1.0))
+        Js = np.ldexp(Jo, -e[:, None, None])
+        lam[ok] = simplex_min_norm(Js @ Js.transpose(0, 2, 1))
     p = np.einsum("bk,bkn->bn", lam, J)
     return lam, p
 
