@@ -39,7 +39,7 @@ from typing import Any
 import numpy as np
 import scipy.linalg
 
-from pcd import _validate as V
+import pcd._validate as V  # not "from pcd import": pcd/__init__ imports this module (no import cycle)
 
 __all__ = ["QPResult", "solve_qp", "project", "solve_nnqp", "check_tau"]
 
