@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import os
 import signal
-import time
 
 import pytest
 
 from pcd.jobs import RunStore, supervisor_pid, train_available
+from tests.pages._browser import wait_until
 
 pytestmark = [pytest.mark.slow, pytest.mark.browser,
               pytest.mark.skipif(not train_available(), reason="pcd.train.run (issue 6) is not installed")]
@@ -21,16 +21,6 @@ def _metric(page, label):
     if loc.count() == 0:
         return ""
     return loc.first.locator('[data-testid="stMetricValue"]').inner_text().strip()
-
-
-def _wait(pred, timeout, what):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        v = pred()
-        if v:
-            return v
-        time.sleep(0.25)
-    raise AssertionError(f"timed out after {timeout} s waiting for {what}")
 
 
 def test_queue_watch_and_explore_a_digits_run(streamlit_server, page, artifacts_dir):
@@ -46,14 +36,14 @@ def test_queue_watch_and_explore_a_digits_run(streamlit_server, page, artifacts_
         page.wait_for_timeout(1500)
         page.get_by_role("button", name="Queue run(s)").click()
         page.get_by_text("Queued run(s)").wait_for(timeout=30_000)
-        new = _wait(lambda: [r for r in store.list() if r["id"] not in before], 10, "the queued run in the store")
+        new = wait_until(lambda: [r for r in store.list() if r["id"] not in before], 10, "the queued run in the store")
         rid = new[0]["id"]
         cfg = new[0]["config"]
         assert cfg["dataset"] == "digits" and cfg["epochs"] == 3 and cfg["max_train_samples"] == 384
 
         page.get_by_role("tab", name="Queue & runs").click()
         # the page started a supervisor; the run starts and its progress advances
-        assert _wait(lambda: supervisor_pid(data_dir), 30, "the supervisor started by the page")
+        assert wait_until(lambda: supervisor_pid(data_dir), 30, "the supervisor started by the page")
         seen = []
 
         def progressed():
@@ -61,18 +51,19 @@ def test_queue_watch_and_explore_a_digits_run(streamlit_server, page, artifacts_
             seen.append(r["progress"])
             return r["status"] == "done" or (r["status"] == "running" and r["progress"] > 0)
 
-        _wait(progressed, 120, "progress")
-        _wait(lambda: _metric(page, "done") == "1" or store.get(rid)["status"] == "running"
+        wait_until(progressed, 120, "progress")
+        wait_until(lambda: _metric(page, "done") == "1" or store.get(rid)["status"] == "running"
               and _metric(page, "running") == "1", 60, "the page showing the run")
-        _wait(lambda: store.get(rid)["status"] in ("done", "failed"), 240, "the run to finish")
+        wait_until(lambda: store.get(rid)["status"] in ("done", "failed"), 240, "the run to finish")
         assert store.get(rid)["status"] == "done", store.get(rid)["error"]
         progress = [p for p in seen if p is not None]
         assert progress == sorted(progress)  # never goes backwards
         # the live fragment notices and refreshes without a reload
-        _wait(lambda: _metric(page, "done") == "1", 30, "the 'done' counter on the page")
-        assert _metric(page, "running") == "0"
+        # (both counters in one condition: the fragment re-renders its metrics one after the other)
+        wait_until(lambda: _metric(page, "done") == "1" and _metric(page, "running") == "0", 30,
+                   "the page counting the run as done and nothing running")
         # nothing runs any more: the live curves go away (and the 2 s refresh with them)
-        _wait(lambda: page.get_by_text("Live curves of the running runs").count() == 0, 30, "live curves gone")
+        wait_until(lambda: page.get_by_text("Live curves of the running runs").count() == 0, 30, "live curves gone")
         page.screenshot(path=str(artifacts_dir / "pruning_lab_runs.png"))
 
         page.get_by_role("tab", name="Results explorer").click()

@@ -5,27 +5,17 @@ from __future__ import annotations
 
 import os
 import signal
-import time
 
 import pytest
 
 from pcd.jobs import RunStore, supervisor_pid, train_available
 from pcd.train import presets
+from tests.pages._browser import wait_until
 
 pytestmark = [pytest.mark.slow, pytest.mark.browser,
               pytest.mark.skipif(not train_available(), reason="pcd.train.run is not installed")]
 
 ROW_H = 35  # st.dataframe's row height in px (header row included)
-
-
-def _wait(pred, timeout, what):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        v = pred()
-        if v:
-            return v
-        time.sleep(0.25)
-    raise AssertionError(f"timed out after {timeout} s waiting for {what}")
 
 
 def _click_row(page, table, row):
@@ -55,7 +45,7 @@ def test_queue_study_select_rows_cancel_the_right_one(streamlit_server, page, ar
         page.get_by_text(f"Queued {n} runs").wait_for(timeout=30_000)
         new = sorted(r["id"] for r in store.list() if r["id"] not in before)
         assert len(new) == n and all(store.get(i)["config"]["epochs"] == 2 for i in new)
-        assert _wait(lambda: supervisor_pid(data_dir), 30, "the supervisor started by the page")
+        assert wait_until(lambda: supervisor_pid(data_dir), 30, "the supervisor started by the page")
 
         page.get_by_role("tab", name="Queue & runs").click()
         table = page.locator('[data-testid="stDataFrame"] >> visible=true').first
@@ -67,7 +57,7 @@ def test_queue_study_select_rows_cancel_the_right_one(streamlit_server, page, ar
         page.get_by_text(f"run {target} (").wait_for(timeout=15_000)
         assert store.get(target)["status"] == "queued"
         page.get_by_role("button", name="Cancel (1)").click()
-        _wait(lambda: store.get(target)["status"] == "cancelled", 15, f"run {target} cancelled")
+        wait_until(lambda: store.get(target)["status"] == "cancelled", 15, f"run {target} cancelled")
         others = {r["id"]: r["status"] for r in store.list() if r["id"] in new and r["id"] != target}
         assert "cancelled" not in others.values(), others  # only the selected run was cancelled
         page.wait_for_timeout(2500)  # a live refresh: the selection stays on the same run
@@ -75,7 +65,7 @@ def test_queue_study_select_rows_cancel_the_right_one(streamlit_server, page, ar
         page.screenshot(path=str(artifacts_dir / "pruning_study_runs.png"), full_page=True)
 
         # the first run finishes and appears in the explorer without a reload
-        _wait(lambda: any(store.get(i)["status"] == "done" for i in new), 240, "a finished run")
+        wait_until(lambda: any(store.get(i)["status"] == "done" for i in new), 240, "a finished run")
         page.get_by_role("tab", name="Results explorer").click()
         page.get_by_text("Summary: mean ± std over seeds").wait_for(timeout=30_000)
         page.locator(".js-plotly-plot").first.wait_for(timeout=30_000)
@@ -88,10 +78,10 @@ def test_queue_study_select_rows_cancel_the_right_one(streamlit_server, page, ar
         box = table.bounding_box()
         page.mouse.click(box["x"] + 18, box["y"] + ROW_H / 2)
         cancel = page.get_by_role("button", name="Cancel (")
-        _wait(lambda: cancel.count() and cancel.first.is_enabled() and cancel.first.inner_text() != "Cancel (0)",
+        wait_until(lambda: cancel.count() and cancel.first.is_enabled() and cancel.first.inner_text() != "Cancel (0)",
               15, "the multi-selection")
         cancel.first.click()
-        _wait(lambda: all(store.get(i)["status"] in ("done", "cancelled") for i in new), 60,
+        wait_until(lambda: all(store.get(i)["status"] in ("done", "cancelled") for i in new), 60,
               "every run of the study finished or cancelled")
     finally:
         pid = supervisor_pid(data_dir)
