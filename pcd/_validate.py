@@ -19,6 +19,8 @@ API::
     text(v, name, max_len=, allow_empty=)                  -> str
     seed(v, name="seed")                                   -> int in [0, 2**63 - 1]
     limit(kind, v, name=None, low=1)                       -> int within LIMITS[kind]
+    query_value(raw, default, name, allowed=, low=, high=) -> a query parameter as default's type
+    query_json(raw, name)                                  -> a query parameter as small strict JSON
     read_bytes(path, name, max_bytes=) / read_text(...)    -> bounded file read
     parse_json(text, name, max_bytes=, max_depth=)         -> strict JSON, nesting limited
     load_json(path, name, ...)                             -> read_text + parse_json
@@ -53,6 +55,8 @@ __all__ = [
     "load_json",
     "number",
     "parse_json",
+    "query_json",
+    "query_value",
     "read_bytes",
     "read_text",
     "seed",
@@ -261,6 +265,70 @@ def limit(kind: str, value: Any, name: str | None = None, *, low: int = 1, allow
           strict: bool = True) -> int | None:
     """An integer in ``[low, LIMITS[kind]]`` -- e.g. ``limit("epochs", cfg["epochs"])``."""
     return integer(value, name or kind, low=low, high=LIMITS[kind], allow_none=allow_none, strict=strict)
+
+
+# ---- query parameters (a shared link) -----------------------------------------------------------
+
+MAX_QUERY_JSON_BYTES = 64 * 1024  # a JSON-valued query parameter (e.g. a page's hyper-parameters)
+MAX_QUERY_JSON_DEPTH = 8
+
+
+def _numeric_choice(value: Any, name: str, allowed: Iterable[Any]) -> Any:
+    """:func:`choice` for a number parsed from text: a float matches an allowed ``1`` as ``1.0``."""
+    opts = list(allowed)
+    if isinstance(value, float):
+        opts = [float(a) if isinstance(a, numbers.Real) and not isinstance(a, bool) else a for a in opts]
+    return choice(value, name, opts)
+
+
+def query_value(raw: Any, default: Any, name: str, *, allowed: Iterable[Any] | None = None,
+                low: float | None = None, high: float | None = None) -> Any:
+    """A query parameter (text) as ``default``'s type, checked: the one rule for shared links.
+
+    ``bool`` defaults read 1/0/true/false/yes/no/on/off (empty = false); ``int`` / ``float``
+    defaults read a finite number (``"1e3"`` is an integer) within ``[low, high]``; a list default
+    reads comma-separated items of its first element's type (text when empty), keeps the items that
+    are in ``allowed`` and refuses a list with none left; any other default reads text. ``allowed``
+    restricts a scalar to its members. Raises :class:`Invalid` (the caller falls back to
+    ``default``: a shared link always opens).
+    """
+    raw = text(raw, name, allow_empty=True, max_len=MAX_TEXT)
+    opts = None if allowed is None else list(allowed)
+    if isinstance(default, bool):
+        value: Any = boolean(raw, name, strict=False) if raw.strip() else False
+    elif isinstance(default, int):
+        value = integer(raw, name, low=None if low is None else math.ceil(low),
+                        high=None if high is None else math.floor(high), strict=False)
+    elif isinstance(default, float):
+        value = number(raw, name, low=low, high=high, strict=False)
+    elif isinstance(default, (list, tuple)):
+        items: list[Any] = [s for s in raw.split(",") if s.strip()]
+        kind = default[0] if len(default) else ""
+        if not isinstance(kind, str):
+            items = [query_value(s, kind, name, low=low, high=high) for s in items]
+        if opts is not None:
+            kept = []
+            for item in items:
+                try:
+                    kept.append(_numeric_choice(item, name, opts))
+                except Invalid:
+                    continue  # an unknown item (e.g. a method of a newer version) is left out
+            if not kept:
+                shown = ", ".join(str(c) for c in opts)
+                raise Invalid(f"{name} must be a comma-separated list of {shown}, got {show(raw)}")
+            items = kept
+        return items
+    else:
+        value = raw
+    if opts is not None:
+        value = _numeric_choice(value, name, opts)
+    return value
+
+
+def query_json(raw: Any, name: str) -> Any:
+    """A query parameter holding strict JSON, at most :data:`MAX_QUERY_JSON_BYTES` and
+    :data:`MAX_QUERY_JSON_DEPTH` levels (see :func:`parse_json`). Raises :class:`Invalid`."""
+    return parse_json(raw, name, max_bytes=MAX_QUERY_JSON_BYTES, max_depth=MAX_QUERY_JSON_DEPTH)
 
 
 # ---- files -------------------------------------------------------------------------------------

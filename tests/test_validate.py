@@ -149,3 +149,42 @@ def test_writable_targets(tmp_path):
     with pytest.raises(V.Invalid):
         V.writable_dir("/sys/pcd-test")
     assert V.writable_dir(tmp_path / "new" / "deep").is_dir()
+
+
+# ---- query parameters (shared links) ---------------------------------------------------------
+
+@pytest.mark.parametrize("raw,default,kw,want", [
+    ("3", 1, {}, 3), ("1e3", 1, {}, 1000), ("150", 0, {"low": 0, "high": 180}, 150),
+    ("0.25", 0.5, {"low": 0.0, "high": 1.0}, 0.25), ("1e-20", 1e-8, {"allowed": [1e-8, 1e-16, 1e-20]}, 1e-20),
+    ("on", False, {}, True), ("0", True, {}, False), ("", True, {}, False),
+    ("sgd", "adam", {"allowed": ["adam", "sgd"]}, "sgd"),
+    ("pcd,nope,ws", ["pcd"], {"allowed": ["pcd", "ws", "mgda"]}, ["pcd", "ws"]),
+    ("8,32", [8, 16], {"allowed": [8, 16, 32, 64]}, [8, 32]),   # list items take the default's item type
+    ("1", 0.5, {"allowed": [0, 0.5, 1]}, 1.0),                  # a float matches an allowed integer
+    ("x**2", "y", {}, "x**2"),
+])
+def test_query_value_reads_good_links(raw, default, kw, want):
+    got = V.query_value(raw, default, "p", **kw)
+    assert got == want and type(got) is type(want)
+
+
+@pytest.mark.parametrize("raw,default,kw", [
+    ("abc", 1, {}), ("1.5", 1, {}), ("nan", 0.1, {}), ("inf", 0.1, {}), ("-1e309", 1.0, {}), ("1e999", 0, {}),
+    ("7", 0.3, {"low": 0.0, "high": 1.0}), ("-5", 1000, {"low": 1}), ("200", 100, {"allowed": [25, 50, 100]}),
+    ("0.03", 0.02, {"allowed": [0.01, 0.02]}), ("rmsprop", "adam", {"allowed": ["adam", "sgd"]}),
+    ("maybe", False, {}), ("9" * 101, 1, {}), ("nope,__import__('os')", ["pcd"], {"allowed": ["pcd", "ws"]}),
+    ("a,b", [8], {"allowed": [8, 16]}), ("x\x00", "y", {}), ("x" * 20_000, "y", {}),
+    (["not", "text"], 1, {}),
+])
+def test_query_value_refuses_hostile_links_in_one_line(raw, default, kw):
+    with pytest.raises(V.Invalid) as e:
+        V.query_value(raw, default, "p", **kw)
+    msg = str(e.value)
+    assert msg.startswith("p ") and "\n" not in msg and len(msg) < 400
+
+
+def test_query_json_limits():
+    assert V.query_json('{"pcd": {"tau": 0.1}}', "hp") == {"pcd": {"tau": 0.1}}
+    for bad in ("[" * 9 + "]" * 9, "x" * (V.MAX_QUERY_JSON_BYTES + 1), '{"a": NaN}', "{", "1" * 120):
+        with pytest.raises(V.Invalid):
+            V.query_json(bad, "hp")

@@ -4,7 +4,6 @@ friendly errors and downloads. Only presentation lives here -- no math.
 from __future__ import annotations
 
 import json
-import math
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -177,57 +176,45 @@ def show_error(exc: BaseException | str) -> None:
 
 # ---- settings in the URL ---------------------------------------------------------------------
 
-def _coerce(raw: str, default: Any) -> Any:
-    """Text -> ``default``'s type through :mod:`pcd._validate` (text mode: "3", "1e3", "on")."""
-    if isinstance(default, bool):
-        return V.boolean(raw, "value", strict=False) if raw.strip() else False
-    if isinstance(default, int):
-        return V.integer(raw, "value", strict=False)
-    if isinstance(default, float):
-        return V.number(raw, "value", strict=False)
-    if isinstance(default, (list, tuple)):
-        return [s for s in V.text(raw, "value", allow_empty=True).split(",") if s]
-    return V.text(raw, "value", allow_empty=True)
+_REFUSED = "_pcd_url_refused"  # (key, raw) pairs already reported in this session
+
+
+def _refused(key: str, raw: str, exc: ValueError) -> None:
+    """Say once per session that a shared link's value was replaced by the default."""
+    seen = st.session_state.setdefault(_REFUSED, set())
+    if (key, raw) not in seen:
+        seen.add((key, raw))
+        st.toast(f"Link setting ignored, default used: {exc}", icon=":material/link_off:")
 
 
 def url_default(key: str, default: Any, allowed: Sequence[Any] | None = None,
                 low: float | None = None, high: float | None = None) -> Any:
-    """The value of query parameter ``key`` coerced to ``default``'s type, else ``default``.
+    """The value of query parameter ``key`` as ``default``'s type, checked by
+    :func:`pcd._validate.query_value` (range ``[low, high]``, members of ``allowed``), else ``default``.
 
-    Malformed values, non-finite numbers, numbers outside ``[low, high]`` and values outside
-    ``allowed`` fall back to ``default`` rather than crash the widget: a shared link must always
-    open.
+    A malformed, non-finite, out-of-range or unknown value falls back to ``default`` (a toast says
+    so, once) rather than crash the widget: a shared link must always open.
     """
     raw = st.query_params.get(key)
     if raw is None:
         return default
     try:
-        value = _coerce(raw, default)
-    except ValueError:  # V.Invalid: malformed, non-finite, too long
+        return V.query_value(raw, default, key, allowed=allowed, low=low, high=high)
+    except ValueError as exc:
+        _refused(key, raw, exc)
         return default
-    if isinstance(value, float) and not math.isfinite(value):
-        return default
-    if isinstance(value, (int, float)) and not isinstance(value, bool):
-        if (low is not None and value < low) or (high is not None and value > high):
-            return default
-    if allowed is not None:
-        if isinstance(value, list):
-            value = [v for v in value if v in allowed]
-            return value or default
-        if value not in allowed:
-            return default
-    return value
 
 
 def url_json(key: str, default: Any = None) -> Any:
-    """Query parameter ``key`` parsed as strict JSON (size, nesting and number limits of
-    :func:`pcd._validate.parse_json`), else ``default``: a hostile value never reaches the page."""
+    """Query parameter ``key`` as strict JSON (:func:`pcd._validate.query_json`: size, nesting and
+    number limits), else ``default``: a hostile value never reaches the page."""
     raw = st.query_params.get(key)
     if raw is None:
         return default
     try:
-        return V.parse_json(raw, key, max_bytes=64 * 1024, max_depth=8)
-    except ValueError:
+        return V.query_json(raw, key)
+    except ValueError as exc:
+        _refused(key, raw, exc)
         return default
 
 

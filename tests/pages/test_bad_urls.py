@@ -25,3 +25,31 @@ def test_page_opens_with_hostile_query_params(page, tmp_path, monkeypatch):
         at.query_params[k] = v
     at.run()
     assert not at.exception, f"{page}: {at.exception}"
+
+
+def _geometry(query, tmp_path, monkeypatch):
+    monkeypatch.setenv("PCD_DATA_DIR", str(tmp_path))
+    monkeypatch.setenv("PCD_NO_AUTOSTART", "1")
+    at = AppTest.from_file(str(ROOT / "pages" / "01_Gradient_geometry.py"), default_timeout=180)
+    for k, v in query.items():
+        at.query_params[k] = v
+    at.run()
+    assert not at.exception
+    return at
+
+
+def test_a_bad_shared_value_falls_back_to_the_default_and_says_so(tmp_path, monkeypatch):
+    at = _geometry({"angle": "1e999", "tau": "7", "norm2": "nan", "methods": "nope,pcd,ws"}, tmp_path, monkeypatch)
+    assert at.slider(key="geo_angle").value == 150
+    assert at.slider(key="geo_tau").value == 0.3
+    assert at.slider(key="geo_norm2").value == 1.0
+    assert at.multiselect(key="geo_methods").value == ["pcd", "ws"]  # the unknown method is left out
+    toasts = " ".join(t.value for t in at.toast)
+    assert "angle must be" in toasts and "tau must be in [0.0, 1.0]" in toasts and "norm2 must be" in toasts
+
+
+def test_a_good_shared_value_is_read(tmp_path, monkeypatch):
+    at = _geometry({"angle": "90", "tau": "0.5", "norm2": "2.0", "g3": "1"}, tmp_path, monkeypatch)
+    assert (at.slider(key="geo_angle").value, at.slider(key="geo_tau").value) == (90, 0.5)
+    assert at.slider(key="geo_norm2").value == 2.0 and at.toggle(key="geo_g3").value is True
+    assert not at.toast
