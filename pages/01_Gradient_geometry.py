@@ -5,7 +5,7 @@ import streamlit as st
 
 import pcd.methods as registry
 from pcd import studio, teaching
-from pcd.ui import claim, download_row, setup_page, show_error, url_default, url_sync
+from pcd.ui import claim, download_row, settings_panel, setup_page, show_error, url_default, url_sync
 from pcd.ui.controls import vector_drag
 from pcd.viz.geometry import geometry_figure
 
@@ -27,9 +27,10 @@ st.latex(r"\begin{gathered}\tilde d=\arg\min_d\|d-\tilde g_1\|^2\ \ \text{s.t.}\
 ALL = registry.available()
 DEFAULT_METHODS = [m for m in ("pcd", "ws", "mgda", "pcgrad", "cagrad", "upgrad") if m in ALL]
 
-methods = st.multiselect("methods", ALL, default=url_default("methods", DEFAULT_METHODS, allowed=ALL),
-                         format_func=lambda m: registry.get(m).display_name, key="geo_methods")
-c1, c2, c3, c4 = st.columns(4)
+panel = settings_panel()
+methods = panel.multiselect("methods", ALL, default=url_default("methods", DEFAULT_METHODS, allowed=ALL),
+                            format_func=lambda m: registry.get(m).display_name, key="geo_methods")
+c1, c2, c3, c4 = panel.columns(4)
 with c1:
     angle = st.slider("angle ∠(g₁, g₂) in degrees", 0, 180, url_default("angle", 150, low=0, high=180), key="geo_angle")
 with c2:
@@ -40,7 +41,7 @@ with c4:
     use_g3 = st.toggle("third gradient g₃ (K = 3)", url_default("g3", False), key="geo_g3")
 third = None
 if use_g3:
-    c5, c6, _ = st.columns([1, 1, 2])
+    c5, c6, _ = panel.columns([1, 1, 2])
     with c5:
         a3 = st.slider("angle of g₃ from g₁", -180, 180, url_default("angle3", -110, low=-180, high=180), key="geo_angle3")
     with c6:

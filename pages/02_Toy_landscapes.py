@@ -15,6 +15,7 @@ from pcd.ui import (
     download_figure,
     param_widget,
     png_export,
+    settings_panel,
     setup_page,
     show_error,
     url_default,
@@ -67,8 +68,8 @@ if _pts and "x" in _pts[-1] and "y" in _pts[-1]:
         st.session_state["toy_starts"] = "typed"
         st.session_state["toy_typed"] = (base + "\n" if base else "") + f"{_click[0]:.3f}, {_click[1]:.3f}"
 
-with st.sidebar:
-    st.header("Settings")
+settings = settings_panel(flow=True)
+with settings:
     problem_name = st.selectbox("problem", PROBLEMS, index=PROBLEMS.index(url_default("problem", "saddle2d", PROBLEMS)),
                                 format_func=lambda k: studio.TOY_PROBLEMS[k], key="toy_problem")
     f1 = f2 = None
@@ -127,14 +128,14 @@ url_sync(problem=problem_name, methods=methods, tau=tau, opt=opt, lr=lr, steps=s
          **({"hp": json.dumps(hparams, separators=(",", ":"))} if hparams else {}))
 
 if formula_error is not None:
-    st.error(f"Fix the formula in the sidebar to run: {formula_error}", icon=":material/function:")
+    st.error(f"Fix the formula in the settings above to run: {formula_error}", icon=":material/function:")
     st.stop()
 if problem_name == "custom":  # log of a negative, sqrt, 1/0 ... on part of the map: said as such
     for line in problem.domain_report():
         st.warning(f"Domain error — {line}; trajectories entering it are reported as diverged.",
                    icon=":material/warning:")
 if not methods:
-    st.info("Choose at least one method in the sidebar.")
+    st.info("Choose at least one method in the settings above.")
     st.stop()
 
 
@@ -193,7 +194,7 @@ try:
                          tau if registry.get(m).primary_knob else None, opt, lr, steps, starts_key) for m in methods]
     res = studio.merge_results(runs)
     runs_key = (tuple(methods), json.dumps(hparams, sort_keys=True), tau, opt, lr, steps, starts_key)
-    with st.sidebar:
+    with settings:
         show_inset = st.toggle("gradient inset", url_default("inset", True), key="toy_inset",
                                help="beside the map: g₁, g₂ and each method's step d where its trajectory is, "
                                     "at the frame shown")

@@ -6,7 +6,7 @@ import streamlit as st
 
 import pcd.methods as registry
 from pcd.experiments import synthetic
-from pcd.ui import claim, download_row, setup_page, show_error, url_default, url_sync
+from pcd.ui import claim, download_row, settings_panel, setup_page, show_error, url_default, url_sync
 from pcd.viz.kbench import law_summary, residual_figure, residual_table
 
 setup_page(
@@ -29,7 +29,7 @@ STEPS = [200, 300, 500, 800, 1000, 2000, 3000]
 LRS = [0.005, 0.01, 0.02, 0.03, 0.05]
 
 OPTS = {"adam": "Adam", "sgd": "SGD"}
-c1, c2, c3, c4, c5, c6 = st.columns([1.3, 2.2, 1, 1, 1, 0.9])
+c1, c2, c3, c4, c5, c6 = settings_panel().columns([1.3, 2.2, 1, 1, 1, 0.9])
 with c1:
     k_lo, k_hi = st.select_slider("K range", KS, value=(url_default("kmin", 2, KS), url_default("kmax", 65, KS)),
                                   key="kb_range")

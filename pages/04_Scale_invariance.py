@@ -6,7 +6,7 @@ import streamlit as st
 
 import pcd.methods as registry
 from pcd.experiments import synthetic
-from pcd.ui import claim, download_row, setup_page, show_error, url_default, url_sync
+from pcd.ui import claim, download_row, settings_panel, setup_page, show_error, url_default, url_sync
 from pcd.viz.scale import drift_figure, drift_table, eps_window_text, power_label, sweep_figure
 
 setup_page(
@@ -30,7 +30,8 @@ EPS = ["1e-04", "1e-06", "1e-08", "1e-12", "1e-16", "1e-20", "0"]
 STEPS = [200, 300, 500, 1000, 2000, 3000]
 EXPS = [int(k) for k in synthetic.SCALE_EXPONENTS]
 PCD_EPS = next(p.default for p in registry.get("pcd").params if p.name == "eps")
-c1, c2, c3, c4 = st.columns([2, 1, 1, 1])
+panel = settings_panel()
+c1, c2, c3, c4 = panel.columns([2, 1, 1, 1])
 with c1:
     methods = st.multiselect("methods", ALL, default=url_default("methods", list(synthetic.SCALE_METHODS), allowed=ALL),
                              format_func=lambda m: registry.get(m).display_name, key="sc_methods")
@@ -45,7 +46,7 @@ with c4:
     steps = st.select_slider("steps", STEPS, value=url_default("steps", synthetic.SCALE_STEPS, STEPS), key="sc_steps",
                              help="Adam, lr 0.01. 300 steps are not enough: PCD is still on its way to the operating "
                                   "point there")
-k = st.slider("highlight the scale 10ᵏ of the secondary", EXPS[0], EXPS[-1], url_default("k", 0, low=EXPS[0], high=EXPS[-1]),
+k = panel.slider("highlight the scale 10ᵏ of the secondary", EXPS[0], EXPS[-1], url_default("k", 0, low=EXPS[0], high=EXPS[-1]),
               key="sc_k", help="rings the operating points at this scale; the sweep covers every k")
 url_sync(methods=methods, tau=tau, eps=eps_text, steps=steps, k=k)
 if not methods:

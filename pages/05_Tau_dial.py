@@ -6,7 +6,7 @@ import streamlit as st
 
 from pcd import studio
 from pcd.experiments import synthetic
-from pcd.ui import claim, download_row, setup_page, show_error, url_default, url_sync
+from pcd.ui import claim, download_row, settings_panel, setup_page, show_error, url_default, url_sync
 from pcd.viz.landscape import landscape_figure
 from pcd.viz.tau import tau_table, tradeoff_figure
 
@@ -30,7 +30,7 @@ BUDGETS = [30, 100, 300, 1000, 3000]
 DEFAULT_BUDGETS = [100, 300, 1000]
 LRS = [0.005, 0.01, 0.02, 0.05]
 
-c1, c2, c3 = st.columns([1.6, 1.6, 1])
+c1, c2, c3 = settings_panel().columns([1.6, 1.6, 1])
 with c1:
     names = list(PROBLEMS)
     problem = st.selectbox("problem", names, index=names.index(url_default("problem", "quadratic", names)),

@@ -7,7 +7,7 @@ import streamlit as st
 
 import pcd.methods as registry
 from pcd.experiments import jd
-from pcd.ui import claim, download_csv, download_figure, download_json, setup_page, show_error, url_default, url_sync
+from pcd.ui import claim, download_csv, download_figure, download_json, settings_panel, setup_page, show_error, url_default, url_sync
 from pcd.viz.jd import iwrm_figure, memory_figure, properties_figure
 
 setup_page(
@@ -53,7 +53,7 @@ with tab_props:
         "- **per-secondary progress** (PCD's) — with g₁'s coefficient pinned to 1 in normalized gradients, "
         "g̃ⱼ·d̃ ≥ τ‖g̃ⱼ‖² for every secondary (samples where these requirements are mutually incompatible are skipped)."
     )
-    c1, c2, c3 = st.columns([2.2, 1, 1])
+    c1, c2, c3 = settings_panel("properties").columns([2.2, 1, 1])
     with c1:
         methods = st.multiselect("methods", ALL, default=url_default("methods", ALL, allowed=ALL),
                                  format_func=_label, key="jd_methods")
@@ -113,7 +113,7 @@ with tab_iwrm:
     )
     iwrm_all = [m for m in ALL]
     iwrm_default = [m for m in jd.IWRM_DEFAULT_METHODS if m in ALL]
-    c1, c2, c3, c4, c5 = st.columns([2.2, 1, 1, 1, 1])
+    c1, c2, c3, c4, c5 = settings_panel("iwrm").columns([2.2, 1, 1, 1, 1])
     with c1:
         i_methods = st.multiselect("methods", iwrm_all, default=url_default("iwrm_methods", iwrm_default,
                                                                             allowed=iwrm_all),
@@ -192,7 +192,7 @@ with tab_mem:
     import torch
 
     devices = ["cpu"] + (["cuda"] if torch.cuda.is_available() else [])
-    c1, c2, c3 = st.columns([2, 1, 1])
+    c1, c2, c3 = settings_panel("memory").columns([2, 1, 1])
     with c1:
         all_b = [8, 16, 32, 64, 128]
         m_bs = st.multiselect("batch sizes B", all_b, default=url_default("mem_b", [8, 16, 32, 64], allowed=all_b),

@@ -8,7 +8,7 @@ import pandas as pd
 import streamlit as st
 
 from pcd.experiments import constraints as C
-from pcd.ui import claim, download_csv, download_figure, setup_page, show_error, url_default, url_sync
+from pcd.ui import claim, download_csv, download_figure, settings_panel, setup_page, show_error, url_default, url_sync
 from pcd.viz import constraints as V
 
 setup_page(
@@ -86,7 +86,7 @@ st.markdown(
     "$x^*$ a local minimum once $\\rho > (1-\\varepsilon^2)^{-3/2}$; nuPI's proportional term does the same."
 )
 
-c1, c2, c3 = st.columns([1, 1, 1])
+c1, c2, c3 = settings_panel("toy").columns([1, 1, 1])
 with c1:
     eps = st.number_input("ε (constraint level, in (0, 1))", value=float(url_default("eps", 0.5)), step=0.05,
                           format="%.2f", key="cp_eps",
@@ -180,7 +180,7 @@ pen = sweep.family("penalty")
 lag = sweep.family("gda")
 pcd_runs = sweep.family("pcd")
 
-c1, c2, c3 = st.columns(3)
+c1, c2, c3 = settings_panel("rate").columns(3)
 with c1:
     c_sel = st.select_slider("fixed penalty c", options=list(C.PAPER_C),
                              value=url_default("rc", 2.15, allowed=list(C.PAPER_C)), key="cp_rate_c")

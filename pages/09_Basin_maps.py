@@ -9,7 +9,7 @@ import streamlit as st
 import pcd.methods as registry
 from pcd import studio
 from pcd.experiments.basin import BASIN_METHODS, basin, merge_basins
-from pcd.ui import download_csv, download_json, setup_page, show_error, url_default, url_sync
+from pcd.ui import download_csv, download_json, settings_panel, setup_page, show_error, url_default, url_sync
 from pcd.viz.basin import basin_figure, legend_html
 
 setup_page(
@@ -30,8 +30,7 @@ PROBLEMS = list(studio.TOY_PROBLEMS)
 DEFAULT_F1 = "(x**2-4)**2/4 + y**2/2"
 DEFAULT_F2 = "relu(abs(x-2)-0.5) + relu(abs(y)-0.5)"
 
-with st.sidebar:
-    st.header("Settings")
+with settings_panel(flow=True):
     problem_name = st.selectbox("problem", PROBLEMS, index=PROBLEMS.index(url_default("problem", "saddle2d", PROBLEMS)),
                                 format_func=lambda k: studio.TOY_PROBLEMS[k], key="basin_problem")
     f1 = f2 = None
@@ -54,7 +53,7 @@ url_sync(problem=problem_name, methods=methods, tau=tau, opt=opt, lr=lr, steps=s
          **({"f1": f1, "f2": f2} if problem_name == "custom" else {}))
 
 if not methods:
-    st.info("Choose at least one method in the sidebar.")
+    st.info("Choose at least one method in the settings above.")
     st.stop()
 
 

@@ -27,6 +27,14 @@ _CSS = """
   .katex-display {overflow-x: auto; overflow-y: hidden;}
   [data-testid="stSidebarNav"] a span {white-space: normal !important; overflow: visible !important;
                                        text-overflow: clip !important; line-height: 1.25;}
+  /* settings_panel(): one place for a page's settings, a compact box above the figure */
+  [class*="st-key-pcd_settings_"] {gap: .35rem !important; padding: .55rem .8rem .2rem .8rem !important;}
+  [class*="st-key-pcd_settings_"] [data-testid="stWidgetLabel"] p {font-size: .88rem;}
+  [class*="st-key-pcd_flow_"] > div {flex: 1 1 9.5rem !important; min-width: 8.5rem !important;
+                                     width: auto !important;}
+  [class*="st-key-pcd_flow_"] > div:has(textarea), [class*="st-key-pcd_flow_"] > div:has(input[type="text"]),
+  [class*="st-key-pcd_flow_"] > div:has([data-testid="stMultiSelect"]) {flex-basis: 19rem !important;}
+  [class*="st-key-pcd_flow_"] [data-testid="stRadio"] label {margin-right: .35rem;}
   @media (max-width: 1100px) {
     section[data-testid="stSidebar"] {width: 210px !important; min-width: 210px !important;}
     .katex-display {font-size: 0.9em;}
@@ -133,6 +141,22 @@ def setup_page(title: str, icon: str = ":material/insights:", intro: str | None 
         st.title(title)
     if intro:
         st.markdown(intro)
+
+
+def settings_panel(key: str = "main", *, flow: bool = False) -> Any:
+    """THE place of a page's settings, the same on every page: a compact bordered box directly
+    under the page's (or tab's / section's) title and intro, above the figure it drives -- never the
+    sidebar, which is collapsed in presenter mode and takes a quarter of an 800 px screen.
+
+    Returns the box (a container). ``panel.columns(...)`` lays a row of settings out; with
+    ``flow=True`` widgets written into it one after another (``with panel: ...``) flow into cells
+    of ~13 rem that wrap (4-5 a row at 1440 px, 2 at 800 px). A setting that depends on a result can
+    be added later with ``with panel:`` again. ``key`` names the box (one per tab or section;
+    the browser test finds settings by ``.st-key-pcd_settings_<key>``)."""
+    box = st.container(border=True, key=f"pcd_settings_{key}")
+    if flow:
+        return box.container(horizontal=True, wrap=True, gap="small", key=f"pcd_flow_{key}")
+    return box
 
 
 def claim(paper: str, here: str | None = None, note: str | None = None) -> None:
