@@ -7,7 +7,17 @@ import streamlit as st
 
 import pcd.methods as registry
 from pcd.experiments import jd
-from pcd.ui import claim, download_csv, download_figure, download_json, settings_panel, setup_page, show_error, url_default, url_sync
+from pcd.ui import (
+    claim,
+    download_csv,
+    download_figure,
+    download_json,
+    settings_panel,
+    setup_page,
+    show_error,
+    url_default,
+    url_sync,
+)
 from pcd.viz.jd import iwrm_figure, memory_figure, properties_figure
 
 setup_page(
