@@ -36,7 +36,7 @@ with c1:
     problem = st.selectbox("problem", names, index=names.index(url_default("problem", "quadratic", names)),
                            format_func=PROBLEMS.get, key="td_problem")
 with c2:
-    url_budgets = [int(b) for b in url_default("budgets", DEFAULT_BUDGETS, allowed=[str(b) for b in BUDGETS])]
+    url_budgets = url_default("budgets", DEFAULT_BUDGETS, allowed=BUDGETS)
     budgets = st.multiselect("step budgets (one curve each)", BUDGETS, default=url_budgets,
                              format_func=lambda b: f"{b} steps", key="td_budgets",
                              help="PCD runs once per τ for the largest budget; each curve is where the runs are "
@@ -83,9 +83,11 @@ event = st.session_state.get("td_chart")
 clicked = None
 try:
     pts = event["selection"]["points"] if event else []
-    if pts and pts[0].get("customdata") is not None:
-        cd = pts[0]["customdata"]
-        clicked = float(cd[0] if isinstance(cd, (list, tuple)) else cd)
+    # a point of a τ curve carries [τ, budget, outcome, f₁, f₂] (the Pareto front's points do not)
+    cds = [p.get("customdata") for p in pts if isinstance(p.get("customdata"), (list, tuple))]
+    cds = [cd for cd in cds if len(cd) == 5]
+    if cds:
+        clicked = float(cds[0][0])
 except (KeyError, TypeError, ValueError, IndexError):
     clicked = None
 if clicked is not None and clicked in TAUS and st.session_state.get("td_last_click") != clicked:

@@ -152,8 +152,9 @@ def tradeoff_figure(records: Sequence[dict], pareto_front: Any = None, selected:
         fig.add_trace(go.Scatter(x=fx(px), y=fy(py), mode="markers", name="single starts (largest budget)",
                                  customdata=np.c_[pt, px, py],
                                  marker=dict(size=6, color=rgba(col, 0.25)),
-                                 hovertemplate="τ = %{customdata[0]:.3g} (one start)<br>f₁ = %{customdata[1]:.4g}"
-                                               "<br>f₂ = %{customdata[2]:.4g}<extra></extra>"))
+                                 # context only: no hover, so a click on a curve point is never taken by a
+                                 # start of another τ lying under it (Plotly picks the nearest hover point)
+                                 hoverinfo="skip"))
     if pf is not None:
         fig.add_trace(go.Scatter(x=fx(pf[:, 0]), y=fy(pf[:, 1]), mode="lines+markers" if len(pf) == 1 else "lines",
                                  name="Pareto front", line=dict(color="#8250df", width=3, dash="dash"),

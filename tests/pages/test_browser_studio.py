@@ -280,20 +280,43 @@ def test_toy_page_play_advances_animation(page, warm, artifacts_dir):
     assert page.evaluate(slider_val) == paused
 
 
-@pytest.mark.xfail(reason="since the per-budget curves (issue 13) a synthetic click on a curve point no longer "
-                          "reaches Streamlit's selection in headless Chromium; the τ select slider works (AppTest) -- "
-                          "open: check which trace receives the click", strict=False)
+# The pixels of trace t's points, from the chart's own axes (Plotly picks the clicked point by
+# hovering: the pointer must be over the point's pixel), with each point's τ and marker symbol.
+POINT_PIXELS = """(t) => {
+  const gd = document.querySelector('.js-plotly-plot');
+  const L = gd._fullLayout, d = gd._fullData[t], r = gd.querySelector('.nsewdrag').getBoundingClientRect();
+  return {name: d.name, points: Array.from(d.x).map((x, i) => [r.left + L.xaxis.l2p(L.xaxis.d2l(x)),
+          r.top + L.yaxis.l2p(L.yaxis.d2l(d.y[i])), d.customdata[i][0], d.marker.symbol[i]])};
+}"""
+
+
 def test_tau_page_click_on_curve_selects_that_tau(page, warm):
-    # one budget (1000 steps), where τ = 0.5 has ended: a filled marker (open markers are hollow targets)
+    # one budget (1000 steps): the link's budget is the only curve
     page.goto(f"{warm['url']}/Tau_dial?problem=quadratic&budgets=1000&lr=0.02&tau=0.1")
     _wait_content(page)
     _wait_idle(page)
-    points = page.locator(".js-plotly-plot").first.locator(".scatterlayer .trace").first.locator(".points path")
-    assert points.count() == 11  # one point per τ of the sweep
-    points.nth(8).click(force=True)  # τ = 0.5
-    page.wait_for_function("() => window.location.search.includes('tau=0.5')", timeout=120_000)
+    names = page.evaluate("() => document.querySelector('.js-plotly-plot')._fullData.map(d => d.name)")
+    assert [n for n in names if n.startswith("PCD after")] == ["PCD after 1000 steps"]
+    curve = page.evaluate(POINT_PIXELS, 0)
+    assert curve["name"] == "PCD after 1000 steps" and len(curve["points"]) == 11  # one point per τ of the sweep
+    pts = curve["points"]
+
+    def gap(i):  # pixels to the nearest other point: coinciding points cannot be told apart by a click
+        return min(((pts[i][0] - q[0]) ** 2 + (pts[i][1] - q[1]) ** 2) ** 0.5 for j, q in enumerate(pts) if j != i)
+
+    # a filled (ended) point of another τ, well apart from its neighbours; the largest such τ
+    i = max((i for i, p in enumerate(pts) if p[3] == "circle" and p[2] != 0.1 and gap(i) > 14), key=lambda i: pts[i][2])
+    x, y, tau, _ = pts[i]
+    page.mouse.move(x, y)  # hover first, as a pointer does
+    page.wait_for_timeout(200)
+    page.mouse.click(x, y)
+    page.wait_for_function("(t) => parseFloat(new URLSearchParams(location.search).get('tau')) === t", arg=tau,
+                           timeout=120_000)
     _wait_idle(page)
-    assert page.locator("text=PCD trajectories at τ = 0.5").count() == 1
+    assert page.locator(f"text=PCD trajectories at τ = {tau:g}").count() == 1
+    # the ring marks the clicked τ on the redrawn chart
+    page.wait_for_function("(want) => { const d = document.querySelector('.js-plotly-plot')._fullData;"
+                           " return d[d.length - 1].name === want; }", arg=f"selected τ = {tau:g}", timeout=30_000)
 
 
 def test_toy_page_click_on_map_adds_a_start(page, warm):
