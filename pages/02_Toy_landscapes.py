@@ -7,7 +7,8 @@ import numpy as np
 import streamlit as st
 
 import pcd.methods as registry
-from pcd import studio, teaching
+from pcd import _validate as V
+from pcd import studio
 from pcd.engine import run
 from pcd.ui import (
     claim,
@@ -22,10 +23,9 @@ from pcd.ui import (
     url_json,
     url_sync,
 )
-from pcd.ui.controls import frame_controls
-from pcd.viz.landscape import background_image, landscape_figure, loss_figure
-from pcd.viz.teaching import add_gradient_inset, with_step_cursor
-from pcd.viz.theme import png_data_uri
+from pcd.ui.controls import frame_controls, reported_width
+from pcd.viz.landscape import loss_figure
+from pcd.viz.teaching import with_step_cursor
 
 setup_page(
     "Toy landscapes",
@@ -44,8 +44,11 @@ DEFAULT_METHODS = [m for m in ("pcd", "ws", "mgda", "pcgrad", "cagrad", "famo") 
 LRS = list(studio.TOY_LRS)      # one home: the basin page links here with these choices
 STEPS = list(studio.TOY_STEPS)
 PROBLEMS = list(studio.TOY_PROBLEMS)
-DEFAULT_F1 = "(x**2-4)**2/4 + y**2/2"
-DEFAULT_F2 = "relu(abs(x-2)-0.5) + relu(abs(y)-0.5)"
+FORMULAS = studio.TOY_FORMULAS
+PRESETS = list(FORMULAS)
+DEFAULT_F1, DEFAULT_F2 = FORMULAS["valleys"]["f1"], FORMULAS["valleys"]["f2"]
+# the figure is laid out for the width it is shown at (the frame controls report the column width)
+WIDTH_CLASSES = [("narrow", 760.0), ("wide", None)]
 
 MODES = ["presets", "grid", "typed"]
 DEFAULT_TYPED = "-2.5, 0.4\n-1.0, 1.5"
@@ -74,14 +77,25 @@ with settings:
                                 format_func=lambda k: studio.TOY_PROBLEMS[k], key="toy_problem")
     f1 = f2 = None
     formula_error = None
+    custom_bounds = None
     if problem_name == "custom":
-        f1 = st.text_input("primary f₁(x, y)", url_default("f1", DEFAULT_F1), key="toy_f1")
-        f2 = st.text_input("secondary f₂(x, y)", url_default("f2", DEFAULT_F2), key="toy_f2")
+        def _preset_chosen() -> None:  # a preset fills the formula boxes (editable from there)
+            chosen = FORMULAS[st.session_state["toy_preset"]]
+            st.session_state["toy_f1"], st.session_state["toy_f2"] = chosen["f1"], chosen["f2"]
+
+        preset = st.selectbox("preset formulas", PRESETS, index=PRESETS.index(url_default("preset", "valleys", PRESETS)),
+                              format_func=lambda k: FORMULAS[k]["label"], key="toy_preset", on_change=_preset_chosen,
+                              help="fills the two formula boxes; edit them freely")
+        if "toy_f1" not in st.session_state:
+            st.session_state["toy_f1"] = url_default("f1", FORMULAS[preset]["f1"])
+            st.session_state["toy_f2"] = url_default("f2", FORMULAS[preset]["f2"])
+        f1 = st.text_input("primary f₁(x, y)", key="toy_f1")
+        f2 = st.text_input("secondary f₂(x, y)", key="toy_f2")
+        custom_bounds = FORMULAS[preset]["bounds"]
         try:
-            problem = studio.toy_problem("custom", f1, f2)
+            problem = studio.toy_problem("custom", f1, f2, bounds=custom_bounds)
         except ValueError as exc:
             formula_error = exc
-            show_error(exc)
     methods = st.multiselect("methods", ALL, default=url_default("methods", DEFAULT_METHODS, allowed=ALL),
                              format_func=lambda m: registry.get(m).display_name, key="toy_methods")
     tau = st.slider("τ (PCD)", 0.0, 1.0, url_default("tau", 0.02, low=0.0, high=1.0), 0.01, key="toy_tau",
@@ -98,6 +112,14 @@ with settings:
         grid_n = st.slider("grid (n × n starts)", 2, 5, url_default("grid", 3, low=2, high=5), key="toy_grid")
     elif mode == "typed":
         typed = st.text_area("start points 'x, y' (one per line)", key="toy_typed")
+    view_mode = st.radio("map bounds", ["auto", "set"], horizontal=True, key="toy_view",
+                         index=["auto", "set"].index(url_default("view", "auto", ["auto", "set"])),
+                         format_func={"auto": "fit to trajectories", "set": "type them"}.get,
+                         help="fit: the problem's box, grown to cover every trajectory; or type x/y limits")
+    bounds_text = ""
+    if view_mode == "set":
+        bounds_text = st.text_input("x min, x max, y min, y max", url_default("bounds", ""), key="toy_bounds",
+                                    placeholder="-3.5, 3.5, -2, 2")
     with st.expander("method hyper-parameters"):
         hp_url = studio.url_hparams(url_json("hp", {}))  # validated; hostile values dropped
         hparams: dict[str, dict] = {}
@@ -122,65 +144,57 @@ with settings:
                 hparams[m] = {}
         hparams = {m: v for m, v in hparams.items() if v}
 
-url_sync(problem=problem_name, methods=methods, tau=tau, opt=opt, lr=lr, steps=steps, starts=mode,
+url_sync(problem=problem_name, methods=methods, tau=tau, opt=opt, lr=lr, steps=steps, starts=mode, view=view_mode,
          **({"grid": grid_n} if mode == "grid" else {}), **({"typed": typed} if mode == "typed" else {}),
-         **({"f1": f1, "f2": f2} if problem_name == "custom" else {}),
+         **({"preset": preset, "f1": f1, "f2": f2} if problem_name == "custom" else {}),
+         **({"bounds": bounds_text} if view_mode == "set" and bounds_text else {}),
          **({"hp": json.dumps(hparams, separators=(",", ":"))} if hparams else {}))
 
-if formula_error is not None:
+if formula_error is not None:  # shown once, here (the parser names the token and its 0-based position)
     st.error(f"Fix the formula in the settings above to run: {formula_error}", icon=":material/function:")
     st.stop()
-if problem_name == "custom":  # log of a negative, sqrt, 1/0 ... on part of the map: said as such
-    for line in problem.domain_report():
-        st.warning(f"Domain error — {line}; trajectories entering it are reported as diverged.",
-                   icon=":material/warning:")
+
 if not methods:
     st.info("Choose at least one method in the settings above.")
     st.stop()
 
 
 @st.cache_resource(show_spinner=False, max_entries=32)
-def _problem(name, f1, f2):
-    return studio.toy_problem(name, f1, f2)
+def _problem(name, f1, f2, bounds):
+    return studio.toy_problem(name, f1, f2, bounds=bounds)
 
 
 @st.cache_resource(show_spinner=False, max_entries=16)
-def _grid(name, f1, f2):
-    prob = _problem(name, f1, f2)
-    return prob.grid(300, 200), prob.pareto_set(), prob.optima(), list(prob.objective_names)
-
-
-@st.cache_data(show_spinner=False, max_entries=16)
-def _image(name, f1, f2):
-    # the landscape rendered once per problem (PNG data URI), reused by every figure
-    return png_data_uri(background_image(*_grid(name, f1, f2)[0]))
+def _background(name, f1, f2, pbounds, view):
+    # the landscape under the map (grid, PNG image, Pareto set, optima), once per problem and box
+    return studio.toy_background(_problem(name, f1, f2, pbounds), view)
 
 
 @st.cache_data(show_spinner=False, max_entries=256)
-def _run_one(name, f1, f2, method, hp_json, tau, opt, lr, steps, starts):
+def _run_one(name, f1, f2, pbounds, method, hp_json, tau, opt, lr, steps, starts):
     hp = json.loads(hp_json)
     knob = registry.get(method).primary_knob
     if knob is not None:
         hp[knob] = tau
-    return run(_problem(name, f1, f2), [method], starts=np.array(starts), steps=steps, optimizer=opt, lr=lr,
+    return run(_problem(name, f1, f2, pbounds), [method], starts=np.array(starts), steps=steps, optimizer=opt, lr=lr,
                method_params={method: hp} if hp else None, record=200)
 
 
 @st.cache_resource(show_spinner=False, max_entries=32)
-def _figures(name, f1, f2, runs_key, _res, inset_start):
-    grid, pareto, optima, names = _grid(name, f1, f2)
-    fig = landscape_figure(_res, grid, pareto_set=pareto, optima=optima, height=560, image=_image(name, f1, f2),
-                           click_grid=36, validate=False)
-    if inset_start is not None:  # the gradients at the current frame, animated with the map
-        fig = add_gradient_inset(fig, teaching.trajectory_gradients(_problem(name, f1, f2), _res, inset_start))
-    # the PNG export shows the last frame (a static map without the animation controls)
-    last = landscape_figure(_res, grid, pareto_set=pareto, optima=optima, height=560, image=_image(name, f1, f2),
-                            animate=False, validate=False)
-    return fig, with_step_cursor(loss_figure(_res, names), 0), last
+def _map(key, _prob, _res, _bg, inset_start, narrow, controls=False, animate=True):
+    # key: everything the figure depends on (settings, view box, inset start, layout)
+    return studio.toy_map_figure(_prob, _res, _bg, inset_start=inset_start, narrow=narrow, controls=controls,
+                                 animate=animate)
+
+
+@st.cache_resource(show_spinner=False, max_entries=32)
+def _loss(key, _res, names):
+    return with_step_cursor(loss_figure(_res, names), 0)
 
 
 try:
-    problem = _problem(problem_name, f1, f2)
+    pbounds = custom_bounds if problem_name == "custom" else None
+    problem = _problem(problem_name, f1, f2, pbounds)
     if mode == "presets":
         starts = problem.default_starts()
     elif mode == "grid":
@@ -190,10 +204,17 @@ try:
     starts_key = tuple(map(tuple, np.round(np.asarray(starts, dtype=float), 10).tolist()))
     st.session_state["toy_last_starts"] = "\n".join(f"{x:.3f}, {y:.3f}" for x, y in np.asarray(starts)[:, :2])
     with st.spinner("running…"):
-        runs = [_run_one(problem_name, f1, f2, m, json.dumps(hparams.get(m, {}), sort_keys=True),
+        runs = [_run_one(problem_name, f1, f2, pbounds, m, json.dumps(hparams.get(m, {}), sort_keys=True),
                          tau if registry.get(m).primary_knob else None, opt, lr, steps, starts_key) for m in methods]
     res = studio.merge_results(runs)
-    runs_key = (tuple(methods), json.dumps(hparams, sort_keys=True), tau, opt, lr, steps, starts_key)
+    if view_mode == "set" and bounds_text.strip():
+        view = V.box(bounds_text, "map bounds")
+    else:  # the problem's box, grown to cover every trajectory
+        view = studio.fit_bounds(res, problem.bounds)
+    view = tuple(tuple(round(v, 6) for v in b) for b in view)
+    bg = _background(problem_name, f1, f2, pbounds, view)
+    runs_key = (problem_name, f1, f2, pbounds, tuple(methods), json.dumps(hparams, sort_keys=True), tau, opt, lr,
+                steps, starts_key, view)
     with settings:
         show_inset = st.toggle("gradient inset", url_default("inset", True), key="toy_inset",
                                help="beside the map: g₁, g₂ and each method's step d where its trajectory is, "
@@ -202,23 +223,31 @@ try:
                                    index=min(url_default("istart", 0, low=0, high=res.S - 1), res.S - 1),
                                    key="toy_inset_start", disabled=not show_inset)
     url_sync(inset=show_inset, istart=inset_start)
-    fig, lfig, last_fig = _figures(problem_name, f1, f2, runs_key, res, inset_start if show_inset else None)
+    width_class = reported_width("toy_map-controls") or "wide"
+    istart = inset_start if show_inset else None
+    fig = _map(runs_key + (istart, width_class), problem, res, bg, istart, width_class == "narrow")
+    lfig = _loss(runs_key, res, tuple(bg["names"]))
 except ValueError as exc:
     show_error(exc)
     st.stop()
 
+if problem_name == "custom" and bg["undefined"] > 0:  # log of x <= 0, sqrt, 1/0 ... on part of the map
+    why = "; ".join(problem.domain_report()) or f"on {100 * bg['undefined']:.3g}% of the map"
+    st.warning(f"The formula is undefined on the hatched part of the map — {why}. A trajectory that enters it "
+               "is reported as diverged.", icon=":material/warning:")
 st.plotly_chart(fig, theme=None, key="toy_map", on_select="rerun", selection_mode="points",
                 config={"displaylogo": False, "scrollZoom": False})
 frame_controls("toy_map", [str(int(k)) for k in res.record], loss_key="toy_loss",
-               cursor_x=[float(k) + 1 for k in res.record])
+               cursor_x=[float(k) + 1 for k in res.record], width_classes=WIDTH_CLASSES, width=width_class)
 st.caption("Click anywhere on the map to add a start point there (the start points switch to *typed*). "
-           "Step with the buttons or ← / →; the dotted cursor on the loss plot follows the frame."
+           "Play, step (or ← / →) and drag the bar to any step; the dotted cursor on the loss plot follows the frame. "
+           "A diamond marks where each path ends; one label names every method ending at the same place."
            + (" Inset: d is the vector fed to the optimizer (it moves along −d); one fixed scale, the dotted "
               "circle — longer arrows are clipped to it, their lengths are in the numbers." if show_inset else ""))
 for name, msg in res.errors.items():
     st.warning(f"{registry.get(name).display_name} failed: {msg}")
 
-names = _grid(problem_name, f1, f2)[3]
+names = bg["names"]
 st.subheader("Where each trajectory ended")
 table = studio.endpoint_table(res)
 st.caption(" · ".join(f"f{k + 1} = {n}" for k, n in enumerate(names)))
@@ -253,12 +282,18 @@ st.subheader("Loss vs step")
 st.plotly_chart(lfig, theme=None, key="toy_loss", config={"displaylogo": False})
 st.caption("Log scales; line style = start point (solid S1, dashed S2, dotted S3, …). Exact zeros are drawn at 1e-12.")
 
+export_settings = {"problem": problem_name, **({"f1": f1, "f2": f2} if problem_name == "custom" else {}), "methods": methods,
+            "tau": tau, "optimizer": opt, "lr": lr, "steps": steps, "starts": mode,
+            "map bounds": ", ".join(f"{v:g}" for b in view for v in b)}
 c1, c2, c3, c4 = st.columns(4)
-with c4:
-    png_export(last_fig, "toy_landscape.png", key="toy_png", label="Map (PNG, last frame)")
+with c4:  # the last frame as a still, built only when asked for
+    png_export(lambda: _map(runs_key + (istart, "last"), problem, res, bg, istart, False, animate=False),
+               "toy_landscape.png", key="toy_png", label="Map (PNG, last frame)")
 with c1:
-    download_csv(studio.trajectories_table(res), "toy_trajectories.csv", "Trajectories (CSV)", key="toy_csv")
+    download_csv(studio.trajectories_table(res), "toy_trajectories.csv", "Trajectories (CSV)", key="toy_csv",
+                 settings=export_settings)
 with c2:
-    download_csv(table, "toy_endpoints.csv", "Endpoint table (CSV)", key="toy_end_csv")
-with c3:
-    download_figure(fig, "toy_landscape.html", "Animated figure (HTML)", key="toy_html")
+    download_csv(table, "toy_endpoints.csv", "Endpoint table (CSV)", key="toy_end_csv", settings=export_settings)
+with c3:  # a standalone file: Plotly's own play button and slider (no page controls there); built on the click
+    download_figure(lambda: studio.toy_map_figure(problem, res, bg, inset_start=istart, controls=True),
+                    "toy_landscape.html", "Animated figure (HTML)", key="toy_html", settings=export_settings)

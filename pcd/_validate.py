@@ -16,6 +16,7 @@ API::
     number(v, name, low=, high=, open_low=, open_high=, allow_none=, strict=) -> float | None
     boolean(v, name, strict=)                              -> bool
     choice(v, name, choices)                               -> the matching choice
+    box(v, name)                                           -> ((xmin, xmax), (ymin, ymax)), a 2-D map box
     text(v, name, max_len=, allow_empty=)                  -> str
     seed(v, name="seed")                                   -> int in [0, 2**63 - 1]
     limit(kind, v, name=None, low=1)                       -> int within LIMITS[kind]
@@ -47,6 +48,7 @@ __all__ = [
     "MAX_TEXT",
     "Invalid",
     "boolean",
+    "box",
     "choice",
     "inside",
     "integer",
@@ -535,3 +537,29 @@ def writable_file(path: Any, name: str = "output file") -> Path:
         if str(real).startswith(("/sys", "/proc", "/dev")):
             raise Invalid(f"cannot write {p}: {real} is a system folder")
     return p
+
+
+MAX_COORD = 1e6  # a map bound's magnitude
+
+
+def box(value: Any, name: str = "map bounds", *, max_abs: float = MAX_COORD) -> tuple[tuple[float, float], tuple[float, float]]:
+    """A 2-D box ``((xmin, xmax), (ymin, ymax))`` from text ``"xmin, xmax, ymin, ymax"`` (a query
+    parameter), four numbers, or two ``(min, max)`` pairs: finite, ``|v| <= max_abs``, min < max."""
+    allowed = f"four numbers 'xmin, xmax, ymin, ymax' with min < max and |v| <= {max_abs:g}"
+    if isinstance(value, str):
+        parts = [p for p in value.replace(";", ",").split(",") if p.strip()]
+        if len(parts) != 4:
+            raise _fail(name, allowed, value)
+        vals = [number(p, name, low=-max_abs, high=max_abs, strict=False) for p in parts]
+    else:
+        try:
+            flat = [v for pair in value for v in (pair if isinstance(pair, (list, tuple)) else [pair])]
+        except TypeError:
+            raise _fail(name, allowed, value) from None
+        if len(flat) != 4:
+            raise _fail(name, allowed, value)
+        vals = [number(v, name, low=-max_abs, high=max_abs) for v in flat]
+    x0, x1, y0, y1 = (float(v) for v in vals)
+    if not (x0 < x1 and y0 < y1):
+        raise _fail(name, allowed, value)
+    return ((x0, x1), (y0, y1))

@@ -309,6 +309,49 @@ TOY_PROBLEMS = {
 }
 
 
+# Named formula pairs for the custom problem (primary, secondary, the map's box): typed into the
+# formula boxes by the page's preset selector, editable from there.
+TOY_FORMULAS: dict[str, dict[str, Any]] = {
+    "valleys": {"label": "Two valleys, box secondary (the default)", "f1": "(x**2-4)**2/4 + y**2/2",
+                "f2": "relu(abs(x-2)-0.5) + relu(abs(y)-0.5)", "bounds": ((-3.5, 3.5), (-2.0, 2.0))},
+    "himmelblau": {"label": "Himmelblau: four minima, the secondary picks (3, 2)",
+                   "f1": "((x**2+y-11)**2 + (x+y**2-7)**2)/10",
+                   "f2": "relu(abs(x-3)-0.3) + relu(abs(y-2)-0.3)", "bounds": ((-5.0, 5.0), (-5.0, 5.0))},
+    "rosenbrock": {"label": "Rosenbrock-style pair: one curved valley, minima at (±1, 1)",
+                   "f1": "(1-x)**2 + 5*(y-x**2)**2", "f2": "(1+x)**2 + 5*(y-x**2)**2",
+                   "bounds": ((-2.0, 2.0), (-1.0, 3.0))},
+    "camel": {"label": "Three-hump camel: the secondary wants the side hump (-1.75, 0.87)",
+              "f1": "2*x**2 - 1.05*x**4 + x**6/6 + x*y + y**2",
+              "f2": "relu(abs(x+1.75)-0.3) + relu(abs(y-0.87)-0.3)", "bounds": ((-2.5, 2.5), (-2.0, 2.0))},
+    "log_barrier": {"label": "Log barrier: f1 undefined for x <= 0",
+                    "f1": "x - log(x) + (y-1)**2/2", "f2": "abs(y)", "bounds": ((-1.0, 3.0), (-1.5, 2.5))},
+}
+
+
+def fit_bounds(res: Any, bounds: Sequence[Sequence[float]], pad: float = 0.06,
+               max_factor: float = 20.0) -> tuple[tuple[float, float], tuple[float, float]]:
+    """The map's box ``bounds`` grown to cover every finite recorded point of ``res`` (start points
+    included), with ``pad`` of the span as a margin on the sides that grew; a run that ran away is
+    covered up to ``max_factor`` times the box's span around its centre (the table has the rest)."""
+    (x0, x1), (y0, y1) = V.box(bounds)
+    pad = _num(pad, "pad", 0.0, 1.0)
+    pos = np.asarray(res.positions, dtype=np.float64)[..., :2].reshape(-1, 2)
+    pos = np.concatenate([pos, np.asarray(res.starts, dtype=np.float64)[:, :2]])
+    pos = pos[np.isfinite(pos).all(axis=1)]
+    out = []
+    for lo, hi, col in ((x0, x1, 0), (y0, y1, 1)):
+        span, mid = hi - lo, (lo + hi) / 2
+        cap_lo, cap_hi = mid - max_factor * span / 2, mid + max_factor * span / 2
+        if len(pos):
+            plo, phi = float(np.clip(pos[:, col].min(), cap_lo, cap_hi)), float(np.clip(pos[:, col].max(), cap_lo, cap_hi))
+            if plo < lo:
+                lo = plo - pad * (max(hi, phi) - plo)
+            if phi > hi:
+                hi = phi + pad * (hi - lo)
+        out.append((float(lo), float(hi)))
+    return (out[0], out[1])
+
+
 def toy_problem(name: str, primary: str | None = None, secondary: str | None = None,
                 bounds: Sequence[Sequence[float]] | None = None):
     """The 2-D problem of the toy page: a registry problem, the double-well K = 2 slice, or a
@@ -332,6 +375,61 @@ def toy_problem(name: str, primary: str | None = None, secondary: str | None = N
             kwargs["bounds"] = bounds
         return problems.make("custom", **kwargs)
     return problems.make(key)
+
+
+TOY_GRID = (300, 200)   # the map's background resolution (pixels of the image, stretched to the axes)
+TOY_CHART_PX = {"wide": 800.0, "narrow": 560.0}  # the chart's width the map is laid out for (page column)
+TOY_MAP_FRACTION = 0.62                           # of the width, beside the inset
+
+
+def toy_background(problem: Any, bounds: Any = None) -> dict[str, Any]:
+    """What the toy map draws under the trajectories, over ``bounds`` (default: the problem's):
+    ``grid`` ``(xs, ys, Z)``, the ``image`` (PNG data URI of :func:`pcd.viz.landscape.background_image`),
+    ``pareto`` set, ``optima``, the objective ``names`` and ``undefined``: the share of the map where
+    a formula is undefined (hatched on the map)."""
+    from pcd.viz.landscape import background_image, undefined_mask
+    from pcd.viz.theme import png_data_uri
+
+    grid = problem.grid(*TOY_GRID, bounds=bounds)
+    return {"grid": grid, "image": png_data_uri(background_image(*grid)), "pareto": problem.pareto_set(),
+            "optima": problem.optima(), "names": list(problem.objective_names),
+            "undefined": float(undefined_mask(grid[2]).mean())}
+
+
+def toy_map_figure(problem: Any, res: Any, background: dict[str, Any] | None = None, *,
+                   inset_start: int | None = 0, narrow: bool = False, controls: bool = False,
+                   animate: bool = True, click_grid: int = 36):
+    """The toy page's map: trajectories of ``res`` over :func:`toy_background` with, when
+    ``inset_start`` is a start index, the animated gradient inset of that start -- beside the map,
+    or under it when ``narrow`` (a window under ~800 px). ``controls``: Plotly's own play button and
+    slider (a standalone HTML file); the page has its own controls. ``animate=False``: the last
+    frame as a still (the PNG export)."""
+    from pcd import teaching
+    from pcd.viz.landscape import fit_legend, landscape_figure
+    from pcd.viz.teaching import add_gradient_inset
+    from pcd.viz.theme import figure_from_spec
+
+    bg = background if background is not None else toy_background(problem)
+    with_inset = inset_start is not None
+    xs, ys = bg["grid"][0], bg["grid"][1]
+    aspect = float((ys[-1] - ys[0]) / (xs[-1] - xs[0]))        # the map keeps 1:1 units
+    chart_w = TOY_CHART_PX["narrow" if narrow else "wide"]
+    map_w = (chart_w - 75) * (TOY_MAP_FRACTION if with_inset and not narrow else 1.0)
+    map_h = float(np.clip(map_w * aspect, 240, 560))
+    inset_h = 330 if (with_inset and narrow) else 0
+    spec = landscape_figure(res, bg["grid"], pareto_set=bg["pareto"], optima=bg["optima"], height=560,
+                            image=bg["image"], click_grid=click_grid if animate else 0, validate=False,
+                            animate=animate, controls=controls, spec_only=True)
+    if not controls:  # the legend under the map: the bottom margin is sized for it, then the height
+        fit_legend(spec, chart_w)
+        lay = spec["layout"]
+        lay["height"] = int(lay["margin"]["t"] + lay["margin"]["b"] + max(map_h + inset_h + (60 if inset_h else 0),
+                                                                          340 if with_inset and not narrow else 0))
+    if with_inset:
+        grads = teaching.trajectory_gradients(problem, res, int(inset_start))
+        spec = add_gradient_inset(spec, grads, placement="below" if narrow else "side", width_px=chart_w,
+                                  map_fraction=TOY_MAP_FRACTION, spec_only=True)
+    return figure_from_spec(spec)
 
 
 def hparam_values(method: str, values: dict[str, Any] | None) -> dict[str, Any]:

@@ -121,8 +121,10 @@ class Problem:
             "params": self.params(),
         }
 
-    def grid(self, nx: int = 101, ny: int = 101) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """Contour background of a 2-D problem over :attr:`bounds`.
+    def grid(self, nx: int = 101, ny: int = 101,
+             bounds: Any = None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Contour background of a 2-D problem over :attr:`bounds` (or over ``bounds``, a box
+        ``((xmin, xmax), (ymin, ymax))`` checked by :func:`pcd._validate.box`).
 
         Returns ``(xs [nx], ys [ny], Z [K, ny, nx])`` with ``Z[k, j, i] = f_k(xs[i], ys[j])``
         (the layout Plotly's ``go.Contour(x=xs, y=ys, z=Z[k])`` expects).
@@ -131,8 +133,9 @@ class Problem:
             raise ValueError(f"{self.name}: grid() needs a 2-D problem, this one has dim = {self.dim}")
         nx = check_int(nx, "nx", 2, 2000, self.name)
         ny = check_int(ny, "ny", 2, 2000, self.name)
-        xs = np.linspace(self.bounds[0][0], self.bounds[0][1], nx)
-        ys = np.linspace(self.bounds[1][0], self.bounds[1][1], ny)
+        (bx0, bx1), (by0, by1) = self.bounds if bounds is None else V.box(bounds, f"{self.name}: grid bounds")
+        xs = np.linspace(bx0, bx1, nx)
+        ys = np.linspace(by0, by1, ny)
         X, Y = np.meshgrid(xs, ys)
         pts = np.stack([X.ravel(), Y.ravel()], axis=1)
         with np.errstate(all="ignore"):

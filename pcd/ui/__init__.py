@@ -272,10 +272,17 @@ def download_csv(df: Any, filename: str, label: str = "Download CSV", key: str |
 
 def download_figure(fig: Any, filename: str, label: str = "Download figure (HTML)", key: str | None = None,
                     settings: dict | None = None) -> None:
-    """The figure as a standalone HTML file (Plotly bundled, works offline), headed by its settings."""
+    """The figure as a standalone HTML file (Plotly bundled, works offline), headed by its settings.
+
+    ``fig``: a figure, or a function returning one (built only when the file is asked for). The
+    HTML (~4 MB with Plotly bundled) is made on the click, not on every rerun of the page.
+    """
     from pcd.studio import figure_html
 
-    st.download_button(label, figure_html(fig, settings).encode("utf-8"), file_name=filename, mime="text/html",
+    def _html() -> bytes:
+        return figure_html(fig() if callable(fig) else fig, settings).encode("utf-8")
+
+    st.download_button(label, _html, file_name=filename, mime="text/html", on_click="ignore",
                        key=key or f"html-{filename}")
 
 
@@ -283,11 +290,12 @@ def png_export(fig: Any, filename: str, key: str, label: str = "Figure (PNG)") -
     """A toggle offering the figure as a static PNG (rendered offline by kaleido + Chromium).
 
     Off by default: a static render takes a few seconds. Degrades to a note when no exporter works.
+    ``fig`` may be a function returning the figure (built only when the toggle is on).
     """
     from pcd.viz.theme import to_png_bytes
 
     if st.toggle("PNG export", False, key=f"{key}-toggle"):
-        png = to_png_bytes(fig)
+        png = to_png_bytes(fig() if callable(fig) else fig)
         if png:
             st.download_button(label, png, file_name=filename, mime="image/png", key=f"{key}-dl")
         else:

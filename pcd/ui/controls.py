@@ -32,6 +32,8 @@ _PLAYER_HTML = """
     class="pcd-s" data-speed="1">1×</button><button class="pcd-s" data-speed="2">2×</button><button
     class="pcd-s" data-speed="4">4×</button></span>
   <span class="pcd-status">step —</span>
+  <input class="pcd-scrub" type="range" min="0" max="0" value="0" step="1" aria-label="frame (recorded step)"
+         title="drag to any recorded step">
 </div>
 """
 
@@ -46,14 +48,16 @@ _PLAYER_CSS = """
 .pcd-play {min-width:6.2rem; font-weight:600;}
 .pcd-speed {margin-left:.6rem; color:#57606a;}
 .pcd-status {margin-left:.8rem; color:#24292f; font-variant-numeric:tabular-nums; font-weight:600;}
+.pcd-scrub {flex:1 1 100%; width:100%; margin:.2rem 0 0 0; accent-color:#1f6feb; cursor:pointer;}
 """
 
 _PLAYER_JS = """
 export default function(component) {
-  const { data, parentElement } = component;
+  const { data, parentElement, setStateValue } = component;
   const root = parentElement.querySelector('.pcd-player');
   const status = root.querySelector('.pcd-status');
   const playBtn = root.querySelector('.pcd-play');
+  const scrub = root.querySelector('.pcd-scrub');
   const names = data.frames || [];
   const cursor = data.cursor_x || [];
   let speed = 1, playing = false, cur = 0, boundGd = null, lastCursor = null, pending = null;
@@ -62,7 +66,10 @@ export default function(component) {
   const P = () => window.Plotly;
   const label = i => 'step ' + names[i] + ' / ' + names[names.length - 1] + '  (frame ' + (i + 1) + ' of ' + names.length + ')';
 
-  function setStatus(i) { status.textContent = names.length ? label(i) : 'no frames'; root.dataset.frame = String(i); }
+  function setStatus(i) { status.textContent = names.length ? label(i) : 'no frames'; root.dataset.frame = String(i);
+                          if (scrub && document.activeElement !== scrub) scrub.value = String(i); }
+  scrub.max = String(Math.max(0, names.length - 1));
+  scrub.addEventListener('input', () => go(parseInt(scrub.value, 10) || 0));
   function setPlaying(p) { playing = p; playBtn.textContent = p ? '❚❚ Pause' : '▶ Play'; root.dataset.playing = p ? '1' : '0'; }
   function moveCursor(i) {
     const lg = lossChart();
@@ -93,6 +100,18 @@ export default function(component) {
     const s = g._fullLayout && g._fullLayout.sliders && g._fullLayout.sliders[0];
     cur = s ? s.active : 0; lastCursor = null; setStatus(cur); moveCursor(cur);
   }
+  // the page lays the figure out for the width it is shown at: report a change of width class
+  let sentWidth = null;
+  function reportWidth() {
+    if (!data.width_classes || !setStateValue) return;
+    const w = root.getBoundingClientRect().width || window.innerWidth;  // the page column's width
+    let cls = data.width_classes[data.width_classes.length - 1][0];
+    for (const [name, upTo] of data.width_classes) { if (upTo === null || w <= upTo) { cls = name; break; } }
+    if (cls !== data.width && cls !== sentWidth) { sentWidth = cls; setStateValue('width', cls); }
+  }
+  let resizeTimer = null;
+  function onResize() { clearTimeout(resizeTimer); resizeTimer = setTimeout(reportWidth, 250); }
+  window.addEventListener('resize', onResize);
   function ready() {
     bind();
     if (!P() || !boundGd) { status.textContent = 'waiting for the chart…'; return false; }
@@ -146,7 +165,9 @@ export default function(component) {
   setStatus(0);
   const timer = setInterval(bind, 400);
   bind();
+  reportWidth();
   return () => { clearInterval(timer); document.removeEventListener('keydown', onKey);
+                 window.removeEventListener('resize', onResize);
                  if (boundGd && boundGd.removeListener) boundGd.removeListener('plotly_animatingframe', onFrame); };
 }
 """
@@ -244,11 +265,18 @@ def _component(name: str) -> Any:
 
 def frame_controls(chart_key: str, frames: Sequence[Any], frame_ms: int = 45, loss_key: str | None = None,
                    cursor_x: Sequence[float] | None = None, cursor_name: str = "step cursor",
-                   keyboard: bool = True, key: str | None = None) -> None:
+                   keyboard: bool = True, key: str | None = None,
+                   width_classes: Sequence[tuple[str, float | None]] | None = None,
+                   width: str | None = None) -> str | None:
     """Reset / step back / play-pause / step forward and a speed control (¼× … 4×) for the
     animated ``st.plotly_chart`` with widget key ``chart_key`` whose frames are named ``frames``
     (in order). ``loss_key`` + ``cursor_x`` (one x per frame): the shapes named ``cursor_name`` of
     that second chart follow the frame shown (see :func:`pcd.viz.teaching.with_step_cursor`).
+    A range input under the buttons scrubs to any frame (the chart needs no slider of its own).
+
+    ``width_classes = [("narrow", 700), ("wide", None)]`` (upper bounds in px, ``None`` = any):
+    the component reports which class the page column's width falls in (one rerun when it differs
+    from ``width``, the class the figure was laid out for); returns the last reported class.
     """
     names = [str(f) for f in frames]
     if cursor_x is not None and len(cursor_x) != len(names):
@@ -256,10 +284,24 @@ def frame_controls(chart_key: str, frames: Sequence[Any], frame_ms: int = 45, lo
     frame_ms = int(frame_ms)
     if frame_ms < 1:
         raise ValueError(f"frame_ms must be >= 1, got {frame_ms}")
+    classes = [[str(n), None if w is None else float(w)] for n, w in (width_classes or [])]
     payload = {"target": str(chart_key), "frames": names, "ms": frame_ms, "loss": loss_key,
                "cursor_x": [float(v) for v in cursor_x] if cursor_x is not None else [],
-               "cursor_name": cursor_name, "keys": bool(keyboard)}
-    _component("player")(data=payload, key=key or f"{chart_key}-controls")
+               "cursor_name": cursor_name, "keys": bool(keyboard), "width_classes": classes or None,
+               "width": width}
+    key = key or f"{chart_key}-controls"
+    _component("player")(data=payload, key=key, on_width_change=lambda: None)
+    return reported_width(key)
+
+
+def reported_width(key: str) -> str | None:
+    """The width class last reported by the frame controls with widget key ``key`` (or None)."""
+    val: Any = st.session_state.get(key)
+    try:
+        got = val.get("width") if hasattr(val, "get") else getattr(val, "width", None)
+    except Exception:  # a malformed value from the browser is ignored
+        return None
+    return str(got) if isinstance(got, str) else None
 
 
 def vector_drag(chart_key: str, vectors: Sequence[dict], on_drop: Callable[[dict], None] | None = None,

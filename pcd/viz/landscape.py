@@ -16,13 +16,24 @@ from typing import Any
 import numpy as np
 import plotly.graph_objects as go
 
-from pcd.viz.theme import base_layout, colorize, method_color, method_label, outcome_label, png_data_uri, rgba
+from pcd.viz.theme import (
+    base_layout,
+    colorize,
+    figure_from_spec,
+    method_color,
+    method_label,
+    outcome_label,
+    png_data_uri,
+    rgba,
+)
 
 ZERO_SET_RGB = np.array([46, 160, 67], dtype=np.float64)   # green tint for the secondaries' zero sets
 LINE_RGB = np.array([36, 41, 47], dtype=np.float64)
 START_SYMBOLS = ("circle", "square", "diamond", "triangle-up", "cross", "x", "pentagon", "star",
                  "hexagon", "triangle-down")
 TRAIL = 8  # recorded frames in the fading tail behind each head
+CONTOUR_PX = 0.9  # half-width of a contour line in image pixels
+UNDEFINED_RGB = np.array([[175, 184, 193], [234, 238, 242]], dtype=np.float64)  # hatching: undefined region
 
 
 
@@ -75,12 +86,23 @@ def zero_set_mask(Zj: Any, rel_cap: float = 0.02) -> np.ndarray:
     return finite & ((V <= 1e-12 * rng) | ((V <= diff) & (V <= rel_cap * rng)))
 
 
+def undefined_mask(Z: Any) -> np.ndarray:
+    """Grid points ``[ny, nx]`` where some objective of ``Z [K, ny, nx]`` is not finite (a formula
+    undefined there: log of a number <= 0, sqrt of a negative, 1/0, overflow)."""
+    Z = np.asarray(Z, dtype=np.float64)
+    if Z.ndim == 2:
+        Z = Z[None]
+    return ~np.isfinite(Z).all(axis=0)
+
+
 def background_image(xs: Any, ys: Any, Z: Any, levels: int = 16, zero_sets: bool = True) -> np.ndarray:
     """RGB uint8 image ``[ny, nx, 3]`` (row 0 = top, i.e. largest y) of the landscape.
 
     Colour = the primary ``Z[0]`` on a log scale (``log(1 + (f - min)/s)``, s = its 5th percentile
-    spread), ``levels`` contour lines drawn where the quantized level changes, and (``zero_sets``)
-    the zero sets of the secondaries ``Z[1:]`` tinted green.
+    spread), ``levels`` contour lines of that log value (anti-aliased from the grid values: a
+    pixel's darkening falls off with its distance to the level in pixels, ``|s - round s| / |grad s|``,
+    so lines are smooth at any slope), (``zero_sets``) the zero sets of the secondaries ``Z[1:]``
+    tinted green, and grey hatching where some objective is undefined (:func:`undefined_mask`).
     """
     xs, ys, Z = _check_grid(xs, ys, Z)
     levels = int(levels)
@@ -97,17 +119,27 @@ def background_image(xs: Any, ys: Any, Z: Any, levels: int = 16, zero_sets: bool
     else:
         u = np.full(P.shape, np.nan)
     rgb = colorize(0.02 + 0.6 * u).astype(np.float64)
-    q = np.floor(np.where(np.isfinite(u), u, -1) * levels)
-    edge = np.zeros(P.shape, dtype=bool)
-    edge[:, 1:] |= q[:, 1:] != q[:, :-1]
-    edge[1:, :] |= q[1:, :] != q[:-1, :]
-    edge &= np.isfinite(u)
-    rgb[edge] = 0.55 * rgb[edge] + 0.45 * LINE_RGB
+    # contour lines: anti-aliased, from the grid's values (distance to the nearest level in pixels =
+    # |s - round(s)| / |grad s|, s = u * levels), so they are smooth curves, never stair-steps
+    ok = np.isfinite(u)
+    s_lev = np.where(ok, u, 0.0) * levels
+    gy_, gx_ = np.gradient(s_lev)
+    slope = np.hypot(gx_, gy_)
+    near = np.round(s_lev)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        dist = np.where(slope > 1e-9, np.abs(s_lev - near) / slope, np.inf)
+    alpha = np.clip(1.15 - dist / CONTOUR_PX, 0.0, 1.0) * ok * (near >= 1)
+    rgb = rgb * (1 - 0.5 * alpha[..., None]) + 0.5 * alpha[..., None] * LINE_RGB
     if zero_sets and Z.shape[0] > 1:
         zmask = np.zeros(P.shape, dtype=bool)
         for j in range(1, Z.shape[0]):
             zmask |= zero_set_mask(Z[j])
         rgb[zmask] = 0.45 * rgb[zmask] + 0.55 * ZERO_SET_RGB
+    bad = undefined_mask(Z)
+    if bad.any():  # where a formula is undefined (log of x <= 0, ...): grey hatching, said in the legend
+        ii, jj = np.indices(P.shape)
+        stripe = ((ii + jj) // 4) % 2 == 0
+        rgb[bad] = np.where(stripe[bad][:, None], UNDEFINED_RGB[0], UNDEFINED_RGB[1])
     return np.round(np.flipud(rgb)).astype(np.uint8)
 
 
@@ -122,10 +154,128 @@ def _traj(res: Any) -> tuple[np.ndarray, list[str], np.ndarray, np.ndarray]:
     return pos, methods, record, np.asarray(res.starts, dtype=np.float64)
 
 
+def end_clusters(ends: Any, view: Sequence[float], tol: float = 0.025) -> list[list[tuple[int, int]]]:
+    """Groups of coinciding end points: ``ends [M, S, 2]`` (method, start) -> lists of
+    ``(m, s)`` whose end points lie within ``tol`` of the map's diagonal of each other
+    (single-linkage, in the map's own units ``view = (x0, x1, y0, y1)``); non-finite ends (diverged
+    runs) are left out. Groups come in order of their first member."""
+    E = np.asarray(ends, dtype=np.float64)
+    if E.ndim != 3 or E.shape[-1] != 2:
+        raise ValueError(f"ends must have shape [M, S, 2], got {E.shape}")
+    x0, x1, y0, y1 = (float(v) for v in view)
+    diag = float(np.hypot(x1 - x0, y1 - y0)) or 1.0
+    keys = [(m, s) for m in range(E.shape[0]) for s in range(E.shape[1]) if np.isfinite(E[m, s]).all()]
+    if not keys:
+        return []
+    P = np.array([E[m, s] for m, s in keys])
+    close = np.hypot(*(P[:, None, :] - P[None, :, :]).transpose(2, 0, 1)) <= tol * diag
+    label = -np.ones(len(keys), dtype=int)
+    groups: list[list[tuple[int, int]]] = []
+    for i in range(len(keys)):
+        if label[i] >= 0:
+            continue
+        label[i] = len(groups)
+        todo, members = [i], []
+        while todo:
+            j = todo.pop()
+            members.append(j)
+            for k in np.nonzero(close[j] & (label < 0))[0]:
+                label[k] = label[i]
+                todo.append(int(k))
+        groups.append([keys[j] for j in sorted(members)])
+    return groups
+
+
+def _room(c: np.ndarray, dy: float, others: np.ndarray, view: Sequence[float]) -> float:
+    """How far (in map fractions) a label at ``c + (0, dy)`` is from ``others``; -1 off the map."""
+    x0, x1, y0, y1 = (float(v) for v in view)
+    p = c + np.array([0.0, dy])
+    if not y0 + 0.5 * abs(dy) <= p[1] <= y1 - 0.5 * abs(dy):
+        return -1.0
+    d = np.hypot((others[:, 0] - p[0]) / (x1 - x0), (others[:, 1] - p[1]) / (y1 - y0))
+    return float(d.min()) if len(d) else 1.0
+
+
+def end_annotations(ends: Any, methods: Sequence[str], diagnosis: Any, view: Sequence[float],
+                    tol: float = 0.025, avoid: Any = ()) -> list[dict]:
+    """One label per group of coinciding end points (:func:`end_clusters`): the methods that end
+    there (``"WS · MGDA · PCGrad (S1, S2)"``; the starts only when not all of them end there), an
+    arrow to the group's centre, and the full list with each outcome on hover. A label goes above
+    or below its point, on the side farther from the points in ``avoid [P, 2]`` (the start markers)
+    and from the other groups."""
+    E = np.asarray(ends, dtype=np.float64)
+    M, S = E.shape[:2]
+    diag = np.asarray(diagnosis, dtype=object)
+    x0, x1, y0, y1 = (float(v) for v in view)
+    out = []
+    groups = end_clusters(E, view, tol)
+    centres = np.array([np.mean([E[m, s] for m, s in mem], axis=0) for mem in groups]).reshape(-1, 2)
+    for g, members in enumerate(groups):
+        c = centres[g]
+        if not (x0 <= c[0] <= x1 and y0 <= c[1] <= y1):
+            continue  # outside the map: nothing to point at (the table has it)
+        names = list(dict.fromkeys(methods[m] for m, _ in members))
+        starts = sorted({s for _, s in members})
+        text = " · ".join(method_label(n) for n in names)
+        if len(names) > 3:  # wrap long lists, three names a line
+            parts = [method_label(n) for n in names]
+            text = "<br>".join(" · ".join(parts[i:i + 3]) for i in range(0, len(parts), 3))
+        if len(starts) < S:
+            text += " (" + ", ".join(f"S{s + 1}" for s in starts) + ")"
+        hover = "<br>".join(f"{method_label(methods[m])} from S{s + 1}: "
+                            f"{outcome_label(str(diag[m, s]), methods[m], short=True) if diag.shape == (M, S) else ''}"
+                            f"  ({E[m, s, 0]:.3f}, {E[m, s, 1]:.3f})" for m, s in members)
+        # above or below the point: the side farther from the start points and the other groups
+        # (and never off the map)
+        h = 0.14 * (y1 - y0)
+        others = np.concatenate([np.asarray(avoid, dtype=np.float64).reshape(-1, 2), centres[:g], centres[g + 1:]])
+
+        up = _room(c, h, others, view) >= _room(c, -h, others, view)
+        color = method_color(names[0]) if len(names) == 1 else "#24292f"
+        out.append(dict(x=float(c[0]), y=float(c[1]), xref="x", yref="y", text=text, hovertext=hover,
+                        showarrow=True, arrowhead=0, arrowwidth=1, arrowcolor="#57606a", ax=0, ay=-34 if up else 34,
+                        standoff=6, font=dict(size=12, color=color), bgcolor="rgba(255,255,255,0.85)",
+                        bordercolor="#d0d7de", borderwidth=1, borderpad=2, name="end label"))
+    return out
+
+
+LEGEND_CHAR_PX, LEGEND_ITEM_PX, LEGEND_ROW_PX = 7.6, 46.0, 26.0   # legend text at 14 px
+
+
+def fit_legend(spec: dict, width_px: float = 900.0, axis_px: float = 52.0) -> dict:
+    """Size the bottom margin of ``spec`` (in place; returned) for a horizontal legend under the
+    plot (``yref="container"``), for a chart ``width_px`` wide: the legend's rows are estimated from
+    its entries' text, so the plot area -- and an inset laid out for it -- keeps the height it was
+    planned with (Plotly would otherwise push the margin and shrink the plot)."""
+    names, groups = [], set()
+    for t in spec.get("data", []):
+        if t.get("showlegend", True) is False or not t.get("name"):
+            continue
+        group = t.get("legendgroup")
+        if group:  # one entry per legend group
+            if group in groups:
+                continue
+            groups.add(group)
+        names.append(str(t["name"]))
+    usable = max(200.0, float(width_px) - 20.0)
+    rows, x = 1, 0.0
+    for n in names:
+        w = LEGEND_ITEM_PX + LEGEND_CHAR_PX * len(n)
+        if x > 0 and x + w > usable:
+            rows, x = rows + 1, 0.0
+        x += w
+    lay = spec.setdefault("layout", {})
+    margin = dict(lay.get("margin") or {})
+    margin["b"] = int(axis_px + rows * LEGEND_ROW_PX + 8)
+    lay["margin"] = margin
+    return spec
+
+
 def landscape_figure(res: Any, grid: tuple[Any, Any, Any], pareto_set: Any = None, optima: Any = None,
                      title: str | None = None, height: int = 600, frame_ms: int = 45,
                      animate: bool = True, image: str | None = None, click_grid: int = 0,
-                     validate: bool = True) -> go.Figure:
+                     validate: bool = True, controls: bool = True, end_labels: bool = True,
+                     spec_only: bool = False) -> Any:
     """The animated trajectory map.
 
     ``res``: a :class:`pcd.engine.RunResult` (or anything with ``positions [M, S, T, 2]``,
@@ -135,8 +285,14 @@ def landscape_figure(res: Any, grid: tuple[Any, Any, Any], pareto_set: Any = Non
     ``click_grid = n > 0`` adds an invisible ``n x n`` grid of clickable points (trace named
     ``"click to add a start"``, just before the animated trace) so a page can turn a click on the
     map into a start point (a click on the background image itself emits no event).
-    ``validate=False`` skips Plotly's property validation of the assembled spec (~2x faster; the
-    spec is the same one the tests build with validation on).
+    ``validate=False`` skips Plotly's property validation of the assembled spec (~10x faster, see
+    :func:`pcd.viz.theme.figure_from_spec`; the spec is the one the tests build with validation on).
+    ``controls=False`` leaves out Plotly's own play/pause buttons and step slider (the page drives
+    the frames with its lecturer controls, :func:`pcd.ui.controls.frame_controls`; a standalone
+    HTML export keeps them). ``end_labels``: every end point is marked (a small diamond on the
+    method's path) and coinciding end points -- closer than 2.5 % of the map -- get ONE label
+    listing who ends there (:func:`end_clusters`), with the full list on hover.
+    ``spec_only``: return the plain ``{"data", "layout", "frames"}`` dict instead of a figure.
 
     Traces, in order: legend keys for the background (contours, secondary zero set); the
     Pareto set and optima (if any); per method its faint full paths (one trace per method, starts
@@ -160,6 +316,10 @@ def landscape_figure(res: Any, grid: tuple[Any, Any, Any], pareto_set: Any = Non
     # legend keys for what is drawn in the image
     traces.append(dict(type="scatter", x=[None], y=[None], mode="lines", line=dict(color="#57606a", width=1),
                        name="primary contours (log)", hoverinfo="skip"))
+    if undefined_mask(Z).any():
+        traces.append(dict(type="scatter", x=[None], y=[None], mode="markers", hoverinfo="skip",
+                           marker=dict(symbol="square", size=12, color="#afb8c1"),
+                           name="formula undefined (hatched)"))
     if Z.shape[0] > 1:
         traces.append(dict(type="scatter", x=[None], y=[None], mode="markers",
                            marker=dict(symbol="square", size=12, color=rgba("#2ea043", 0.8)),
@@ -174,8 +334,13 @@ def landscape_figure(res: Any, grid: tuple[Any, Any, Any], pareto_set: Any = Non
         full = np.concatenate([pos[m], np.full((S, 1, 2), np.nan)], axis=1).reshape(-1, 2)
         full = full.astype(np.float32)
         txt = [f"start {s + 1} · step {int(k)}" for s in range(S) for k in list(record) + [-1]]
-        traces.append(dict(type="scatter", x=full[:, 0], y=full[:, 1], mode="lines", name=method_label(name),
-                           legendgroup=name, line=dict(color=rgba(method_color(name), 0.5), width=2.5),
+        ends = np.zeros((S, T + 1))
+        ends[:, T - 1] = 9.0 if end_labels else 0.0  # a small diamond where each path ends
+        traces.append(dict(type="scatter", x=full[:, 0], y=full[:, 1], mode="lines+markers" if end_labels else "lines",
+                           name=method_label(name), legendgroup=name,
+                           marker=dict(symbol="diamond", size=ends.reshape(-1), color=method_color(name),
+                                       line=dict(color="white", width=1)),
+                           line=dict(color=rgba(method_color(name), 0.5), width=2.5),
                            text=txt, hovertemplate=f"{method_label(name)} · %{{text}}<br>"
                                                    f"(%{{x:.3f}}, %{{y:.3f}})<extra></extra>"))
     # the Pareto set above the faint paths
@@ -187,7 +352,9 @@ def landscape_figure(res: Any, grid: tuple[Any, Any, Any], pareto_set: Any = Non
     traces.append(dict(type="scatter", x=starts[:, 0], y=starts[:, 1], mode="markers+text", name="starts",
                        text=[f"S{s + 1}" for s in range(S)], textposition="top center",
                        textfont=dict(size=12, color="#24292f"),
-                       marker=dict(symbol="circle-open", size=13, color="#24292f", line=dict(width=2)),
+                       # a ring wider than the heads (13 px) that sit on it at step 0: the drawn
+                       # symbol is the legend's symbol
+                       marker=dict(symbol="circle-open", size=21, color="#24292f", line=dict(width=2.5)),
                        hovertemplate="start (%{x:.3f}, %{y:.3f})<extra></extra>"))
 
     click_grid = int(click_grid)
@@ -239,7 +406,16 @@ def landscape_figure(res: Any, grid: tuple[Any, Any, Any], pareto_set: Any = Non
     anim_idx = [len(traces) - 1]
 
     layout = base_layout(title=title, height=height)
-    layout["margin"] = dict(l=55, r=20, t=70 if title else 40, b=160 if animate else 50)
+    with_controls = bool(animate and controls and T >= 2)
+    # the legend sits under the map, so Plotly's toolbar (top right) never covers it
+    layout["margin"] = dict(l=55, r=20, t=60 if title else 28, b=(160 if with_controls else 50))
+    if with_controls:  # a standalone figure (HTML export): the legend in the right margin
+        layout["legend"] = dict(layout["legend"], orientation="v", yanchor="top", y=1.0, xanchor="left", x=1.02)
+    else:  # under the map, in a bottom margin sized for it (fit_legend)
+        layout["legend"] = dict(layout["legend"], orientation="h", yanchor="bottom", y=0.0, yref="container",
+                                xanchor="left", x=0.0)
+    if end_labels:
+        layout["annotations"] = end_annotations(pos[:, :, -1, :], methods, diag, (x0, x1, y0, y1), avoid=starts[:, :2])
     axis = dict(showgrid=False, zeroline=False, linecolor="#57606a", ticks="outside", tickcolor="#57606a",
                 constrain="domain")
     layout["xaxis"] = dict(axis, range=[x0, x1], title=dict(text="x₁"))
@@ -253,6 +429,7 @@ def landscape_figure(res: Any, grid: tuple[Any, Any, Any], pareto_set: Any = Non
             fx, fy = comet(t)
             spec["frames"].append({"name": str(int(record[t])), "traces": anim_idx,
                                    "data": [{"type": "scatter", "x": fx, "y": fy}]})
+    if with_controls:
         play = dict(label="▶ Play", method="animate",
                     args=[None, dict(frame=dict(duration=frame_ms, redraw=False), fromcurrent=True,
                                      transition=dict(duration=0), mode="immediate")])
@@ -272,15 +449,13 @@ def landscape_figure(res: Any, grid: tuple[Any, Any, Any], pareto_set: Any = Non
                                   pad=dict(t=42, b=0), transition=dict(duration=0), steps=steps)]
     # Built as one plain spec and constructed once (incremental add_trace/update_layout of ~200
     # frames costs ~10x more in Plotly's per-call validation).
+    if spec_only:  # the plain spec, for a builder that adds to it (pcd.viz.teaching.add_gradient_inset)
+        return spec
+    if not with_controls:
+        fit_legend(spec)
     if validate:
         return go.Figure(spec)
-    # Plotly.js does not know template *names*: resolve the name as validation would
-    import plotly.io as pio
-
-    tpl = layout.get("template")
-    if isinstance(tpl, str):
-        layout["template"] = pio.templates[tpl].to_plotly_json()
-    return go.Figure(spec, _validate=False)
+    return figure_from_spec(spec)
 
 
 def loss_figure(res: Any, objective_names: Sequence[str] | None = None, floor: float = 1e-12,

@@ -18,13 +18,14 @@ from typing import Any
 import numpy as np
 import plotly.graph_objects as go
 
-from pcd.viz.theme import base_layout, method_color, method_label, objective_color, rgba
+from pcd.viz.theme import base_layout, figure_from_spec, method_color, method_label, objective_color, rgba
 
 ARROW = 0.9          # the scale circle's radius in panel units (a panel spans [-1, 1])
 TITLE_PX, NUMBERS_PX, CAPTION_PX, NUMBERS_W_PX = 18, 44, 30, 108   # text blocks around the panels
 # The chart width the layout assumes: a 1400-px window with the sidebar open (a wider chart -- no
 # sidebar, presenter mode -- only leaves more room; a narrower one would let the numbers touch).
 PAGE_W_PX = 880
+NARROW_W_PX = 560   # the chart at an 800-px window with the sidebar open: the inset goes under the map
 SUBSCRIPT = "₀₁₂₃₄₅₆₇₈₉"
 
 
@@ -163,17 +164,27 @@ def _panels(grads: dict[str, Any], names: Sequence[str], cols: int, scale: float
 
 
 def add_gradient_inset(fig: go.Figure, grads: dict[str, Any], methods: Sequence[str] | None = None,
-                       map_fraction: float = 0.58, cols: int | None = None, scale: float | None = None) -> go.Figure:
+                       map_fraction: float = 0.58, cols: int | None = None, scale: float | None = None,
+                       placement: str = "side", width_px: float | None = None, spec_only: bool = False) -> Any:
     """The toy map ``fig`` (from :func:`pcd.viz.landscape.landscape_figure`) with the gradient inset
     beside it: per method a panel with g1, g2 (, g3) and the method's step d at the current frame
     of start ``grads["start"]``, to one fixed scale (``scale``, default :func:`inset_scale`), and
     the numbers ``||g_k||``, ``cos(g1, g2)``, ``||d||`` and ``mu`` (PCD, DBGD) under it.
 
     The frames of ``fig`` (named by the recorded step) get the inset's data too, so Play, the step
-    slider and any ``Plotly.animate`` call move the arrows with the map. ``fig`` is not modified.
+    slider and any ``Plotly.animate`` call move the arrows with the map. ``fig`` is not modified;
+    it may also be the plain spec of ``landscape_figure(..., spec_only=True)`` (one Figure is then
+    built, not two).
+
+    ``placement="side"``: the panels right of the map (``map_fraction`` of the width is the map);
+    ``"below"``: under the map, full width, three panels a row (a narrow window: the side panels'
+    numbers would touch). ``width_px``: the chart width the panel geometry assumes
+    (default :data:`PAGE_W_PX`, or :data:`NARROW_W_PX` below).
     """
-    if not isinstance(fig, go.Figure):
-        raise ValueError("add_gradient_inset needs the go.Figure of landscape_figure")
+    if placement not in ("side", "below"):
+        raise ValueError(f"placement must be 'side' or 'below', got {placement!r}")
+    if not isinstance(fig, (go.Figure, dict)):
+        raise ValueError("add_gradient_inset needs the go.Figure (or spec) of landscape_figure")
     if not isinstance(grads, dict) or "methods" not in grads or "steps" not in grads:
         raise ValueError("add_gradient_inset needs the dict of pcd.teaching.trajectory_gradients")
     names = list(grads["methods"]) if methods is None else [m for m in methods if m in grads["methods"]]
@@ -182,13 +193,16 @@ def add_gradient_inset(fig: go.Figure, grads: dict[str, Any], methods: Sequence[
     if not 0.3 <= float(map_fraction) <= 0.9:
         raise ValueError(f"map_fraction must be in [0.3, 0.9], got {map_fraction}")
     if cols is None:  # 3 x 2 panels for the default six methods, fewer columns for fewer
-        cols = 1 if len(names) <= 2 else 2 if len(names) <= 4 else 3
+        cols = (1 if len(names) <= 2 else 2 if len(names) <= 4 else 3) if placement == "side" else min(3, len(names))
     cols = max(1, min(int(cols), len(names)))
     scale = inset_scale(grads) if scale is None else float(scale)
     if not (np.isfinite(scale) and scale > 0):
         raise ValueError(f"scale must be a positive number, got {scale}")
     steps = np.asarray(grads["steps"])
-    spec = fig.to_plotly_json()
+    if isinstance(fig, dict):  # a plain spec (landscape_figure(..., spec_only=True)): copied where changed
+        spec = dict(fig, layout=dict(fig.get("layout") or {}), frames=[dict(f) for f in fig.get("frames") or []])
+    else:
+        spec = fig.to_plotly_json()
     frames = spec.get("frames") or []
     frame_names = [str(f.get("name")) for f in frames]
     if frames and frame_names != [str(int(k)) for k in steps]:
@@ -198,7 +212,17 @@ def add_gradient_inset(fig: go.Figure, grads: dict[str, Any], methods: Sequence[
     gap = 0.03
     margin = lay.get("margin") or {}
     plot_h = float(lay.get("height") or 560) - float(margin.get("t", 40)) - float(margin.get("b", 125))
-    plot_w = (PAGE_W_PX - float(margin.get("l", 55)) - float(margin.get("r", 20))) * (1.0 - float(map_fraction) - gap)
+    chart_w = float(width_px) if width_px is not None else (PAGE_W_PX if placement == "side" else NARROW_W_PX)
+    if not 200 <= chart_w <= 5000:
+        raise ValueError(f"width_px must be in [200, 5000], got {width_px}")
+    plot_w = chart_w - float(margin.get("l", 55)) - float(margin.get("r", 20))
+    rows = (len(names) + cols - 1) // cols
+    if placement == "side":
+        plot_w *= 1.0 - float(map_fraction) - gap
+        below = 0.0
+    else:  # the map keeps its aspect on top; the inset gets what its rows need, from the bottom
+        below = min(0.6, rows * (TITLE_PX + NUMBERS_PX + 6 + 2.0 * 40.0) / plot_h + CAPTION_PX / plot_h)
+        plot_h *= below
     geom = _geometry(len(names), cols, plot_h, plot_w)
     traces, data_at, shapes, annotations = _panels(grads, names, cols, scale, lambda nm, t: t, "x2", "y2", geom)
     t0 = 0 if frames else last
@@ -211,18 +235,25 @@ def add_gradient_inset(fig: go.Figure, grads: dict[str, Any], methods: Sequence[
     for t, fr in enumerate(frames):
         fr["traces"] = list(fr.get("traces", [])) + new_idx
         fr["data"] = list(fr.get("data", [])) + data_at(t)
-    lay.setdefault("xaxis", {})["domain"] = [0.0, float(map_fraction)]
     xr, yr = geom["xr"], geom["yr"]
     hidden = dict(visible=False, showgrid=False, zeroline=False, fixedrange=True)
-    lay["xaxis2"] = dict(hidden, domain=[float(map_fraction) + gap, 1.0], range=xr, anchor="y2")
-    lay["yaxis2"] = dict(hidden, domain=[0.0, 1.0], range=yr, anchor="x2", scaleanchor="x2", scaleratio=1,
-                         constrain="domain")
+    if placement == "side":
+        lay.setdefault("xaxis", {})["domain"] = [0.0, float(map_fraction)]
+        lay["xaxis2"] = dict(hidden, domain=[float(map_fraction) + gap, 1.0], range=xr, anchor="y2")
+        lay["yaxis2"] = dict(hidden, domain=[0.0, 1.0], range=yr, anchor="x2", scaleanchor="x2", scaleratio=1,
+                             constrain="domain")
+    else:
+        lay.setdefault("xaxis", {})["domain"] = [0.0, 1.0]
+        lay.setdefault("yaxis", {})["domain"] = [below + 0.11, 1.0]
+        lay["xaxis2"] = dict(hidden, domain=[0.0, 1.0], range=xr, anchor="y2")
+        lay["yaxis2"] = dict(hidden, domain=[0.0, below], range=yr, anchor="x2", scaleanchor="x2", scaleratio=1,
+                             constrain="domain")
     lay["shapes"] = list(lay.get("shapes", [])) + shapes
     lay["annotations"] = list(lay.get("annotations", [])) + annotations + [dict(
         x=xr[0], y=yr[0], xref="x2", yref="y2", xanchor="left", yanchor="bottom", showarrow=False,
         font=dict(size=12, color="#57606a"),
         text=f"gradients at the current step, start S{grads['start'] + 1}<br>one fixed scale: circle = {scale:.3g}")]
-    return go.Figure(spec, _validate=False)
+    return spec if spec_only else figure_from_spec(spec)
 
 
 def gradients_figure(grads: dict[str, Any], frame: int | dict[str, int] = -1, methods: Sequence[str] | None = None,

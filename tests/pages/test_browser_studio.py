@@ -258,26 +258,33 @@ def test_toy_page_play_advances_animation(page, warm, artifacts_dir):
     page.goto(f"{warm['url']}/Toy_landscapes")
     _wait_content(page)
     _wait_idle(page)
-    heads = """() => { const gd = document.querySelector('.js-plotly-plot');
+    heads = """() => { const gd = document.querySelector('.st-key-toy_map .js-plotly-plot');
                       const t = gd._fullData.find(d => d.name === 'positions');  // the animated heads
                       return JSON.stringify(Array.from(t.x).slice(-6)); }"""
-    slider_val = """() => { const gd = document.querySelector('.js-plotly-plot');
-                           return gd._fullLayout.sliders[0].active; }"""
+    def frame() -> int:  # the frame controls live in the component's shadow root: a locator pierces it
+        return int(page.locator(".pcd-player").first.get_attribute("data-frame") or 0)
+
+    # ONE play control: the page's frame controls (the chart has no Plotly play buttons or slider)
+    assert page.locator(".js-plotly-plot .updatemenu-button").count() == 0
+    assert page.locator(".js-plotly-plot .slider-container").count() == 0
     start_heads = page.evaluate(heads)
-    assert page.evaluate(slider_val) == 0
-    page.locator(".js-plotly-plot .updatemenu-button").first.click()  # ▶ Play
+    assert frame() == 0
+    page.locator(".pcd-player .pcd-play").first.click()
     page.wait_for_function(f"(h) => ({heads})() !== h", arg=start_heads, timeout=60_000)
     page.wait_for_timeout(1200)
-    active = page.evaluate(slider_val)
-    assert active > 5  # several frames advanced
+    assert frame() > 5  # several frames advanced
     # the background image and the static layers survive the animation
-    assert page.locator(".js-plotly-plot .imagelayer image").count() >= 1
+    assert page.locator(".st-key-toy_map .js-plotly-plot .imagelayer image").count() >= 1
     page.screenshot(path=str(artifacts_dir / "studio_Toy_landscapes_playing.png"), full_page=False)
-    page.locator(".js-plotly-plot .updatemenu-button").nth(1).click()  # pause
+    page.locator(".pcd-player .pcd-play").first.click()  # pause
     page.wait_for_timeout(300)
-    paused = page.evaluate(slider_val)
+    paused = frame()
     page.wait_for_timeout(700)
-    assert page.evaluate(slider_val) == paused
+    assert frame() == paused
+    # the scrubber jumps to a frame
+    page.locator(".pcd-player .pcd-scrub").first.fill("20")
+    page.wait_for_timeout(500)
+    assert frame() == 20
 
 
 # The pixels of trace t's points, from the chart's own axes (Plotly picks the clicked point by

@@ -29,7 +29,8 @@ def _frame(page) -> int:
 
 
 def _slider_active(page) -> int:
-    return page.evaluate(f"() => document.querySelector('{MAP}')._fullLayout.sliders[0].active")
+    # the frame controls' scrubber (the one play control: the chart has no Plotly slider of its own)
+    return int(page.locator(".pcd-player .pcd-scrub").first.input_value())
 
 
 def _inset_text(page) -> list[str]:
@@ -76,7 +77,7 @@ def test_toy_inset_play_step_back_reset(page, streamlit_server, artifacts_dir):
     page.wait_for_timeout(800)
     assert _frame(page) == paused, "pause must stop the animation"
     assert _inset_text(page) != text0
-    assert _slider_active(page) == paused  # the chart's own slider shows the same frame
+    assert _slider_active(page) == paused  # the scrubber shows the same frame
     assert _cursor(page) == [int(frames[paused]) + 1] * 2  # loss-plot cursor at that step (x = step + 1)
 
     # one recorded step forward, two back, by buttons and keyboard

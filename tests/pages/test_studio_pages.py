@@ -81,7 +81,9 @@ def test_toy_page_default_animation_and_widgets():
     fig = at.get("plotly_chart")[0]
     spec = json.loads(fig.proto.spec)
     assert spec["layout"]["images"][0]["source"].startswith("data:image/png")
-    assert spec["layout"]["updatemenus"][0]["buttons"][0]["label"].endswith("Play")
+    # one play control: the page's frame controls drive the frames; the chart has no Plotly buttons/slider
+    assert spec["frames"] and not spec["layout"].get("updatemenus") and not spec["layout"].get("sliders")
+    assert [str(getattr(e.proto, "component_name", "")) for e in at.get("bidi_component")] == ["pcd_frame_controls"]
     diag = at.table[0].value
     assert len(diag) == 2 * 3  # 2 methods x 3 preset starts
     before = spec

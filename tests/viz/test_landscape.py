@@ -73,7 +73,7 @@ def test_landscape_figure_frames_traces_and_static_layers(saddle_run):
     assert [int(f.name) for f in fig.frames[:5]] == [0, 1, 2, 3, 4]
     # faint full paths, one per method in the method's colour; background as an image (survives animation)
     for name in res.methods:
-        tr = next(t for t in fig.data if t.legendgroup == name and t.mode == "lines")
+        tr = next(t for t in fig.data if t.legendgroup == name and t.mode.startswith("lines"))
         r, g, b = (int(method_color(name)[i:i + 2], 16) for i in (1, 3, 5))
         assert tr.line.color.startswith(f"rgba({r},{g},{b},")
         assert len(tr.x) == S * (T + 1)

@@ -13,6 +13,7 @@ from pcd import studio, teaching
 from pcd.engine import run
 from pcd.viz.landscape import landscape_figure, loss_figure
 from pcd.viz.teaching import ARROW, CURSOR_NAME, add_gradient_inset, gradients_figure, inset_scale, with_step_cursor
+from pcd.viz.theme import plain_array
 
 
 @pytest.fixture(scope="module")
@@ -50,12 +51,12 @@ def test_inset_rides_on_every_frame_and_draws_the_gradients_to_one_scale(saddle)
             tr = fr.data[-6 + k] if kind == "g" else None
             for p, name in enumerate(res.methods):
                 if kind == "g":
-                    x, y = np.asarray(tr.x, dtype=float), np.asarray(tr.y, dtype=float)
+                    x, y = plain_array(tr.x).astype(float), plain_array(tr.y).astype(float)
                     seg = np.array([x[3 * p + 1] - x[3 * p], y[3 * p + 1] - y[3 * p]])
                     v = grads["methods"][name]["g"][t, 0, :2]
                 else:
                     dtr = fr.data[-6 + 2 + p]
-                    x, y = np.asarray(dtr.x, dtype=float), np.asarray(dtr.y, dtype=float)
+                    x, y = plain_array(dtr.x).astype(float), plain_array(dtr.y).astype(float)
                     seg = np.array([x[1] - x[0], y[1] - y[0]])
                     v = grads["methods"][name]["d"][t, :2]
                 u = v / scale * ARROW
