@@ -77,7 +77,7 @@ with settings:
                                 format_func=lambda k: studio.TOY_PROBLEMS[k], key="toy_problem")
     f1 = f2 = None
     formula_error = None
-    custom_bounds = None
+    custom_bounds = custom_starts = None
     if problem_name == "custom":
         def _preset_chosen() -> None:  # a preset fills the formula boxes (editable from there)
             chosen = FORMULAS[st.session_state["toy_preset"]]
@@ -92,8 +92,9 @@ with settings:
         f1 = st.text_input("primary f₁(x, y)", key="toy_f1")
         f2 = st.text_input("secondary f₂(x, y)", key="toy_f2")
         custom_bounds = FORMULAS[preset]["bounds"]
+        custom_starts = FORMULAS[preset].get("starts")
         try:
-            problem = studio.toy_problem("custom", f1, f2, bounds=custom_bounds)
+            problem = studio.toy_problem("custom", f1, f2, bounds=custom_bounds, starts=custom_starts)
         except ValueError as exc:
             formula_error = exc
     methods = st.multiselect("methods", ALL, default=url_default("methods", DEFAULT_METHODS, allowed=ALL),
@@ -152,6 +153,9 @@ url_sync(problem=problem_name, methods=methods, tau=tau, opt=opt, lr=lr, steps=s
 
 if formula_error is not None:  # shown once, here (the parser names the token and its 0-based position)
     st.error(f"Fix the formula in the settings above to run: {formula_error}", icon=":material/function:")
+    caret = studio.formula_caret(formula_error)
+    if caret:
+        st.code(caret, language=None)
     st.stop()
 
 if not methods:
@@ -160,8 +164,8 @@ if not methods:
 
 
 @st.cache_resource(show_spinner=False, max_entries=32)
-def _problem(name, f1, f2, bounds):
-    return studio.toy_problem(name, f1, f2, bounds=bounds)
+def _problem(name, f1, f2, bounds, starts=None):
+    return studio.toy_problem(name, f1, f2, bounds=bounds, starts=starts)
 
 
 @st.cache_resource(show_spinner=False, max_entries=16)
@@ -194,7 +198,8 @@ def _loss(key, _res, names):
 
 try:
     pbounds = custom_bounds if problem_name == "custom" else None
-    problem = _problem(problem_name, f1, f2, pbounds)
+    pstarts = custom_starts if problem_name == "custom" else None
+    problem = _problem(problem_name, f1, f2, pbounds, pstarts)
     if mode == "presets":
         starts = problem.default_starts()
     elif mode == "grid":

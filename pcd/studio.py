@@ -265,7 +265,10 @@ def endpoint_table(res: Any, objective_names: Sequence[str] | None = None):
         for s in range(res.S):
             diag = str(res.diagnosis[m, s])
             text = outcome_label(diag, name, short=True)
-            if diag in ("diverged", "error") and res.diverged_step[m, s] >= 0:
+            if diag == "diverged" and res.diverged_step[m, s] == 0 \
+                    and not np.isfinite(np.asarray(res.losses)[m, s, 0]).all():
+                text = "start is where the formula is undefined"
+            elif diag in ("diverged", "error") and res.diverged_step[m, s] >= 0:
                 text += f" at step {int(res.diverged_step[m, s])}"
             if diag == "error" and name in res.errors:
                 text += f" ({res.errors[name]})"
@@ -324,7 +327,8 @@ TOY_FORMULAS: dict[str, dict[str, Any]] = {
               "f1": "2*x**2 - 1.05*x**4 + x**6/6 + x*y + y**2",
               "f2": "relu(abs(x+1.75)-0.3) + relu(abs(y-0.87)-0.3)", "bounds": ((-2.5, 2.5), (-2.0, 2.0))},
     "log_barrier": {"label": "Log barrier: f1 undefined for x <= 0",
-                    "f1": "x - log(x) + (y-1)**2/2", "f2": "abs(y)", "bounds": ((-1.0, 3.0), (-1.5, 2.5))},
+                    "f1": "x - log(x) + (y-1)**2/2", "f2": "abs(y)", "bounds": ((-1.0, 3.0), (-1.5, 2.5)),
+                    "starts": ((2.6, 2.0), (0.4, -1.0), (2.2, -1.2))},
 }
 
 
@@ -352,8 +356,17 @@ def fit_bounds(res: Any, bounds: Sequence[Sequence[float]], pad: float = 0.06,
     return (out[0], out[1])
 
 
+def formula_caret(exc: BaseException) -> str | None:
+    """For a formula error of the custom problem: the formula with a caret under the position
+    the parser names (``"x**2 + foo(y)\n       ^"``), or None when the error has no position."""
+    text, pos = getattr(exc, "formula", None), getattr(exc, "position", None)
+    if not isinstance(text, str) or not isinstance(pos, int) or "\n" in text:
+        return None
+    return f"{text}\n{' ' * max(0, min(pos, len(text)))}^"
+
+
 def toy_problem(name: str, primary: str | None = None, secondary: str | None = None,
-                bounds: Sequence[Sequence[float]] | None = None):
+                bounds: Sequence[Sequence[float]] | None = None, starts: Any = None):
     """The 2-D problem of the toy page: a registry problem, the double-well K = 2 slice, or a
     custom formula pair (the parser's ValueError names the bad token and its position)."""
     import pcd.problems as problems
@@ -373,6 +386,8 @@ def toy_problem(name: str, primary: str | None = None, secondary: str | None = N
             kwargs["secondaries"] = [secondary]
         if bounds is not None:
             kwargs["bounds"] = bounds
+        if starts is not None:
+            kwargs["starts"] = starts
         return problems.make("custom", **kwargs)
     return problems.make(key)
 
@@ -425,7 +440,7 @@ def toy_map_figure(problem: Any, res: Any, background: dict[str, Any] | None = N
         lay = spec["layout"]
         lay["height"] = int(lay["margin"]["t"] + lay["margin"]["b"] + max(map_h + inset_h + (60 if inset_h else 0),
                                                                           340 if with_inset and not narrow else 0))
-    if with_inset:
+    if inset_start is not None:
         grads = teaching.trajectory_gradients(problem, res, int(inset_start))
         spec = add_gradient_inset(spec, grads, placement="below" if narrow else "side", width_px=chart_w,
                                   map_fraction=TOY_MAP_FRACTION, spec_only=True)

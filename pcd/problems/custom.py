@@ -60,7 +60,9 @@ def _err(text: str, pos: int, msg: str) -> ValueError:
     pos = max(0, min(int(pos), len(text)))
     snippet = text[pos:pos + 12]
     where = f"at position {pos}" + (f" ({snippet!r})" if snippet else " (end of text)")
-    return ValueError(f"{msg} {where}; {_ALLOWED_HELP}")
+    err = ValueError(f"{msg} {where}; {_ALLOWED_HELP}")
+    err.formula, err.position = text, pos  # type: ignore[attr-defined]  # for a caret under the text
+    return err
 
 
 # A compiled expression is a nested tuple:
@@ -402,7 +404,11 @@ class CustomProblem(Problem):
             try:
                 exprs.append(parse(text))
             except ValueError as exc:
-                raise ValueError(f"custom {label}: {exc}") from None
+                err = ValueError(f"custom {label}: {exc}")
+                err.formula = getattr(exc, "formula", None)  # type: ignore[attr-defined]
+                err.position = getattr(exc, "position", None)  # type: ignore[attr-defined]
+                err.which = label  # type: ignore[attr-defined]
+                raise err from None
         self.exprs = exprs
         self.texts = [primary] + secondaries
         self.K = len(exprs)
