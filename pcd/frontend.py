@@ -5,24 +5,37 @@
     info = pcd.backward([ce_loss, group_lasso])   # primary first; writes p.grad
     opt.step()
 
-One gradient per loss (primary first), the Gram matrix ``G = J J^T`` in float64, the EMA
-normalization, PCD's QP on the normalized Gram matrix, and the direction rescaled to ``||g_1||``
-(zero when the primary gradient is zero) -- see :mod:`pcd.direction`. ``p.grad`` is *set*, not
-accumulated. Parameters that no loss depends on get ``grad = None`` (a stale gradient from an
-earlier step is cleared, so the optimizer skips them). ``pcd.tau`` is settable; when ``g_1 = 0``
-the step is zero and ``info.mu`` is 0 (the multipliers of the step actually taken).
+A thin wrapper over the one torch integration, :func:`pcd.train.step.gram_update` (the training
+loop's :class:`~pcd.train.step.GramStep` runs the same code for every method). PCD here only
+collects one gradient per loss (primary first, ``torch.autograd.grad``) as per-objective
+``(parameter index, gradient)`` lists, validates the input, keeps the method's state and turns the
+step into :class:`PCDInfo`. What the core does with PCD (arXiv 2606.29521, Alg. 1;
+:mod:`pcd.methods.pcd`):
+
+    G = J J^T (float64),   v_i <- beta v_i + (1 - beta) G_ii,   s_i = 1/sqrt(v_i / (1 - beta^t) + eps),
+    d~ = argmin_d ||d - g~_1||^2  s.t.  g~_j . d >= tau_j ||g~_j||^2 (j >= 2),   g~_i = s_i g_i,
+    p.grad = d = d~ ||g_1|| / ||d~||   (zero when d~ = 0 or g_1 = 0).
+
+``p.grad`` is *set*, not accumulated. Parameters that no loss depends on get ``grad = None`` (a
+stale gradient from an earlier step is cleared, so the optimizer skips them). ``pcd.tau`` is
+settable; when ``g_1 = 0`` the step is zero and ``info.mu`` is 0 (the multipliers of the step
+actually taken). The state is PCD's :class:`~pcd.methods.pcd.PCDState` ``(v, t)``;
+:meth:`PCD.state_dict` keeps the format it always had, ``{"tau", "normalizer": {beta, eps, t, v}}``.
 """
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import torch
 
-from pcd.direction import pcd_weights
-from pcd.normalize import EMANormalizer, check_beta_eps
+import pcd._validate as V
+from pcd.methods.pcd import PCDMethod, PCDState
+from pcd.normalize import check_beta_eps
 from pcd.qp import check_tau
+from pcd.train.step import gram_update
 
 __all__ = ["PCD", "PCDInfo"]
 
@@ -51,6 +64,8 @@ class PCD:
       beta, eps: the EMA normalizer's factor (in [0, 1)) and epsilon (>= 0).
     """
 
+    _method: PCDMethod  # the registry's PCD with these hyper-parameters (rebuilt when tau is set)
+
     def __init__(self, params: Iterable[torch.Tensor], tau: float | Sequence[float] = 0.02,
                  beta: float = 0.999, eps: float = 1e-8) -> None:
         self.params = [p for p in params]
@@ -61,10 +76,10 @@ class PCD:
         self.params = [p for p in self.params if p.requires_grad]
         if not self.params:
             raise ValueError("none of the parameters requires grad")
+        self._beta, self._eps = check_beta_eps(beta, eps)
         self._tau_raw: float | list[float] = 0.02
-        self.tau = tau  # validated by the setter
-        beta, eps = check_beta_eps(beta, eps)
-        self.normalizer = EMANormalizer(beta, eps)
+        self.tau = tau  # validated by the setter; builds the method
+        self._state: PCDState | None = None  # None before the first step (K is not known yet)
 
     # -- public API ----------------------------------------------------------------------------
     @property
@@ -82,6 +97,15 @@ class PCD:
             vals = list(value)  # type: ignore[arg-type]
             check_tau(vals, len(vals) + 1)
             self._tau_raw = [float(v) for v in vals]
+        self._method = self._make_method()
+
+    def _make_method(self) -> PCDMethod:
+        """The registry's PCD with this wrapper's hyper-parameters, already validated by the front
+        end's own rules (``check_tau``; ``check_beta_eps``: beta in [0, 1), eps >= 0 -- wider than
+        the method's slider bounds, which are for the pages), so they are set, not re-validated."""
+        m = PCDMethod()
+        m.hparams = {"tau": self._tau_raw, "beta": self._beta, "eps": self._eps}
+        return m
 
     def backward(self, losses: Sequence[torch.Tensor]) -> PCDInfo:
         """Gradients of each scalar loss (primary first), then :meth:`apply_gradients`."""
@@ -114,54 +138,47 @@ class PCD:
             raise ValueError("apply_gradients needs the gradients of at least one loss")
         if any(len(g) != len(self.params) for g in grads):
             raise ValueError(f"each loss needs one gradient entry per parameter ({len(self.params)})")
-        tau = check_tau(self._tau_raw, K)
-        used = [any(grads[i][j] is not None for i in range(K)) for j in range(len(self.params))]
-        idx = [j for j, u in enumerate(used) if u]
-        for j, u in enumerate(used):
-            if not u:  # no loss depends on it: no stale gradient for the optimizer to step on
-                self.params[j].grad = None
-        if not idx:
-            return self._empty_info(K)
-        rows = []
-        for i in range(K):
-            parts = []
-            for j in idx:
-                g = grads[i][j]
-                p = self.params[j]
+        check_tau(self._tau_raw, K)
+        if self._state is not None and self._state.v.shape[-1] != K:
+            raise ValueError(f"PCD was stepped with {self._state.v.shape[-1]} losses, got {K}")
+        lists: list[list[tuple[int, torch.Tensor]]] = []
+        for i, gs in enumerate(grads):
+            entries = []
+            for j, g in enumerate(gs):
                 if g is None:
-                    parts.append(torch.zeros(p.numel(), dtype=p.dtype, device=p.device))
-                else:
-                    if g.shape != p.shape:
-                        raise ValueError(f"gradient {i} for parameter {j} has shape {tuple(g.shape)}, expected {tuple(p.shape)}")
-                    parts.append(g.detach().reshape(-1))
-            rows.append(torch.cat(parts))
-        J = torch.stack(rows)  # [K, n]
-        if not torch.isfinite(J).all():
+                    continue
+                p = self.params[j]
+                if not isinstance(g, torch.Tensor):
+                    raise ValueError(f"gradient {i} for parameter {j} must be a tensor or None, got {type(g).__name__}")
+                if g.shape != p.shape:
+                    raise ValueError(f"gradient {i} for parameter {j} has shape {tuple(g.shape)}, expected {tuple(p.shape)}")
+                entries.append((j, g.detach()))
+            lists.append(entries)
+        for p in self.params:  # set, not accumulated: a passed-in p.grad is only read
+            p.grad = None
+        # float64 Gram (see pcd.train.step.gram_matrix): PCD's numbers do not depend on the model's dtype
+        res = gram_update(self.params, lists, self._method, self._state, dtype=torch.float64)
+        if res.diverged:
             raise ValueError("a gradient contains NaN or inf: the run diverged")
-        J64 = J.to(torch.float64)
-        G = (J64 @ J64.T).cpu().numpy()
+        if res.step is None:  # no loss depends on any parameter: nothing stepped, state unchanged
+            return self._empty_info(K)
+        self._state = res.step.state
+        return self._info(res.gram, res.step.weights[0], res.step.info)
+
+    def _info(self, G: np.ndarray, a: np.ndarray, info: dict[str, Any]) -> PCDInfo:
         sq = np.diagonal(G).copy()
-        scales = self.normalizer.update(sq)
-        out = pcd_weights(G, scales, tau)
-        a = out.weights
-        d = torch.as_tensor(a, dtype=J.dtype, device=J.device) @ J
-        offset = 0
-        for j in idx:
-            p = self.params[j]
-            n = p.numel()
-            p.grad = d[offset:offset + n].view_as(p).clone()
-            offset += n
         norms = np.sqrt(np.maximum(sq, 0.0))
         with np.errstate(divide="ignore", invalid="ignore"):
             cos = G[0, 1:] / (norms[0] * norms[1:])
             dn = float(np.sqrt(max(a @ G @ a, 0.0)))
             ucos = (G @ a) / (norms * dn)
-        mu, active = out.qp.mu.copy(), out.qp.active
+        mu = np.array(info["mu"][0], dtype=np.float64)
+        active = tuple(int(i) for i in np.flatnonzero(info["active"][0]))
         if not np.any(a):  # g_1 = 0 (or d~ = 0): the step taken is zero, so are its multipliers
             mu, active = np.zeros_like(mu), ()
-        return PCDInfo(mu=mu, active=active, feasible=bool(out.qp.feasible),
-                       cosine=cos, update_cosine=ucos, grad_norm=norms, scale=scales, weights=a,
-                       update_norm=dn)
+        return PCDInfo(mu=mu, active=active, feasible=bool(np.asarray(info["feasible"]).reshape(-1)[0]),
+                       cosine=cos, update_cosine=ucos, grad_norm=norms, scale=np.array(info["scales"][0]),
+                       weights=np.array(a, dtype=np.float64), update_norm=dn)
 
     def _empty_info(self, K: int) -> PCDInfo:
         nan = np.full(K, np.nan)
@@ -169,13 +186,45 @@ class PCD:
                        grad_norm=np.zeros(K), scale=np.zeros(K), weights=np.zeros(K), update_norm=0.0)
 
     def state_dict(self) -> dict:
-        return {"tau": self._tau_raw, "normalizer": self.normalizer.state_dict()}
+        """``{"tau", "normalizer": {"beta", "eps", "t", "v"}}`` -- the format of every earlier
+        version (``v``: ``[K]`` float64 EMA of ``||g_i||^2``, None before the first step)."""
+        st = self._state
+        return {"tau": self._tau_raw,
+                "normalizer": {"beta": self._beta, "eps": self._eps, "t": 0 if st is None else int(st.t),
+                               "v": None if st is None else np.array(st.v[0], dtype=np.float64)}}
 
     def load_state_dict(self, state: dict) -> None:
+        """Restore :meth:`state_dict` (of this or any earlier version); a bad dict changes nothing."""
         if not isinstance(state, dict) or "tau" not in state or "normalizer" not in state:
             raise ValueError("PCD state must be a dict with 'tau' and 'normalizer' (from state_dict())")
-        self.tau = state["tau"]
-        self.normalizer.load_state_dict(state["normalizer"])
+        norm = state["normalizer"]
+        if not isinstance(norm, dict) or not {"beta", "eps", "t", "v"} <= set(norm):
+            raise ValueError("PCD state's 'normalizer' must be a dict with 'beta', 'eps', 't' and 'v' (from state_dict())")
+        beta, eps = check_beta_eps(norm["beta"], norm["eps"])
+        t = V.integer(norm["t"], "PCD state's normalizer 't'", low=0, strict=False)
+        st: PCDState | None = None
+        if norm["v"] is None or t == 0:
+            if norm["v"] is not None or t != 0:
+                raise ValueError(f"PCD state's normalizer has t = {t} but v = {V.show(norm['v'])}: "
+                                 "v is None exactly when t = 0 (no step yet)")
+        else:
+            try:
+                v = np.array(norm["v"], dtype=np.float64)
+            except (TypeError, ValueError):
+                raise ValueError(f"PCD state's normalizer 'v' must be a list of numbers, got {V.show(norm['v'])}") from None
+            if v.ndim != 1 or v.size == 0 or not np.isfinite(v).all() or (v < 0).any():
+                raise ValueError(f"PCD state's normalizer 'v' must be one finite number >= 0 per loss, got {V.show(norm['v'])}")
+            st = PCDState(v=v[None], t=t)
+        old = (self._tau_raw, self._beta, self._eps)
+        self._beta, self._eps = beta, eps
+        try:
+            self.tau = state["tau"]  # validates, rebuilds the method with beta, eps
+        except ValueError:
+            self._tau_raw, self._beta, self._eps = old
+            self._method = self._make_method()
+            raise
+        self._state = st
 
     def __repr__(self) -> str:
-        return f"PCD(tau={self._tau_raw}, {self.normalizer})"
+        t = 0 if self._state is None else self._state.t
+        return f"PCD(tau={self._tau_raw}, beta={self._beta}, eps={self._eps}, t={t})"
