@@ -1,8 +1,9 @@
 """Step time of the pruning training path: PCD vs WS (and a plain autograd scalarization).
 
 Same model, same CIFAR-shaped random batches, steps interleaved (PCD, WS, PCD, WS, ...) so machine
-load hits both alike. Every method goes through :class:`pcd.train.run.GramStep` (one backward for
-the cross-entropy, analytic group-lasso gradient, Gram matrix, weights, ``p.grad``, Adam).
+load hits both alike. Every method goes through :class:`pcd.train.step.GramStep` (one backward for
+the cross-entropy, analytic group-lasso gradient, Gram matrix, weights, ``p.grad``, Adam) -- the one
+torch integration, :func:`pcd.train.step.gram_update`, that ``pcd.PCD`` also runs.
 ``plain`` is the textbook scalarization ``(CE + w * GL).backward()`` (GL via autograd on the weights'
 own graph), for reference.
 

@@ -7,11 +7,12 @@ With bias correction the first step gives ``s_i = 1/sqrt(||g_i||^2 + eps)``: eac
 gradient is brought to unit scale, so the same dimensionless tau means the same thing whatever
 the losses' units (asymptotic scale invariance; multiplying loss i by c multiplies ``v_i`` by
 ``c^2`` and ``s_i`` by ``1/c``, up to ``eps``). Framework-free: works on NumPy arrays of squared
-norms ``[..., K]`` so the batched toy engine and the PyTorch front end share it.
+norms ``[..., K]`` so the batched toy engine and the torch integration share it.
 
 The update is a pure function of the state (:func:`ema_step`: ``(v, t)`` -> the next ``(v, t)``
-and the scales); PCD's method state is that pair (:class:`pcd.methods.pcd.PCDState`).
-:class:`EMANormalizer` keeps it in an object for the PyTorch front end.
+and the scales); PCD's method state is that pair (:class:`pcd.methods.pcd.PCDState`), also in the
+PyTorch front end (:class:`pcd.PCD`). :class:`EMANormalizer` keeps it in an object for callers that
+want one (the constraints experiments).
 """
 from __future__ import annotations
 

@@ -123,3 +123,26 @@ def test_every_method_state_survives_a_weights_only_checkpoint(method):
     w_a, _ = one(saved, 7)
     w_b, _ = one(restored, 7)
     np.testing.assert_array_equal(w_a, w_b)
+
+
+def test_gram_matrix_precision_and_sparse_objectives():
+    """G_ij sums <g_ik, g_jk> over the parameters both objectives use; dtype=float64 (pcd.PCD) is
+    float64 end to end, dtype=None (the loop) takes each dot in float32 and sums in float64."""
+    from pcd.train.step import gram_matrix
+
+    g = torch.Generator().manual_seed(1)
+    shapes = [(300, 7), (64,), (5, 5, 3)]
+    grads = [[(k, torch.randn(s, generator=g)) for k, s in enumerate(shapes)],
+             [(0, torch.randn(shapes[0], generator=g)), (2, torch.randn(shapes[2], generator=g))],
+             [(1, torch.randn(shapes[1], generator=g) * 1e3)]]
+    rows = []
+    for obj in grads:
+        d = dict(obj)
+        rows.append(torch.cat([(d[k] if k in d else torch.zeros(s)).double().reshape(-1) for k, s in enumerate(shapes)]))
+    J = torch.stack(rows)
+    exact = (J @ J.T).numpy()
+    np.testing.assert_allclose(gram_matrix(grads, torch.float64), exact, rtol=1e-14, atol=1e-10)
+    G32 = gram_matrix(grads)
+    np.testing.assert_allclose(G32, exact, rtol=1e-5, atol=1e-3)
+    assert G32.dtype == np.float64 and G32[1, 2] == 0.0 and G32[2, 1] == 0.0  # no shared parameter
+    np.testing.assert_array_equal(G32, G32.T)
