@@ -188,3 +188,12 @@ def test_query_json_limits():
     for bad in ("[" * 9 + "]" * 9, "x" * (V.MAX_QUERY_JSON_BYTES + 1), '{"a": NaN}', "{", "1" * 120):
         with pytest.raises(V.Invalid):
             V.query_json(bad, "hp")
+
+
+def test_box():
+    assert V.box("-3.5, 3.5, -2, 2") == ((-3.5, 3.5), (-2.0, 2.0))
+    assert V.box([[-1, 1], [0, 2]]) == ((-1.0, 1.0), (0.0, 2.0))
+    for bad in ("1, -1, 0, 2", "1,2,3", "a, 1, 0, 1", "0, 1e9, 0, 1", "nan, 1, 0, 1", [[0, 1]], 5):
+        with pytest.raises(V.Invalid) as info:
+            V.box(bad)
+        assert "\n" not in str(info.value) and "xmin, xmax, ymin, ymax" in str(info.value) or "map bounds" in str(info.value)

@@ -186,28 +186,43 @@ def end_clusters(ends: Any, view: Sequence[float], tol: float = 0.025) -> list[l
     return groups
 
 
-def _room(c: np.ndarray, dy: float, others: np.ndarray, view: Sequence[float]) -> float:
-    """How far (in map fractions) a label at ``c + (0, dy)`` is from ``others``; -1 off the map."""
+LABEL_PLOT_PX = 520.0   # the map's plot width the label placement assumes (px); height follows the aspect
+LABEL_OFFSETS = ((0, -38), (0, 38), (80, -40), (80, 40), (-80, -40), (-80, 40), (110, 0), (-110, 0))  # px
+
+
+def _label_room(c: np.ndarray, off: tuple[int, int], size: tuple[float, float], others: np.ndarray,
+                view: Sequence[float]) -> float:
+    """The clearance (px) between a label box of ``size`` (w, h px) drawn at pixel offset ``off``
+    from the data point ``c`` and the points ``others``; negative when the box leaves the map."""
     x0, x1, y0, y1 = (float(v) for v in view)
-    p = c + np.array([0.0, dy])
-    if not y0 + 0.5 * abs(dy) <= p[1] <= y1 - 0.5 * abs(dy):
+    sx = LABEL_PLOT_PX / (x1 - x0)
+    sy = sx  # 1:1 axes
+    cx, cy = (c[0] - x0) * sx + off[0], (y1 - c[1]) * sy + off[1]     # box centre in px (y down)
+    w, h = size
+    if cx - w / 2 < 0 or cx + w / 2 > LABEL_PLOT_PX or cy - h / 2 < 0 or cy + h / 2 > (y1 - y0) * sy:
         return -1.0
-    d = np.hypot((others[:, 0] - p[0]) / (x1 - x0), (others[:, 1] - p[1]) / (y1 - y0))
-    return float(d.min()) if len(d) else 1.0
+    if not len(others):
+        return 1e9
+    px = (others[:, 0] - x0) * sx
+    py = (y1 - others[:, 1]) * sy
+    dx = np.maximum(np.abs(px - cx) - w / 2, 0.0)
+    dy = np.maximum(np.abs(py - cy) - h / 2, 0.0)
+    return float(np.hypot(dx, dy).min()) - 1e-3 * float(np.hypot(*off))   # ties: the nearer place
 
 
 def end_annotations(ends: Any, methods: Sequence[str], diagnosis: Any, view: Sequence[float],
                     tol: float = 0.025, avoid: Any = ()) -> list[dict]:
     """One label per group of coinciding end points (:func:`end_clusters`): the methods that end
     there (``"WS · MGDA · PCGrad (S1, S2)"``; the starts only when not all of them end there), an
-    arrow to the group's centre, and the full list with each outcome on hover. A label goes above
-    or below its point, on the side farther from the points in ``avoid [P, 2]`` (the start markers)
-    and from the other groups."""
+    arrow to the group's centre, and the full list with each outcome on hover. Each label goes
+    where its box keeps the most room (of a few places around its point) from the points in
+    ``avoid [P, 2]`` (the start markers), the other groups and the labels placed before it."""
     E = np.asarray(ends, dtype=np.float64)
     M, S = E.shape[:2]
     diag = np.asarray(diagnosis, dtype=object)
     x0, x1, y0, y1 = (float(v) for v in view)
-    out = []
+    out: list[dict] = []
+    placed: list[tuple[float, float]] = []
     groups = end_clusters(E, view, tol)
     centres = np.array([np.mean([E[m, s] for m, s in mem], axis=0) for mem in groups]).reshape(-1, 2)
     for g, members in enumerate(groups):
@@ -225,15 +240,18 @@ def end_annotations(ends: Any, methods: Sequence[str], diagnosis: Any, view: Seq
         hover = "<br>".join(f"{method_label(methods[m])} from S{s + 1}: "
                             f"{outcome_label(str(diag[m, s]), methods[m], short=True) if diag.shape == (M, S) else ''}"
                             f"  ({E[m, s, 0]:.3f}, {E[m, s, 1]:.3f})" for m, s in members)
-        # above or below the point: the side farther from the start points and the other groups
-        # (and never off the map)
-        h = 0.14 * (y1 - y0)
-        others = np.concatenate([np.asarray(avoid, dtype=np.float64).reshape(-1, 2), centres[:g], centres[g + 1:]])
-
-        up = _room(c, h, others, view) >= _room(c, -h, others, view)
+        # the label box where it keeps the most room from the start points, the other groups and the
+        # labels already placed (and stays on the map)
+        lines = text.split("<br>")
+        size = (7.0 * max(len(ln) for ln in lines) + 10.0, 16.0 * len(lines) + 6.0)
+        others = np.concatenate([np.asarray(avoid, dtype=np.float64).reshape(-1, 2), centres[:g], centres[g + 1:],
+                                 np.asarray(placed, dtype=np.float64).reshape(-1, 2)])
+        ax, ay = max(LABEL_OFFSETS, key=lambda o: _label_room(c, o, size, others, view))
+        sx = LABEL_PLOT_PX / (x1 - x0)
+        placed.append((c[0] + ax / sx, c[1] - ay / sx))
         color = method_color(names[0]) if len(names) == 1 else "#24292f"
         out.append(dict(x=float(c[0]), y=float(c[1]), xref="x", yref="y", text=text, hovertext=hover,
-                        showarrow=True, arrowhead=0, arrowwidth=1, arrowcolor="#57606a", ax=0, ay=-34 if up else 34,
+                        showarrow=True, arrowhead=0, arrowwidth=1, arrowcolor="#57606a", ax=ax, ay=ay,
                         standoff=6, font=dict(size=12, color=color), bgcolor="rgba(255,255,255,0.85)",
                         bordercolor="#d0d7de", borderwidth=1, borderpad=2, name="end label"))
     return out

@@ -8,7 +8,10 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import numpy as np
 from streamlit.testing.v1 import AppTest
+
+from pcd import studio
 
 PAGES = Path(__file__).resolve().parents[2] / "pages"
 
@@ -102,15 +105,49 @@ def test_toy_page_default_animation_and_widgets():
 def test_toy_page_bad_formula_and_bad_starts_show_errors():
     at = _app("02_Toy_landscapes.py", steps=200, methods="ws", problem="custom")
     _ok(at)
-    at.text_input(key="toy_f1").set_value("x**2 + import(y)").run()
+    at.text_input(key="toy_f1").set_value("x**2 + foo(y)").run()
     assert not at.exception
-    assert at.error and any("position" in e.value for e in at.error)
+    # the error is shown ONCE, with the parser's position and a caret under it
+    assert len(at.error) == 1 and "position 7" in at.error[0].value and "foo" in at.error[0].value
+    assert [c.value for c in at.code] == ["x**2 + foo(y)\n       ^"]
     assert not at.get("plotly_chart")
     at = _app("02_Toy_landscapes.py", steps=200, methods="ws", starts="typed")
     at.text_area(key="toy_typed").set_value("1, 2; oops").run()
     assert not at.exception
     assert any("start point 2" in e.value for e in at.error)
 
+
+def _ranges(spec: dict) -> tuple[list, list]:
+    return spec["layout"]["xaxis"]["range"], spec["layout"]["yaxis"]["range"]
+
+
+def test_toy_page_presets_bounds_and_undefined_region():
+    at = _app("02_Toy_landscapes.py", steps=500, methods="pcd,ws", problem="custom", preset="log_barrier")
+    _ok(at)
+    assert at.text_input(key="toy_f1").value == studio.TOY_FORMULAS["log_barrier"]["f1"]
+    # log(x) on part of the map: said once, hatched and in the legend; no start in the undefined part
+    assert any("undefined on the hatched part" in w.value for w in at.warning)
+    spec = _specs(at)[0]
+    assert "formula undefined (hatched)" in [t.get("name") for t in spec["data"]]
+    assert not any("diverged at step 0" in d for d in at.table[0].value["diagnosis"])
+    # a preset fills the formula boxes; the map's box covers every trajectory (fit to trajectories)
+    at.selectbox(key="toy_preset").set_value("himmelblau").run()
+    _ok(at)
+    assert at.text_input(key="toy_f1").value == studio.TOY_FORMULAS["himmelblau"]["f1"]
+    (x0, x1), (y0, y1) = _ranges(_specs(at)[0])
+    for t in _specs(at)[0]["data"]:
+        if t.get("legendgroup") in ("pcd", "ws") and str(t.get("mode", "")).startswith("lines"):
+            x, y = np.asarray(_values(t["x"]), float), np.asarray(_values(t["y"]), float)
+            ok = np.isfinite(x) & np.isfinite(y)
+            assert x0 <= x[ok].min() and x[ok].max() <= x1 and y0 <= y[ok].min() and y[ok].max() <= y1
+    # typed bounds, validated in one line
+    at.radio(key="toy_view").set_value("set").run()
+    at.text_input(key="toy_bounds").set_value("-1, 4, -2, 3").run()
+    _ok(at)
+    assert _ranges(_specs(at)[0]) == ([-1.0, 4.0], [-2.0, 3.0])
+    assert at.query_params["bounds"] in ("-1, 4, -2, 3", ["-1, 4, -2, 3"])
+    at.text_input(key="toy_bounds").set_value("4, -1, 0, 1").run()
+    assert not at.exception and len(at.error) == 1 and "min < max" in at.error[0].value
 
 def test_kbench_page_law_table_and_widgets():
     at = _app("03_K_objective_benchmark.py", kmin=2, kmax=9, steps=300, lr=0.03, methods="pcd,mgda")

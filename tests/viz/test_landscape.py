@@ -199,3 +199,122 @@ def test_outcome_names_tell_a_pareto_stationary_end_from_pcds_halt():
     assert outcome_label("conflict_equilibrium", "pcd", short=True) == "PCD held by a constraint"
     assert outcome_label("conflict_equilibrium", "mgda", short=True) == "stalled: gradients cancel"
     assert "_" not in outcome_label("moving", "ws")
+
+
+# ---- map legibility (issue 13): end labels, smooth contours, undefined region, one play control ----
+
+def test_end_clusters_and_one_label_per_group():
+    from pcd.viz.landscape import end_annotations, end_clusters
+
+    view = (-3.0, 3.0, -2.0, 2.0)
+    ends = np.array([[[2.0, 0.0], [2.0, 0.0]],            # pcd: both starts end at the optimum
+                     [[-1.9, 0.0], [-1.85, 0.01]],        # ws   \
+                     [[-1.88, 0.0], [np.nan, np.nan]],    # mgda  > one group near (-1.9, 0); a diverged run left out
+                     [[0.5, 1.5], [-1.9, 0.02]]])         # pcgrad: one end on its own, one in the group
+    groups = end_clusters(ends, view)
+    assert sorted(map(sorted, groups)) == [[(0, 0), (0, 1)], [(1, 0), (1, 1), (2, 0), (3, 1)], [(3, 0)]]
+    diag = np.full((4, 2), "stalled", dtype=object)
+    labels = end_annotations(ends, ["pcd", "ws", "mgda", "pcgrad"], diag, view, avoid=[[-2.5, 0.4]])
+    assert len(labels) == 3
+    texts = sorted(a["text"] for a in labels)
+    assert texts == ["PCD", "PCGrad (S1)", "Weighted sum · MGDA · PCGrad"]
+    group = next(a for a in labels if a["text"].startswith("Weighted"))
+    assert group["hovertext"].count("<br>") == 3  # every member listed on hover
+    assert all(-2.0 <= a["y"] <= 2.0 for a in labels)
+    with pytest.raises(ValueError):
+        end_clusters(np.zeros((2, 2)), view)
+
+
+def test_contours_are_anti_aliased_not_stair_steps():
+    """A tilted straight contour: a thresholded image draws it as whole pixels (its centre jumps
+    in pixel steps from row to row: a stair); the smooth lines darken pixels by their distance
+    to the level, so the line's darkness-weighted centre follows the straight line within a
+    fraction of a pixel in every row."""
+    xs, ys = np.linspace(0, 1, 240), np.linspace(0, 1, 160)
+    X, Y = np.meshgrid(xs, ys)
+    ramp = (X + 0.13 * Y)[None]  # contours: straight lines x + 0.13 y = c, tilted against the pixel grid
+    img = background_image(xs, ys, ramp, levels=8, zero_sets=False).astype(float)
+    lum = img.sum(axis=2)
+    k = np.ones(9) / 9
+    trend = np.array([np.convolve(r, k, mode="same") for r in lum])
+    dark = np.clip(trend - lum, 0, None)[:, 10:-10]
+    c = float(np.argmax(dark[0]))  # one line, followed from row to row (row 0 = top)
+    centre = []
+    for r in dark:
+        lo, hi = int(round(c)) - 4, int(round(c)) + 5
+        cols = np.arange(lo, hi)
+        c = float((r[lo:hi] * cols).sum() / r[lo:hi].sum())
+        centre.append(c)
+    centre = np.array(centre)
+    fit = np.polyval(np.polyfit(np.arange(len(centre)), centre, 1), np.arange(len(centre)))
+    assert np.sqrt(np.mean((centre - fit) ** 2)) < 0.12, "contour centre follows the line smoothly"
+    assert abs(fit[-1] - fit[0]) > 2.0  # the line does cross pixel columns over the image
+
+
+def test_undefined_region_is_hatched_and_in_the_legend():
+    from pcd.viz.landscape import undefined_mask
+
+    prob = studio.toy_problem("custom", "x - log(x) + y**2", "abs(y)", bounds=((-1, 3), (-1, 1)))
+    xs, ys, Z = prob.grid(80, 40)
+    bad = undefined_mask(Z)
+    assert bad[:, xs <= 0].all() and not bad[:, xs > 0.05].any()
+    img = background_image(xs, ys, Z)
+    left = img[:, xs <= -0.2].reshape(-1, 3)
+    assert len(np.unique(left, axis=0)) == 2  # two hatching greys, no landscape colour
+    res = run(prob, ["ws"], starts=[[2.0, 0.5]], steps=30, lr=0.05, record=10)
+    fig = landscape_figure(res, (xs, ys, Z), validate=False)
+    assert any(t.name == "formula undefined (hatched)" for t in fig.data)
+
+
+def test_page_variant_has_no_plotly_controls_and_a_fitted_legend(saddle_run):
+    from pcd.viz.landscape import fit_legend
+
+    prob, res = saddle_run
+    spec = landscape_figure(res, prob.grid(60, 40), controls=False, spec_only=True)
+    assert isinstance(spec, dict) and spec["frames"]
+    assert "updatemenus" not in spec["layout"] and "sliders" not in spec["layout"]
+    assert spec["layout"]["legend"]["yref"] == "container"
+    # the start ring is wider than the heads that sit on it at step 0 (the legend symbol is visible)
+    ring = next(t for t in spec["data"] if t["name"] == "starts")
+    assert ring["marker"]["symbol"] == "circle-open" and ring["marker"]["size"] > 13
+    narrow = fit_legend(dict(spec, layout=dict(spec["layout"])), 420)["layout"]["margin"]["b"]
+    wide = fit_legend(dict(spec, layout=dict(spec["layout"])), 1400)["layout"]["margin"]["b"]
+    assert narrow > wide  # more legend rows at a narrow width
+    # the standalone variant keeps Plotly's play button and slider (a downloaded HTML has no page controls)
+    full = landscape_figure(res, prob.grid(60, 40), validate=False)
+    assert full.layout.updatemenus and full.layout.sliders
+
+
+def test_typed_array_figure_roundtrip(saddle_run):
+    from pcd.viz.theme import figure_from_spec, plain_array, typed_arrays
+
+    a = np.array([1.5, -2.0], dtype=np.float32)
+    enc = typed_arrays({"x": a, "n": np.arange(3), "b": np.array([True, False]), "s": np.array(["a", "b"])})
+    assert enc["x"]["dtype"] == "f4" and enc["n"]["dtype"] == "i4" and enc["b"]["dtype"] == "u1"
+    assert enc["s"] == ["a", "b"]
+    np.testing.assert_array_equal(plain_array(enc["x"]), a)
+    fig = figure_from_spec({"data": [{"type": "scatter", "x": a, "y": a}], "layout": {"template": "plotly_white"}})
+    assert isinstance(fig.layout.template.to_plotly_json(), dict)
+    np.testing.assert_array_equal(plain_array(fig.to_dict()["data"][0]["x"]), a)
+
+
+def test_fit_bounds_covers_every_trajectory_and_presets_parse():
+    prob = studio.toy_problem("custom", studio.TOY_FORMULAS["himmelblau"]["f1"],
+                              studio.TOY_FORMULAS["himmelblau"]["f2"], bounds=((-1.0, 1.0), (-1.0, 1.0)))
+    res = run(prob, ["ws"], starts=[[0.5, 0.5]], steps=300, lr=0.1, record=50)
+    (x0, x1), (y0, y1) = studio.fit_bounds(res, prob.bounds)
+    pos = res.positions.reshape(-1, 2)
+    assert x0 <= pos[:, 0].min() and x1 >= pos[:, 0].max() and y0 <= pos[:, 1].min() and y1 >= pos[:, 1].max()
+    assert pos[:, 0].max() > 1.5  # the run does leave the box it started in: the fit is needed
+    assert (x0, y0) <= (-1.0, -1.0)  # never smaller than the problem's box
+    for key, preset in studio.TOY_FORMULAS.items():
+        p = studio.toy_problem("custom", preset["f1"], preset["f2"], bounds=preset["bounds"], starts=preset.get("starts"))
+        L = p.losses(p.default_starts())
+        assert np.isfinite(L).all(), key  # every preset's starts are where its formulas are defined
+
+
+def test_formula_caret_points_at_the_parsers_position():
+    with pytest.raises(ValueError) as info:
+        studio.toy_problem("custom", "x**2 + foo(y)", "y**2")
+    assert studio.formula_caret(info.value) == "x**2 + foo(y)\n       ^"
+    assert studio.formula_caret(ValueError("no position")) is None

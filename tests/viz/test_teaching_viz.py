@@ -114,3 +114,22 @@ def test_step_cursor_one_line_per_panel(saddle):
     assert [s.x0 for s in again.layout.shapes if s.name == CURSOR_NAME] == [6, 6]
     with pytest.raises(ValueError):
         with_step_cursor(lf, -1)
+
+
+def test_inset_below_the_map_for_a_narrow_window(saddle):
+    """At an 800-px window the side panels' numbers would touch: the inset goes under the map, full
+    width, three panels a row; the map keeps the top part and the frames still carry the inset."""
+    prob, res, grads, fig = saddle
+    out = add_gradient_inset(fig, grads, placement="below")
+    lay = out.layout
+    assert tuple(lay.xaxis.domain) == (0.0, 1.0) and tuple(lay.xaxis2.domain) == (0.0, 1.0)
+    assert lay.yaxis2.domain[1] < lay.yaxis.domain[0]  # the inset is under the map
+    titles = [a for a in lay.annotations if a.xref == "x2" and a.text and a.text.startswith("<b>")]
+    assert len({round(a.y, 6) for a in titles}) == 1  # 3 methods: one row of three panels
+    assert len(out.frames) == len(fig.frames) and len(out.frames[0].data) == len(fig.frames[0].data) + 2 + 3 + 1
+    with pytest.raises(ValueError):
+        add_gradient_inset(fig, grads, placement="left")
+    # a plain spec works too (one Figure built) and gives the same figure
+    spec = landscape_figure(res, prob.grid(120, 80), validate=False, spec_only=True)
+    same = add_gradient_inset(spec, grads, placement="below")
+    assert same.to_plotly_json()["layout"]["yaxis2"] == out.to_plotly_json()["layout"]["yaxis2"]
