@@ -44,6 +44,11 @@ def main() -> None:
     _, out["toy: loss figure"] = _t(loss_figure, r)
     js, out["toy: figure to JSON"] = _t(fig.to_json)
     out["toy: figure JSON MB"] = len(js) / 1e6
+    # what the page builds: the map with the gradient inset, typed arrays, no Plotly controls
+    bg = studio.toy_background(prob)
+    page_fig, out["toy: page map + inset (studio.toy_map_figure)"] = _t(studio.toy_map_figure, prob, r, bg)
+    _, out["toy: page map to_dict (st.plotly_chart)"] = _t(page_fig.to_dict)
+    out["toy: page map JSON MB"] = len(page_fig.to_json()) / 1e6
 
     recs, out["kbench: K 2..65 x pcd/mgda/ws, 300 steps"] = _t(
         lambda: [x for K in (2, 3, 5, 9, 17, 33, 65) for m in ("pcd", "mgda", "ws")

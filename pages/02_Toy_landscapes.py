@@ -242,8 +242,9 @@ if problem_name == "custom" and bg["undefined"] > 0:  # log of x <= 0, sqrt, 1/0
                "is reported as diverged.", icon=":material/warning:")
 st.plotly_chart(fig, theme=None, key="toy_map", on_select="rerun", selection_mode="points",
                 config={"displaylogo": False, "scrollZoom": False})
-frame_controls("toy_map", [str(int(k)) for k in res.record], loss_key="toy_loss",
-               cursor_x=[float(k) + 1 for k in res.record], width_classes=WIDTH_CLASSES, width=width_class)
+frame_names = [str(f.name) for f in fig.frames]  # recorded steps the map animates (studio.TOY_FRAMES of them)
+frame_controls("toy_map", frame_names, loss_key="toy_loss", cursor_x=[float(n) + 1 for n in frame_names],
+               width_classes=WIDTH_CLASSES, width=width_class)
 st.caption("Click anywhere on the map to add a start point there (the start points switch to *typed*). "
            "Play, step (or ← / →) and drag the bar to any step; the dotted cursor on the loss plot follows the frame. "
            "A diamond marks where each path ends; one label names every method ending at the same place."

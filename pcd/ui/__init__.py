@@ -265,9 +265,10 @@ def _csv_bytes(df: Any, settings: dict | None) -> bytes:
 
 def download_csv(df: Any, filename: str, label: str = "Download CSV", key: str | None = None,
                  settings: dict | None = None) -> None:
-    """The table as CSV; ``settings`` (what produced it) become constant columns, plus the version."""
-    st.download_button(label, _csv_bytes(df, settings), file_name=filename,
-                       mime="text/csv", key=key or f"csv-{filename}")
+    """The table as CSV; ``settings`` (what produced it) become constant columns, plus the version.
+    The file is written when it is asked for (a click), not on every rerun of the page."""
+    st.download_button(label, lambda: _csv_bytes(df, settings), file_name=filename, mime="text/csv",
+                       on_click="ignore", key=key or f"csv-{filename}")
 
 
 def download_figure(fig: Any, filename: str, label: str = "Download figure (HTML)", key: str | None = None,

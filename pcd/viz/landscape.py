@@ -289,11 +289,24 @@ def fit_legend(spec: dict, width_px: float = 900.0, axis_px: float = 52.0) -> di
     return spec
 
 
+def frame_index(T: int, max_frames: int | None = None) -> np.ndarray:
+    """Which of ``T`` recorded steps become animation frames: all of them, or ``max_frames`` spread
+    evenly over the record (the first and the last always; the engine's record is already dense
+    where the motion is fast, so even spacing in record index keeps the early motion)."""
+    T = int(T)
+    if max_frames is None or int(max_frames) >= T:
+        return np.arange(T)
+    n = int(max_frames)
+    if n < 2:
+        raise ValueError(f"max_frames must be >= 2, got {max_frames}")
+    return np.unique(np.round(np.linspace(0, T - 1, n)).astype(int))
+
+
 def landscape_figure(res: Any, grid: tuple[Any, Any, Any], pareto_set: Any = None, optima: Any = None,
                      title: str | None = None, height: int = 600, frame_ms: int = 45,
                      animate: bool = True, image: str | None = None, click_grid: int = 0,
                      validate: bool = True, controls: bool = True, end_labels: bool = True,
-                     spec_only: bool = False) -> Any:
+                     spec_only: bool = False, max_frames: int | None = None) -> Any:
     """The animated trajectory map.
 
     ``res``: a :class:`pcd.engine.RunResult` (or anything with ``positions [M, S, T, 2]``,
@@ -311,6 +324,8 @@ def landscape_figure(res: Any, grid: tuple[Any, Any, Any], pareto_set: Any = Non
     method's path) and coinciding end points -- closer than 2.5 % of the map -- get ONE label
     listing who ends there (:func:`end_clusters`), with the full list on hover.
     ``spec_only``: return the plain ``{"data", "layout", "frames"}`` dict instead of a figure.
+    ``max_frames``: at most that many frames, spread evenly over the recorded steps
+    (:func:`frame_index`; the paths and comet tails still use every recorded point).
 
     Traces, in order: legend keys for the background (contours, secondary zero set); the
     Pareto set and optima (if any); per method its faint full paths (one trace per method, starts
@@ -443,8 +458,8 @@ def landscape_figure(res: Any, grid: tuple[Any, Any, Any], pareto_set: Any = Non
     spec: dict[str, Any] = {"data": traces, "layout": layout}
     if animate and T >= 2:
         spec["frames"] = []
-        for t in range(T):
-            fx, fy = comet(t)
+        for t in frame_index(T, max_frames):
+            fx, fy = comet(int(t))
             spec["frames"].append({"name": str(int(record[t])), "traces": anim_idx,
                                    "data": [{"type": "scatter", "x": fx, "y": fy}]})
     if with_controls:

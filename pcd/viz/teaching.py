@@ -205,7 +205,8 @@ def add_gradient_inset(fig: go.Figure, grads: dict[str, Any], methods: Sequence[
         spec = fig.to_plotly_json()
     frames = spec.get("frames") or []
     frame_names = [str(f.get("name")) for f in frames]
-    if frames and frame_names != [str(int(k)) for k in steps]:
+    step_row = {str(int(k)): i for i, k in enumerate(steps)}
+    if frames and not all(n in step_row for n in frame_names):
         raise ValueError("the figure's frames are not the recorded steps of this run")
     last = len(steps) - 1
     lay = spec["layout"]
@@ -232,7 +233,8 @@ def add_gradient_inset(fig: go.Figure, grads: dict[str, Any], methods: Sequence[
     n0 = len(spec["data"])
     spec["data"] = list(spec["data"]) + traces
     new_idx = list(range(n0, n0 + len(traces)))
-    for t, fr in enumerate(frames):
+    for fr in frames:
+        t = step_row[str(fr.get("name"))]  # a frame per recorded step, or a subset of them (max_frames)
         fr["traces"] = list(fr.get("traces", [])) + new_idx
         fr["data"] = list(fr.get("data", [])) + data_at(t)
     xr, yr = geom["xr"], geom["yr"]

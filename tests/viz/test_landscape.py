@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 
 import pcd.problems as problems
-from pcd import studio
+from pcd import studio, teaching
 from pcd.engine import run, sample_steps
 from pcd.viz.landscape import TRAIL, background_image, landscape_figure, loss_figure, zero_set_mask
 from pcd.viz.theme import method_color
@@ -318,3 +318,26 @@ def test_formula_caret_points_at_the_parsers_position():
         studio.toy_problem("custom", "x**2 + foo(y)", "y**2")
     assert studio.formula_caret(info.value) == "x**2 + foo(y)\n       ^"
     assert studio.formula_caret(ValueError("no position")) is None
+
+
+def test_max_frames_spreads_frames_over_the_record_and_the_inset_follows(saddle_run):
+    from pcd.viz.landscape import frame_index
+    from pcd.viz.teaching import add_gradient_inset
+
+    prob, res = saddle_run
+    T = len(res.record)
+    idx = frame_index(T, 40)
+    assert idx[0] == 0 and idx[-1] == T - 1 and len(idx) == 40 and np.all(np.diff(idx) > 0)
+    assert list(frame_index(T)) == list(range(T)) and list(frame_index(T, 10 * T)) == list(range(T))
+    with pytest.raises(ValueError):
+        frame_index(T, 1)
+    spec = landscape_figure(res, prob.grid(60, 40), controls=False, spec_only=True, max_frames=40)
+    assert [f["name"] for f in spec["frames"]] == [str(int(res.record[i])) for i in idx]
+    # a frame still moves the heads to that recorded step (comet tails use every recorded point)
+    from pcd.viz.theme import plain_array
+    fig = add_gradient_inset(spec, teaching.trajectory_gradients(prob, res, 0))
+    fr = fig.frames[7]
+    M, S = len(res.methods), res.S
+    heads = np.c_[plain_array(fr.data[0].x), plain_array(fr.data[0].y)][-M * S:]
+    np.testing.assert_allclose(heads, res.positions[::-1, :, idx[7]].reshape(-1, 2), atol=1e-5)
+    assert len(fig.frames) == 40 and len(fr.data) > 1  # the inset rides on the same 40 frames
