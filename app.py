@@ -15,7 +15,7 @@ import streamlit as st
 from pcd import solve_qp
 from pcd.jobs import default_data_dir, ensure_supervisor
 from pcd.studio import gradient_vectors, studio_pages
-from pcd.ui import claim, setup_page, url_default, url_sync
+from pcd.ui import claim, setup_page, url_default, url_sync, warmup
 
 ROOT = Path(__file__).resolve().parent
 HOME_TITLE = "PCD Studio"
@@ -33,6 +33,10 @@ BLURBS = {
     "Basin_maps": "which start leads where: outcome maps per method",
 }
 
+# Once per server process: import what the pages need and compute their default views in a
+# background thread, so a page's first visitor does not wait for either (PCD_NO_WARMUP=1: off).
+warmup.start()
+
 # Running the app is enough: queued pruning runs need a supervisor, so start one unless it is
 # alive already (or PCD_NO_AUTOSTART=1, e.g. when a supervisor runs under systemd).
 if os.environ.get("PCD_NO_AUTOSTART") != "1":
@@ -46,6 +50,7 @@ def home() -> None:
     setup_page(
         HOME_TITLE,
         icon=":material/flag:",
+        charts=False,
         intro=(
             "Hierarchical multi-objective optimization: **one objective is the deliverable** (accuracy) and "
             "the others only **constrain** it (sparsity, low rank, a rate). Symmetric methods such as the "

@@ -5,7 +5,7 @@ import streamlit as st
 
 import pcd.methods as registry
 from pcd import studio, teaching
-from pcd.ui import claim, download_row, settings_panel, setup_page, show_error, url_default, url_sync
+from pcd.ui import claim, download_row, settings_panel, setup_page, show_error, url_default, url_sync, warmup
 from pcd.ui.controls import vector_drag
 from pcd.viz.geometry import geometry_figure
 
@@ -25,18 +25,18 @@ st.latex(r"\begin{gathered}\tilde d=\arg\min_d\|d-\tilde g_1\|^2\ \ \text{s.t.}\
          r"\\ \Rightarrow\quad \tilde d=\tilde g_1+\textstyle\sum_j\mu_j\tilde g_j,\ \ \mu_j\ge 0\end{gathered}")
 
 ALL = registry.available()
-DEFAULT_METHODS = [m for m in ("pcd", "ws", "mgda", "pcgrad", "cagrad", "upgrad") if m in ALL]
+DEFAULT_METHODS = warmup.available(warmup.GEO_METHODS)
 
 panel = settings_panel()
 methods = panel.multiselect("methods", ALL, default=url_default("methods", DEFAULT_METHODS, allowed=ALL),
                             format_func=lambda m: registry.get(m).display_name, key="geo_methods")
 c1, c2, c3, c4 = panel.columns(4)
 with c1:
-    angle = st.slider("angle ∠(g₁, g₂) in degrees", 0, 180, url_default("angle", 150, low=0, high=180), key="geo_angle")
+    angle = st.slider("angle ∠(g₁, g₂) in degrees", 0, 180, url_default("angle", warmup.GEO_ANGLE, low=0, high=180), key="geo_angle")
 with c2:
-    norm2 = st.slider("‖g₂‖ (‖g₁‖ = 1)", 0.1, 3.0, url_default("norm2", 1.0, low=0.1, high=3.0), 0.05, key="geo_norm2")
+    norm2 = st.slider("‖g₂‖ (‖g₁‖ = 1)", 0.1, 3.0, url_default("norm2", warmup.GEO_NORM2, low=0.1, high=3.0), 0.05, key="geo_norm2")
 with c3:
-    tau = st.slider("τ (PCD)", 0.0, 1.0, url_default("tau", 0.3, low=0.0, high=1.0), 0.01, key="geo_tau")
+    tau = st.slider("τ (PCD)", 0.0, 1.0, url_default("tau", warmup.GEO_TAU, low=0.0, high=1.0), 0.01, key="geo_tau")
 with c4:
     use_g3 = st.toggle("third gradient g₃ (K = 3)", url_default("g3", False), key="geo_g3")
 third = None
@@ -61,14 +61,8 @@ def _dropped(tip):
         st.session_state["geo_angle"], st.session_state["geo_norm2"] = int(a), n
 
 
-@st.cache_data(show_spinner=False, max_entries=256)
-def _compute(angle, norm2, third, tau, methods):
-    J = studio.gradient_vectors(angle, norm2, third)
-    return studio.method_directions(J, methods, tau=tau)
-
-
 try:
-    result = _compute(angle, norm2, third, tau, tuple(methods))
+    result = warmup.geometry(angle, norm2, third, tau, tuple(methods))
     fig = geometry_figure(result)
 except ValueError as exc:
     show_error(exc)

@@ -5,8 +5,7 @@ import pandas as pd
 import streamlit as st
 
 import pcd.methods as registry
-from pcd.experiments import synthetic
-from pcd.ui import claim, download_row, settings_panel, setup_page, show_error, url_default, url_sync
+from pcd.ui import claim, download_row, settings_panel, setup_page, show_error, url_default, url_sync, warmup
 from pcd.viz.kbench import law_summary, residual_figure, residual_table
 
 setup_page(
@@ -22,9 +21,9 @@ setup_page(
     ),
 )
 
-KS = [2, 3, 5, 9, 17, 33, 65]
+KS = list(warmup.KB_KS)
 ALL = registry.available()
-DEFAULT_METHODS = [m for m in ("pcd", "mgda", "ws") if m in ALL]
+DEFAULT_METHODS = warmup.available(warmup.KB_METHODS)
 STEPS = [200, 300, 500, 800, 1000, 2000, 3000]
 LRS = [0.005, 0.01, 0.02, 0.03, 0.05]
 
@@ -38,14 +37,13 @@ with c2:
                              format_func=lambda m: registry.get(m).display_name, key="kb_methods",
                              help="CAGrad, UPGrad and Nash-MTL solve an inner problem per step: slow at large K")
 with c3:
-    # 800 Adam steps at lr 0.03 take PCD to an exactly zero residual at every K (measured; 600 leave ~1e-12).
-    steps = st.select_slider("steps", STEPS, value=url_default("steps", 800, STEPS), key="kb_steps")
+    steps = st.select_slider("steps", STEPS, value=url_default("steps", warmup.KB_STEPS, STEPS), key="kb_steps")
 with c4:
-    lr = st.select_slider("learning rate", LRS, value=url_default("lr", 0.03, LRS), key="kb_lr")
+    lr = st.select_slider("learning rate", LRS, value=url_default("lr", warmup.KB_LR, LRS), key="kb_lr")
 with c5:
-    tau = st.slider("τ (PCD)", 0.0, 1.0, url_default("tau", 0.3, low=0.0, high=1.0), 0.01, key="kb_tau")
+    tau = st.slider("τ (PCD)", 0.0, 1.0, url_default("tau", warmup.KB_TAU, low=0.0, high=1.0), 0.01, key="kb_tau")
 with c6:
-    opt = st.radio("optimizer", list(OPTS), index=list(OPTS).index(url_default("opt", "adam", list(OPTS))),
+    opt = st.radio("optimizer", list(OPTS), index=list(OPTS).index(url_default("opt", warmup.KB_OPT, list(OPTS))),
                    format_func=OPTS.get, key="kb_opt")
 url_sync(kmin=k_lo, kmax=k_hi, methods=methods, steps=steps, lr=lr, tau=tau, opt=opt)
 Ks = [k for k in KS if k_lo <= k <= k_hi]
@@ -54,17 +52,10 @@ if not methods:
     st.stop()
 
 
-@st.cache_data(show_spinner=False, max_entries=512)
-def _one(K, method, steps, lr, tau, opt):
-    # one (K, method) pair per cache entry: changing the K range or adding a method only runs what is new
-    return synthetic.kdw(Ks=[K], methods=[method], steps=steps, lr=lr, optimizer=opt,
-                         tau=tau if registry.get(method).primary_knob else None)
-
-
 try:
     with st.spinner("running the double well for every K…"):
         records = [r for K in Ks for m in methods
-                   for r in _one(K, m, steps, lr, tau if registry.get(m).primary_knob else None, opt)]
+                   for r in warmup.kbench_one(K, m, steps, lr, warmup.kbench_tau(m, tau), opt)]
     fig = residual_figure(records)
     table = residual_table(records)
     summary = law_summary(records)

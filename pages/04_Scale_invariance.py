@@ -6,7 +6,7 @@ import streamlit as st
 
 import pcd.methods as registry
 from pcd.experiments import synthetic
-from pcd.ui import claim, download_row, settings_panel, setup_page, show_error, url_default, url_sync
+from pcd.ui import claim, download_row, settings_panel, setup_page, show_error, url_default, url_sync, warmup
 from pcd.viz.scale import drift_figure, drift_table, eps_window_text, power_label, sweep_figure
 
 setup_page(
@@ -29,21 +29,21 @@ ALL = registry.available()
 EPS = ["1e-04", "1e-06", "1e-08", "1e-12", "1e-16", "1e-20", "0"]
 STEPS = [200, 300, 500, 1000, 2000, 3000]
 EXPS = [int(k) for k in synthetic.SCALE_EXPONENTS]
-PCD_EPS = next(p.default for p in registry.get("pcd").params if p.name == "eps")
+PCD_EPS = warmup.PCD_EPS
 panel = settings_panel()
 c1, c2, c3, c4 = panel.columns([2, 1, 1, 1])
 with c1:
-    methods = st.multiselect("methods", ALL, default=url_default("methods", list(synthetic.SCALE_METHODS), allowed=ALL),
+    methods = st.multiselect("methods", ALL, default=url_default("methods", warmup.available(warmup.SC_METHODS), allowed=ALL),
                              format_func=lambda m: registry.get(m).display_name, key="sc_methods")
 with c2:
-    tau = st.slider("τ (PCD)", 0.0, 1.0, url_default("tau", 0.3, low=0.0, high=1.0), 0.01, key="sc_tau")
+    tau = st.slider("τ (PCD)", 0.0, 1.0, url_default("tau", warmup.SC_TAU, low=0.0, high=1.0), 0.01, key="sc_tau")
 with c3:
     eps_url = url_default("eps", PCD_EPS, [float(e) for e in EPS])
     eps_text = st.select_slider("PCD ε", EPS, value=next(e for e in EPS if float(e) == eps_url), key="sc_eps",
                                 help=f"the normalizer's ε; the library's (and the paper's) default is {PCD_EPS:g}")
     eps = float(eps_text)
 with c4:
-    steps = st.select_slider("steps", STEPS, value=url_default("steps", synthetic.SCALE_STEPS, STEPS), key="sc_steps",
+    steps = st.select_slider("steps", STEPS, value=url_default("steps", warmup.SC_STEPS, STEPS), key="sc_steps",
                              help="Adam, lr 0.01. 300 steps are not enough: PCD is still on its way to the operating "
                                   "point there")
 k = panel.slider("highlight the scale 10ᵏ of the secondary", EXPS[0], EXPS[-1], url_default("k", 0, low=EXPS[0], high=EXPS[-1]),
@@ -54,15 +54,9 @@ if not methods:
     st.stop()
 
 
-@st.cache_data(show_spinner=False, max_entries=64)
-def _sweep(methods, tau, eps, steps):
-    mp = {"pcd": {"eps": eps}} if "pcd" in methods else None
-    return synthetic.scale(methods=list(methods), steps=steps, tau=tau, method_params=mp)
-
-
 try:
     with st.spinner(f"running {len(EXPS)} scales…"):
-        result = _sweep(tuple(methods), tau, eps, steps)
+        result = warmup.scale_sweep(tuple(methods), tau, eps, steps)
     fig = sweep_figure(result, current=k)
     dfig = drift_figure(result)
     table = drift_table(result)

@@ -1,13 +1,9 @@
 """Page 5 -- τ dial: PCD's trade-off curve as τ moves from 0 to 1."""
 from __future__ import annotations
 
-import numpy as np
 import streamlit as st
 
-from pcd import studio
-from pcd.experiments import synthetic
-from pcd.ui import claim, download_row, settings_panel, setup_page, show_error, url_default, url_sync
-from pcd.viz.landscape import landscape_figure
+from pcd.ui import claim, download_row, settings_panel, setup_page, show_error, url_default, url_sync, warmup
 from pcd.viz.tau import tau_table, tradeoff_figure
 
 setup_page(
@@ -25,15 +21,15 @@ PROBLEMS = {"quadratic": "Convex quadratic pair (a genuine trade-off)",
             "saddle2d": "Saddle (PCD Fig. 1): both optimal at (2, 0)",
             "scale": "Box constraint (scale problem, k = 0)",
             "two_task": "Two-task toy (CAGrad)"}
-TAUS = [0.0, 0.005, 0.01, 0.02, 0.05, 0.1, 0.2, 0.3, 0.5, 0.7, 1.0]
+TAUS = list(warmup.TD_TAUS)
 BUDGETS = [30, 100, 300, 1000, 3000]
-DEFAULT_BUDGETS = [100, 300, 1000]
+DEFAULT_BUDGETS = list(warmup.TD_BUDGETS)
 LRS = [0.005, 0.01, 0.02, 0.05]
 
 c1, c2, c3 = settings_panel().columns([1.6, 1.6, 1])
 with c1:
     names = list(PROBLEMS)
-    problem = st.selectbox("problem", names, index=names.index(url_default("problem", "quadratic", names)),
+    problem = st.selectbox("problem", names, index=names.index(url_default("problem", warmup.TD_PROBLEM, names)),
                            format_func=PROBLEMS.get, key="td_problem")
 with c2:
     url_budgets = url_default("budgets", DEFAULT_BUDGETS, allowed=BUDGETS)
@@ -43,42 +39,19 @@ with c2:
                                   "after that many steps")
     budgets = sorted(int(b) for b in budgets) or DEFAULT_BUDGETS
 with c3:
-    lr = st.select_slider("learning rate (Adam)", LRS, value=url_default("lr", 0.02, LRS), key="td_lr")
+    lr = st.select_slider("learning rate (Adam)", LRS, value=url_default("lr", warmup.TD_LR, LRS), key="td_lr")
 steps = budgets[-1]
-
-
-@st.cache_data(show_spinner=False, max_entries=64)
-def _sweep(problem, budgets, lr):
-    # every τ in one batched run of max(budgets) steps; each budget read off the same trajectories
-    return synthetic.tau_sweep(problem, taus=TAUS, lr=lr, budgets=list(budgets))
-
-
-@st.cache_data(show_spinner=False, max_entries=32)
-def _front(problem):
-    p = studio.toy_problem(problem) if problem != "scale" else __import__("pcd.problems", fromlist=["make"]).make("scale")
-    front = p.pareto_front(200)
-    return None if front is None else np.asarray(front)
-
-
-@st.cache_resource(show_spinner=False, max_entries=64)
-def _trajectory_figure(problem, tau, steps, lr):
-    import pcd.problems as problems
-
-    prob = problems.make(problem)
-    res = synthetic.toy_run(problem, ["pcd"], steps=steps, lr=lr, tau=tau, record=200)
-    return landscape_figure(res, prob.grid(240, 160), pareto_set=prob.pareto_set(), optima=prob.optima(),
-                            height=560)
 
 
 try:
     with st.spinner("sweeping τ…"):
-        records = _sweep(problem, tuple(budgets), lr)
-    front = _front(problem)
+        records = warmup.tau_sweep(problem, tuple(budgets), lr)
+    front = warmup.tau_front(problem)
 except ValueError as exc:
     show_error(exc)
     st.stop()
 
-sel_default = url_default("tau", 0.1, TAUS)
+sel_default = url_default("tau", warmup.TD_TAU, TAUS)
 event = st.session_state.get("td_chart")
 clicked = None
 try:
@@ -102,7 +75,7 @@ with right:
 url_sync(problem=problem, budgets=budgets, lr=lr, tau=tau_sel)
 try:
     fig = tradeoff_figure(records, pareto_front=front, selected=tau_sel, log_axes=problem in ("saddle2d",))
-    tfig = _trajectory_figure(problem, tau_sel, steps, lr)
+    tfig = warmup.tau_trajectory_figure(problem, tau_sel, steps, lr)
 except ValueError as exc:
     show_error(exc)
     st.stop()

@@ -38,12 +38,20 @@ def artifacts_dir() -> Path:
     return ARTIFACTS
 
 
+@pytest.fixture(autouse=True)
+def _no_warmup_thread(monkeypatch):
+    """In-process AppTests of app.py would start the server warm-up (pcd.ui.warmup) as a background
+    thread competing with the tests: off here; the browser tests' real server keeps it."""
+    monkeypatch.setenv("PCD_NO_WARMUP", "1")
+
+
 @pytest.fixture(scope="session")
 def streamlit_server(tmp_path_factory):
     """Base URL of `streamlit run app.py` on 127.0.0.1; ``PCD_DATA_DIR`` is a fresh temp folder."""
     data_dir = tmp_path_factory.mktemp("pcd-data")
     port = _free_port()
     env = dict(os.environ, PCD_DATA_DIR=str(data_dir), PYTHONUNBUFFERED="1")
+    env.pop("PCD_NO_WARMUP", None)  # a real server warms its caches up, as deployed (pcd.ui.warmup)
     log = open(tmp_path_factory.mktemp("streamlit-log") / "server.log", "w")
     proc = subprocess.Popen(
         [sys.executable, "-m", "streamlit", "run", str(ROOT / "app.py"), "--server.port", str(port),

@@ -3,6 +3,7 @@ friendly errors and downloads. Only presentation lives here -- no math.
 """
 from __future__ import annotations
 
+import functools
 import json
 from collections.abc import Sequence
 from pathlib import Path
@@ -118,11 +119,43 @@ def page_link(path: str, label: str, query_params: dict[str, Any] | None = None,
         st.markdown(f"[{label}](/{slug}{'?' + query if query else ''})")
 
 
+@functools.cache
+def plotly_chunk() -> str | None:
+    """File name of the Streamlit frontend's Plotly.js chunk (``static/js/PlotlyChart.<hash>.js``,
+    ~4.7 MB), None unless the installed Streamlit has exactly one."""
+    found = sorted((Path(st.__file__).parent / "static" / "static" / "js").glob("PlotlyChart.*.js"))
+    return found[0].name if len(found) == 1 else None
+
+
+# The browser loads Streamlit's Plotly chunk only when the first chart arrives, then spends about a
+# second of CPU evaluating it before it draws anything. Importing it as soon as the page starts
+# overlaps that with the server's run (same URL as the frontend's own import, so the frontend gets
+# the module already evaluated). On a page without charts (home) it waits until the page is idle.
+_PRELOAD_JS = """<script>(() => {{
+  const main = document.querySelector('script[type="module"][src*="/static/js/index."]');
+  const url = new URL({name}, main ? main.src : new URL('static/js/', document.baseURI)).href;
+  const go = () => import(url).catch(() => {{}});
+  {start}
+}})();</script>"""
+
+
+def preload_plotly(now: bool = True) -> None:
+    """Let the browser fetch and evaluate Plotly.js while the page runs (``now=False``: once the
+    page is idle, for a page without charts whose visitor may open one next). No-op when the
+    installed Streamlit's chunk is not found."""
+    name = plotly_chunk()
+    if name is None:
+        return
+    start = "go();" if now else "setTimeout(() => (window.requestIdleCallback || setTimeout)(go), 2500);"
+    st.html(_PRELOAD_JS.format(name=json.dumps(name), start=start), unsafe_allow_javascript=True)
+
+
 def setup_page(title: str, icon: str = ":material/insights:", intro: str | None = None,
-               presenter_title: bool = True) -> None:
+               presenter_title: bool = True, charts: bool = True) -> None:
     """Common page set-up: page config, styling, title, the presenter-mode toggle and an optional
     plain-words intro. ``presenter_title=False``: leave the page title out in presenter mode (a page
-    whose own headline is the title, e.g. the lesson's step)."""
+    whose own headline is the title, e.g. the lesson's step). ``charts=False``: a page without
+    Plotly charts (Plotly.js is then preloaded only once the page is idle, see :func:`preload_plotly`)."""
     saved = st.session_state.get(_PRESENT_SAVED)
     present_now = bool(url_default(PRESENT_PARAM, False) if saved is None else saved)
     try:  # on a projector the sidebar starts collapsed: the figures get the width
@@ -131,6 +164,7 @@ def setup_page(title: str, icon: str = ":material/insights:", intro: str | None 
     except Exception:  # set_page_config may only be called once per run (e.g. under AppTest)
         pass
     st.markdown(_CSS, unsafe_allow_html=True)
+    preload_plotly(now=charts)
     if LOGO.is_file():
         st.logo(str(LOGO), size="large")
     with st.sidebar:

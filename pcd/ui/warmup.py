@@ -1,0 +1,195 @@
+"""The cached computations of the Studio pages 01, 03, 04 and 05, their default settings, and the
+server warm-up that fills those caches once per server process.
+
+Why: a page's first visitor would otherwise pay, on top of the page's own work, the first imports
+(pandas + its Styler, pyarrow, Plotly's figure classes, numba and its compiled kernels) and the
+page's default computation (the K-objective benchmark's 21 runs of 800 steps take ~2.5 s of CPU).
+:func:`start` (called by ``app.py``, the entry script of every page) runs :func:`warm_up` once per
+process in a background thread: it imports those modules and calls the *same* cached functions
+the pages call, with the pages' default settings (the constants below, which the pages use as
+their widgets' defaults), so the first visitor of a page is served from the cache. Results are
+exactly the ones the page would compute (``st.cache_data`` returns a copy of the function's own
+result); nothing is stored across server restarts. ``PCD_NO_WARMUP=1`` turns the warm-up off.
+"""
+from __future__ import annotations
+
+import importlib
+import logging
+import os
+import threading
+import time
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import numpy as np
+import streamlit as st
+
+import pcd.methods as registry
+from pcd import studio
+from pcd.experiments import synthetic
+
+_LOG = logging.getLogger(__name__)
+
+# ---- default settings of the pages (one home: the page's widgets start at these) ----------------
+GEO_METHODS = ("pcd", "ws", "mgda", "pcgrad", "cagrad", "upgrad")
+GEO_ANGLE, GEO_NORM2, GEO_TAU = 150, 1.0, 0.3
+
+KB_KS = (2, 3, 5, 9, 17, 33, 65)
+KB_METHODS = ("pcd", "mgda", "ws")
+# 800 Adam steps at lr 0.03 take PCD to an exactly zero residual at every K (measured; 600 leave ~1e-12).
+KB_STEPS, KB_LR, KB_TAU, KB_OPT = 800, 0.03, 0.3, "adam"
+
+SC_METHODS = tuple(synthetic.SCALE_METHODS)
+SC_TAU, SC_STEPS = 0.3, synthetic.SCALE_STEPS
+PCD_EPS = float(next(p.default for p in registry.get("pcd").params if p.name == "eps"))
+
+TD_PROBLEM, TD_BUDGETS, TD_LR, TD_TAU = "quadratic", (100, 300, 1000), 0.02, 0.1
+TD_TAUS = (0.0, 0.005, 0.01, 0.02, 0.05, 0.1, 0.2, 0.3, 0.5, 0.7, 1.0)
+
+
+def available(names: Sequence[str]) -> list[str]:
+    """``names`` that the method registry has (a page's default method list)."""
+    have = set(registry.available())
+    return [m for m in names if m in have]
+
+
+# ---- the pages' cached computations ---------------------------------------------------------------
+@st.cache_data(show_spinner=False, max_entries=256)
+def geometry(angle: float, norm2: float, third: tuple[float, float] | None, tau: float,
+             methods: tuple[str, ...]) -> dict[str, Any]:
+    """Page 01: every method's update for the page's gradients (:func:`pcd.studio.method_directions`)."""
+    J = studio.gradient_vectors(angle, norm2, third)
+    return studio.method_directions(J, list(methods), tau=tau)
+
+
+@st.cache_data(show_spinner=False, max_entries=512)
+def kbench_one(K: int, method: str, steps: int, lr: float, tau: float | None, opt: str) -> list[dict[str, Any]]:
+    """Page 03: one (K, method) run of the double well (one cache entry each, so changing the K range
+    or adding a method runs only what is new). ``tau`` only for methods with a primary knob."""
+    return synthetic.kdw(Ks=[K], methods=[method], steps=steps, lr=lr, optimizer=opt,
+                         tau=tau if registry.get(method).primary_knob else None)
+
+
+def kbench_tau(method: str, tau: float) -> float | None:
+    """The τ a (K, method) entry is keyed by: τ for methods that have it, else None (one entry)."""
+    return tau if registry.get(method).primary_knob else None
+
+
+@st.cache_data(show_spinner=False, max_entries=64)
+def scale_sweep(methods: tuple[str, ...], tau: float, eps: float, steps: int) -> dict[str, Any]:
+    """Page 04: the scale sweep (:func:`pcd.experiments.synthetic.scale`) with PCD's ε."""
+    mp = {"pcd": {"eps": eps}} if "pcd" in methods else None
+    return synthetic.scale(methods=list(methods), steps=steps, tau=tau, method_params=mp)
+
+
+@st.cache_data(show_spinner=False, max_entries=64)
+def tau_sweep(problem: str, budgets: tuple[int, ...], lr: float) -> list[dict[str, Any]]:
+    """Page 05: every τ of :data:`TD_TAUS` in one batched run of max(budgets) steps; each budget is
+    read off the same trajectories."""
+    return synthetic.tau_sweep(problem, taus=list(TD_TAUS), lr=lr, budgets=list(budgets))
+
+
+@st.cache_data(show_spinner=False, max_entries=32)
+def tau_front(problem: str) -> np.ndarray | None:
+    """Page 05: the problem's Pareto front (200 points), None where it has none."""
+    import pcd.problems as problems
+
+    p = problems.make("scale") if problem == "scale" else studio.toy_problem(problem)
+    front = p.pareto_front(200)
+    return None if front is None else np.asarray(front)
+
+
+@st.cache_resource(show_spinner=False, max_entries=64)
+def tau_trajectory_figure(problem: str, tau: float, steps: int, lr: float) -> Any:
+    """Page 05: PCD's trajectories at one τ on the problem's map (a figure: shared, never mutated)."""
+    import pcd.problems as problems
+    from pcd.viz.landscape import landscape_figure
+
+    prob = problems.make(problem)
+    res = synthetic.toy_run(problem, ["pcd"], steps=steps, lr=lr, tau=tau, record=200)
+    return landscape_figure(res, prob.grid(240, 160), pareto_set=prob.pareto_set(), optima=prob.optima(),
+                            height=560)
+
+
+# ---- the warm-up --------------------------------------------------------------------------------------
+# What a page's first run imports on top of what app.py has imported (measured with sys.modules).
+IMPORTS = ("pandas", "pandas.io.formats.style", "jinja2", "pyarrow", "PIL.Image", "narwhals", "orjson",
+           "plotly.graph_objects", "plotly.io", "streamlit.elements.arrow", "streamlit.dataframe_util",
+           "streamlit.elements.lib.pandas_styler_utils", "pcd.engine", "pcd.teaching", "pcd.ui.controls",
+           "pcd.viz.geometry", "pcd.viz.kbench", "pcd.viz.scale", "pcd.viz.tau", "pcd.viz.landscape")
+
+
+def _first_use() -> None:
+    """Code paths whose first call is slow: Plotly's default template (imports every trace class),
+    a DataFrame through Streamlit's Arrow conversion and a Styler rendered as a table does."""
+    import pandas as pd
+    import plotly.graph_objects as go
+    from streamlit import dataframe_util
+
+    go.Figure(go.Scatter(x=[0, 1], y=[0, 1])).to_plotly_json()
+    df = pd.DataFrame({"a": [1.0, 2.0], "b": ["x", "y"]})
+    dataframe_util.convert_pandas_df_to_arrow_bytes(df)
+    df.style.format({"a": "{:.2f}"}).hide(axis="index")._compute()
+
+
+def _numba_kernels() -> None:
+    """numba and the engine's compiled end-point kernels (loaded from numba's on-disk cache; the
+    first run on a machine compiles them): the toy and basin pages' fast path."""
+    from pcd import _kernels
+    from pcd.engine import run
+
+    if _kernels.AVAILABLE:
+        run("saddle2d", list(synthetic.TOY_METHODS), steps=2, record=[2])
+
+
+def _defaults() -> list[tuple[str, Callable[[], Any]]]:
+    """The pages' default views, cheapest first."""
+    from pcd.viz.geometry import geometry_figure
+
+    def geo() -> None:
+        geometry_figure(geometry(GEO_ANGLE, GEO_NORM2, None, GEO_TAU, tuple(available(GEO_METHODS))))
+
+    def td() -> None:
+        tau_sweep(TD_PROBLEM, TD_BUDGETS, TD_LR)
+        tau_front(TD_PROBLEM)
+        tau_trajectory_figure(TD_PROBLEM, TD_TAU, max(TD_BUDGETS), TD_LR)
+
+    def sc() -> None:
+        scale_sweep(tuple(available(SC_METHODS)), SC_TAU, PCD_EPS, SC_STEPS)
+
+    def kb() -> None:
+        for K in KB_KS:
+            for m in available(KB_METHODS):
+                kbench_one(K, m, KB_STEPS, KB_LR, kbench_tau(m, KB_TAU), KB_OPT)
+
+    return [("geometry", geo), ("tau dial", td), ("scale", sc), ("k-objective", kb)]
+
+
+def warm_up() -> dict[str, float]:
+    """Import what the pages need and compute their default views into the caches; returns the
+    seconds each part took (a part that fails is logged and skipped: the page then computes it)."""
+    took: dict[str, float] = {}
+    parts: list[tuple[str, Callable[[], Any]]] = [("imports", lambda: [importlib.import_module(m) for m in IMPORTS]),
+                                                  ("first use", _first_use)]
+    parts += _defaults()
+    parts.append(("numba kernels", _numba_kernels))
+    for name, fn in parts:
+        t = time.perf_counter()
+        try:
+            fn()
+        except Exception:  # never take the server down: the page computes it itself
+            _LOG.warning("warm-up step %r failed", name, exc_info=True)
+        took[name] = time.perf_counter() - t
+    _LOG.info("warm-up: %s", ", ".join(f"{k} {v:.2f} s" for k, v in took.items()))
+    return took
+
+
+@st.cache_resource(show_spinner=False)
+def start() -> threading.Thread | None:
+    """Start :func:`warm_up` in a daemon thread, once per server process (None when
+    ``PCD_NO_WARMUP=1``)."""
+    if os.environ.get("PCD_NO_WARMUP") == "1":
+        return None
+    thread = threading.Thread(target=warm_up, name="pcd-warm-up", daemon=True)
+    thread.start()
+    return thread

@@ -1,0 +1,77 @@
+"""The server warm-up (pcd.ui.warmup): it fills exactly the cache entries the pages' default views
+read (a page opened with no query parameters after the warm-up runs none of its computations),
+its results equal the library's, a failing part is skipped, and the Plotly.js preload finds the
+installed Streamlit's chunk."""
+from __future__ import annotations
+
+from pathlib import Path
+from unittest import mock
+
+import pytest
+import streamlit as st
+from streamlit.testing.v1 import AppTest
+
+from pcd import studio
+from pcd.experiments import synthetic
+from pcd.ui import plotly_chunk, warmup
+
+PAGES = Path(__file__).resolve().parents[2] / "pages"
+DEFAULT_PAGES = ["01_Gradient_geometry.py", "03_K_objective_benchmark.py", "04_Scale_invariance.py",
+                 "05_Tau_dial.py"]
+
+
+def _refuse(*args, **kwargs):
+    raise AssertionError(f"computed on the page although the warm-up should have: {args} {kwargs}")
+
+
+@pytest.fixture(scope="module")
+def warmed():
+    st.cache_data.clear()
+    st.cache_resource.clear()
+    with mock.patch.object(warmup, "_numba_kernels", lambda: None):  # tests/test_fastpath.py covers those
+        took = warmup.warm_up()
+    yield took
+    st.cache_data.clear()
+    st.cache_resource.clear()
+
+
+def test_every_part_ran(warmed):
+    assert list(warmed) == ["imports", "first use", "geometry", "tau dial", "scale", "k-objective", "numba kernels"]
+
+
+@pytest.mark.parametrize("page", DEFAULT_PAGES)
+def test_default_view_is_served_from_the_warm_cache(warmed, page):
+    with mock.patch.object(synthetic, "kdw", _refuse), mock.patch.object(synthetic, "scale", _refuse), \
+            mock.patch.object(synthetic, "tau_sweep", _refuse), mock.patch.object(synthetic, "toy_run", _refuse), \
+            mock.patch.object(studio, "method_directions", _refuse):
+        at = AppTest.from_file(str(PAGES / page), default_timeout=120).run()
+    assert not at.exception, at.exception
+    assert not at.error, [e.value for e in at.error]
+    assert at.get("plotly_chart")
+
+
+def test_warm_results_are_the_librarys(warmed):
+    recs = warmup.kbench_one(65, "pcd", warmup.KB_STEPS, warmup.KB_LR, warmup.KB_TAU, warmup.KB_OPT)
+    assert recs == synthetic.kdw(Ks=[65], methods=["pcd"], steps=warmup.KB_STEPS, lr=warmup.KB_LR,
+                                 tau=warmup.KB_TAU)
+    assert warmup.kbench_tau("mgda", 0.3) is None and warmup.kbench_tau("pcd", 0.3) == 0.3
+
+
+def test_a_failing_part_is_skipped_not_raised():
+    with mock.patch.object(warmup, "_first_use", side_effect=RuntimeError("boom")), \
+            mock.patch.object(warmup, "_defaults", lambda: []), mock.patch.object(warmup, "_numba_kernels", lambda: None):
+        took = warmup.warm_up()
+    assert set(took) == {"imports", "first use", "numba kernels"}
+
+
+def test_start_is_off_with_the_env_switch(monkeypatch):
+    monkeypatch.setenv("PCD_NO_WARMUP", "1")
+    warmup.start.clear()
+    assert warmup.start() is None
+    warmup.start.clear()
+
+
+def test_plotly_chunk_of_the_installed_streamlit():
+    name = plotly_chunk()
+    assert name is not None and name.startswith("PlotlyChart.") and name.endswith(".js")
+    assert (Path(st.__file__).parent / "static" / "static" / "js" / name).stat().st_size > 1_000_000
