@@ -23,10 +23,12 @@ setup_page(
         "the requirement becomes a *secondary objective* that must keep making progress while it is violated."
     ),
 )
-st.latex(r"\text{penalty: }\min_x f(x)+c\,g(x)\qquad"
-         r"\text{Lagrangian: }\min_x\max_{\lambda\ge0} f(x)+\lambda\,g(x),\ \ \lambda\leftarrow[\lambda+\eta\,g(x)]_+")
-st.latex(r"\text{augmented: }f(x)+\tfrac{1}{2\rho}\big([\lambda+\rho\,g(x)]_+^2-\lambda^2\big)\qquad"
-         r"\text{PCD: } \text{primary } f,\ \text{secondary } [g(x)]_+,\ \ \tilde g_2\cdot d\ge\tau\|\tilde g_2\|^2")
+# one formula a line: two a line are wider than the page at 1280 px (with the menu) and at 800 px
+st.latex(r"\begin{gathered}\text{penalty: }\min_x f(x)+c\,g(x)"
+         r"\\ \text{Lagrangian: }\min_x\max_{\lambda\ge0} f(x)+\lambda\,g(x),\ \ \lambda\leftarrow[\lambda+\eta\,g(x)]_+"
+         r"\\ \text{augmented: }f(x)+\tfrac{1}{2\rho}\big([\lambda+\rho\,g(x)]_+^2-\lambda^2\big)"
+         r"\\ \text{PCD: } \text{primary } f,\ \text{secondary } [g(x)]_+,\ \ \tilde g_2\cdot d\ge\tau\|\tilde g_2\|^2"
+         r"\end{gathered}")
 st.caption("Lagrangian machinery (GDA, augmented Lagrangian, nuPI) runs on Cooper (cooper-optim 1.0.1); "
            "PCD uses this library's QP on the normalized Gram matrix.")
 
@@ -223,9 +225,10 @@ paper = {("penalty", p): (r, a) for p, r, a in zip(C.PAPER_C, C.PAPER_PENALTY_RA
 paper.update({("gda", p): (r, a) for p, r, a in zip(C.PAPER_ETA, C.PAPER_LAGRANGIAN_RATE, C.PAPER_LAGRANGIAN_ACC)})
 sweep_df["paper rate"] = [paper.get((f, p), (np.nan, np.nan))[0] for f, p in zip(sweep_df["family"], sweep_df["param"])]
 sweep_df["paper accuracy"] = [paper.get((f, p), (np.nan, np.nan))[1] for f, p in zip(sweep_df["family"], sweep_df["param"])]
-st.dataframe(sweep_df.style.format({"param": "{:g}", "rate": "{:.2f}", "accuracy": "{:.2f}", "surrogate_rate": "{:.2f}",
-                                    "lambda": "{:.3g}", "paper rate": "{:.2f}", "paper accuracy": "{:.2f}"}, na_rep="—"),
-             hide_index=True, width="stretch", key="cp_sweep_table")
+# an HTML table: it wraps to the page at 800 px (a data grid of 9 columns would scroll sideways)
+st.table(sweep_df.rename(columns={"surrogate_rate": "surrogate rate", "lambda": "λ"}).style.format(
+    {"param": "{:g}", "rate": "{:.2f}", "accuracy": "{:.2f}", "surrogate rate": "{:.2f}", "λ": "{:.3g}",
+     "paper rate": "{:.2f}", "paper accuracy": "{:.2f}"}, na_rep="—").hide(axis="index"))
 claim("penalty c = 0, 1e-3, 0.46, 1, 2.15, 4.6, 10, 100 → class-0 rate 49.75, 49.75, 49.75, 50.5, 76, 99.75, 100, 100 %",
       here=", ".join(f"{r.rate:g}" for r in pen) + " %")
 lag_ok = [r.rate for r in lag if r.param >= 1e-2]

@@ -142,8 +142,8 @@ for name, msg in res.errors.items():
 
 st.subheader("Where the starts end")
 table = studio.basin_table(res)
-st.dataframe(table.style.format({"fraction": "{:.1%}", "median end x": "{:.3f}", "median end y": "{:.3f}"}),
-             hide_index=True, width="stretch")
+st.table(table.style.format({"fraction": "{:.1%}", "median end x": "{:.3f}", "median end y": "{:.3f}"})
+         .hide(axis="index"))  # an HTML table: wraps to the page at 800 px
 st.caption("Median end point of the starts with each outcome. PCD's few non-CMS starts end where ∇f₁ = 0 "
            "(e.g. on the saddle at (0, 0)): its deployed update is rescaled to ‖∇f₁‖ and halts there — a known "
            "limitation of the method, not a conflict equilibrium. *Still moving* starts need more steps.")

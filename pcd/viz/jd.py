@@ -23,6 +23,7 @@ MODE_COLORS = {"erm": "#7f7f7f", "jacobian": "#1f77b4", "autojac": "#ff7f0e", "a
 MODE_NAMES = {"erm": "ERM backward (reference)", "jacobian": "per-sample Jacobian (ours, torch.func)",
               "autojac": "TorchJD autojac (materialized J)", "autogram": "TorchJD autogram (Gramian)"}
 _YES, _NO = "#dafbe1", "#ffebe9"
+_ROW_PX, _HEAD_PX = 50, 30  # a two-line cell; the header grows by its line count
 # Legend below the panels, so it never covers the subplot titles.
 _LEGEND_BELOW = dict(orientation="h", yanchor="top", y=-0.25, xanchor="left", x=0.0)
 
@@ -44,11 +45,10 @@ def properties_figure(table: dict[str, dict[str, Any]]) -> go.Figure:
         if missing:
             raise ValueError(f"report for {name!r} lacks {missing}")
     names = list(table)
-    header = ["method"] + [PROPERTY_LABELS[p] for p in props] + ["paper (NC / LS / W)"]
     cols: list[list[str]] = [[method_label(n) for n in names]]
     fills: list[list[str]] = [["white"] * len(names)]
     for p in props:
-        cols.append([f"{'✓' if table[n][p] else '✗'}  {_fmt(table[n]['worst_violation'][p]['value'])}"
+        cols.append([f"{'✓' if table[n][p] else '✗'}<br>{_fmt(table[n]['worst_violation'][p]['value'])}"
                      for n in names])
         fills.append([_YES if table[n][p] else _NO for n in names])
     paper = []
@@ -58,14 +58,20 @@ def properties_figure(table: dict[str, dict[str, Any]]) -> go.Figure:
                                                    ("non_conflicting", "linear_under_scaling", "weighted")))
     cols.append(paper)
     fills.append(["white"] * len(names))
+    # Every row is two lines (mark, then value) and the headers break at their own hyphens and
+    # spaces, so the rows keep one height from 1440 px down to 800 px (a Plotly table whose rows wrap
+    # grows past the figure's height and hides its last rows).
+    heads = (["method"] + [PROPERTY_LABELS[p].replace("-", "-<br>").replace(" ", "<br>") for p in props]
+             + ["paper<br>(NC / LS / W)"])
     fig = go.Figure(go.Table(
         columnwidth=[1.1] + [1.0] * len(props) + [1.0],
-        header=dict(values=[f"<b>{h}</b>" for h in header], fill_color="#f6f8fa", align="left",
-                    font=dict(size=13)),
-        cells=dict(values=cols, fill_color=fills, align="left", height=26,
+        header=dict(values=[f"<b>{h}</b>" for h in heads], fill_color="#f6f8fa", align="left",
+                    font=dict(size=12), height=_HEAD_PX),
+        cells=dict(values=cols, fill_color=fills, align="left", height=_ROW_PX,
                    font=dict(size=13, color=[[method_color(n) for n in names]] + [["#24292f"] * len(names)] * (len(cols) - 1))),
     ))
-    fig.update_layout(**base_layout(None, height=80 + 27 * len(names)))
+    lines = max(h.count("<br>") + 1 for h in heads)
+    fig.update_layout(**base_layout(None, height=20 + max(_HEAD_PX, 18 * lines + 12) + (_ROW_PX + 1) * len(names)))
     fig.update_layout(margin=dict(l=5, r=5, t=5, b=5))
     return fig
 

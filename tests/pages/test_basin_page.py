@@ -34,7 +34,7 @@ def test_default_view_and_a_changed_setting():
     titles = " ".join(a["text"] for sp in specs for a in sp["layout"]["annotations"])
     assert "CMS" in titles and "%" in titles
     assert "conflict equilibrium" in " ".join(m.value for m in at.markdown)
-    table = at.dataframe[0].value
+    table = at.table[0].value  # an HTML table: it wraps at 800 px
     assert set(table["method"]) >= {"PCD", "Weighted sum"} and abs(table["fraction"].sum() - 6) < 1e-9
     assert "python -m pcd basin --problem saddle2d --grid 25" in at.code[0].value
     at.multiselect(key="basin_methods").set_value(["pcd", "ws"]).run()

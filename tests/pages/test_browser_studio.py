@@ -1,5 +1,5 @@
 """Real browser (Playwright + Debian Chromium) against `streamlit run app.py`: open the home page
-and every Studio page 01-05, wait for the figure, move the page's main slider and check the figure
+and every Studio page 01-05 (and screenshot pages 00, 06, 07, 09), wait for the figure, move the page's main slider and check the figure
 changes (measuring first load and change -> new figure), screenshot every page at 1440×900,
 1280×720 and 800×1000 (first view as the audience sees it, plus the whole page at that width), and
 assert what can be asserted: nothing clipped (page, metrics, figures, tables), the default scale
@@ -88,7 +88,43 @@ CLIPPED = """() => {
   });
   return out;
 }"""
+# Settings in the same place on every page: the page's settings panel (pcd.ui.settings_panel) is in
+# the main area, above the page's first figure, and the sidebar holds no setting but presenter mode.
+SETTINGS_PLACE = """() => {
+  const out = [];
+  const panel = document.querySelector('[data-testid="stMain"] [class*="st-key-pcd_settings_"]');
+  const fig = document.querySelector('[data-testid="stMain"] .js-plotly-plot');
+  if (!panel) out.push('no settings panel in the page');
+  else if (fig && panel.getBoundingClientRect().top > fig.getBoundingClientRect().top)
+    out.push('settings panel below the first figure');
+  const side = document.querySelectorAll('[data-testid="stSidebar"] [data-testid="stWidgetLabel"]');
+  Array.from(side).forEach(l => { if (!/Presenter mode/.test(l.innerText)) out.push('setting in the sidebar: ' + l.innerText); });
+  return out;
+}"""
 LATENCY: dict[str, dict] = {}
+
+
+def _screens_and_clipping(page, name: str, artifacts_dir, settings: bool = True) -> dict:
+    """Every viewport: the first view as the audience sees it (``studio_<name>_<w>x<h>.png``), then
+    the whole page at that width (``_<w>_full.png``); returns what is clipped (or misplaced) per viewport."""
+    problems = {}
+    for w, h in VIEWPORTS:
+        page.set_viewport_size({"width": w, "height": h})
+        page.wait_for_timeout(900)
+        page.screenshot(path=str(artifacts_dir / f"studio_{name}_{w}x{h}.png"))
+        page.set_viewport_size({"width": w, "height": 3400})
+        page.wait_for_timeout(900)
+        page.screenshot(path=str(artifacts_dir / f"studio_{name}_{w}_full.png"))
+        check = f"() => [...({CLIPPED})(), ...({SETTINGS_PLACE if settings else '() => []'})()]"
+        bad = page.evaluate(check)
+        for _ in range(12):  # tables and figures re-measure after a resize: give them time under load
+            if not bad:
+                break
+            page.wait_for_timeout(500)
+            bad = page.evaluate(check)
+        if bad:
+            problems[f"{w}x{h}"] = bad
+    return problems
 
 
 def _wait_content(page, timeout_ms: int = 180_000) -> None:
@@ -164,22 +200,7 @@ def test_page_first_view_latency_screens_and_nothing_clipped(browser, warm, arti
         page.goto(f"{warm['url']}/{path}")
         _wait_content(page)
         _wait_idle(page)
-        problems = {}
-        for w, h in VIEWPORTS:
-            page.set_viewport_size({"width": w, "height": h})
-            page.wait_for_timeout(900)
-            page.screenshot(path=str(artifacts_dir / f"studio_{name}_{w}x{h}.png"))
-            page.set_viewport_size({"width": w, "height": 3400})
-            page.wait_for_timeout(900)
-            page.screenshot(path=str(artifacts_dir / f"studio_{name}_{w}_full.png"))
-            bad = page.evaluate(CLIPPED)
-            for _ in range(12):  # tables and figures re-measure after a resize: give them time under load
-                if not bad:
-                    break
-                page.wait_for_timeout(500)
-                bad = page.evaluate(CLIPPED)
-            if bad:
-                problems[f"{w}x{h}"] = bad
+        problems = _screens_and_clipping(page, name, artifacts_dir, settings=bool(path))
         assert not problems, (name, problems)
     finally:
         ctx.close()
@@ -188,6 +209,33 @@ def test_page_first_view_latency_screens_and_nothing_clipped(browser, warm, arti
     # the artifact (studio_latency.json / .md); the issue's closing note reports them.
     LATENCY[name]["within_budget"] = bool(first_load <= FIRST_LOAD_S and max(latencies) <= CHANGE_S)
     LATENCY[name]["budget_s"] = {"first_load": FIRST_LOAD_S, "change_to_new_figure": CHANGE_S}
+
+
+# The other pages' first views (no latency budget): (url path, artifact name, title, has settings).
+OTHER_PAGES = [
+    ("Guided_lesson", "Guided_lesson", None, False),
+    ("Jacobian_descent", "Jacobian_descent", "Jacobian descent", True),
+    ("Constraints_vs_penalties", "Constraints_vs_penalties", "Constraints vs fixed penalties", True),
+    ("Basin_maps?grid=50", "Basin_maps", "Basin maps", True),
+]
+
+
+@pytest.mark.parametrize("path,name,title,settings", OTHER_PAGES, ids=[p[1] for p in OTHER_PAGES])
+def test_other_pages_screens_and_nothing_clipped(browser, warm, artifacts_dir, path, name, title, settings):
+    ctx = browser.new_context(viewport={"width": 1440, "height": 900})
+    page = ctx.new_page()
+    page.set_default_timeout(180_000)
+    try:
+        page.goto(f"{warm['url']}/{path}")
+        _wait_content(page)
+        _wait_idle(page)
+        _no_exception(page)
+        if title:
+            assert page.locator("h1").first.inner_text().strip() == title
+        problems = _screens_and_clipping(page, name, artifacts_dir, settings=settings)
+        assert not problems, (name, problems)
+    finally:
+        ctx.close()
 
 
 def test_menu_starts_with_home_and_uses_page_titles(page, warm):
