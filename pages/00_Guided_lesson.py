@@ -5,6 +5,7 @@ import inspect
 from pathlib import Path
 
 import numpy as np
+import plotly.graph_objects as go
 import streamlit as st
 
 import pcd.methods as registry
@@ -35,6 +36,7 @@ STEPS = [
     ("tau", "τ, PCD's only dial"),
 ]
 N = len(STEPS)
+_NAV_PX = 56  # the back / next row above the figure, in presenter mode taken off the figure's height
 
 
 # ---- cached computations (the same library calls the pages make) ---------------------------
@@ -226,11 +228,8 @@ try:
 except ValueError as exc:
     show_error(exc)
     st.stop()
-st.plotly_chart(fig, theme=None, key=f"lesson_fig_{key}", config={"displaylogo": False})
-if key == "saddle":
-    frame_controls(f"lesson_fig_{key}", [str(int(k)) for k in _saddle().record])
-st.markdown(text)
-back, explore, nxt = st.columns([1, 2, 1], vertical_alignment="center")
+# back / next above the figure: always on screen without scrolling (a 1280 x 720 projector, 800 px)
+back, explore, nxt = st.columns([1, 1.3, 1], vertical_alignment="center")
 with back:
     st.button("← back", key="lesson_back", on_click=_go, args=(-1,), disabled=i == 0, width="stretch",
               **({"shortcut": "PageUp"} if _kw else {}))
@@ -239,6 +238,12 @@ with explore:
 with nxt:
     st.button("next →", key="lesson_next", on_click=_go, args=(1,), disabled=i == N - 1, type="primary",
               width="stretch", **({"shortcut": "PageDown"} if _kw else {}))
+if presenter_mode() and fig.layout.height:  # the navigation row's height, given back by the figure
+    fig = go.Figure(fig).update_layout(height=max(320, int(fig.layout.height) - _NAV_PX))
+st.plotly_chart(fig, theme=None, key=f"lesson_fig_{key}", config={"displaylogo": False})
+if key == "saddle":
+    frame_controls(f"lesson_fig_{key}", [str(int(k)) for k in _saddle().record])
+st.markdown(text)
 if not presenter_mode():
     st.caption("PageDown / PageUp (a presenter's clicker) go to the next / previous step; on the animation, ← / → "
                "step through the frames. Every figure is computed live by the same functions as the pages.")

@@ -69,6 +69,10 @@ CLIPPED = """() => {
     if (e.children.length === 0 && e.scrollWidth > e.clientWidth + 1)
       out.push('metric clipped: ' + e.innerText.slice(0, 40));
   });
+  document.querySelectorAll('[data-testid="stMain"] button *').forEach(e => {
+    if (e.children.length === 0 && e.innerText && e.scrollWidth > e.clientWidth + 1)
+      out.push('button label clipped: ' + e.innerText.slice(0, 40));
+  });
   document.querySelectorAll('.js-plotly-plot').forEach(gd => {
     const box = gd.getBoundingClientRect();
     const parent = gd.parentElement.getBoundingClientRect();

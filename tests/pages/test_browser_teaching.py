@@ -177,6 +177,9 @@ def test_lesson_in_presenter_mode_at_1280x720(browser, streamlit_server, artifac
             assert box and box["height"] < 2 * size * 1.7, "presenter mode folds the paragraph to one line"
             chart = page.locator(".js-plotly-plot").first.bounding_box()
             assert chart["width"] > 1000, "figures are full width on the projector"
+            for nav in ("lesson_back", "lesson_next"):  # reachable without scrolling, on every step
+                b = page.locator(f".st-key-{nav} button").bounding_box()
+                assert b and b["y"] >= 0 and b["y"] + b["height"] <= 720, (i, nav, b)
             if i == 2:  # the animation: its controls are on screen
                 ctl = page.locator(".pcd-player").first.bounding_box()
                 assert ctl["y"] + ctl["height"] <= 720
