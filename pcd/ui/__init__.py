@@ -28,6 +28,8 @@ _CSS = """
   .katex-display {overflow-x: auto; overflow-y: hidden;}
   [data-testid="stSidebarNav"] a span {white-space: normal !important; overflow: visible !important;
                                        text-overflow: clip !important; line-height: 1.25;}
+  /* a segmented control (the lesson's step pills) wraps instead of hiding its last options */
+  [data-testid="stButtonGroup"] > div {flex-wrap: wrap;}
   /* settings_panel(): one place for a page's settings, a compact box above the figure */
   [class*="st-key-pcd_settings_"] {gap: .35rem !important; padding: .55rem .8rem .2rem .8rem !important;}
   [class*="st-key-pcd_settings_"] [data-testid="stWidgetLabel"] p {font-size: .88rem;}

@@ -139,7 +139,9 @@ def geometry_figure(result: dict[str, Any], show_region: bool = True, height: in
         # longest first (underneath); tips that coincide are nested, the widest underneath
         ray = sorted(ray, key=lambda i: -float(np.linalg.norm(rows[i]["direction"])))
         tips = coinciding([rows[i]["direction"] for i in ray], tol)
-        tips_named = [" = ".join(rows[ray[i]]["label"] for i in t) for t in tips]
+        # a long list of coinciding methods breaks after every third name (it fits an 800 px screen)
+        tips_named = ["<br>= ".join(" = ".join(rows[ray[i]]["label"] for i in t[j:j + 3]) for j in range(0, len(t), 3))
+                      for t in tips]
         label = " > ".join(tips_named)
         if float(np.linalg.norm(rows[ray[0]]["direction"])) <= tol:
             label += ": d ≈ 0"
