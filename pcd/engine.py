@@ -17,6 +17,8 @@ Interface (stable; pages, CLI and tests use it)::
     res.grad_norms     [M, S, T, K]   ||grad f_k(x_t)||
     res.weights        [M, S, T, K]   the method's weights at x_t (PCD: [1, mu...] rescaled)
     res.update_norms   [M, S, T]      ||d_t||, d_t = weights_t @ J_t (the direction fed to the optimizer)
+    res.directions     [M, S, T, n]   d_t itself, as fed to the optimizer (Step.direction: a direction
+                                      method's own update, e.g. GradDrop's masked one, not w_t @ J_t)
     res.multipliers    [M, S, T, K-1] the secondaries' multipliers mu_t where the method reports them
                                       (PCD, DBGD: ``info["mu"]``; NaN for the other methods)
     per trajectory [M, S]: end [.., n], end_losses [.., K], primary_grad_norm, cms_residual,
@@ -76,7 +78,7 @@ __all__ = ["run", "RunResult", "sample_steps", "pareto_residual", "min_norm_poin
            "resolve_methods", "diagnose", "outcomes", "OUTCOMES", "GRAD_TOL", "STALL_TOL"]
 
 MAX_STEPS = 1_000_000
-MAX_CELLS = 200_000_000  # M*S*T*(n + 3K + 1) recorded floats (1.6 GB) -- refuse beyond
+MAX_CELLS = 200_000_000  # M*S*T*(2n + 3K + 1) recorded floats (1.6 GB) -- refuse beyond
 
 
 # ---------------------------------------------------------------------------------------------
@@ -199,6 +201,7 @@ class RunResult:
     method_seconds: dict[str, float] = field(default_factory=dict)
     tolerances: dict[str, float] = field(default_factory=dict)
     multipliers: np.ndarray | None = None  # [M, S, T, K-1], NaN where a method reports no mu
+    directions: np.ndarray | None = None   # [M, S, T, n], the direction d_t fed to the optimizer
 
     @property
     def M(self) -> int:
@@ -225,6 +228,7 @@ class RunResult:
             "grad_norms": self.grad_norms[m, s], "weights": self.weights[m, s],
             "update_norms": self.update_norms[m, s],
             "multipliers": None if self.multipliers is None else self.multipliers[m, s],
+            "directions": None if self.directions is None else self.directions[m, s],
             **self._summary(m, s),
         }
 
@@ -434,7 +438,7 @@ def run(
     rec = _check_record(record, steps)
     M, S, K, n = len(meths), x0.shape[0], prob.K, prob.dim
     T = rec.size
-    if M * S * T * (n + 3 * K + 1) > MAX_CELLS:
+    if M * S * T * (2 * n + 3 * K + 1) > MAX_CELLS:
         raise ValueError(f"too much to record ({M} methods x {S} starts x {T} steps); "
                          "pass record=N (e.g. 200) to keep ~N frames")
     opt_name = str(optimizer).strip().lower()
@@ -575,7 +579,8 @@ def run(
 def _record_buffers(MS: int, T: int, n: int, K: int) -> dict[str, np.ndarray]:
     return {"positions": np.full((MS, T, n), np.nan), "losses": np.full((MS, T, K), np.nan),
             "grad_norms": np.full((MS, T, K), np.nan), "weights": np.full((MS, T, K), np.nan),
-            "update_norms": np.full((MS, T), np.nan), "multipliers": np.full((MS, T, max(K - 1, 0)), np.nan)}
+            "update_norms": np.full((MS, T), np.nan), "multipliers": np.full((MS, T, max(K - 1, 0)), np.nan),
+            "directions": np.full((MS, T, n), np.nan)}
 
 
 def _record(r: int, t: int, bufs: dict[str, np.ndarray], x: np.ndarray, L: np.ndarray, J: np.ndarray,
@@ -588,6 +593,7 @@ def _record(r: int, t: int, bufs: dict[str, np.ndarray], x: np.ndarray, L: np.nd
     bufs["weights"][:, r] = W
     bufs["multipliers"][:, r] = MU
     bufs["update_norms"][:, r] = np.sqrt(np.einsum("bn,bn->b", D, D))
+    bufs["directions"][:, r] = D
     if alive is not None:
         dead = ~alive
         for key in bufs:
@@ -630,4 +636,5 @@ def _finish(prob: Problem, meths: list, opt_name: str, lr: float, optimizer_para
         stalled=shp(stalled), diverged=shp(diverged), diverged_step=shp(div_step), diagnosis=shp(diag),
         errors=errors, seconds=time.perf_counter() - t_start, method_seconds=m_seconds,
         tolerances={"grad_tol": grad_tol, "stall_tol": stall_tol}, multipliers=shp(bufs["multipliers"]),
+        directions=shp(bufs["directions"]),
     )

@@ -239,8 +239,9 @@ def merge_results(results: Sequence[Any]):
                   "end_grad_norms", "primary_grad_norm", "cms_residual", "pareto_residual",
                   "final_update_norm", "speed", "stalled", "diverged", "diverged_step", "diagnosis"]
     fields = {f: np.concatenate([getattr(r, f) for r in results], axis=0) for f in per_method}
-    if all(getattr(r, "multipliers", None) is not None for r in results):
-        fields["multipliers"] = np.concatenate([r.multipliers for r in results], axis=0)
+    for opt in ("multipliers", "directions"):  # optional records: kept when every run has them
+        if all(getattr(r, opt, None) is not None for r in results):
+            fields[opt] = np.concatenate([getattr(r, opt) for r in results], axis=0)
     mp: dict = {}
     errors: dict = {}
     ms: dict = {}

@@ -2,7 +2,7 @@
 a toy run, the lesson's steps, and the small conversions the interactive figures need.
 
 Everything here only *calls* the problem's ``losses_and_jacobian`` at positions the engine
-recorded and rearranges the engine's own records (``weights``, ``multipliers``), so the inset on
+recorded and rearranges the engine's own records (``directions``, ``multipliers``), so the inset on
 the toy page, the lesson and the tests consume the same plain data.
 """
 from __future__ import annotations
@@ -27,10 +27,11 @@ def trajectory_gradients(problem: Any, res: Any, start: int = 0, methods: Sequen
 
     * ``g [T, K, n]``: the raw gradients ``grad f_k(x_t)`` at the recorded position ``x_t``
       (re-evaluated from the problem: the engine evaluates the very same point);
-    * ``d [T, n]``: the method's direction ``d_t = w_t @ J_t`` (the vector fed to the optimizer;
-      the engine records ``w_t``). Methods that build their direction per coordinate
-      (``needs_jacobian``, e.g. GradDrop's random mask) do not record it: ``exact`` is False and
-      ``d`` is the weights' reconstruction;
+    * ``d [T, n]``: the method's direction ``d_t``, the vector fed to the optimizer, as the engine
+      recorded it (``res.directions``: for a method that builds its direction per coordinate, e.g.
+      GradDrop's random mask, its own update -- not ``w_t @ J_t``). A result without recorded
+      directions (an older one) falls back to ``w_t @ J_t``; ``exact`` is then False for such
+      methods;
     * ``norms [T, K]`` (``||g_k||``), ``d_norm [T]`` (``||d||``, the engine's ``update_norms`` when
       exact), ``cos [T]`` (``cos(g_1, g_2)``; NaN where a gradient is zero), ``mu [T, K-1]`` (the
       secondaries' multipliers where the method reports them: PCD, DBGD; NaN otherwise),
@@ -54,6 +55,9 @@ def trajectory_gradients(problem: Any, res: Any, start: int = 0, methods: Sequen
             raise ValueError(f"method {name!r} is not in this run; ran: {', '.join(res.methods)}")
     weights = np.asarray(res.weights, dtype=np.float64)
     mults = getattr(res, "multipliers", None)
+    dirs = getattr(res, "directions", None)
+    if dirs is not None and np.shape(dirs) != pos.shape:
+        dirs = None
     out: dict[str, Any] = {"start": s, "steps": np.asarray(res.record), "methods": {}}
     for name in names:
         m = res.methods.index(name)
@@ -64,13 +68,16 @@ def trajectory_gradients(problem: Any, res: Any, start: int = 0, methods: Sequen
         if ok.any():
             _, Jok = problem.losses_and_jacobian(x[ok])
             J[ok] = np.asarray(Jok, dtype=np.float64)
-        w = weights[m, s]
-        d = np.einsum("tk,tkn->tn", w, J)
         norms = np.linalg.norm(J, axis=2)
-        try:
-            exact = not bool(getattr(registry.get(name), "needs_jacobian", False))
-        except ValueError:
+        if dirs is not None:  # what the optimizer was fed (Step.direction)
+            d = np.asarray(dirs[m, s], dtype=np.float64)
             exact = True
+        else:
+            d = np.einsum("tk,tkn->tn", weights[m, s], J)
+            try:
+                exact = not bool(getattr(registry.get(name), "needs_jacobian", False))
+            except ValueError:
+                exact = True
         d_norm = np.asarray(res.update_norms[m, s], dtype=np.float64) if exact else np.linalg.norm(d, axis=1)
         with np.errstate(invalid="ignore", divide="ignore"):
             cos = np.einsum("tn,tn->t", J[:, 0], J[:, 1]) / (norms[:, 0] * norms[:, 1]) if K >= 2 else np.full(T, np.nan)

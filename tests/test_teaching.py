@@ -44,7 +44,40 @@ def test_gradients_are_the_problems_at_the_recorded_points(saddle):
         ok = np.isfinite(data["cos"])
         np.testing.assert_allclose(data["cos"][ok], np.clip(cos[ok], -1, 1), atol=1e-12)
     np.testing.assert_array_equal(g["methods"]["pcd"]["mu"], res.multipliers[0, 1])
-    assert g["methods"]["graddrop"]["exact"] is False  # its per-coordinate mask is not recorded
+    assert all(g["methods"][m]["exact"] for m in res.methods)  # the engine records every direction
+    np.testing.assert_array_equal(g["methods"]["graddrop"]["d"], res.directions[3, 1])
+
+
+class _Bowls3D(problems.Problem):
+    """Two quadratic bowls in 3-D (n = 3 > K = 2): GradDrop's per-coordinate update leaves the
+    span of the two gradients, so w @ J (its least-squares weights) is not its direction."""
+
+    name = "bowls3d"
+    K, dim = 2, 3
+    bounds = ((-2.0, 2.0),) * 3
+
+    def losses_and_jacobian(self, x):
+        x = np.asarray(x, dtype=np.float64)
+        a, b = np.array([1.0, 0.0, 0.5]), np.array([-1.0, 0.5, 0.0])
+        J = np.stack([2 * (x - a), 2 * (x - b) * np.array([1.0, 3.0, 0.2])], axis=1)
+        L = np.stack([((x - a) ** 2).sum(1), ((x - b) ** 2 * np.array([1.0, 3.0, 0.2])).sum(1)], axis=1)
+        return L, J
+
+
+def test_the_recorded_direction_is_what_the_optimizer_was_fed_also_for_graddrop():
+    # plain SGD: x_{t+1} = x_t - lr d_t, so the recorded d_t can be checked against the path itself
+    prob, lr = _Bowls3D(), 0.05
+    res = run(prob, ["graddrop", "pcd"], starts=[[0.3, -0.4, 1.0], [-1.0, 1.5, 0.2]], steps=40, lr=lr,
+              optimizer="sgd")
+    for m in range(res.M):
+        x, d = res.positions[m], res.directions[m]
+        np.testing.assert_allclose(x[:, 1:] - x[:, :-1], -lr * d[:, :-1], rtol=0, atol=1e-12)
+        np.testing.assert_allclose(np.linalg.norm(d, axis=-1), res.update_norms[m], rtol=1e-12, atol=1e-15)
+    _, J = prob.losses_and_jacobian(res.positions[0].reshape(-1, 3))
+    wj = np.einsum("bk,bkn->bn", res.weights[0].reshape(-1, 2), J)
+    assert np.abs(wj - res.directions[0].reshape(-1, 3)).max() > 1e-2  # w @ J would misdraw GradDrop's d
+    g = teaching.trajectory_gradients(prob, res, 0, methods=["graddrop"])["methods"]["graddrop"]
+    assert g["exact"] and np.array_equal(g["d"], res.directions[0, 0])
 
 
 def test_at_a_conflict_equilibrium_d_vanishes_while_g1_does_not(saddle):
