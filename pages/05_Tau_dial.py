@@ -4,6 +4,7 @@ from __future__ import annotations
 import streamlit as st
 
 from pcd.ui import claim, download_row, settings_panel, setup_page, show_error, url_default, url_sync, warmup
+from pcd.ui.controls import frame_controls
 from pcd.viz.tau import tau_table, tradeoff_figure
 
 setup_page(
@@ -90,6 +91,7 @@ with left:
 with right:
     st.markdown(f"**PCD trajectories at τ = {tau_sel:g}** ({steps} steps, Adam lr {lr})")
     st.plotly_chart(tfig, theme=None, key="td_traj", config={"displaylogo": False})
+    frame_controls("td_traj", [f.name for f in tfig.frames])
 
 moving_last = max(r["budgets"][steps]["moving_fraction"] for r in records if r["tau"] > 0)
 by_budget = {b: [r["budgets"][b]["losses"][1] for r in records if r["tau"] > 0] for b in budgets}

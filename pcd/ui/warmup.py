@@ -107,8 +107,10 @@ def tau_trajectory_figure(problem: str, tau: float, steps: int, lr: float) -> An
 
     prob = problems.make(problem)
     res = synthetic.toy_run(problem, ["pcd"], steps=steps, lr=lr, tau=tau, record=200)
+    # the page's one play control (frame_controls) instead of Plotly's buttons: the legend goes
+    # under the map, which keeps the half-width column's map large
     return landscape_figure(res, prob.grid(240, 160), pareto_set=prob.pareto_set(), optima=prob.optima(),
-                            height=560)
+                            height=560, controls=False)
 
 
 # ---- the warm-up --------------------------------------------------------------------------------------
