@@ -48,7 +48,7 @@ FORMULAS = studio.TOY_FORMULAS
 PRESETS = list(FORMULAS)
 DEFAULT_F1, DEFAULT_F2 = FORMULAS["valleys"]["f1"], FORMULAS["valleys"]["f2"]
 # the figure is laid out for the width it is shown at (the frame controls report the column width)
-WIDTH_CLASSES = [("narrow", 760.0), ("wide", None)]
+WIDTH_CLASSES = [("narrow", 760.0), ("medium", 1000.0), ("wide", None)]
 
 MODES = ["presets", "grid", "typed"]
 DEFAULT_TYPED = "-2.5, 0.4\n-1.0, 1.5"
@@ -185,9 +185,9 @@ def _run_one(name, f1, f2, pbounds, method, hp_json, tau, opt, lr, steps, starts
 
 
 @st.cache_resource(show_spinner=False, max_entries=32)
-def _map(key, _prob, _res, _bg, inset_start, narrow, controls=False, animate=True):
+def _map(key, _prob, _res, _bg, inset_start, width, controls=False, animate=True):
     # key: everything the figure depends on (settings, view box, inset start, layout)
-    return studio.toy_map_figure(_prob, _res, _bg, inset_start=inset_start, narrow=narrow, controls=controls,
+    return studio.toy_map_figure(_prob, _res, _bg, inset_start=inset_start, width=width, controls=controls,
                                  animate=animate)
 
 
@@ -230,7 +230,9 @@ try:
     url_sync(inset=show_inset, istart=inset_start)
     width_class = reported_width("toy_map-controls") or "wide"
     istart = inset_start if show_inset else None
-    fig = _map(runs_key + (istart, width_class), problem, res, bg, istart, width_class == "narrow")
+    if width_class not in studio.TOY_CHART_PX:  # a stale or odd report: the default layout
+        width_class = "wide"
+    fig = _map(runs_key + (istart, width_class), problem, res, bg, istart, width_class)
     lfig = _loss(runs_key, res, tuple(bg["names"]))
 except ValueError as exc:
     show_error(exc)
@@ -293,7 +295,7 @@ export_settings = {"problem": problem_name, **({"f1": f1, "f2": f2} if problem_n
             "map bounds": ", ".join(f"{v:g}" for b in view for v in b)}
 c1, c2, c3, c4 = st.columns(4)
 with c4:  # the last frame as a still, built only when asked for
-    png_export(lambda: _map(runs_key + (istart, "last"), problem, res, bg, istart, False, animate=False),
+    png_export(lambda: _map(runs_key + (istart, "last"), problem, res, bg, istart, "wide", animate=False),
                "toy_landscape.png", key="toy_png", label="Map (PNG, last frame)")
 with c1:
     download_csv(studio.trajectories_table(res), "toy_trajectories.csv", "Trajectories (CSV)", key="toy_csv",

@@ -334,7 +334,7 @@ TOY_FORMULAS: dict[str, dict[str, Any]] = {
 
 
 def fit_bounds(res: Any, bounds: Sequence[Sequence[float]], pad: float = 0.06,
-               max_factor: float = 20.0) -> tuple[tuple[float, float], tuple[float, float]]:
+               max_factor: float = 4.0) -> tuple[tuple[float, float], tuple[float, float]]:
     """The map's box ``bounds`` grown to cover every finite recorded point of ``res`` (start points
     included), with ``pad`` of the span as a margin on the sides that grew; a run that ran away is
     covered up to ``max_factor`` times the box's span around its centre (the table has the rest)."""
@@ -394,9 +394,14 @@ def toy_problem(name: str, primary: str | None = None, secondary: str | None = N
 
 
 TOY_GRID = (300, 200)   # the map's background resolution (pixels of the image, stretched to the axes)
-TOY_CHART_PX = {"wide": 800.0, "narrow": 560.0}  # the chart's width the map is laid out for (page column)
+# the page column's width the map is laid out for, per width class (the page's frame controls report
+# the class): "wide" (a laptop / 1440-px window) has the inset beside the map; "medium" (~1280-px
+# projector) and "narrow" (~800-px window) put it under a full-width map, where its numbers have room
+TOY_CHART_PX = {"wide": 1000.0, "medium": 800.0, "narrow": 560.0}
 TOY_MAP_FRACTION = 0.62                           # of the width, beside the inset
 TOY_FRAMES = 100   # animation frames of the page's map (of ~170 recorded steps): ~4.5 s at 1x, 40 % less to build
+# click_grid: invisible points that turn a click on the map into a start point; every point is an SVG
+# node the browser draws on each render, so 24 x 24 (a click snaps to ~1/23 of the map) not 36 x 36
 
 
 def toy_background(problem: Any, bounds: Any = None) -> dict[str, Any]:
@@ -414,11 +419,11 @@ def toy_background(problem: Any, bounds: Any = None) -> dict[str, Any]:
 
 
 def toy_map_figure(problem: Any, res: Any, background: dict[str, Any] | None = None, *,
-                   inset_start: int | None = 0, narrow: bool = False, controls: bool = False,
-                   animate: bool = True, click_grid: int = 36, max_frames: int | None = TOY_FRAMES):
+                   inset_start: int | None = 0, width: str = "wide", controls: bool = False,
+                   animate: bool = True, click_grid: int = 24, max_frames: int | None = TOY_FRAMES):
     """The toy page's map: trajectories of ``res`` over :func:`toy_background` with, when
     ``inset_start`` is a start index, the animated gradient inset of that start -- beside the map,
-    or under it when ``narrow`` (a window under ~800 px). ``controls``: Plotly's own play button and
+    or under it for ``width`` "medium" / "narrow" (:data:`TOY_CHART_PX`). ``controls``: Plotly's own play button and
     slider (a standalone HTML file); the page has its own controls. ``animate=False``: the last
     frame as a still (the PNG export). ``max_frames``: frames spread over the recorded steps
     (:func:`pcd.viz.landscape.frame_index`)."""
@@ -431,7 +436,10 @@ def toy_map_figure(problem: Any, res: Any, background: dict[str, Any] | None = N
     with_inset = inset_start is not None
     xs, ys = bg["grid"][0], bg["grid"][1]
     aspect = float((ys[-1] - ys[0]) / (xs[-1] - xs[0]))        # the map keeps 1:1 units
-    chart_w = TOY_CHART_PX["narrow" if narrow else "wide"]
+    if width not in TOY_CHART_PX:
+        raise ValueError(f"width must be one of {', '.join(TOY_CHART_PX)}, got {width!r}")
+    narrow = width != "wide"   # the inset under the map
+    chart_w = TOY_CHART_PX[width]
     map_w = (chart_w - 75) * (TOY_MAP_FRACTION if with_inset and not narrow else 1.0)
     map_h = float(np.clip(map_w * aspect, 240, 560))
     inset_h = 330 if (with_inset and narrow) else 0

@@ -187,6 +187,7 @@ def end_clusters(ends: Any, view: Sequence[float], tol: float = 0.025) -> list[l
 
 
 LABEL_PLOT_PX = 520.0   # the map's plot width the label placement assumes (px); height follows the aspect
+LABEL_CLEAR_PX = 30.0
 LABEL_OFFSETS = ((0, -38), (0, 38), (80, -40), (80, 40), (-80, -40), (-80, 40), (110, 0), (-110, 0))  # px
 
 
@@ -202,12 +203,13 @@ def _label_room(c: np.ndarray, off: tuple[int, int], size: tuple[float, float], 
     if cx - w / 2 < 0 or cx + w / 2 > LABEL_PLOT_PX or cy - h / 2 < 0 or cy + h / 2 > (y1 - y0) * sy:
         return -1.0
     if not len(others):
-        return 1e9
+        return LABEL_CLEAR_PX - 1e-3 * float(np.hypot(*off))
     px = (others[:, 0] - x0) * sx
     py = (y1 - others[:, 1]) * sy
     dx = np.maximum(np.abs(px - cx) - w / 2, 0.0)
     dy = np.maximum(np.abs(py - cy) - h / 2, 0.0)
-    return float(np.hypot(dx, dy).min()) - 1e-3 * float(np.hypot(*off))   # ties: the nearer place
+    # clear by LABEL_CLEAR_PX is clear enough: among clear places the nearest to the point wins
+    return min(float(np.hypot(dx, dy).min()), LABEL_CLEAR_PX) - 1e-3 * float(np.hypot(*off))
 
 
 def end_annotations(ends: Any, methods: Sequence[str], diagnosis: Any, view: Sequence[float],

@@ -341,3 +341,20 @@ def test_max_frames_spreads_frames_over_the_record_and_the_inset_follows(saddle_
     heads = np.c_[plain_array(fr.data[0].x), plain_array(fr.data[0].y)][-M * S:]
     np.testing.assert_allclose(heads, res.positions[::-1, :, idx[7]].reshape(-1, 2), atol=1e-5)
     assert len(fig.frames) == 40 and len(fr.data) > 1  # the inset rides on the same 40 frames
+
+
+def test_toy_map_figure_layout_per_width_class(saddle_run):
+    prob, res = saddle_run
+    bg = studio.toy_background(prob)
+    wide = studio.toy_map_figure(prob, res, bg, width="wide").layout
+    assert wide.xaxis.domain[1] < wide.xaxis2.domain[0]          # inset beside the map
+    for w in ("medium", "narrow"):
+        lay = studio.toy_map_figure(prob, res, bg, width=w).layout
+        assert lay.yaxis2.domain[1] < lay.yaxis.domain[0]        # inset under a full-width map
+        assert lay.height > wide.height
+    still = studio.toy_map_figure(prob, res, bg, animate=False)
+    assert len(still.frames) == 0 and not still.layout.updatemenus
+    html = studio.toy_map_figure(prob, res, bg, controls=True)
+    assert html.layout.updatemenus and html.layout.sliders       # a standalone file keeps Plotly's controls
+    with pytest.raises(ValueError, match="width"):
+        studio.toy_map_figure(prob, res, bg, width="huge")
