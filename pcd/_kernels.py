@@ -145,7 +145,7 @@ def weights_ws(J, W, D, w0, w1):
 
 @jit
 def weights_pcd(J, W, D, ema, MU, beta, omb, bc, eps, tau, eps10, zero_rel):
-    """PCD, K = 2: ``EMANormalizer.update`` + ``direction._pcd_weights_k2``; ``MU [B]`` gets mu."""
+    """PCD, K = 2: ``EMANormalizer.update`` + ``direction.pcd_weights`` for K = 2; ``MU [B]`` gets mu."""
     for i in range(J.shape[2]):
         j00, j01, j10, j11 = J[0, 0, i], J[0, 1, i], J[1, 0, i], J[1, 1, i]
         g00, g01, g11 = _gram(j00, j01, j10, j11)

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from pcd.qp import QPResult, _check_gram, check_tau, k2_mu, k2_mu_scalar, solve_qp
+from pcd.qp import QPResult, k2_mu_scalar, solve_qp
 
 
 @dataclass(frozen=True)
@@ -30,48 +30,31 @@ class PCDWeights:
 def pcd_weights(gram: np.ndarray, scales: np.ndarray, tau, *, trusted: bool = False) -> PCDWeights:
     """Deployed PCD weights for raw Gram ``[..., K, K]`` and normalization scales ``[..., K]``.
 
+    The QP goes through :func:`pcd.qp.solve_qp` for every K (it picks the closed form for K = 2).
     ``trusted=True`` only skips the input checks (the caller has validated the Gram matrix and
-    tau: the batched method on its hot path); the computation is the same either way. K = 2 is the
-    closed form :func:`pcd.qp.k2_mu` (the solver :func:`pcd.qp.solve_qp` picks for K = 2) written
-    out elementwise, without solve_qp's array assembly (the B = 1000 hot path); every other K
-    goes through :func:`pcd.qp.solve_qp`.
+    tau: the batched method on its hot path); the computation is the same either way.
     """
     g = np.asarray(gram, dtype=np.float64)
     s = np.asarray(scales, dtype=np.float64)
-    if g.shape[-1] == 2:
-        if not trusted:
-            _check_gram(g * s[..., :, None] * s[..., None, :])
-            tau = check_tau(tau, 2)
-        return _pcd_weights_k2(g, s, float(np.asarray(tau).reshape(-1)[0]))
-    gn = g * s[..., :, None] * s[..., None, :]
+    gn = g * s[..., :, None] * s[..., None, :]  # G~ = diag(s) G diag(s): entries (G_ij s_i) s_j
     res = solve_qp(gn, tau, trusted=trusted)
     w = res.weights  # the primary's weights [1, 0, ..., 0] where the constraints are infeasible
     factor = _rescale(w, gn, g[..., 0, 0])
     return PCDWeights(weights=w * s * factor[..., None], qp=res, scale_to_primary=factor)
 
 
-def _pcd_weights_k2(g: np.ndarray, s: np.ndarray, tau: float) -> PCDWeights:
-    """K = 2: :func:`pcd.qp.k2_mu` on the normalized entries and the rescaling, elementwise
-    (:func:`_pcd_weights_k2_scalar` does the same operations in Python floats). The closed form
-    is exactly covariant under G -> 2^k G, so solve_qp's power-of-two rescaling cannot change its
-    bits except in the subnormal range (where it would recover the last bits); it is skipped."""
-    s1, s2 = s[..., 0], s[..., 1]
-    a = g[..., 0, 0] * s1 * s1  # the entries of G~ = diag(s) G diag(s)
-    c = g[..., 0, 1] * s1 * s2
-    e = g[..., 1, 1] * s2 * s2
-    mu = k2_mu(a, c, e, tau)
-    dn2 = a + 2.0 * mu * c + mu * mu * e
-    size2 = (np.sqrt(np.maximum(a, 0.0)) + mu * np.sqrt(np.maximum(e, 0.0))) ** 2
-    factor = _factor(dn2, size2, g[..., 0, 0])
-    w = np.stack([np.ones_like(mu), mu], axis=-1)
-    active = np.stack([np.zeros(mu.shape, dtype=bool), mu > 0], axis=-1)
-    feasible = np.ones(mu.shape, dtype=bool)
-    res = QPResult(weights=w, mu=mu[..., None], active_mask=active, feasible=feasible if mu.ndim else True)
-    return PCDWeights(weights=w * s * factor[..., None], qp=res, scale_to_primary=factor)
-
-
 def _rescale(w: np.ndarray, gn: np.ndarray, g11: np.ndarray) -> np.ndarray:
-    """``||g_1|| / ||d~||``, or 0 where d~ is zero up to rounding or g_1 = 0."""
+    """``||g_1|| / ||d~||``, or 0 where d~ is zero up to rounding or g_1 = 0.
+
+    ``||d~||^2 = w^T G~ w``; for K = 2 (``w = [1, mu]``) it is written out as
+    ``a + 2 mu c + mu^2 e``, the operations the small-batch paths
+    (:func:`_pcd_weights_k2_scalar`, :func:`pcd._kernels.weights_pcd`) repeat in Python floats.
+    """
+    if w.shape[-1] == 2:
+        a, c, e, mu = gn[..., 0, 0], gn[..., 0, 1], gn[..., 1, 1], w[..., 1]
+        dn2 = a + 2.0 * mu * c + mu * mu * e
+        size2 = (np.sqrt(np.maximum(a, 0.0)) + mu * np.sqrt(np.maximum(e, 0.0))) ** 2
+        return _factor(dn2, size2, g11)
     dn2 = np.einsum("...i,...ij,...j->...", w, gn, w)
     # ||d~||^2 computed from the Gram matrix carries a rounding error of order
     # eps * (sum_i |w_i| ||g~_i||)^2; below that, d~ is zero (e.g. exact cancellation with tau = 0).
@@ -89,8 +72,10 @@ _EPS10 = 10 * float(np.finfo(np.float64).eps)
 
 
 def _pcd_weights_k2_scalar(g: np.ndarray, s: np.ndarray, tau: float, lists: tuple | None = None) -> PCDWeights:
-    """:func:`_pcd_weights_k2` for a handful of problems ``[B, 2, 2]``, in Python floats (the
-    same operations in the same order).
+    """:func:`pcd_weights` for a handful of K = 2 problems ``[B, 2, 2]`` in Python floats: the
+    same operations in the same order as its vectorized path (:func:`pcd.qp.k2_mu` on the
+    unscaled normalized entries, then :func:`_rescale`), so the same bits at ordinary scales
+    (normalized Gram entries within ``2^-256 .. 2^256``; :func:`pcd.qp._solve_k2`).
 
     ``lists`` may carry ``(g.tolist(), s.tolist())`` when the caller already has them.
     """

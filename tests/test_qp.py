@@ -139,6 +139,82 @@ def test_k2_closed_form():
         assert solve_qp(G, tau).mu[0] == pytest.approx(expected, rel=1e-12, abs=1e-15)
 
 
+def _k2_grams(rng, n):
+    """``n`` 2x2 Gram matrices: random, anti-parallel, orthogonal, zero secondary, zero matrix."""
+    J = rng.standard_normal((n, 2, 3))
+    J[1::7, 1] = -J[1::7, 0]          # anti-parallel
+    J[2::7, 1] = 0.0                  # zero secondary
+    J[3::7] = 0.0                     # zero matrix
+    J[4::7, 1, :] = [[0.0, 0.0, 1.0]]
+    J[4::7, 0, 2] = 0.0               # orthogonal
+    return J @ np.swapaxes(J, -1, -2)
+
+
+def test_k2_unscaled_closed_form_is_bit_identical_to_the_rescaled_one_at_ordinary_scales():
+    """K = 2 skips :func:`rescale_gram` for matrices within ``2^-256 .. 2^256``: the closed form is
+    scale-invariant and commutes with exact power-of-two scaling, so the bits are those of the
+    closed form on the rescaled matrix (:func:`k2_mu` after ``rescale_gram``) -- identical, not
+    merely close; outside the range the batch is rescaled, so those bits are the rescaled ones."""
+    from pcd.qp import k2_mu, rescale_gram
+
+    rng = np.random.default_rng(21)
+    G = _k2_grams(rng, 700) * np.ldexp(1.0, rng.integers(-240, 240, size=(700, 1, 1)))
+    for tau in (0.0, 0.02, 0.3, 1.0):
+        for batch in (G, np.ldexp(G, 300), np.ldexp(G, -700)):  # in range; above; below (rescaled)
+            gs, _ = rescale_gram(batch)
+            ref = k2_mu(gs[:, 0, 0], gs[:, 0, 1], gs[:, 1, 1], tau)
+            mu = solve_qp(batch, tau).mu[:, 0]
+            assert np.array_equal(mu, ref), tau
+            assert np.array_equal(solve_qp(batch, tau, trusted=True).mu[:, 0], ref)
+    # the same bits for the batch scaled by 2^k (any k that keeps its entries normal: |k| <= 700)
+    for k in (-700, -300, -1, 7, 250, 700):
+        assert np.array_equal(solve_qp(np.ldexp(G, k), 0.3).weights, solve_qp(G, 0.3).weights)
+
+
+def test_k2_unscaled_closed_form_differs_only_by_negligible_terms_near_subnormals():
+    """Where ``tau e``, ``c`` or ``tau e - c`` is subnormal in one of the two computations (tau or
+    a cosine below ~1e-200), the unscaled and the rescaled closed forms may differ, by < 1e-220."""
+    from pcd.qp import k2_mu, rescale_gram
+
+    rng = np.random.default_rng(22)
+    n = 4000
+    a = np.ldexp(rng.uniform(0.5, 1.0, n), rng.integers(-256, 256, n))
+    e = a * 10.0 ** rng.uniform(-23, 0, n)
+    c = np.sqrt(a * e) * 10.0 ** rng.uniform(-320, 0, n) * rng.choice([-1.0, 1.0], n)
+    G = np.stack([np.stack([a, c], -1), np.stack([c, e], -1)], -2)
+    for tau in (0.0, 1e-300, 5e-324, 1e-210):
+        gs, _ = rescale_gram(G)
+        ref = k2_mu(gs[:, 0, 0], gs[:, 0, 1], gs[:, 1, 1], tau)
+        mu = np.array([solve_qp(g, tau).mu[0] for g in G])  # one matrix at a time: each unscaled
+        assert np.abs(mu - ref).max() < 1e-220
+    assert not np.array_equal(mu, ref)  # the case exists (the test would notice a change)
+
+
+def test_rescale_gram_is_exactly_ldexp():
+    """The multiplication by ``2^-e`` has the bits of ``np.ldexp`` (subnormal results included), and
+    ``e < -1022`` (a subnormal diagonal) and a non-Gram matrix behave as before."""
+    from pcd.qp import rescale_gram
+
+    rng = np.random.default_rng(23)
+    for K, B in ((2, 300), (3, 300), (5, 40), (16, 20)):
+        J = rng.standard_normal((B, K, K + 1)) * 10.0 ** rng.uniform(-8, 8, (B, K, 1))
+        G = J @ np.swapaxes(J, -1, -2)
+        for k in (-1070, -1040, -1000, -700, -1, 0, 3, 600, 950):  # 950: top entries near 1e300
+            with np.errstate(under="ignore"):
+                Gk = np.ldexp(G, k)
+            out, e = rescale_gram(Gk)
+            diag = np.diagonal(Gk, axis1=-2, axis2=-1).max(axis=-1, initial=0.0)
+            ref_e = np.where(diag > 0, np.frexp(np.where(diag > 0, diag, 1.0))[1], 0)
+            assert np.array_equal(e, ref_e)
+            with np.errstate(under="ignore", over="ignore"):
+                assert np.array_equal(out, np.ldexp(Gk, -ref_e[:, None, None]))
+    tiny = np.array([[1e-310, -2e-315], [-2e-315, 5e-320]])  # a subnormal diagonal: e < -1022
+    out, e = rescale_gram(tiny)
+    assert int(e) < -1022 and np.array_equal(out, np.ldexp(tiny, -int(e)))
+    with pytest.raises(ValueError, match="positive semi-definite"):
+        rescale_gram(np.array([[[1e-300, 1e300], [1e300, 1e-300]], [[1.0, 0.0], [0.0, 1.0]]]))
+
+
 def test_k3_cramer_matches_general_solver():
     from pcd.qp import _solve_one
     rng = np.random.default_rng(2)

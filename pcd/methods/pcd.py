@@ -77,7 +77,7 @@ class PCDMethod(Method):
     def _update_k2_small(self, gram: np.ndarray, state: PCDState, beta: float, eps: float) -> Step:
         """The toy engine's hot path (K = 2, a few start points): the EMA update and the closed
         form in Python floats -- the same operations in the same order as
-        :func:`pcd.normalize.ema_step` and :func:`pcd.direction._pcd_weights_k2`, so the result is
+        :func:`pcd.normalize.ema_step` and :func:`pcd.direction.pcd_weights` (K = 2), so the result is
         bit-identical (tested) at a fraction of the tiny-array NumPy overhead."""
         t = state.t + 1
         bc = 1.0 - beta ** t
