@@ -36,11 +36,36 @@ def pcd_weights(gram: np.ndarray, scales: np.ndarray, tau, *, trusted: bool = Fa
     """
     g = np.asarray(gram, dtype=np.float64)
     s = np.asarray(scales, dtype=np.float64)
-    gn = g * s[..., :, None] * s[..., None, :]  # G~ = diag(s) G diag(s): entries (G_ij s_i) s_j
+    gn = _normalized_gram(g, s)
     res = solve_qp(gn, tau, trusted=trusted)
     w = res.weights  # the primary's weights [1, 0, ..., 0] where the constraints are infeasible
     factor = _rescale(w, gn, g[..., 0, 0])
-    return PCDWeights(weights=w * s * factor[..., None], qp=res, scale_to_primary=factor)
+    weights = w * s
+    weights *= factor[..., None]
+    return PCDWeights(weights=weights, qp=res, scale_to_primary=factor)
+
+
+def _normalized_gram(g: np.ndarray, s: np.ndarray) -> np.ndarray:
+    """``G~ = diag(s) G diag(s)``, entry by entry ``(G_ij s_i) s_j`` (that rounding order).
+
+    For K <= 3 and a large batch it is computed batch-last (in a ``[K, K, ...]`` buffer, so each
+    multiplication runs over the batch in one contiguous stretch instead of ``B K`` loops of
+    length K: ~2x faster at B = 1024, K = 2) and returned as a ``[..., K, K]`` view; for K = 2 the
+    entries ``a, c, e`` are then contiguous ``[B]`` vectors for the closed form. For K = 3 the
+    result is made C-contiguous, the layout :func:`_rescale`'s ``einsum`` has always summed in
+    (same bits). Below ~64 problems (``g.size < 256``) or for K > 3 the plain broadcast is faster.
+    """
+    K, nb = g.shape[-1], g.ndim - 2
+    if nb <= 0 or K > 3 or g.size < 256:
+        return g * s[..., :, None] * s[..., None, :]
+    batch = tuple(range(nb))
+    gt = g.transpose((nb, nb + 1) + batch)  # [K, K, ...]
+    st = s.transpose((nb,) + batch)         # [K, ...]
+    out = np.empty(gt.shape)  # C order: the batch is the contiguous axis
+    np.multiply(gt, st[:, None], out=out)
+    out *= st[None, :]
+    gn = out.transpose(tuple(range(2, nb + 2)) + (0, 1))
+    return gn if K <= 2 else np.ascontiguousarray(gn)
 
 
 def _rescale(w: np.ndarray, gn: np.ndarray, g11: np.ndarray) -> np.ndarray:
@@ -53,8 +78,10 @@ def _rescale(w: np.ndarray, gn: np.ndarray, g11: np.ndarray) -> np.ndarray:
     if w.shape[-1] == 2:
         a, c, e, mu = gn[..., 0, 0], gn[..., 0, 1], gn[..., 1, 1], w[..., 1]
         dn2 = a + 2.0 * mu * c + mu * mu * e
-        size2 = (np.sqrt(np.maximum(a, 0.0)) + mu * np.sqrt(np.maximum(e, 0.0))) ** 2
-        return _factor(dn2, size2, g11)
+        size = np.sqrt(np.maximum(e, 0.0))
+        size *= mu
+        size += np.sqrt(np.maximum(a, 0.0))
+        return _factor(dn2, size * size, g11)
     dn2 = np.einsum("...i,...ij,...j->...", w, gn, w)
     # ||d~||^2 computed from the Gram matrix carries a rounding error of order
     # eps * (sum_i |w_i| ||g~_i||)^2; below that, d~ is zero (e.g. exact cancellation with tau = 0).
@@ -62,13 +89,13 @@ def _rescale(w: np.ndarray, gn: np.ndarray, g11: np.ndarray) -> np.ndarray:
     return _factor(dn2, size2, g11)
 
 
+_EPS10 = 10 * float(np.finfo(np.float64).eps)
+
+
 def _factor(dn2, size2, g11):
     g1 = np.sqrt(np.maximum(g11, 0.0))
-    ok = (dn2 > 10 * np.finfo(np.float64).eps * size2) & (g1 > 0)
+    ok = (dn2 > _EPS10 * size2) & (g1 > 0)
     return np.where(ok, g1 / np.sqrt(np.where(ok, dn2, 1.0)), 0.0)
-
-
-_EPS10 = 10 * float(np.finfo(np.float64).eps)
 
 
 def _pcd_weights_k2_scalar(g: np.ndarray, s: np.ndarray, tau: float, lists: tuple | None = None) -> PCDWeights:

@@ -38,12 +38,13 @@ def check_beta_eps(beta: Any, eps: Any) -> tuple[float, float]:
 
 def ema_scales(v: np.ndarray, t: int, beta: float, eps: float) -> np.ndarray:
     """``s_i = 1/sqrt(v_i / (1 - beta^t) + eps)``; 0 where that denominator is 0 (only with eps = 0)."""
-    vhat = v / (1.0 - beta ** t)
-    denom = vhat + eps
+    denom = v / (1.0 - beta ** t)  # v^ (bias-corrected)
+    denom += eps
     # A gradient that has always been exactly zero (possible only with eps = 0) gets s = 0:
-    # its normalized gradient is zero either way, and this keeps the Gram matrix finite.
-    with np.errstate(divide="ignore"):
-        return np.where(denom > 0, 1.0 / np.sqrt(np.where(denom > 0, denom, 1.0)), 0.0)
+    # its normalized gradient is zero either way, and this keeps the Gram matrix finite. The
+    # square root is taken of ``denom > 0`` or of 1, so nothing divides by zero.
+    pos = denom > 0
+    return np.where(pos, 1.0 / np.sqrt(np.where(pos, denom, 1.0)), 0.0)
 
 
 def ema_step(v: np.ndarray, t: int, sq_norms: np.ndarray, beta: float, eps: float

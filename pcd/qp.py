@@ -165,13 +165,17 @@ def _check_gram(gram: Any) -> np.ndarray:
 # closed forms (vectorized over the batch)
 # ---------------------------------------------------------------------------------------------
 
-def k2_mu(a: np.ndarray, c: np.ndarray, e: np.ndarray, tau: float) -> np.ndarray:
+def k2_mu(a: np.ndarray, c: np.ndarray, e: np.ndarray, tau: float, top: np.ndarray | None = None) -> np.ndarray:
     """THE K = 2 closed form (PCD on normalized gradients, DBGD on raw ones): for ``a = ||g1||^2``,
     ``c = g1.g2``, ``e = ||g2||^2``, ``mu = max(0, (tau e - c) / e)``, and 0 where g2 = 0
-    (``e <= _ZERO_REL max(a, e)``). :func:`k2_mu_scalar` is the same in Python floats (same bits)."""
-    nz = e > _ZERO_REL * np.maximum(a, e)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        return np.where(nz, np.maximum((tau * e - c) / np.where(nz, e, 1.0), 0.0), 0.0)
+    (``e <= _ZERO_REL max(a, e)``). :func:`k2_mu_scalar` is the same in Python floats (same bits).
+    ``top`` may carry ``np.maximum(a, e)`` when the caller has it. The divisor is ``e > 0`` or 1,
+    so finite input raises no floating-point warning."""
+    nz = e > _ZERO_REL * (np.maximum(a, e) if top is None else top)
+    mu = tau * e
+    mu -= c
+    mu /= np.where(nz, e, 1.0)
+    return np.where(nz, np.maximum(mu, 0.0), 0.0)
 
 
 def k2_mu_scalar(a: float, c: float, e: float, tau: float) -> float:
@@ -202,22 +206,24 @@ def _solve_k2(g: np.ndarray, tau: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     computations): there ``mu`` can differ by one rounding of that negligible term (tested).
     """
     a, c, e = g[..., 0, 0], g[..., 0, 1], g[..., 1, 1]
-    if not _k2_in_range(a, c, e):
+    top = np.maximum(a, e)
+    if not _k2_in_range(top, c):
         g, _ = rescale_gram(g)
         a, c, e = g[..., 0, 0], g[..., 0, 1], g[..., 1, 1]
-    mu = k2_mu(a, c, e, tau[0])
+        top = np.maximum(a, e)
+    mu = k2_mu(a, c, e, tau[0], top)
     return mu[..., None], np.ones(g.shape[:-2], dtype=bool)
 
 
-def _k2_in_range(a: np.ndarray, c: np.ndarray, e: np.ndarray) -> bool:
-    """True when every 2x2 matrix ``[[a, c], [c, e]]`` of the batch may skip the rescaling."""
-    top = np.maximum(a, e)
+def _k2_in_range(top: np.ndarray, c: np.ndarray) -> bool:
+    """True when every 2x2 matrix (``top = max(a, e)``, off-diagonal ``c``) may skip the rescaling."""
     if top.size == 0:
         return True
-    if np.maximum(top, np.abs(c)).max() > _K2_HI:
+    if top.max() > _K2_HI or np.abs(c).max() > _K2_HI:
         return False
-    low = top < _K2_LO
-    return not low.any() or not (low & (top > 0)).any()  # zero matrices need no scaling
+    if top.min() >= _K2_LO:
+        return True
+    return not ((top < _K2_LO) & (top > 0)).any()  # zero matrices need no scaling
 
 
 def _solve_k3(g: np.ndarray, tau: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -477,8 +483,12 @@ def solve_qp(gram: Any, tau: Any = 0.02, *, trusted: bool = False) -> QPResult:
                 mu[i, C - 1] = m
         mu = mu.reshape(batch + (K - 1,))
         feasible = feasible.reshape(batch)
-    weights = np.concatenate([np.ones(batch + (1,)), mu], axis=-1)
-    active = np.concatenate([np.zeros(batch + (1,), dtype=bool), mu > 0], axis=-1)
+    weights = np.empty(batch + (K,))
+    weights[..., 0] = 1.0
+    weights[..., 1:] = mu
+    active = np.empty(batch + (K,), dtype=bool)
+    active[..., 0] = False
+    np.greater(mu, 0.0, out=active[..., 1:])
     feas = bool(feasible) if not batch else feasible
     return QPResult(weights=weights, mu=mu, active_mask=active, feasible=feas)
 
