@@ -28,7 +28,10 @@ def _t(fn, *a, **k):
 
 
 def main() -> None:
+    import logging
     import sys
+
+    logging.getLogger("streamlit").setLevel(logging.ERROR)  # "no runtime found": st caches run bare here
 
     out: dict[str, float] = {}
     if "--no-warmup" not in sys.argv:

@@ -7,7 +7,6 @@ import pcd.methods as registry
 from pcd import studio, teaching
 from pcd.ui import claim, download_row, settings_panel, setup_page, show_error, url_default, url_sync, warmup
 from pcd.ui.controls import vector_drag
-from pcd.viz.geometry import geometry_figure
 
 setup_page(
     "Gradient geometry",
@@ -63,7 +62,7 @@ def _dropped(tip):
 
 try:
     result = warmup.geometry(angle, norm2, third, tau, tuple(methods))
-    fig = geometry_figure(result)
+    fig = warmup.geometry_fig(angle, norm2, third, tau, tuple(methods))
 except ValueError as exc:
     show_error(exc)
     st.stop()

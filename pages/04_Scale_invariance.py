@@ -7,7 +7,7 @@ import streamlit as st
 import pcd.methods as registry
 from pcd.experiments import synthetic
 from pcd.ui import claim, download_row, settings_panel, setup_page, show_error, url_default, url_sync, warmup
-from pcd.viz.scale import drift_figure, drift_table, eps_window_text, power_label, sweep_figure
+from pcd.viz.scale import drift_table, eps_window_text, power_label, sweep_figure
 
 setup_page(
     "Scale invariance",
@@ -58,7 +58,7 @@ try:
     with st.spinner(f"running {len(EXPS)} scales…"):
         result = warmup.scale_sweep(tuple(methods), tau, eps, steps)
     fig = sweep_figure(result, current=k)
-    dfig = drift_figure(result)
+    dfig = warmup.scale_drift_fig(tuple(methods), tau, eps, steps)
     table = drift_table(result)
 except ValueError as exc:
     show_error(exc)
