@@ -33,11 +33,13 @@ _CSS = """
   /* settings_panel(): one place for a page's settings, a compact box above the figure */
   [class*="st-key-pcd_settings_"] {gap: .35rem !important; padding: .55rem .8rem .2rem .8rem !important;}
   [class*="st-key-pcd_settings_"] [data-testid="stWidgetLabel"] p {font-size: .88rem;}
-  [class*="st-key-pcd_flow_"] > div {flex: 1 1 9.5rem !important; min-width: 8.5rem !important;
+  [class*="st-key-pcd_flow_"] {row-gap: .3rem !important;}
+  [class*="st-key-pcd_flow_"] > div {flex: 1 1 8rem !important; min-width: 7rem !important;
                                      width: auto !important;}
   [class*="st-key-pcd_flow_"] > div:has(textarea), [class*="st-key-pcd_flow_"] > div:has(input[type="text"]),
-  [class*="st-key-pcd_flow_"] > div:has([data-testid="stMultiSelect"]) {flex-basis: 19rem !important;}
-  [class*="st-key-pcd_flow_"] [data-testid="stRadio"] label {margin-right: .35rem;}
+  [class*="st-key-pcd_flow_"] > div:has([data-testid="stMultiSelect"]) {flex-basis: 16rem !important;}
+  [class*="st-key-pcd_flow_"] [data-testid="stRadio"] [role="radiogroup"] {column-gap: .5rem; row-gap: 0;}
+  [class*="st-key-pcd_flow_"] [data-testid="stRadio"] label {margin-right: 0;}
   @media (max-width: 1100px) {
     section[data-testid="stSidebar"] {width: 210px !important; min-width: 210px !important;}
     .katex-display {font-size: 0.9em;}
