@@ -44,7 +44,27 @@ def _run(args: argparse.Namespace) -> int:
     records = toy(problem=args.problem, methods=args.methods, steps=args.steps, lr=args.lr,
                   optimizer=args.optimizer, tau=args.tau, starts=parse_starts(args.starts), seed=args.seed)
     write_json(records, args.json)
+    if args.html:
+        _write_map(args)
     return 0
+
+
+def _write_map(args: argparse.Namespace) -> None:
+    """The Toy landscapes page's map (the same builder, pcd.studio.toy_map_figure) as standalone HTML."""
+    import pcd.problems as problems
+    from pcd import _validate as V
+    from pcd import studio
+    from pcd.experiments.synthetic import toy_run
+
+    target = V.writable_file(args.html, "--html")
+    prob = problems.make(args.problem)
+    res = toy_run(prob, args.methods, args.steps, args.lr, args.optimizer, args.tau, parse_starts(args.starts),
+                  seed=args.seed, record=200)
+    bg = studio.toy_background(prob, studio.fit_bounds(res, prob.bounds))
+    fig = studio.toy_map_figure(prob, res, bg, controls=True)
+    settings = {"problem": args.problem, "methods": res.methods, "tau": args.tau, "optimizer": args.optimizer,
+                "lr": args.lr, "steps": args.steps}
+    target.write_text(studio.figure_html(fig, settings), encoding="utf-8")
 
 
 def register(subparsers) -> None:
@@ -53,5 +73,7 @@ def register(subparsers) -> None:
     p.add_argument("--problem", default="saddle2d", help="problem name (see pcd.problems.available())")
     p.add_argument("--methods", default="pcd,ws,mgda,pcgrad,cagrad,famo", help="comma-separated method names")
     p.add_argument("--starts", default=None, help="start points 'x,y;x,y' (default: the problem's)")
+    p.add_argument("--html", default=None, metavar="FILE",
+                   help="also write the page's animated map (standalone HTML, the Toy landscapes page's figure)")
     add_common(p)
     p.set_defaults(func=_run)

@@ -104,3 +104,12 @@ def test_tau_budgets_are_the_tau_dial_page_curves(tmp_path):
     assert set(rows[0]["budgets"]) == {"100", "300"}
     assert rows[0]["budgets"]["100"]["moving_fraction"] == 1.0  # no end point after 100 steps
     assert main(["tau", "--budgets", "0"]) == 2
+
+
+def test_toy_html_map_is_the_pages_figure(tmp_path):
+    out = tmp_path / "map.html"
+    _run_json(tmp_path, ["toy", "--methods", "pcd,ws", "--steps", "200", "--lr", "0.02", "--tau", "0.02",
+                         "--html", str(out)])
+    html = out.read_text()
+    assert "pcd-settings" in html and "Plotly" in html and "all objectives optimal" in html
+    assert '"updatemenus"' in html  # a standalone file has Plotly's own play button and slider
