@@ -58,7 +58,7 @@ def _write_map(args: argparse.Namespace) -> None:
 
     target = V.writable_file(args.html, "--html")
     prob = problems.make(args.problem)
-    res = toy_run(prob, args.methods, args.steps, args.lr, args.optimizer, args.tau, parse_starts(args.starts),
+    res = toy_run(args.problem, args.methods, args.steps, args.lr, args.optimizer, args.tau, parse_starts(args.starts),
                   seed=args.seed, record=200)
     bg = studio.toy_background(prob, studio.fit_bounds(res, prob.bounds))
     fig = studio.toy_map_figure(prob, res, bg, controls=True)
