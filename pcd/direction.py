@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -27,7 +28,7 @@ class PCDWeights:
     scale_to_primary: np.ndarray  # [...] ||g_1|| / ||d~|| (0 when undefined)
 
 
-def pcd_weights(gram: np.ndarray, scales: np.ndarray, tau, *, trusted: bool = False) -> PCDWeights:
+def pcd_weights(gram: np.ndarray, scales: np.ndarray, tau: Any, *, trusted: bool = False) -> PCDWeights:
     """Deployed PCD weights for raw Gram ``[..., K, K]`` and normalization scales ``[..., K]``.
 
     The QP goes through :func:`pcd.qp.solve_qp` for every K (it picks the closed form for K = 2).
@@ -56,7 +57,7 @@ def _normalized_gram(g: np.ndarray, s: np.ndarray) -> np.ndarray:
     (same bits). Below ~64 problems (``g.size < 256``) or for K > 3 the plain broadcast is faster.
     """
     K, nb = g.shape[-1], g.ndim - 2
-    if nb <= 0 or K > 3 or g.size < 256:
+    if nb <= 0 or K > 3 or g.size < 256 or s.shape != g.shape[:-1]:  # (s may broadcast)
         return g * s[..., :, None] * s[..., None, :]
     batch = tuple(range(nb))
     gt = g.transpose((nb, nb + 1) + batch)  # [K, K, ...]
@@ -92,7 +93,7 @@ def _rescale(w: np.ndarray, gn: np.ndarray, g11: np.ndarray) -> np.ndarray:
 _EPS10 = 10 * float(np.finfo(np.float64).eps)
 
 
-def _factor(dn2, size2, g11):
+def _factor(dn2: np.ndarray, size2: np.ndarray, g11: np.ndarray) -> np.ndarray:
     g1 = np.sqrt(np.maximum(g11, 0.0))
     ok = (dn2 > _EPS10 * size2) & (g1 > 0)
     return np.where(ok, g1 / np.sqrt(np.where(ok, dn2, 1.0)), 0.0)

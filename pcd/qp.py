@@ -33,6 +33,7 @@ general non-negative QP (:func:`solve_nnqp`).
 """
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -279,7 +280,8 @@ def _kkt_ok(G: np.ndarray, u: np.ndarray, C: np.ndarray, b: np.ndarray, mu: np.n
     return bool((np.abs(mu * slack) <= tol * np.maximum(1.0, np.abs(mu))).all())
 
 
-def principal_pivoting(free: np.ndarray, subproblem, maxiter: int = 50):
+def principal_pivoting(free: np.ndarray, subproblem: Callable[[np.ndarray], tuple[np.ndarray, np.ndarray] | None],
+                       maxiter: int = 50) -> np.ndarray | None:
     """Block principal pivoting driver (Judice & Pires, 1994) shared by every pivoting solver.
 
     ``subproblem(free)`` solves the problem with the variables in the boolean mask ``free`` as the
@@ -314,7 +316,7 @@ def principal_pivoting(free: np.ndarray, subproblem, maxiter: int = 50):
 def _bpp(S: np.ndarray, q: np.ndarray, tol: np.ndarray, maxiter: int = 50) -> np.ndarray | None:
     """Block principal pivoting for ``w = S mu + q >= 0, mu >= 0, w.mu = 0`` (S positive definite)."""
 
-    def subproblem(free):
+    def subproblem(free: np.ndarray) -> tuple[np.ndarray, np.ndarray] | None:
         mu = np.zeros(q.shape[0])
         if free.any():
             Sf = S[np.ix_(free, free)]

@@ -70,3 +70,11 @@ def test_zero_primary_or_cancelled_direction_gives_zero_weights():
     out = pcd_weights(G, np.ones((2, 2)), 0.0)
     assert np.array_equal(out.weights, np.zeros((2, 2)))  # g_1 = 0; d~ = g_1 + 1 g_2 = 0
     assert out.qp.mu[1, 0] == 1.0
+
+
+def test_scales_broadcast_over_the_batch():
+    rng = np.random.default_rng(34)
+    G, s = _batch(rng, 300, 2, spread=1.0)
+    one = s[0]
+    out = pcd_weights(G, one, 0.2)
+    assert np.array_equal(out.weights, pcd_weights(G, np.broadcast_to(one, s.shape).copy(), 0.2).weights)

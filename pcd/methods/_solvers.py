@@ -158,7 +158,7 @@ def _nnqp_bpp(S: np.ndarray, q: np.ndarray, maxiter: int = 60, free: np.ndarray 
     scale = max(float(np.abs(np.diagonal(S)).max()), 1e-300)
     tol = 1e-12 * np.sqrt(scale * np.maximum(np.diagonal(S), 1e-300))
 
-    def subproblem(free):
+    def subproblem(free: np.ndarray) -> tuple[np.ndarray, np.ndarray] | None:
         mu = np.zeros(n)
         if free.any():
             try:
@@ -287,7 +287,7 @@ def _simplex_bpp(G: np.ndarray, maxiter: int = 60) -> np.ndarray | None:
     diag = np.diagonal(G)
     tol = 1e-12 * float(diag.max())
 
-    def subproblem(free):
+    def subproblem(free: np.ndarray) -> tuple[np.ndarray, np.ndarray] | None:
         if not free.any():
             free[int(np.argmin(diag))] = True
         idx = np.flatnonzero(free)

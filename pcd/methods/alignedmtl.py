@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import itertools
 import math
+from typing import Any
 
 import numpy as np
 
@@ -102,7 +103,8 @@ class AlignedMTL(Method):
     params = (Param("scale_mode", "min", kind="choice", choices=("min", "median", "rmse"),
                     help="eigenvalue that sets the scale of the aligned gradients"),)
 
-    def update(self, gram, state=None, *, losses=None, jacobian=None, rng=None) -> Step:
+    def update(self, gram: np.ndarray, state: Any = None, *, losses: Any = None, jacobian: Any = None,
+               rng: Any = None) -> Step:
         B, K = gram.shape[0], gram.shape[-1]
         if K == 2 and gram.ndim == 3 and small_batch(B):  # a few start points: scalar math after eigh
             out = _balance_k2_scalar(gram, None, self.hparams["scale_mode"])

@@ -27,6 +27,7 @@ from __future__ import annotations
 import itertools
 import math
 from functools import lru_cache
+from typing import Any
 
 import numpy as np
 
@@ -101,7 +102,7 @@ def _solve_bpp(Gr: np.ndarray, b: np.ndarray, phi: float, maxiter: int = 60,
     K = b.shape[0]
     tol = 1e-11 * (np.abs(b).max() + phi * np.sqrt(np.diagonal(Gr).max()))
 
-    def subproblem(free):
+    def subproblem(free: np.ndarray) -> tuple[np.ndarray, np.ndarray] | None:
         if not free.any():
             free[int(np.argmin(b + phi * np.sqrt(np.diagonal(Gr))))] = True
         idx = np.flatnonzero(free)
@@ -282,7 +283,8 @@ def cagrad_weights(G: np.ndarray, c: float, norm_eps: float = 1e-4,
     return _cagrad(G, c, norm_eps, support)[0]
 
 
-def _cagrad(G: np.ndarray, c: float, norm_eps: float, support: np.ndarray | None):
+def _cagrad(G: np.ndarray, c: float, norm_eps: float,
+            support: np.ndarray | None) -> tuple[np.ndarray, np.ndarray | None]:
     B, K = G.shape[0], G.shape[-1]
     if K == 2:
         if small_batch(B):  # a few start points: scalar math beats tiny-array NumPy
@@ -338,7 +340,8 @@ class CAGrad(Method):
         Param("norm_eps", 1e-4, 0.0, 1e-1, help="below this (normalized) norm the weights are 0, as in TorchJD"),
     )
 
-    def update(self, gram, state=None, *, losses=None, jacobian=None, rng=None) -> Step:
+    def update(self, gram: np.ndarray, state: Any = None, *, losses: Any = None, jacobian: Any = None,
+               rng: Any = None) -> Step:
         w, support = _cagrad(gram, self.hparams["c"], self.hparams["norm_eps"], support_of(state))
         # state: the dual solution's support (K > 5), the first guess at the next call
         return Step(weights=w, state=Support(support))

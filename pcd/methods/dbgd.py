@@ -14,6 +14,7 @@ beta buys very different amounts of secondary progress depending on the gradient
 from __future__ import annotations
 
 import math
+from typing import Any
 
 import numpy as np
 
@@ -31,7 +32,8 @@ class DBGD(Method):
     params = (Param("beta", 0.3, 0.0, 1.0, per_objective=True,
                     help="barrier: each secondary's progress >= beta ||g_j||^2 (raw gradients)"),)
 
-    def update(self, gram, state=None, *, losses=None, jacobian=None, rng=None) -> Step:
+    def update(self, gram: np.ndarray, state: Any = None, *, losses: Any = None, jacobian: Any = None,
+               rng: Any = None) -> Step:
         from pcd.qp import solve_qp
 
         if gram.shape[-1] == 2 and gram.ndim == 3 and small_batch(gram.shape[0]):
@@ -40,7 +42,7 @@ class DBGD(Method):
         info = {"mu": res.mu, "feasible": np.asarray(res.feasible), "active": res.active_mask}
         return Step(weights=res.weights, state=state, info=info)
 
-    def _weights_k2_scalar(self, gram: np.ndarray, state) -> Step:
+    def _weights_k2_scalar(self, gram: np.ndarray, state: Any) -> Step:
         """The K = 2 closed form of :func:`pcd.qp._solve_k2` in Python floats (same operations, same
         bits) for a handful of problems ``[B, 2, 2]``."""
         from pcd.qp import check_tau, k2_mu_scalar

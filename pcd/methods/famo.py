@@ -19,7 +19,7 @@ operations and the same bits; non-finite or non-positive shifted losses use the 
 from __future__ import annotations
 
 from math import isfinite, sqrt
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -68,7 +68,8 @@ class FAMO(Method):
             raise ValueError(f"famo: min_loss needs one value per objective ({losses.shape[-1]}), got {b.shape[0]}")
         return losses - b + _EPS
 
-    def update(self, gram, state=None, *, losses=None, jacobian=None, rng=None) -> Step:
+    def update(self, gram: np.ndarray, state: Any = None, *, losses: Any = None, jacobian: Any = None,
+               rng: Any = None) -> Step:
         B, K = gram.shape[0], gram.shape[-1]
         L = np.asarray(losses, dtype=np.float64)
         if L.ndim == 1:

@@ -20,6 +20,7 @@ same draw and the same direction bits; weights by closed forms where they match 
 from __future__ import annotations
 
 from math import isfinite, sqrt
+from typing import Any
 
 import numpy as np
 
@@ -47,7 +48,8 @@ class GradDrop(DirectionMethod):
                     help="fraction of each gradient always let through (one value per objective allowed)"),)
     stochastic = True
 
-    def update(self, gram, state=None, *, losses=None, jacobian=None, rng=None) -> Step:
+    def update(self, gram: np.ndarray, state: Any = None, *, losses: Any = None, jacobian: Any = None,
+               rng: Any = None) -> Step:
         B, K = gram.shape[0], gram.shape[-1]
         J = np.asarray(jacobian, dtype=np.float64)
         if J.ndim == 2:

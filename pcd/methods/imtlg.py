@@ -12,6 +12,7 @@ relative cut-off ``K * eps`` of ``torch.linalg.pinv``.
 from __future__ import annotations
 
 import math
+from typing import Any
 
 import numpy as np
 
@@ -27,7 +28,8 @@ class IMTLG(Method):
     description = "Weights that give the update equal projections onto every normalized gradient."
     paper = "Liu et al., Towards Impartial Multi-task Learning, ICLR 2021"
 
-    def update(self, gram, state=None, *, losses=None, jacobian=None, rng=None) -> Step:
+    def update(self, gram: np.ndarray, state: Any = None, *, losses: Any = None, jacobian: Any = None,
+               rng: Any = None) -> Step:
         if gram.shape[-1] == 2 and gram.ndim == 3 and small_batch(gram.shape[0]):
             # a few start points: scalar math beats tiny-array NumPy
             w = _imtlg_k2_scalar(gram)

@@ -15,6 +15,8 @@ direction is zero, although the secondaries may not be stationary. Not linear un
 """
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 
 from pcd.methods._solvers import simplex_min_norm
@@ -59,7 +61,8 @@ class MGDA(Method):
         Param("max_iters", 100, 1, 100000, kind="int", help="Frank-Wolfe: maximum iterations"),
     )
 
-    def update(self, gram, state=None, *, losses=None, jacobian=None, rng=None) -> Step:
+    def update(self, gram: np.ndarray, state: Any = None, *, losses: Any = None, jacobian: Any = None,
+               rng: Any = None) -> Step:
         if self.hparams["solver"] == "exact":
             w = simplex_min_norm(gram)
         else:

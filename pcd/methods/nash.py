@@ -38,7 +38,7 @@ could round differently or Python would raise on a zero divisor).
 from __future__ import annotations
 
 import math
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -124,7 +124,8 @@ class NashMTL(Method):
     def init(self, batch: int, K: int) -> NashState:
         return NashState(alpha=None, step=0)
 
-    def update(self, gram, state=None, *, losses=None, jacobian=None, rng=None) -> Step:
+    def update(self, gram: np.ndarray, state: Any = None, *, losses: Any = None, jacobian: Any = None,
+               rng: Any = None) -> Step:
         B, K = gram.shape[0], gram.shape[-1]
         if K == 2 and small_batch(B):
             out = _bargain_k2(gram, 1.0, 1.0, state, self.hparams["max_norm"], self.hparams["update_weights_every"])
@@ -157,7 +158,8 @@ class AuxiNash(Method):
         p[0] = K * s
         return p
 
-    def update(self, gram, state=None, *, losses=None, jacobian=None, rng=None) -> Step:
+    def update(self, gram: np.ndarray, state: Any = None, *, losses: Any = None, jacobian: Any = None,
+               rng: Any = None) -> Step:
         B, K = gram.shape[0], gram.shape[-1]
         if K == 2 and small_batch(B):
             s = self.hparams["primary_share"]  # the powers K s and K (1 - s) / (K - 1), as powers(2)

@@ -13,6 +13,8 @@ and PCGrad equals K * UPGrad; for K >= 3 it is not non-conflicting and depends o
 """
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 
 from pcd._fast import small_batch
@@ -70,7 +72,8 @@ class PCGrad(Method):
                     help="projection order: a random permutation per step (paper) or 0..K-1"),)
     stochastic = True
 
-    def update(self, gram, state=None, *, losses=None, jacobian=None, rng=None) -> Step:
+    def update(self, gram: np.ndarray, state: Any = None, *, losses: Any = None, jacobian: Any = None,
+               rng: Any = None) -> Step:
         B, K = gram.shape[0], gram.shape[-1]
         if K == 2 and small_batch(B) and gram.ndim == 3:  # the order does not matter for K = 2
             return Step(weights=_pcgrad_k2_scalar(gram), state=state)

@@ -7,6 +7,8 @@ Same definition as TorchJD's ``RandomWeighting``. Pass ``rng`` for reproducible 
 """
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 
 from pcd.methods.base import Method, Step, register
@@ -26,7 +28,8 @@ class RGW(Method):
     paper = "Lin et al., Reasonable Effectiveness of Random Weighting, TMLR 2022 (arXiv 2111.10603)"
     stochastic = True
 
-    def update(self, gram, state=None, *, losses=None, jacobian=None, rng=None) -> Step:
+    def update(self, gram: np.ndarray, state: Any = None, *, losses: Any = None, jacobian: Any = None,
+               rng: Any = None) -> Step:
         rng = rng if rng is not None else np.random.default_rng()
         B, K = gram.shape[0], gram.shape[-1]
         return Step(weights=softmax(rng.standard_normal((B, K))), state=state)

@@ -16,6 +16,8 @@ exact projection, with the ridge ``1e-13 trace(G)`` only to pick unique weights 
 """
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 
 from pcd.methods._solvers import Support, project_dual_cone, ridge2, support_of
@@ -36,7 +38,8 @@ class UPGrad(Method):
     def init(self, batch: int, K: int) -> Support:
         return Support()
 
-    def update(self, gram, state=None, *, losses=None, jacobian=None, rng=None) -> Step:
+    def update(self, gram: np.ndarray, state: Any = None, *, losses: Any = None, jacobian: Any = None,
+               rng: Any = None) -> Step:
         B, K = gram.shape[0], gram.shape[-1]
         if K == 2:  # closed form: v(e_1) = (1, max(0, -G12 / G22)), v(e_2) = (max(0, -G12 / G11), 1)
             a, b, c = ridge2(gram, self.hparams["reg_eps"])
@@ -62,7 +65,8 @@ class DualProj(Method):
     def init(self, batch: int, K: int) -> Support:
         return Support()
 
-    def update(self, gram, state=None, *, losses=None, jacobian=None, rng=None) -> Step:
+    def update(self, gram: np.ndarray, state: Any = None, *, losses: Any = None, jacobian: Any = None,
+               rng: Any = None) -> Step:
         B, K = gram.shape[0], gram.shape[-1]
         if K == 2:  # closed form: the mean conflicts with at most one gradient; project off it
             a, b, c = ridge2(gram, self.hparams["reg_eps"])

@@ -58,7 +58,8 @@ class WeightedSum(Method):
             cache[K] = w
         return cache[K]
 
-    def update(self, gram, state=None, *, losses=None, jacobian=None, rng=None) -> Step:
+    def update(self, gram: np.ndarray, state: Any = None, *, losses: Any = None, jacobian: Any = None,
+               rng: Any = None) -> Step:
         B, K = gram.shape[0], gram.shape[-1]
         w = self._weights_for(K)
         return Step(weights=np.repeat(w[None].astype(gram.dtype), B, axis=0))

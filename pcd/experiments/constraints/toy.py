@@ -105,7 +105,7 @@ def _toy_penalty(eps: np.ndarray, c: float, x0: float, steps: int, lr: float) ->
 
 
 def _projected_sgd_class():
-    torch = _torch()
+    torch: Any = _torch()  # a lazily imported module: its classes are values here (the base class below)
 
     class ProjectedSGD(torch.optim.SGD):
         """SGD followed by projection onto the box ``[lo, hi]`` (keeps x in [0, pi/2])."""
