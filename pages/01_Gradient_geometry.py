@@ -37,7 +37,8 @@ with c2:
 with c3:
     tau = st.slider("τ (PCD)", 0.0, 1.0, url_default("tau", warmup.GEO_TAU, low=0.0, high=1.0), 0.01, key="geo_tau")
 with c4:
-    use_g3 = st.toggle("third gradient g₃ (K = 3)", url_default("g3", False), key="geo_g3")
+    use_g3 = st.toggle("g₃ (K = 3)", url_default("g3", False), key="geo_g3",
+                       help="a third gradient g₃: PCD with two secondaries")
 third = None
 if use_g3:
     c5, c6, _ = panel.columns([1, 1, 2])

@@ -33,6 +33,9 @@ _CSS = """
   /* settings_panel(): one place for a page's settings, a compact box above the figure */
   [class*="st-key-pcd_settings_"] {gap: .35rem !important; padding: .55rem .8rem .2rem .8rem !important;}
   [class*="st-key-pcd_settings_"] [data-testid="stWidgetLabel"] p {font-size: .88rem;}
+  /* a settings row of columns wraps instead of squeezing a label into "optimiz-er" (800 px) */
+  [class*="st-key-pcd_settings_"] [data-testid="stHorizontalBlock"] {flex-wrap: wrap; row-gap: .3rem;}
+  [class*="st-key-pcd_settings_"] [data-testid="stColumn"] {min-width: 7rem; flex-grow: 1 !important;}
   [class*="st-key-pcd_flow_"] {row-gap: .3rem !important;}
   [class*="st-key-pcd_flow_"] > div {flex: 1 1 8rem !important; min-width: 7rem !important;
                                      width: auto !important;}
