@@ -202,9 +202,10 @@ def _solve_k2(g: np.ndarray, tau: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     rescaled first, exactly as for K >= 3, which keeps finite answers up to 1e308 and
     :func:`rescale_gram`'s refusal of non-Gram matrices.
 
-    Bit-identical to the closed form on the rescaled matrix, except where an entry, ``tau e`` or
-    ``tau e - c`` has magnitude below ``2^-765`` (~1e-230; subnormal in one of the two
-    computations): there ``mu`` can differ by one rounding of that negligible term (tested).
+    So in that range the result is bit-identical to the closed form on the rescaled matrix (and
+    to K = 2 before this shortcut), except where an entry, ``tau e`` or ``tau e - c`` has
+    magnitude below ``2^-765`` (~1e-230; subnormal in one of the two computations, which needs
+    ``tau`` or ``|c| / e`` below ~1e-200): there the two ``mu`` differ by less than 1e-220 (tested).
     """
     a, c, e = g[..., 0, 0], g[..., 0, 1], g[..., 1, 1]
     top = np.maximum(a, e)
