@@ -442,12 +442,14 @@ def toy_map_figure(problem: Any, res: Any, background: dict[str, Any] | None = N
     chart_w = TOY_CHART_PX[width]
     map_w = (chart_w - 75) * (TOY_MAP_FRACTION if with_inset and not narrow else 1.0)
     map_h = float(np.clip(map_w * aspect, 240, 560))
-    inset_h = 330 if (with_inset and narrow) else 0
+    inset_h = 370 if (with_inset and narrow) else 0
     spec = landscape_figure(res, bg["grid"], pareto_set=bg["pareto"], optima=bg["optima"], height=560,
                             image=bg["image"], click_grid=click_grid if animate else 0, validate=False,
                             animate=animate, controls=controls, spec_only=True, max_frames=max_frames)
     if not controls:  # the legend under the map: the bottom margin is sized for it, then the height
-        fit_legend(spec, chart_w)
+        K = len(bg["names"])  # the inset adds one legend entry per gradient g_k
+        fit_legend(spec, chart_w, extra_names=[f"g{k + 1} (primary)" if k == 0 else f"g{k + 1}" for k in range(K)]
+                   if with_inset else ())
         lay = spec["layout"]
         lay["height"] = int(lay["margin"]["t"] + lay["margin"]["b"] + max(map_h + inset_h + (60 if inset_h else 0),
                                                                           340 if with_inset and not narrow else 0))

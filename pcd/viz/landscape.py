@@ -259,14 +259,18 @@ def end_annotations(ends: Any, methods: Sequence[str], diagnosis: Any, view: Seq
     return out
 
 
-LEGEND_CHAR_PX, LEGEND_ITEM_PX, LEGEND_ROW_PX = 7.6, 46.0, 26.0   # legend text at 14 px
+# legend text at 14 px (measured in Chromium: an entry is ~40 px + ~6.8 px a character, a row ~31 px;
+# Plotly keeps ~66 px between the legend and the plot for the x axis)
+LEGEND_CHAR_PX, LEGEND_ITEM_PX, LEGEND_ROW_PX = 7.4, 48.0, 31.0
 
 
-def fit_legend(spec: dict, width_px: float = 900.0, axis_px: float = 52.0) -> dict:
+def fit_legend(spec: dict, width_px: float = 900.0, axis_px: float = 66.0,
+               extra_names: Sequence[str] = ()) -> dict:
     """Size the bottom margin of ``spec`` (in place; returned) for a horizontal legend under the
     plot (``yref="container"``), for a chart ``width_px`` wide: the legend's rows are estimated from
     its entries' text, so the plot area -- and an inset laid out for it -- keeps the height it was
-    planned with (Plotly would otherwise push the margin and shrink the plot)."""
+    planned with (Plotly would otherwise push the margin and shrink the plot). ``extra_names``:
+    entries a later builder adds (the gradient inset's g1, g2)."""
     names, groups = [], set()
     for t in spec.get("data", []):
         if t.get("showlegend", True) is False or not t.get("name"):
@@ -277,16 +281,18 @@ def fit_legend(spec: dict, width_px: float = 900.0, axis_px: float = 52.0) -> di
                 continue
             groups.add(group)
         names.append(str(t["name"]))
-    usable = max(200.0, float(width_px) - 20.0)
+    names += [str(n) for n in extra_names]
+    lay = spec.setdefault("layout", {})
+    m0 = lay.get("margin") or {}
+    usable = max(200.0, float(width_px) - float(m0.get("l", 55)) - float(m0.get("r", 20)))  # the plot's width
     rows, x = 1, 0.0
     for n in names:
         w = LEGEND_ITEM_PX + LEGEND_CHAR_PX * len(n)
         if x > 0 and x + w > usable:
             rows, x = rows + 1, 0.0
         x += w
-    lay = spec.setdefault("layout", {})
-    margin = dict(lay.get("margin") or {})
-    margin["b"] = int(axis_px + rows * LEGEND_ROW_PX + 8)
+    margin = dict(m0)
+    margin["b"] = int(axis_px + rows * LEGEND_ROW_PX + 4)
     lay["margin"] = margin
     return spec
 

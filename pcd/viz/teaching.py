@@ -21,7 +21,7 @@ import plotly.graph_objects as go
 from pcd.viz.theme import base_layout, figure_from_spec, method_color, method_label, objective_color, rgba
 
 ARROW = 0.9          # the scale circle's radius in panel units (a panel spans [-1, 1])
-TITLE_PX, NUMBERS_PX, CAPTION_PX, NUMBERS_W_PX = 18, 44, 30, 108   # text blocks around the panels
+TITLE_PX, NUMBERS_PX, CAPTION_PX, NUMBERS_W_PX = 18, 52, 30, 108   # text blocks around the panels (px)
 # The chart width the layout assumes: a 1400-px window with the sidebar open (a wider chart -- no
 # sidebar, presenter mode -- only leaves more room; a narrower one would let the numbers touch).
 PAGE_W_PX = 880
@@ -222,7 +222,7 @@ def add_gradient_inset(fig: go.Figure, grads: dict[str, Any], methods: Sequence[
         plot_w *= 1.0 - float(map_fraction) - gap
         below = 0.0
     else:  # the map keeps its aspect on top; the inset gets what its rows need, from the bottom
-        below = min(0.6, rows * (TITLE_PX + NUMBERS_PX + 6 + 2.0 * 40.0) / plot_h + CAPTION_PX / plot_h)
+        below = min(0.6, rows * (TITLE_PX + NUMBERS_PX + 12 + 2.0 * 46.0) / plot_h + CAPTION_PX / plot_h)
         plot_h *= below
     geom = _geometry(len(names), cols, plot_h, plot_w)
     traces, data_at, shapes, annotations = _panels(grads, names, cols, scale, lambda nm, t: t, "x2", "y2", geom)
