@@ -113,7 +113,7 @@ except ValueError as exc:
 
 if toy_ok:
     x_star, lam_star = (float(v[0]) for v in C.toy_solution(eps))
-    finals = [{"label": r.method, "family": r.family, "x": float(r.x_final[0])} for r in shown]
+    finals = [{"label": r.label, "family": r.family, "x": float(r.x_final[0])} for r in shown]
     fig_land = V.toy_landscape_figure(c, eps, finals)
     st.plotly_chart(fig_land, theme=None, key="cp_land", config={"displaylogo": False})
     m1, m2, m3 = st.columns(3)
@@ -123,13 +123,13 @@ if toy_ok:
     m3.metric(f"penalty c = {c:g} ends at", f"{pen_end:.4f}",
               help=f"arctan c = {math.atan(c):.3f}: from x₀ above it descent goes to π/2, below it to 0.")
     rows = C.epsilon_table(shown)
-    final_df = pd.DataFrame([{"method": r["method"], "x_T": r["x"], "|x_T − x*| / x*": r["rel_error"],
+    final_df = pd.DataFrame([{"method": r["label"], "x_T": r["x"], "|x_T − x*| / x*": r["rel_error"],
                               "λ_T": f"{r['lambda']:.4g}" if math.isfinite(r["lambda"]) else "— (no multiplier)",
                               "sin x_T − ε": r["violation"], "ends at": r["endpoint"]}
                              for r in rows])
     st.dataframe(final_df.style.format({"x_T": "{:.5f}", "|x_T − x*| / x*": "{:.2e}", "sin x_T − ε": "{:+.2e}"}),
                  hide_index=True, width="stretch", key="cp_final_table")
-    traces = [{"label": r.method, "family": r.family, "x": r.x[:, 0], "lam": r.lam[:, 0]} for r in shown]
+    traces = [{"label": r.label, "family": r.family, "x": r.x[:, 0], "lam": r.lam[:, 0]} for r in shown]
     fig_traj = V.toy_trajectory_figure(traces, x_star, lam_star)
     st.plotly_chart(fig_traj, theme=None, key="cp_traj", config={"displaylogo": False})
 
@@ -149,7 +149,7 @@ if toy_ok:
     fig_eps = V.epsilon_figure(table_rows)
     st.plotly_chart(fig_eps, theme=None, key="cp_eps_fig", config={"displaylogo": False})
     eps_df = pd.DataFrame(table_rows)
-    wide = eps_df.pivot_table(index="eps", columns="method", values="x").reset_index()
+    wide = eps_df.pivot_table(index="eps", columns="label", values="x", sort=False).reset_index()
     wide.insert(1, "arcsin ε", np.arcsin(wide["eps"]))
     st.dataframe(wide.style.format("{:.4f}"), hide_index=True, width="stretch", key="cp_eps_table")
     al = eps_df[eps_df["family"].isin(["auglag", "nupi"])]
@@ -197,8 +197,8 @@ run_c = next(r for r in pen if r.param == c_sel)
 run_eta = next(r for r in lag if r.param == eta_sel)
 run_tau = next(r for r in pcd_runs if r.param == tau_sel)
 run_free = next(r for r in pen if r.param == 0.0)
-chosen = [("unconstrained (c = 0)", run_free), (run_c.method, run_c), (f"Lagrangian η = {eta_sel:g}", run_eta),
-          (f"PCD τ = {tau_sel:g}", run_tau)]
+chosen = [("unconstrained (c = 0)", run_free), (run_c.label, run_c), (run_eta.label, run_eta),
+          (run_tau.label, run_tau)]
 
 left, right = st.columns([1, 1.25])
 with left:
@@ -226,8 +226,8 @@ paper.update({("gda", p): (r, a) for p, r, a in zip(C.PAPER_ETA, C.PAPER_LAGRANG
 sweep_df["paper rate"] = [paper.get((f, p), (np.nan, np.nan))[0] for f, p in zip(sweep_df["family"], sweep_df["param"])]
 sweep_df["paper accuracy"] = [paper.get((f, p), (np.nan, np.nan))[1] for f, p in zip(sweep_df["family"], sweep_df["param"])]
 # an HTML table: it wraps to the page at 800 px (a data grid of 9 columns would scroll sideways)
-st.table(sweep_df.rename(columns={"surrogate_rate": "surrogate rate", "lambda": "λ"}).style.format(
-    {"param": "{:g}", "rate": "{:.2f}", "accuracy": "{:.2f}", "surrogate rate": "{:.2f}", "λ": "{:.3g}",
+st.table(sweep_df.drop(columns=["method", "family"]).rename(columns={"label": "method", "param": "knob", "surrogate_rate": "surrogate rate", "lambda": "λ"}).style.format(
+    {"knob": "{:g}", "rate": "{:.2f}", "accuracy": "{:.2f}", "surrogate rate": "{:.2f}", "λ": "{:.3g}",
      "paper rate": "{:.2f}", "paper accuracy": "{:.2f}"}, na_rep="—").hide(axis="index"))
 claim("penalty c = 0, 1e-3, 0.46, 1, 2.15, 4.6, 10, 100 → class-0 rate 49.75, 49.75, 49.75, 50.5, 76, 99.75, 100, 100 %",
       here=", ".join(f"{r.rate:g}" for r in pen) + " %")

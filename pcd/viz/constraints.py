@@ -15,6 +15,7 @@ import numpy as np
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
+from pcd.experiments.constraints._common import FAMILY_LABELS
 from pcd.viz.theme import METHOD_COLORS as COLORS
 from pcd.viz.theme import base_layout, rgba, style_axes
 
@@ -29,8 +30,7 @@ __all__ = [
 REFERENCE = "#24292f"
 _REF_LABEL = dict(bgcolor="rgba(255,255,255,0.85)", font=dict(size=12, color=REFERENCE))
 FAMILIES = ("penalty", "gda", "auglag", "nupi", "pcd")
-LABELS = {"penalty": "fixed penalty", "gda": "Lagrangian (GDA)", "auglag": "augmented Lagrangian",
-          "nupi": "nuPI", "pcd": "PCD"}
+LABELS = FAMILY_LABELS
 _DASHES = ("dot", "dash", "dashdot", "longdash", "longdashdot", "solid")
 HALF_PI = math.pi / 2
 
@@ -170,7 +170,7 @@ def epsilon_figure(rows: Sequence[Mapping[str, Any]]) -> go.Figure:
                              line=dict(color="#24292f", width=3)))
     methods: dict[str, list] = {}
     for r in rows:
-        methods.setdefault(r["method"], []).append(r)
+        methods.setdefault(r.get("label", r["method"]), []).append(r)
     for i, (m, rs) in enumerate(methods.items()):
         rs = sorted(rs, key=lambda r: r["eps"])
         fam = rs[0]["family"]

@@ -34,8 +34,8 @@ def test_default_run_shows_results_and_claims(app):
     assert "0.00 %" in text and "7 full trainings" in text and "+5.2 %" in text
     # the final-x table for the chosen eps: AL and nuPI sit on arcsin eps
     final = app.dataframe[0].value
-    al = final[final["method"].isin(["auglag", "nupi"])]
-    assert (al["|x_T − x*| / x*"] < 1e-3).all()
+    al = final[final["method"].isin(["augmented Lagrangian", "nuPI"])]
+    assert len(al) == 2 and (al["|x_T − x*| / x*"] < 1e-3).all()
     assert len(app.get("plotly_chart")) >= 6
     assert app.query_params["eps"] == "0.5" and app.query_params["c"] == "0.5"  # shareable URL
 
@@ -66,13 +66,13 @@ def _trace_names(app, title_part):
 
 def test_rate_widgets_pick_other_runs(app):
     before = _trace_names(app, "Decision boundaries")
-    assert any(n.startswith("penalty(c=2.15): 74.25 % class 0") for n in before)
+    assert any(n.startswith("fixed penalty c = 2.15: 74.25 % class 0") for n in before)
     app.select_slider(key="cp_rate_c").set_value(100.0).run()
     app.select_slider(key="cp_eta").set_value(10.0).run()
     assert not app.exception
     after = _trace_names(app, "Decision boundaries")
-    assert any(n.startswith("penalty(c=100): 100.00 % class 0") for n in after)
-    assert any(n.startswith("Lagrangian η = 10: 70.00 % class 0") for n in after)
+    assert any(n.startswith("fixed penalty c = 100: 100.00 % class 0") for n in after)
+    assert any(n.startswith("Lagrangian (GDA) η = 10: 70.00 % class 0") for n in after)
     assert app.query_params["rc"] == "100.0" and app.query_params["eta"] == "10.0"
     pcd_text = [t.value for t in app.markdown if t.value.startswith("**PCD** (τ")]
     assert pcd_text and "surrogate" in pcd_text[0]
@@ -89,3 +89,17 @@ def test_invalid_input_shows_an_error_not_a_traceback(app, key, value, msg):
     assert any(msg in e.value for e in app.error)
     # the rest of the page still renders
     assert any("rate-constrained" in h.value for h in app.header)
+
+
+def test_tables_and_legends_use_display_names():
+    """No code names (gda, auglag, nupi, penalty(c=...)) in the page's tables and legends."""
+    app = AppTest.from_file(PAGE, default_timeout=240)
+    app.run()
+    code = ("gda", "auglag", "nupi", "penalty(")
+    names = [t.get("name") or "" for chart in app.get("plotly_chart") for t in json.loads(chart.proto.spec)["data"]]
+    frames = [df.value for df in app.dataframe] + [t.value for t in app.table]
+    heads = [str(c) for f in frames for c in f.columns]
+    cells = [str(v) for f in frames if "method" in f.columns for v in f["method"]]
+    bad = [s for s in names + heads + cells if any(s.startswith(c) or f" {c}" in s for c in code)]
+    assert not bad, bad
+    assert "fixed penalty c = 0.5" in cells and "Lagrangian (GDA) η = 0.1" in cells and "augmented Lagrangian" in heads

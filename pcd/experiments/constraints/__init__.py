@@ -56,6 +56,7 @@ from typing import Any
 from pcd.experiments.constraints._common import (
     DEFAULT_TAUS,
     DEFAULT_TOY_C,
+    FAMILY_LABELS,
     PAPER_BISECTION_RUNS,
     PAPER_C,
     PAPER_EPS,
@@ -69,6 +70,7 @@ from pcd.experiments.constraints._common import (
     _check_steps,
     check_c,
     check_eps,
+    run_label,
 )
 from pcd.experiments.constraints.cost import rate_cost
 from pcd.experiments.constraints.rates import (
@@ -95,7 +97,7 @@ from pcd.experiments.constraints.toy import (
 __all__ = [
     "PAPER_EPS", "PAPER_C", "PAPER_ETA", "PAPER_PENALTY_RATE", "PAPER_PENALTY_ACC",
     "PAPER_LAGRANGIAN_RATE", "PAPER_LAGRANGIAN_ACC", "PAPER_BISECTION_RUNS", "PAPER_OVERHEAD_PCT",
-    "TOY_METHODS", "DEFAULT_TOY_C", "DEFAULT_TAUS",
+    "TOY_METHODS", "DEFAULT_TOY_C", "DEFAULT_TAUS", "FAMILY_LABELS", "run_label",
     "check_eps", "check_c", "toy_solution", "penalty_objective", "penalty_endpoint",
     "ToyRun", "run_toy", "epsilon_table",
     "RateData", "make_blobs", "RateRun", "RateSweep", "train_penalty", "train_penalty_torch",

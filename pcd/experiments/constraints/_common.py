@@ -21,6 +21,18 @@ PAPER_BISECTION_RUNS = 7
 PAPER_OVERHEAD_PCT = {"rate": 5.2, "sparsity": 1.6}
 
 TOY_METHODS = ("penalty", "gda", "auglag", "nupi", "pcd")
+# Display names of the method families (tables, legends, figures); the ids above stay in CSV/CLI.
+FAMILY_LABELS = {"penalty": "fixed penalty", "gda": "Lagrangian (GDA)", "auglag": "augmented Lagrangian",
+                 "nupi": "nuPI", "pcd": "PCD"}
+_KNOB = {"penalty": "c", "gda": "η", "pcd": "τ"}  # the knob named in a run's label (AL / nuPI: fixed settings)
+
+
+def run_label(family: str, param: float | None = None) -> str:
+    """A run's display name: the family's name plus its knob when it has one shown in the page's
+    sweeps, e.g. ``run_label("penalty", 0.5) == "fixed penalty c = 0.5"``."""
+    name = FAMILY_LABELS.get(family, family)
+    knob = _KNOB.get(family)
+    return name if knob is None or param is None else f"{name} {knob} = {param:g}"
 DEFAULT_TOY_C = (0.0, 0.3, 1.0, 3.0)
 DEFAULT_TAUS = (0.1, 0.5, 1.0)
 HALF_PI = math.pi / 2

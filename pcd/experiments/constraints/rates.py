@@ -20,6 +20,7 @@ from pcd.experiments.constraints._common import (
     _single_threaded,
     _torch,
     check_c,
+    run_label,
 )
 from pcd.experiments.constraints.toy import _penalty_name
 
@@ -70,6 +71,11 @@ class RateRun:
     rate_hist: np.ndarray
     hist_every: int
     surrogate: float = float("nan")  # the differentiable surrogate rate 100 mean sigma(-z) (%)
+
+    @property
+    def label(self) -> str:
+        """The display name (``"fixed penalty c = 2.15"``, ``"Lagrangian (GDA) η = 0.1"``, ``"PCD τ = 0.5"``)."""
+        return run_label(self.family, self.param)
 
 
 def _metrics(data: RateData, W: np.ndarray, surrogate: bool = False):
@@ -309,7 +315,7 @@ class RateSweep:
 
     def rows(self) -> list[dict]:
         """``{"method", "family", "param", "rate", "accuracy", "lambda"}`` per run (rates in %)."""
-        return [{"method": r.method, "family": r.family, "param": r.param, "rate": r.rate,
+        return [{"method": r.method, "label": r.label, "family": r.family, "param": r.param, "rate": r.rate,
                  "accuracy": r.accuracy, "surrogate_rate": r.surrogate, "lambda": r.lam} for r in self.runs]
 
     def family(self, name: str) -> list[RateRun]:

@@ -21,6 +21,7 @@ from pcd.experiments.constraints._common import (
     _torch,
     check_c,
     check_eps,
+    run_label,
 )
 
 # =================================================================================================
@@ -80,6 +81,11 @@ class ToyRun:
     @property
     def lam_final(self) -> np.ndarray:
         return self.lam[-1]
+
+    @property
+    def label(self) -> str:
+        """The display name (``"fixed penalty c = 0.5"``, ``"augmented Lagrangian"``)."""
+        return run_label(self.family, self.param)
 
     @property
     def rel_error(self) -> np.ndarray:
@@ -290,7 +296,7 @@ def epsilon_table(runs: Sequence[ToyRun]) -> list[dict]:
             x = float(r.x_final[i])
             lam = float(r.lam_final[i])
             rows.append({
-                "eps": float(e), "method": r.method, "family": r.family, "param": r.param,
+                "eps": float(e), "method": r.method, "label": r.label, "family": r.family, "param": r.param,
                 "x": x, "x_star": float(xs[i]), "lambda": lam, "lambda_star": float(ls[i]),
                 "rel_error": abs(x - xs[i]) / xs[i] if math.isfinite(x) else float("nan"),
                 "violation": math.sin(x) - float(e) if math.isfinite(x) else float("nan"),
