@@ -228,10 +228,10 @@ try:
                                    index=min(url_default("istart", 0, low=0, high=res.S - 1), res.S - 1),
                                    key="toy_inset_start", disabled=not show_inset)
     url_sync(inset=show_inset, istart=inset_start)
-    width_class = reported_width("toy_map-controls") or "wide"
+    width_class = reported_width("toy_map-controls") or "medium"  # a 1280-1440 px window: no second run
     istart = inset_start if show_inset else None
     if width_class not in studio.TOY_CHART_PX:  # a stale or odd report: the default layout
-        width_class = "wide"
+        width_class = "medium"
     fig = _map(runs_key + (istart, width_class), problem, res, bg, istart, width_class)
     lfig = _loss(runs_key, res, tuple(bg["names"]))
 except ValueError as exc:
