@@ -49,6 +49,7 @@ def page_costs(out: dict[str, float]) -> None:
     from pcd.experiments import synthetic
     from pcd.studio import figure_html
     from pcd.ui import warmup as W
+    from pcd.viz import toy as toy_map
     from pcd.viz.geometry import geometry_figure
     from pcd.viz.kbench import residual_figure
     from pcd.viz.landscape import background_image, landscape_figure, loss_figure
@@ -73,8 +74,8 @@ def page_costs(out: dict[str, float]) -> None:
     js, out["toy: figure to JSON"] = _t(fig.to_json)
     out["toy: figure JSON MB"] = len(js) / 1e6
     # what the page builds: the map with the gradient inset, typed arrays, no Plotly controls
-    bg = studio.toy_background(prob)
-    page_fig, out["toy: page map + inset (studio.toy_map_figure)"] = _t(studio.toy_map_figure, prob, r, bg)
+    bg = toy_map.toy_background(prob)
+    page_fig, out["toy: page map + inset (toy_map.toy_map_figure)"] = _t(toy_map.toy_map_figure, prob, r, bg)
     _, out["toy: page map to_dict (st.plotly_chart)"] = _t(page_fig.to_dict)
     out["toy: page map JSON MB"] = len(page_fig.to_json()) / 1e6
 

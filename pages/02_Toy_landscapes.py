@@ -24,6 +24,7 @@ from pcd.ui import (
     url_sync,
 )
 from pcd.ui.controls import frame_controls, reported_width
+from pcd.viz import toy as toy_map
 from pcd.viz.landscape import loss_figure
 from pcd.viz.teaching import with_step_cursor
 
@@ -171,7 +172,7 @@ def _problem(name, f1, f2, bounds, starts=None):
 @st.cache_resource(show_spinner=False, max_entries=16)
 def _background(name, f1, f2, pbounds, view):
     # the landscape under the map (grid, PNG image, Pareto set, optima), once per problem and box
-    return studio.toy_background(_problem(name, f1, f2, pbounds), view)
+    return toy_map.toy_background(_problem(name, f1, f2, pbounds), view)
 
 
 @st.cache_data(show_spinner=False, max_entries=256)
@@ -187,7 +188,7 @@ def _run_one(name, f1, f2, pbounds, method, hp_json, tau, opt, lr, steps, starts
 @st.cache_resource(show_spinner=False, max_entries=32)
 def _map(key, _prob, _res, _bg, inset_start, width, controls=False, animate=True):
     # key: everything the figure depends on (settings, view box, inset start, layout)
-    return studio.toy_map_figure(_prob, _res, _bg, inset_start=inset_start, width=width, controls=controls,
+    return toy_map.toy_map_figure(_prob, _res, _bg, inset_start=inset_start, width=width, controls=controls,
                                  animate=animate)
 
 
@@ -230,7 +231,7 @@ try:
     url_sync(inset=show_inset, istart=inset_start)
     width_class = reported_width("toy_map-controls") or "medium"  # a 1280-1440 px window: no second run
     istart = inset_start if show_inset else None
-    if width_class not in studio.TOY_CHART_PX:  # a stale or odd report: the default layout
+    if width_class not in toy_map.TOY_CHART_PX:  # a stale or odd report: the default layout
         width_class = "medium"
     fig = _map(runs_key + (istart, width_class), problem, res, bg, istart, width_class)
     lfig = _loss(runs_key, res, tuple(bg["names"]))
@@ -244,7 +245,7 @@ if problem_name == "custom" and bg["undefined"] > 0:  # log of x <= 0, sqrt, 1/0
                "is reported as diverged.", icon=":material/warning:")
 st.plotly_chart(fig, theme=None, key="toy_map", on_select="rerun", selection_mode="points",
                 config={"displaylogo": False, "scrollZoom": False})
-frame_names = [str(f.name) for f in fig.frames]  # recorded steps the map animates (studio.TOY_FRAMES of them)
+frame_names = [str(f.name) for f in fig.frames]  # recorded steps the map animates (toy_map.TOY_FRAMES of them)
 frame_controls("toy_map", frame_names, loss_key="toy_loss", cursor_x=[float(n) + 1 for n in frame_names],
                width_classes=WIDTH_CLASSES, width=width_class)
 st.caption("Click anywhere on the map to add a start point there (the start points switch to *typed*). "
@@ -303,5 +304,5 @@ with c1:
 with c2:
     download_csv(table, "toy_endpoints.csv", "Endpoint table (CSV)", key="toy_end_csv", settings=export_settings)
 with c3:  # a standalone file: Plotly's own play button and slider (no page controls there); built on the click
-    download_figure(lambda: studio.toy_map_figure(problem, res, bg, inset_start=istart, controls=True),
+    download_figure(lambda: toy_map.toy_map_figure(problem, res, bg, inset_start=istart, controls=True),
                     "toy_landscape.html", "Animated figure (HTML)", key="toy_html", settings=export_settings)

@@ -50,18 +50,19 @@ def _run(args: argparse.Namespace) -> int:
 
 
 def _write_map(args: argparse.Namespace) -> None:
-    """The Toy landscapes page's map (the same builder, pcd.studio.toy_map_figure) as standalone HTML."""
+    """The Toy landscapes page's map (the same builder, pcd.viz.toy.toy_map_figure) as standalone HTML."""
     import pcd.problems as problems
     from pcd import _validate as V
     from pcd import studio
     from pcd.experiments.synthetic import toy_run
+    from pcd.viz import toy as toy_map
 
     target = V.writable_file(args.html, "--html")
     prob = problems.make(args.problem)
     res = toy_run(args.problem, args.methods, args.steps, args.lr, args.optimizer, args.tau, parse_starts(args.starts),
                   seed=args.seed, record=200)
-    bg = studio.toy_background(prob, studio.fit_bounds(res, prob.bounds))
-    fig = studio.toy_map_figure(prob, res, bg, controls=True)
+    bg = toy_map.toy_background(prob, studio.fit_bounds(res, prob.bounds))
+    fig = toy_map.toy_map_figure(prob, res, bg, controls=True)
     settings = {"problem": args.problem, "methods": res.methods, "tau": args.tau, "optimizer": args.optimizer,
                 "lr": args.lr, "steps": args.steps}
     target.write_text(studio.figure_html(fig, settings), encoding="utf-8")

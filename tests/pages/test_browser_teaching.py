@@ -55,7 +55,7 @@ def test_toy_inset_play_step_back_reset(page, streamlit_server, artifacts_dir):
     page.locator(".pcd-player").first.wait_for(timeout=30_000)  # (in the component's shadow root)
     assert page.locator("[data-testid='stException']").count() == 0
     frames = page.evaluate(f"() => document.querySelector('{MAP}')._transitionData._frames.map(f => f.name)")
-    assert len(frames) >= 90  # studio.TOY_FRAMES frames spread over the ~170 recorded steps
+    assert len(frames) >= 90  # toy_map.TOY_FRAMES frames spread over the ~170 recorded steps
     text0 = _inset_text(page)
     assert text0 and len(text0) == 6 and all("‖g₁‖" in t for t in text0)
     # the inset's panels are drawn (arrows, numbers) to the right of the map

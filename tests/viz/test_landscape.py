@@ -7,6 +7,7 @@ import pytest
 import pcd.problems as problems
 from pcd import studio, teaching
 from pcd.engine import run, sample_steps
+from pcd.viz import toy as toy_map
 from pcd.viz.landscape import TRAIL, background_image, landscape_figure, loss_figure, zero_set_mask
 from pcd.viz.theme import method_color
 
@@ -345,16 +346,16 @@ def test_max_frames_spreads_frames_over_the_record_and_the_inset_follows(saddle_
 
 def test_toy_map_figure_layout_per_width_class(saddle_run):
     prob, res = saddle_run
-    bg = studio.toy_background(prob)
-    wide = studio.toy_map_figure(prob, res, bg, width="wide").layout
+    bg = toy_map.toy_background(prob)
+    wide = toy_map.toy_map_figure(prob, res, bg, width="wide").layout
     assert wide.xaxis.domain[1] < wide.xaxis2.domain[0]          # inset beside the map
     for w in ("medium", "narrow"):
-        lay = studio.toy_map_figure(prob, res, bg, width=w).layout
+        lay = toy_map.toy_map_figure(prob, res, bg, width=w).layout
         assert lay.yaxis2.domain[1] < lay.yaxis.domain[0]        # inset under a full-width map
         assert lay.height > wide.height
-    still = studio.toy_map_figure(prob, res, bg, animate=False)
+    still = toy_map.toy_map_figure(prob, res, bg, animate=False)
     assert len(still.frames) == 0 and not still.layout.updatemenus
-    html = studio.toy_map_figure(prob, res, bg, controls=True)
+    html = toy_map.toy_map_figure(prob, res, bg, controls=True)
     assert html.layout.updatemenus and html.layout.sliders       # a standalone file keeps Plotly's controls
     with pytest.raises(ValueError, match="width"):
-        studio.toy_map_figure(prob, res, bg, width="huge")
+        toy_map.toy_map_figure(prob, res, bg, width="huge")

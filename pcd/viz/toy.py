@@ -1,0 +1,74 @@
+"""The Toy landscapes page's map: the background (contours, Pareto set, optima, undefined region)
+and the trajectories with the animated gradient inset, laid out per width class of the page.
+
+One builder for the page, the CLI (``python -m pcd toy --html``) and the tests; the map itself is
+:func:`pcd.viz.landscape.landscape_figure`, the inset :func:`pcd.viz.teaching.add_gradient_inset`.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from pcd import teaching
+from pcd.viz.landscape import background_image, fit_legend, landscape_figure, undefined_mask
+from pcd.viz.teaching import add_gradient_inset
+from pcd.viz.theme import figure_from_spec, png_data_uri
+
+TOY_GRID = (300, 200)   # the map's background resolution (pixels of the image, stretched to the axes)
+# the page column's width the map is laid out for, per width class (the page's frame controls report
+# the class): "wide" (a laptop / 1440-px window) has the inset beside the map; "medium" (~1280-px
+# projector) and "narrow" (~800-px window) put it under a full-width map, where its numbers have room
+TOY_CHART_PX = {"wide": 1000.0, "medium": 800.0, "narrow": 560.0}
+TOY_MAP_FRACTION = 0.62                           # of the width, beside the inset
+TOY_FRAMES = 100   # animation frames of the page's map (of ~170 recorded steps): ~4.5 s at 1x, 40 % less to build
+# click_grid: invisible points that turn a click on the map into a start point; every point is an SVG
+# node the browser draws on each render, so 24 x 24 (a click snaps to ~1/23 of the map) not 36 x 36
+
+
+def toy_background(problem: Any, bounds: Any = None) -> dict[str, Any]:
+    """What the toy map draws under the trajectories, over ``bounds`` (default: the problem's):
+    ``grid`` ``(xs, ys, Z)``, the ``image`` (PNG data URI of :func:`pcd.viz.landscape.background_image`),
+    ``pareto`` set, ``optima``, the objective ``names`` and ``undefined``: the share of the map where
+    a formula is undefined (hatched on the map)."""
+    grid = problem.grid(*TOY_GRID, bounds=bounds)
+    return {"grid": grid, "image": png_data_uri(background_image(*grid)), "pareto": problem.pareto_set(),
+            "optima": problem.optima(), "names": list(problem.objective_names),
+            "undefined": float(undefined_mask(grid[2]).mean())}
+
+
+def toy_map_figure(problem: Any, res: Any, background: dict[str, Any] | None = None, *,
+                   inset_start: int | None = 0, width: str = "wide", controls: bool = False,
+                   animate: bool = True, click_grid: int = 24, max_frames: int | None = TOY_FRAMES):
+    """The toy page's map: trajectories of ``res`` over :func:`toy_background` with, when
+    ``inset_start`` is a start index, the animated gradient inset of that start -- beside the map,
+    or under it for ``width`` "medium" / "narrow" (:data:`TOY_CHART_PX`). ``controls``: Plotly's own play button and
+    slider (a standalone HTML file); the page has its own controls. ``animate=False``: the last
+    frame as a still (the PNG export). ``max_frames``: frames spread over the recorded steps
+    (:func:`pcd.viz.landscape.frame_index`)."""
+    bg = background if background is not None else toy_background(problem)
+    with_inset = inset_start is not None
+    xs, ys = bg["grid"][0], bg["grid"][1]
+    aspect = float((ys[-1] - ys[0]) / (xs[-1] - xs[0]))        # the map keeps 1:1 units
+    if width not in TOY_CHART_PX:
+        raise ValueError(f"width must be one of {', '.join(TOY_CHART_PX)}, got {width!r}")
+    narrow = width != "wide"   # the inset under the map
+    chart_w = TOY_CHART_PX[width]
+    map_w = (chart_w - 75) * (TOY_MAP_FRACTION if with_inset and not narrow else 1.0)
+    map_h = float(np.clip(map_w * aspect, 240, 560))
+    inset_h = 370 if (with_inset and narrow) else 0
+    spec = landscape_figure(res, bg["grid"], pareto_set=bg["pareto"], optima=bg["optima"], height=560,
+                            image=bg["image"], click_grid=click_grid if animate else 0, validate=False,
+                            animate=animate, controls=controls, spec_only=True, max_frames=max_frames)
+    if not controls:  # the legend under the map: the bottom margin is sized for it, then the height
+        K = len(bg["names"])  # the inset adds one legend entry per gradient g_k
+        fit_legend(spec, chart_w, extra_names=[f"g{k + 1} (primary)" if k == 0 else f"g{k + 1}" for k in range(K)]
+                   if with_inset else ())
+        lay = spec["layout"]
+        lay["height"] = int(lay["margin"]["t"] + lay["margin"]["b"] + max(map_h + inset_h + (60 if inset_h else 0),
+                                                                          340 if with_inset and not narrow else 0))
+    if inset_start is not None:
+        grads = teaching.trajectory_gradients(problem, res, int(inset_start))
+        spec = add_gradient_inset(spec, grads, placement="below" if narrow else "side", width_px=chart_w,
+                                  map_fraction=TOY_MAP_FRACTION, spec_only=True)
+    return figure_from_spec(spec)
