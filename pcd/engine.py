@@ -490,6 +490,33 @@ def run(
     all_alive = True
     k2n2 = K == 2 and n == 2  # the 2-D toys: elementwise Gram / direction (the fast path's exact operations)
     perf = time.perf_counter
+    prev_states: dict[int, Any] = {}  # per step: a direct method's state before its update (for a retry)
+
+    def _take(m: int, out: Any, own: list | None) -> list | None:
+        """Store method ``m``'s step: state, weights, multipliers; its own direction, if any, in ``own``."""
+        sl = slices[m]
+        states[m] = out.state
+        W[sl] = out.weights
+        mu = out.info.get("mu") if out.info else None
+        if mu is not None:
+            MU[sl] = np.asarray(mu, dtype=np.float64).reshape(S, -1)
+        if out.exact is not None:  # a direction method (Step.direction: its own update)
+            own = own or []
+            own.append((sl, np.asarray(out.exact, dtype=np.float64)))
+        return own
+
+    def _method_failed(m: int, exc: BaseException, t: int) -> bool:
+        """Method ``m`` raised at step ``t``: report it, stop its rows; returns whether all rows live."""
+        sl = slices[m]
+        errors[meths[m][0]] = f"{type(exc).__name__}: {exc}".splitlines()[0]
+        method_alive[m] = False
+        dead = np.zeros(MS, dtype=bool)
+        dead[sl] = alive[sl]
+        div_step[dead] = t
+        alive[dead] = False
+        W[sl] = 0.0
+        return bool(alive.all())
+
     old_err = np.seterr(all="ignore")  # NaN/inf are detected and reported, not warned about
     report_every = max(1, (steps + 1) // 20)
     try:
@@ -517,6 +544,7 @@ def run(
             if not all_alive:
                 G[~alive] = eye
             own = None
+            retry = None   # direct methods whose weights were not finite: (m, state before the update)
             for m in range(M):
                 label, inst = meths[m]
                 sl = slices[m]
@@ -526,34 +554,47 @@ def run(
                 t0 = perf()
                 try:
                     if direct[m]:
-                        out = inst.update(G[sl], states[m], losses=L[sl], jacobian=J[sl],
+                        # finiteness is checked once for all methods after the loop (one
+                        # np.isfinite over W instead of one per method and step: ~3 us each)
+                        prev_state = states[m]
+                        out = inst.update(G[sl], prev_state, losses=L[sl], jacobian=J[sl],
                                           rng=rngs[m] if stoch[m] else None)
-                        if not finite_step(out):  # what Method.__call__ does: retry at scale ~1,
-                            out = inst._at_unit_scale(G[sl], states[m], dict(  # else ValueError -> "error"
-                                losses=L[sl], jacobian=J[sl], rng=rngs[m] if stoch[m] else None))
+                        if out.exact is not None and not finite_step(out):
+                            retry = retry or []
+                            retry.append((m, prev_state))
+                        elif out.exact is None:
+                            prev_states[m] = prev_state
                     else:
                         out = inst(G[sl], losses=L[sl], jacobian=J[sl], state=states[m],
                                    rng=rngs[m] if stoch[m] else None)
                 except Exception as exc:  # a method bug must not take the page down: report it
-                    errors[label] = f"{type(exc).__name__}: {exc}".splitlines()[0]
-                    method_alive[m] = False
-                    dead = np.zeros(MS, dtype=bool)
-                    dead[sl] = alive[sl]
-                    div_step[dead] = t
-                    alive &= ~dead
-                    all_alive = bool(alive.all())
-                    W[sl] = 0.0
+                    all_alive = _method_failed(m, exc, t)
                     m_seconds[label] += perf() - t0
                     continue
-                states[m] = out.state
-                W[sl] = out.weights
-                mu = out.info.get("mu") if out.info else None
-                if mu is not None:
-                    MU[sl] = np.asarray(mu, dtype=np.float64).reshape(S, -1)
-                if out.exact is not None:  # a direction method (Step.direction: its own update)
-                    own = own or []
-                    own.append((sl, np.asarray(out.exact, dtype=np.float64)))
+                if retry and retry[-1][0] == m:
+                    m_seconds[label] += perf() - t0
+                    continue
+                own = _take(m, out, own)
                 m_seconds[label] += perf() - t0
+            if not np.isfinite(W).all():   # some direct method's weights are not finite
+                retry = (retry or []) + [(m, prev_states[m]) for m in range(M) if direct[m] and method_alive[m]
+                                         and m in prev_states and not np.isfinite(W[slices[m]]).all()]
+            if retry:  # what Method.__call__ does: retry at scale ~1, else ValueError -> "error"
+                for m, prev_state in retry:
+                    label, inst = meths[m]
+                    sl = slices[m]
+                    t0 = perf()
+                    try:
+                        out = inst._at_unit_scale(G[sl], prev_state, dict(
+                            losses=L[sl], jacobian=J[sl], rng=rngs[m] if stoch[m] else None))
+                    except Exception as exc:
+                        all_alive = _method_failed(m, exc, t)
+                        own = [(s_, d_) for s_, d_ in own or [] if s_ != sl] or None
+                    else:
+                        own = [(s_, d_) for s_, d_ in own or [] if s_ != sl] or None
+                        own = _take(m, out, own)
+                    m_seconds[label] += perf() - t0
+            prev_states.clear()
             D = combine(W, J)  # Step.direction of every method at once: w @ J, then the exact ones
             if own:
                 for sl, direction in own:
