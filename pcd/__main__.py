@@ -1,3 +1,4 @@
+"""``python -m pcd <command> ...``: the command line (:func:`pcd.cli.main`)."""
 import sys
 
 from pcd.cli import main
