@@ -59,7 +59,7 @@ def _saddle_problem():
 def _saddle_figure(height):
     prob, res = _saddle_problem(), _saddle()
     fig = landscape_figure(res, prob.grid(300, 200), pareto_set=prob.pareto_set(), optima=prob.optima(),
-                           height=height, validate=False)
+                           height=height, validate=False, controls=False)  # the page's one play control (frame_controls)
     shown = [m for m in ("pcd", "ws", "mgda") if m in res.methods]  # one row of panels: large enough to read
     return add_gradient_inset(fig, teaching.trajectory_gradients(prob, res, 0, methods=shown), cols=len(shown))
 
@@ -120,7 +120,7 @@ def step_saddle():
             f"{', '.join(stalled)} stop in the left valley where the gradients cancel; PCD crosses the barrier "
             f"and reaches the point where both objectives are optimal from {n_pcd} of {res.S} starts. "
             "Press ▶ Play or step: the panels follow start S1 of PCD, the weighted sum and MGDA.")
-    return _saddle_figure(460 if presenter_mode() else 560), text, "pages/02_Toy_landscapes.py", {}
+    return _saddle_figure(420 if presenter_mode() else 560), text, "pages/02_Toy_landscapes.py", {}
 
 
 def step_basins():

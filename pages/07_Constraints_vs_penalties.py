@@ -127,8 +127,9 @@ if toy_ok:
                               "λ_T": f"{r['lambda']:.4g}" if math.isfinite(r["lambda"]) else "— (no multiplier)",
                               "sin x_T − ε": r["violation"], "ends at": r["endpoint"]}
                              for r in rows])
-    st.dataframe(final_df.style.format({"x_T": "{:.5f}", "|x_T − x*| / x*": "{:.2e}", "sin x_T − ε": "{:+.2e}"}),
-                 hide_index=True, width="stretch", key="cp_final_table")
+    # HTML tables (st.table) wrap their cells to the page at 800 px; a data grid would scroll sideways
+    st.table(final_df.style.format({"x_T": "{:.5f}", "|x_T − x*| / x*": "{:.2e}", "sin x_T − ε": "{:+.2e}"})
+             .hide(axis="index"))
     traces = [{"label": r.label, "family": r.family, "x": r.x[:, 0], "lam": r.lam[:, 0]} for r in shown]
     fig_traj = V.toy_trajectory_figure(traces, x_star, lam_star)
     st.plotly_chart(fig_traj, theme=None, key="cp_traj", config={"displaylogo": False})
@@ -151,7 +152,7 @@ if toy_ok:
     eps_df = pd.DataFrame(table_rows)
     wide = eps_df.pivot_table(index="eps", columns="label", values="x", sort=False).reset_index()
     wide.insert(1, "arcsin ε", np.arcsin(wide["eps"]))
-    st.dataframe(wide.style.format("{:.4f}"), hide_index=True, width="stretch", key="cp_eps_table")
+    st.table(wide.style.format("{:.4f}").hide(axis="index"))
     al = eps_df[eps_df["family"].isin(["auglag", "nupi"])]
     claim("augmented Lagrangian reaches arcsin ε for ε = 0.1…0.8 (relative error 0.00 %); any fixed penalty ends at "
           "0 or π/2",

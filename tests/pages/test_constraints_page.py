@@ -33,7 +33,7 @@ def test_default_run_shows_results_and_claims(app):
     assert "paper:" in text and "here:" in text
     assert "0.00 %" in text and "7 full trainings" in text and "+5.2 %" in text
     # the final-x table for the chosen eps: AL and nuPI sit on arcsin eps
-    final = app.dataframe[0].value
+    final = app.table[0].value
     al = final[final["method"].isin(["augmented Lagrangian", "nuPI"])]
     assert len(al) == 2 and (al["|x_T − x*| / x*"] < 1e-3).all()
     assert len(app.get("plotly_chart")) >= 6
