@@ -1,0 +1,26 @@
+#!/bin/bash
+# Before/after benchmark run in one session, alternating sides (these machines are noisy: compare minima).
+#
+#   bash benchmarks/ab.sh BEFORE_COMMIT [OUT_DIR] [ROUNDS]
+#
+# Checks BEFORE_COMMIT out into a temporary worktree, then runs bench_engine.py, bench_qp.py and
+# bench_methods.py in the before tree and in this tree, alternating, ROUNDS times (default 2).
+# Outputs: OUT_DIR/{engine,qp,methods}_{before,after}_<round>.txt (default OUT_DIR: /tmp/pcd-ab).
+set -euo pipefail
+before_rev=${1:?usage: bash benchmarks/ab.sh BEFORE_COMMIT [OUT_DIR] [ROUNDS]}
+out=${2:-/tmp/pcd-ab}
+rounds=${3:-2}
+here=$(git rev-parse --show-toplevel)
+tree=$(mktemp -d /tmp/pcd-ab-before.XXXXXX)
+git -C "$here" worktree add --detach "$tree" "$before_rev" >/dev/null
+trap 'git -C "$here" worktree remove --force "$tree"' EXIT
+mkdir -p "$out"
+for round in $(seq 1 "$rounds"); do
+  for side in before after; do
+    d=$tree; [ "$side" = after ] && d=$here
+    for b in engine qp methods; do
+      (cd "$d" && PYTHONPATH="$d" python "benchmarks/bench_$b.py") > "$out/${b}_${side}_${round}.txt" 2>&1
+    done
+  done
+done
+echo "results in $out"
