@@ -82,13 +82,7 @@ class IWRMConfig:
         return float(dict(self.lr_overrides).get(name, self.lr))
 
     def __post_init__(self) -> None:
-        methods = tuple(str(m).strip().lower() for m in self.methods)
-        if not methods:
-            raise ValueError("give at least one method")
-        known = set(_methods.available())
-        bad = [m for m in methods if m not in known]
-        if bad:
-            raise ValueError(f"unknown method(s) {bad}; available: {', '.join(_methods.available())}")
+        methods = tuple(_methods.parse_names(self.methods, duplicates="drop"))  # the one name parser
         object.__setattr__(self, "methods", methods)
         seeds = tuple(self.seeds)
         if not seeds or len(seeds) > 20:

@@ -334,13 +334,7 @@ def property_table(methods: Sequence[str] | None = None, *, samples: int = 4, se
     PCD is evaluated with ``tau`` as its hyper-parameter, so its QP and the checks agree.
     """
     seed = V.seed(seed)
-    names = list(_methods.available()) if methods is None else [str(x).strip().lower() for x in methods]
-    if not names:
-        raise ValueError("give at least one method")
-    known = set(_methods.available())
-    bad = [x for x in names if x not in known]
-    if bad:
-        raise ValueError(f"unknown method(s) {bad}; available: {', '.join(_methods.available())}")
+    names = list(_methods.available()) if methods is None else _methods.parse_names(methods, duplicates="drop")
     out: dict[str, dict[str, Any]] = {}
     for i, name in enumerate(names):
         if progress is not None:
