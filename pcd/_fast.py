@@ -14,8 +14,11 @@ The threshold is :data:`SMALL_BATCH`; it switches the algorithm only, never the 
 """
 from __future__ import annotations
 
+import math
 from collections.abc import Iterator
 from contextlib import contextmanager
+
+import numpy as np
 
 SMALL_BATCH = 16  # at most this many problems take a scalar fast path (measured: ~2.7x on the toys)
 
@@ -25,6 +28,35 @@ _forced = [False]  # True inside vectorized(): every batch takes the vectorized 
 def small_batch(B: int) -> bool:
     """True when a batch of ``B`` problems should take a method's scalar fast path."""
     return B <= SMALL_BATCH and not _forced[0]
+
+
+_SMALL_ARRAY = 32  # up to this many entries a Python sum beats np.isfinite(a).all() (~0.5 vs ~1.4 us at 6)
+
+
+def all_finite(a: np.ndarray) -> bool:
+    """``bool(np.isfinite(a).all())`` for a real (or integer/bool) array, at a fraction of its cost:
+    every method call and engine step checks its weights and Gram matrices.
+
+    A sum of floats is finite only if every term is (an inf or a NaN propagates), and so is a sum
+    of squares ``a . a`` (no cancellation: inf - inf cannot occur); so a finite sum settles it. Up
+    to :data:`_SMALL_ARRAY` entries the sum is a Python ``sum`` over ``tolist()``; beyond, the dot
+    product of the contiguous array with itself (one BLAS call, no temporary array: ~0.8 vs ~1.5 us
+    at 90 entries, ~1 vs ~2 us at 2000). A sum that overflows (entries beyond ~1e154) falls back
+    to the full check, so the answer is always exact."""
+    kind = a.dtype.kind
+    if kind in "iub":
+        return True
+    if kind == "f":
+        if a.size <= _SMALL_ARRAY:
+            if math.isfinite(sum(a.ravel().tolist())):
+                return True
+        elif a.flags.c_contiguous:
+            v = a.reshape(-1)
+            # np.vdot: the BLAS dot without NumPy's floating-point error check (an overflowing sum
+            # of squares must not warn: it only sends the answer to the full check below)
+            if math.isfinite(float(np.vdot(v, v))):
+                return True
+    return bool(np.isfinite(a).all())
 
 
 @contextmanager

@@ -215,6 +215,37 @@ def test_rescale_gram_is_exactly_ldexp():
         rescale_gram(np.array([[[1e-300, 1e300], [1e300, 1e-300]], [[1.0, 0.0], [0.0, 1.0]]]))
 
 
+def test_rescale_gram_single_matrix_path_matches_the_batch_path():
+    """One ``[K, K]`` matrix takes a Python-float path: the same scaled bits, the same exponent (a
+    0-d int64 array) and the same refusal as the matrix in a batch of one, over the whole float
+    range (subnormal, zero, NaN, a non-Gram entry)."""
+    from pcd.qp import rescale_gram
+
+    rng = np.random.default_rng(29)
+    for K in (1, 2, 3, 16):
+        J = rng.standard_normal((K, K + 1))
+        for k in (-1075, -1060, -1023, -700, -3, 0, 1, 500, 1000, 1023):
+            with np.errstate(under="ignore", over="ignore"):
+                G = np.ldexp(J @ J.T, k)
+            cases = [G, np.zeros((K, K))]
+            if K > 1:
+                bad = G.copy()
+                bad[0, 1] = bad[1, 0] = 1e300
+                nan = G.copy()
+                nan[0, 0] = np.nan
+                cases += [bad, nan]
+            for g in cases:
+                try:
+                    one = rescale_gram(g)
+                except ValueError as exc:
+                    with pytest.raises(ValueError, match=str(exc)[:20]):
+                        rescale_gram(g[None])
+                    continue
+                out, e = rescale_gram(g[None])
+                assert np.array_equal(one[0], out[0], equal_nan=True)
+                assert one[1].shape == () and one[1].dtype == np.int64 and int(one[1]) == int(e[0])
+
+
 def test_k3_cramer_matches_general_solver():
     from pcd.qp import _solve_one
     rng = np.random.default_rng(2)

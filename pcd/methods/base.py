@@ -20,6 +20,7 @@ from typing import Any, ClassVar
 import numpy as np
 
 from pcd import _validate as V
+from pcd._fast import all_finite
 
 
 @dataclass(frozen=True)
@@ -87,11 +88,8 @@ def combine(weights: np.ndarray, J: np.ndarray) -> np.ndarray:
     tiny matrices may fuse multiply-adds (its last bit depends on the batch size), and this is the
     order of operations the engine's compiled end-point fast path (``pcd._kernels``) reproduces."""
     if J.ndim == 3 and J.shape[1] == 2 and J.shape[2] == 2 and weights.ndim == 2:
-        d = np.empty((J.shape[0], 2))
-        w0, w1 = weights[:, 0], weights[:, 1]
-        d[:, 0] = w0 * J[:, 0, 0] + w1 * J[:, 1, 0]
-        d[:, 1] = w0 * J[:, 0, 1] + w1 * J[:, 1, 1]
-        return d
+        p = weights[:, :, None] * J  # p_kj = w_k J_kj: two broadcast ufuncs
+        return p[:, 0] + p[:, 1]
     return (weights[:, None, :] @ J)[:, 0, :]
 
 
@@ -305,10 +303,17 @@ def check_capabilities(method: Method | type[Method], provided: Any) -> None:
 
 def finite_step(out: Step) -> bool:
     """True when a step's weights (and exact direction, if any) are all finite."""
-    w = np.asarray(out.weights)
-    if w.dtype.kind in "fc" and not np.isfinite(w).all():
+    w = out.weights if isinstance(out.weights, np.ndarray) else np.asarray(out.weights)
+    if w.dtype.kind == "f":
+        if not all_finite(w):
+            return False
+    elif w.dtype.kind == "c" and not np.isfinite(w).all():
         return False
-    return out.exact is None or bool(np.isfinite(np.asarray(out.exact, dtype=np.float64)).all())
+    if out.exact is None:
+        return True
+    d = out.exact if isinstance(out.exact, np.ndarray) and out.exact.dtype.kind == "f" else \
+        np.asarray(out.exact, dtype=np.float64)
+    return all_finite(d)
 
 
 def check_gram(gram: Any, who: str = "gram") -> np.ndarray:
@@ -320,7 +325,7 @@ def check_gram(gram: Any, who: str = "gram") -> np.ndarray:
         g = g[None]
     if g.ndim != 3 or g.shape[-1] != g.shape[-2] or g.shape[-1] < 1:
         raise ValueError(f"{who}: Gram matrix must have shape [B, K, K] with K >= 1, got {np.shape(gram)}")
-    if not np.isfinite(g).all():
+    if not all_finite(g):
         raise ValueError(f"{who}: Gram matrix contains NaN or inf")
     return g
 

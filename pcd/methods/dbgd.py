@@ -13,13 +13,13 @@ beta buys very different amounts of secondary progress depending on the gradient
 """
 from __future__ import annotations
 
-import math
 from typing import Any
 
 import numpy as np
 
 from pcd._fast import small_batch
 from pcd.methods.base import Method, Param, Step, register
+from pcd.qp import check_tau, k2_mu_rescaled_scalars, solve_qp
 
 
 @register
@@ -34,8 +34,6 @@ class DBGD(Method):
 
     def update(self, gram: np.ndarray, state: Any = None, *, losses: Any = None, jacobian: Any = None,
                rng: Any = None) -> Step:
-        from pcd.qp import solve_qp
-
         if gram.shape[-1] == 2 and gram.ndim == 3 and small_batch(gram.shape[0]):
             return self._weights_k2_scalar(gram, state)  # a few start points: Python floats
         res = solve_qp(gram, tau=self.hparams["beta"])
@@ -45,11 +43,9 @@ class DBGD(Method):
     def _weights_k2_scalar(self, gram: np.ndarray, state: Any) -> Step:
         """The K = 2 closed form of :func:`pcd.qp._solve_k2` in Python floats (same operations, same
         bits) for a handful of problems ``[B, 2, 2]``."""
-        from pcd.qp import check_tau, k2_mu_scalar
-
         beta = self.hparams["beta"]
         tau = beta if isinstance(beta, float) else float(check_tau(beta, 2)[0])
-        mus = [k2_mu_scalar(*_unit(g00, g01, g11), tau) for (g00, g01), (_, g11) in gram.tolist()]
+        mus = k2_mu_rescaled_scalars(gram.tolist(), tau)
         B = len(mus)
         w = np.ones((B, 2))
         w[:, 1] = mus
@@ -59,11 +55,3 @@ class DBGD(Method):
         info = {"mu": mu, "feasible": np.ones(B, dtype=bool), "active": active}
         return Step(weights=w, state=state, info=info)
 
-
-def _unit(g00: float, g01: float, g11: float) -> tuple[float, float, float]:
-    """The entries scaled by the exact power of two of :func:`pcd.qp.rescale_gram` (same bits)."""
-    top = max(g00, g11)
-    if top > 0.0:
-        e = math.frexp(top)[1]
-        return math.ldexp(g00, -e), math.ldexp(g01, -e), math.ldexp(g11, -e)
-    return g00, g01, g11

@@ -24,7 +24,7 @@ from typing import Any
 
 import numpy as np
 
-from pcd._fast import small_batch
+from pcd._fast import all_finite, small_batch
 from pcd.methods.base import DirectionMethod, Param, Step, register
 
 
@@ -56,7 +56,7 @@ class GradDrop(DirectionMethod):
             J = J[None]
         if J.ndim != 3 or J.shape[:2] != (B, K):
             raise ValueError(f"graddrop: jacobian must have shape [B, K, n] = [{B}, {K}, n], got {list(J.shape)}")
-        if not np.isfinite(J).all():
+        if not all_finite(J):
             raise ValueError("graddrop: jacobian contains NaN or inf")
         leak = self.hparams["leak"]
         if K == 2 and small_batch(B) and J.shape[-1] <= _SCALAR_MAX_N and (isinstance(leak, float) or np.shape(leak) == (2,)):
