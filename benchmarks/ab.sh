@@ -5,7 +5,8 @@
 #
 # Checks BEFORE_COMMIT out into a temporary worktree, then runs bench_engine.py, bench_qp.py and
 # bench_methods.py in the before tree and in this tree, alternating, ROUNDS times (default 2).
-# Outputs: OUT_DIR/{engine,qp,methods}_{before,after}_<round>.txt (default OUT_DIR: /tmp/pcd-ab).
+# Outputs: OUT_DIR/{engine,qp,methods}_{before,after}_<round>.txt (default OUT_DIR: /tmp/pcd-ab), then the
+# before/after table of the minima over the rounds (benchmarks/ab_table.py).
 set -euo pipefail
 before_rev=${1:?usage: bash benchmarks/ab.sh BEFORE_COMMIT [OUT_DIR] [ROUNDS]}
 out=${2:-/tmp/pcd-ab}
@@ -24,3 +25,4 @@ for round in $(seq 1 "$rounds"); do
   done
 done
 echo "results in $out"
+python "$here/benchmarks/ab_table.py" "$out"

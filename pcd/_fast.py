@@ -31,6 +31,9 @@ def small_batch(B: int) -> bool:
 
 
 _SMALL_ARRAY = 32  # up to this many entries a Python sum beats np.isfinite(a).all() (~0.5 vs ~1.4 us at 6)
+# Above this many the sum of squares is left alone: OpenBLAS runs a long dot product on its thread
+# pool, whose busy-waiting threads then slow the caller's next BLAS calls (the K = 256 QP: 3 -> 8 ms).
+_BLAS_SUM_MAX = 4096
 
 
 def all_finite(a: np.ndarray) -> bool:
@@ -41,7 +44,7 @@ def all_finite(a: np.ndarray) -> bool:
     of squares ``a . a`` (no cancellation: inf - inf cannot occur); so a finite sum settles it. Up
     to :data:`_SMALL_ARRAY` entries the sum is a Python ``sum`` over ``tolist()``; beyond, the dot
     product of the contiguous array with itself (one BLAS call, no temporary array: ~0.8 vs ~1.5 us
-    at 90 entries, ~1 vs ~2 us at 2000). A sum that overflows (entries beyond ~1e154) falls back
+    at 90 entries, ~1 vs ~2 us at 2000), up to :data:`_BLAS_SUM_MAX` entries. A sum that overflows (entries beyond ~1e154) falls back
     to the full check, so the answer is always exact."""
     kind = a.dtype.kind
     if kind in "iub":
@@ -50,7 +53,7 @@ def all_finite(a: np.ndarray) -> bool:
         if a.size <= _SMALL_ARRAY:
             if math.isfinite(sum(a.ravel().tolist())):
                 return True
-        elif a.flags.c_contiguous:
+        elif a.size <= _BLAS_SUM_MAX and a.flags.c_contiguous:
             v = a.reshape(-1)
             # np.vdot: the BLAS dot without NumPy's floating-point error check (an overflowing sum
             # of squares must not warn: it only sends the answer to the full check below)

@@ -1,0 +1,85 @@
+"""Before/after table from the outputs of ``benchmarks/ab.sh`` (the minimum over its rounds per figure).
+
+    python benchmarks/ab_table.py [OUT_DIR]     (default /tmp/pcd-ab)
+
+Prints one Markdown table per benchmark: bench_engine (seconds per method and in total, 15 methods x
+3 starts x 3000 steps), bench_qp (median ms per solve) and bench_methods (us per call), with the
+after/before ratio; a ratio above 1 is slower. Minima, because these machines are noisy and noise
+only ever adds time.
+"""
+from __future__ import annotations
+
+import re
+import sys
+from collections import defaultdict
+from pathlib import Path
+
+
+def _engine(text: str) -> dict[str, float]:
+    out = {}
+    for line in text.splitlines():
+        m = re.match(r"\s+(\S+(?: nashmtl)?)\s+([0-9.]+) s", line)
+        if m:
+            out[m.group(1)] = float(m.group(2))
+    return out
+
+
+def _qp(text: str) -> dict[str, float]:
+    out = {}
+    for line in text.splitlines():
+        m = re.match(r"\s*(\d+)\s+(full rank|rank deficient)\s+([0-9.]+)", line)
+        if m:
+            out[f"K={m.group(1)} {m.group(2)}"] = float(m.group(3))
+    return out
+
+
+def _methods(text: str) -> dict[str, float]:
+    lines = [ln for ln in text.splitlines() if ln.strip()]
+    head = next((ln.split()[1:] for ln in lines if ln.startswith("method")), [])
+    out = {}
+    for ln in lines:
+        parts = ln.split()
+        if len(parts) == len(head) + 1 and re.fullmatch(r"[a-z0-9_]+", parts[0]) and parts[0] != "method":
+            for col, v in zip(head, parts[1:]):
+                out[f"{parts[0]} {col}"] = float(v)
+    return out
+
+
+PARSERS = {"engine": (_engine, "s"), "qp": (_qp, "ms"), "methods": (_methods, "us")}
+
+
+def table(out_dir: Path) -> str:
+    blocks = []
+    for bench, (parse, unit) in PARSERS.items():
+        best: dict[str, dict[str, float]] = {"before": {}, "after": {}}
+        rounds: dict[str, int] = defaultdict(int)
+        for side in ("before", "after"):
+            for f in sorted(out_dir.glob(f"{bench}_{side}_*.txt")):
+                rounds[side] += 1
+                for k, v in parse(f.read_text()).items():
+                    best[side][k] = min(v, best[side].get(k, float("inf")))
+        keys = [k for k in best["before"] if k in best["after"]]
+        if not keys:
+            continue
+        rows = [f"### bench_{bench} ({unit}, min over {rounds['before']} / {rounds['after']} rounds)", "",
+                f"| figure | before ({unit}) | after ({unit}) | after / before |", "|---|---|---|---|"]
+        for k in keys:
+            b, a = best["before"][k], best["after"][k]
+            ratio = a / b if b > 0 else float("nan")
+            rows.append(f"| {k} | {b:.4g} | {a:.4g} | {ratio:.2f} |")
+        blocks.append("\n".join(rows))
+    return "\n\n".join(blocks) + "\n"
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = sys.argv[1:] if argv is None else argv
+    out_dir = Path(args[0] if args else "/tmp/pcd-ab")
+    if not out_dir.is_dir():
+        print(f"no such folder: {out_dir} (run benchmarks/ab.sh first)", file=sys.stderr)
+        return 2
+    print(table(out_dir), end="")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
