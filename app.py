@@ -15,7 +15,7 @@ import streamlit as st
 from pcd import solve_qp
 from pcd.jobs import default_data_dir, ensure_supervisor
 from pcd.studio import gradient_vectors, studio_pages
-from pcd.ui import claim, setup_page, url_default, url_sync, warmup
+from pcd.ui import claim, preload_plotly, setup_page, url_default, url_sync, warmup
 
 ROOT = Path(__file__).resolve().parent
 HOME_TITLE = "PCD Studio"
@@ -33,17 +33,6 @@ BLURBS = {
     "Basin_maps": "which start leads where: outcome maps per method",
 }
 
-# Once per server process: import what the pages need and compute their default views in a
-# background thread, so a page's first visitor does not wait for either (PCD_NO_WARMUP=1: off).
-warmup.start()
-
-# Running the app is enough: queued pruning runs need a supervisor, so start one unless it is
-# alive already (or PCD_NO_AUTOSTART=1, e.g. when a supervisor runs under systemd).
-if os.environ.get("PCD_NO_AUTOSTART") != "1":
-    try:
-        ensure_supervisor(default_data_dir())
-    except Exception as exc:  # never block the home page on the queue
-        st.sidebar.warning(f"The run queue's supervisor could not start: {exc}")
 
 
 def home() -> None:
@@ -124,4 +113,20 @@ PAGES = studio_pages(ROOT / "pages")
 nav = st.navigation([st.Page(home, title=HOME_TITLE, icon=":material/flag:", default=True)]
                    + [st.Page(str(p["path"]), title=p["title"], icon=p["icon"], url_path=p["url_path"])
                       for p in PAGES])
+# First of the run: the browser starts fetching and evaluating Plotly.js (~1.2 s of its CPU) while
+# the page runs (every page but home draws charts; home preloads it once idle).
+preload_plotly(now=nav.title != HOME_TITLE)
+
+# Once per server process: import what the pages need and compute their default views in a
+# background thread, so a page's first visitor does not wait for either (PCD_NO_WARMUP=1: off).
+warmup.start()
+
+# Running the app is enough: queued pruning runs need a supervisor, so start one unless it is
+# alive already (or PCD_NO_AUTOSTART=1, e.g. when a supervisor runs under systemd).
+if os.environ.get("PCD_NO_AUTOSTART") != "1":
+    try:
+        ensure_supervisor(default_data_dir())
+    except Exception as exc:  # never block the home page on the queue
+        st.sidebar.warning(f"The run queue's supervisor could not start: {exc}")
+
 nav.run()

@@ -72,7 +72,7 @@ def streamlit_server(tmp_path_factory):
                 time.sleep(0.3)
         else:
             raise RuntimeError("streamlit did not become healthy within 60 s")
-        yield {"url": url, "data_dir": data_dir}
+        yield {"url": url, "data_dir": data_dir, "pid": proc.pid}
     finally:
         try:
             os.killpg(proc.pid, signal.SIGTERM)

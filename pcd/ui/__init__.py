@@ -4,6 +4,7 @@ friendly errors and downloads. Only presentation lives here -- no math.
 from __future__ import annotations
 
 import functools
+import threading
 import json
 from collections.abc import Sequence
 from pathlib import Path
@@ -146,10 +147,19 @@ _PRELOAD_JS = """<script>(() => {{
 }})();</script>"""
 
 
+_preloaded = threading.local()  # set by preload_plotly in the router for this run; setup_page then skips it
+
+
 def preload_plotly(now: bool = True) -> None:
     """Let the browser fetch and evaluate Plotly.js while the page runs (``now=False``: once the
     page is idle, for a page without charts whose visitor may open one next). No-op when the
-    installed Streamlit's chunk is not found."""
+    installed Streamlit's chunk is not found.
+
+    The router (``app.py``) calls it before anything else of a run, ~0.15 s before the page's own
+    first element; :func:`setup_page` then does not emit it a second time (a page run on its own,
+    e.g. under AppTest, still gets it from :func:`setup_page`). One flag per script thread: a
+    session's reruns run one after another on its thread."""
+    _preloaded.done = True
     name = plotly_chunk()
     if name is None:
         return
@@ -171,7 +181,11 @@ def setup_page(title: str, icon: str = ":material/insights:", intro: str | None 
     except Exception:  # set_page_config may only be called once per run (e.g. under AppTest)
         pass
     st.markdown(_CSS, unsafe_allow_html=True)
-    preload_plotly(now=charts)
+    if getattr(_preloaded, "done", False):
+        _preloaded.done = False  # the router has emitted it for this run
+    else:
+        preload_plotly(now=charts)
+        _preloaded.done = False
     if LOGO.is_file():
         st.logo(str(LOGO), size="large")
     with st.sidebar:
