@@ -1,9 +1,11 @@
 """PCD Studio: the router (``st.navigation``) and the home page -- what PCD is, its QP, where to go next.
 
 Run with ``streamlit run app.py`` (binds to 127.0.0.1 by default, see .streamlit/config.toml).
-The menu lists the home page first, then every ``pages/NN_Name.py`` in order, labelled with the
+The menu lists the home page first, then every ``views/NN_Name.py`` in order, labelled with the
 title the page passes to ``setup_page`` and served at the old multipage URL ``/Name``, so shared
-links keep working.
+links keep working. The folder is not called ``pages/``: Streamlit lists a ``pages/`` folder by
+file name in the first session a server serves ("app", "Tau dial", ...) and, in that session,
+never replaces that menu with ``st.navigation``'s titles.
 """
 from __future__ import annotations
 
@@ -109,7 +111,7 @@ def home() -> None:
     st.caption("Command line: `python -m pcd --help` · every figure on these pages can be produced by the CLI.")
 
 
-PAGES = studio_pages(ROOT / "pages")
+PAGES = studio_pages(ROOT / "views")
 nav = st.navigation([st.Page(home, title=HOME_TITLE, icon=":material/flag:", default=True)]
                    + [st.Page(str(p["path"]), title=p["title"], icon=p["icon"], url_path=p["url_path"])
                       for p in PAGES])

@@ -7,6 +7,7 @@ process group, so the queue supervisor it may start is killed with it).
 """
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import signal
@@ -45,14 +46,14 @@ def _no_warmup_thread(monkeypatch):
     monkeypatch.setenv("PCD_NO_WARMUP", "1")
 
 
-@pytest.fixture(scope="session")
-def streamlit_server(tmp_path_factory):
-    """Base URL of `streamlit run app.py` on 127.0.0.1; ``PCD_DATA_DIR`` is a fresh temp folder."""
-    data_dir = tmp_path_factory.mktemp("pcd-data")
+@contextlib.contextmanager
+def serve_studio(data_dir: Path, log_path: Path):
+    """`streamlit run app.py` on a free 127.0.0.1 port until the block ends (stopped by process
+    group: the queue supervisor it may start goes with it); yields ``{"url", "data_dir", "pid"}``."""
     port = _free_port()
     env = dict(os.environ, PCD_DATA_DIR=str(data_dir), PYTHONUNBUFFERED="1")
     env.pop("PCD_NO_WARMUP", None)  # a real server warms its caches up, as deployed (pcd.ui.warmup)
-    log = open(tmp_path_factory.mktemp("streamlit-log") / "server.log", "w")
+    log = open(log_path, "w")
     proc = subprocess.Popen(
         [sys.executable, "-m", "streamlit", "run", str(ROOT / "app.py"), "--server.port", str(port),
          "--server.address", "127.0.0.1", "--server.headless", "true",
@@ -83,6 +84,14 @@ def streamlit_server(tmp_path_factory):
             except ProcessLookupError:
                 pass
         log.close()
+
+
+@pytest.fixture(scope="session")
+def streamlit_server(tmp_path_factory):
+    """Base URL of `streamlit run app.py` on 127.0.0.1; ``PCD_DATA_DIR`` is a fresh temp folder."""
+    with serve_studio(tmp_path_factory.mktemp("pcd-data"),
+                      tmp_path_factory.mktemp("streamlit-log") / "server.log") as server:
+        yield server
 
 
 @pytest.fixture(scope="session")

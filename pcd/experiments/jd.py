@@ -2,7 +2,7 @@
 Optimization", arXiv 2406.16232, the TorchJD library) next to PCD, as plain data.
 
 Three experiments, each a function returning JSON-able dictionaries (used by ``python -m pcd jd``,
-``pages/06_Jacobian_descent.py`` and the tests), each in its own module and gathered here under
+``views/06_Jacobian_descent.py`` and the tests), each in its own module and gathered here under
 one name:
 
 1. :func:`property_table` (:mod:`pcd.methods.properties`) -- every registry method as an

@@ -113,7 +113,7 @@ def _presenter_toggle() -> bool:
 
 def page_link(path: str, label: str, query_params: dict[str, Any] | None = None,
               icon: str = ":material/open_in_new:") -> None:
-    """A link to another page of the app (``"pages/02_Toy_landscapes.py"``) opening it with
+    """A link to another page of the app (``"views/02_Toy_landscapes.py"``) opening it with
     ``query_params`` (and presenter mode, when on). Falls back to a plain link when the page is not
     registered with this run (e.g. a page script run on its own under a test harness)."""
     params = {k: str(v) for k, v in (query_params or {}).items()}

@@ -51,10 +51,25 @@ def coincident_groups(P: np.ndarray, tol: float = COINCIDE_TOL) -> list[list[int
     return groups
 
 
-def _group_text(exps: np.ndarray, idx: list[int]) -> str:
+LABEL_SPAN = 0.07        # labels of points closer than this share of the plot's span are merged
+
+
+def _group_text(exps: np.ndarray, idx: list[int], coincide: bool = True) -> str:
     if len(idx) == 1:
         return power_label(exps[idx[0]])
-    return f"{power_label(exps[idx[0]])} … {power_label(exps[idx[-1]])} ({len(idx)} scales)"
+    span = f"{power_label(exps[idx[0]])} … {power_label(exps[idx[-1]])}"
+    return f"{span} ({len(idx)} scales)" if coincide else span
+
+
+def _labels(P: np.ndarray, exps: np.ndarray, near: float) -> list[str]:
+    """One text per point: a label at the first point of each run of points that coincide
+    (``COINCIDE_TOL``: ``10ᵃ … 10ᵇ (n scales)``) or lie within ``near`` of each other (``10ᵃ … 10ᵇ``:
+    labels that would overprint merge), empty elsewhere."""
+    text = [""] * len(P)
+    for g in coincident_groups(P, max(near, COINCIDE_TOL)):
+        exact = all(np.linalg.norm(P[i] - P[g[0]]) <= COINCIDE_TOL for i in g)
+        text[g[0]] = _group_text(exps, g, coincide=exact)
+    return text
 
 
 def eps_window_text(result: dict) -> str | None:
@@ -91,12 +106,15 @@ def sweep_figure(result: dict, current: float | None = None, height: int = 540) 
             raise ValueError(f"current exponent {current} is not in the sweep {exps.tolist()}")
         cur_idx = int(d.argmin())
     positions = ("bottom right", "top left", "bottom left", "top right")
+    pts = np.concatenate([np.asarray(r["endpoints"], dtype=float) for r in methods.values()]
+                         + ([np.asarray(result["pareto_set"], dtype=float)] if result.get("pareto_set") is not None else []))
+    pts = pts[np.isfinite(pts).all(axis=1)]
+    lo, hi = (pts.min(axis=0), pts.max(axis=0)) if len(pts) else (np.zeros(2), np.ones(2))
+    span = float(max(np.max(hi - lo), 1e-9))
     for j, (name, r) in enumerate(methods.items()):
         P = np.asarray(r["endpoints"], dtype=float)
         col = method_color(name)
-        text = [""] * exps.size
-        for g in coincident_groups(P):
-            text[g[0]] = _group_text(exps, g)
+        text = _labels(P, exps, LABEL_SPAN * span)
         eps_note = ["" if f else "<br>ε-dominated scale" for f in free]
         fig.add_trace(go.Scatter(
             x=P[:, 0], y=P[:, 1], mode="lines+markers+text", name=f"{method_label(name)} (drift {r['drift']:.3g})",
@@ -114,8 +132,9 @@ def sweep_figure(result: dict, current: float | None = None, height: int = 540) 
                                      hovertemplate=f"{method_label(name)} at {power_label(exps[cur_idx])}<extra></extra>"))
     fig.update_layout(**base_layout(height=height))
     style_axes(fig)
-    fig.update_xaxes(title_text="x₁")
-    fig.update_yaxes(title_text="x₂", scaleanchor="x", scaleratio=1)
+    pad = 0.1 * span  # room for the end points' labels inside the plot (they are written to the right)
+    fig.update_xaxes(title_text="x₁", range=[float(lo[0] - pad), float(hi[0] + 2.5 * pad)])
+    fig.update_yaxes(title_text="x₂", scaleanchor="x", scaleratio=1, range=[float(lo[1] - pad), float(hi[1] + pad)])
     return fig
 
 

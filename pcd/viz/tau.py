@@ -169,7 +169,19 @@ def tradeoff_figure(records: Sequence[dict], pareto_front: Any = None, selected:
                                  marker=dict(size=24, color="rgba(0,0,0,0)", line=dict(color="#24292f", width=3)),
                                  hoverinfo="skip"))
     fig.update_layout(**base_layout(height=height), clickmode="event+select")
+    # a compact legend (two entries a row, smaller type): in a half-width column at 800 px it would
+    # otherwise take one row per entry and squeeze the plot
+    fig.update_layout(legend=dict(entrywidth=0.5, entrywidthmode="fraction", font=dict(size=12)))
     style_axes(fig)
+    if xaxis["type"] == "log":  # room on the right for the τ labels (drawn right of their points)
+        xaxis["range"] = [xaxis["range"][0], xaxis["range"][1] + 0.25 * (xaxis["range"][1] - xaxis["range"][0])]
+    else:
+        xs_all = np.concatenate([allv[0::2]] + ([pf[:, 0]] if pf is not None else []) + ([np.asarray(px)] if px else []))
+        xs_all = xs_all[np.isfinite(xs_all)]
+        if xs_all.size:
+            lo, hi = float(xs_all.min()), float(xs_all.max())
+            w = max(hi - lo, 1e-12)
+            xaxis["range"] = [lo - 0.04 * w, hi + 0.22 * w]
     fig.update_xaxes(title_text="primary f₁ (mean over starts)", **xaxis)
     fig.update_yaxes(title_text="secondary f₂ (mean over starts)", **yaxis)
     fig.update_layout(margin=dict(l=70, r=30, t=70, b=50))

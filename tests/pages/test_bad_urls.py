@@ -7,7 +7,7 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 ROOT = Path(__file__).resolve().parents[2]
-PAGES = sorted(p.name for p in (ROOT / "pages").glob("[0-9][0-9]_*.py"))
+PAGES = sorted(p.name for p in (ROOT / "views").glob("[0-9][0-9]_*.py"))
 GARBAGE = {
     "angle": "abc", "norm2": "-1e309", "tau": "7", "methods": "nope,__import__('os')", "problem": "zzz",
     "lr": "nan", "steps": "-5", "starts": "1,2;;x", "k": "1e999", "kmin": "1", "kmax": "9999",
@@ -20,7 +20,7 @@ GARBAGE = {
 def test_page_opens_with_hostile_query_params(page, tmp_path, monkeypatch):
     monkeypatch.setenv("PCD_DATA_DIR", str(tmp_path))
     monkeypatch.setenv("PCD_NO_AUTOSTART", "1")
-    at = AppTest.from_file(str(ROOT / "pages" / page), default_timeout=180)
+    at = AppTest.from_file(str(ROOT / "views" / page), default_timeout=180)
     for k, v in GARBAGE.items():
         at.query_params[k] = v
     at.run()
@@ -30,7 +30,7 @@ def test_page_opens_with_hostile_query_params(page, tmp_path, monkeypatch):
 def _geometry(query, tmp_path, monkeypatch):
     monkeypatch.setenv("PCD_DATA_DIR", str(tmp_path))
     monkeypatch.setenv("PCD_NO_AUTOSTART", "1")
-    at = AppTest.from_file(str(ROOT / "pages" / "01_Gradient_geometry.py"), default_timeout=180)
+    at = AppTest.from_file(str(ROOT / "views" / "01_Gradient_geometry.py"), default_timeout=180)
     for k, v in query.items():
         at.query_params[k] = v
     at.run()

@@ -10,7 +10,7 @@ from streamlit.testing.v1 import AppTest
 
 from pcd import studio
 
-PAGE = str(Path(__file__).resolve().parents[2] / "pages" / "09_Basin_maps.py")
+PAGE = str(Path(__file__).resolve().parents[2] / "views" / "09_Basin_maps.py")
 
 
 def _app(**query) -> AppTest:

@@ -9,7 +9,7 @@ import torch
 from streamlit.testing.v1 import AppTest
 
 torch.set_num_threads(1)
-PAGE = str(Path(__file__).resolve().parents[2] / "pages" / "07_Constraints_vs_penalties.py")
+PAGE = str(Path(__file__).resolve().parents[2] / "views" / "07_Constraints_vs_penalties.py")
 
 
 def _metrics(at):

@@ -13,7 +13,7 @@ from streamlit.testing.v1 import AppTest
 
 from pcd import studio
 
-PAGES = Path(__file__).resolve().parents[2] / "pages"
+PAGES = Path(__file__).resolve().parents[2] / "views"
 
 
 def _app(name: str, **query) -> AppTest:

@@ -15,7 +15,7 @@ from pcd import studio
 from pcd.experiments import synthetic
 from pcd.ui import plotly_chunk, warmup
 
-PAGES = Path(__file__).resolve().parents[2] / "pages"
+PAGES = Path(__file__).resolve().parents[2] / "views"
 DEFAULT_PAGES = ["01_Gradient_geometry.py", "03_K_objective_benchmark.py", "04_Scale_invariance.py",
                  "05_Tau_dial.py"]
 

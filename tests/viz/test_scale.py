@@ -20,8 +20,13 @@ def test_sweep_figure_points_and_highlight(result):
     np.testing.assert_allclose(np.c_[ws.x, ws.y], result["methods"]["ws"]["endpoints"])
     assert ws.marker.line.color == method_color("ws")
     assert set(ws.marker.color) == {method_color("ws")}  # every scale is scale-free here: filled markers
-    # distinct points: one label each, exponents as superscripts
-    assert list(ws.text) == ["10⁻²", "10⁰", "10²", "10⁴"]
+    # distinct points: one label each, exponents as superscripts; 10² and 10⁴ lie 0.06 apart (4 % of
+    # the plot's span: their labels would overprint), so they share one, which claims no coincidence
+    assert list(ws.text) == ["10⁻²", "10⁰", "10² … 10⁴", ""]
+    # every point and its label fit inside the axes' ranges
+    for t in (ws,):
+        assert fig.layout.xaxis.range[0] < min(t.x) and max(t.x) < fig.layout.xaxis.range[1]
+        assert fig.layout.yaxis.range[0] < min(t.y) and max(t.y) < fig.layout.yaxis.range[1]
     pcd = next(t for t in fig.data if t.name.startswith("PCD ("))
     assert [t for t in pcd.text if t] == ["10⁻² … 10⁴ (4 scales)"]  # coinciding points share one label
     rings = [t for t in fig.data if t.name and "at 10^2" in t.name]

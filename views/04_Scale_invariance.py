@@ -80,9 +80,9 @@ st.dataframe(table.style.format({c: "{:.4g}" for c in table.columns if c != "met
              width="stretch")
 st.caption("Operating point = mean position over the last 20 % of the steps (methods chattering on the box's kinks "
            "oscillate with an amplitude ~ lr). Drift = the largest distance between two operating points over the "
-           "scale-free scales; *drift, every scale* includes the ε-dominated ones. Points that coincide share one "
-           "label (10ᵃ … 10ᵇ); open markers are ε-dominated scales. Click a legend entry to hide a method, "
-           "double-click to show it alone.")
+           "scale-free scales; *drift, every scale* includes the ε-dominated ones. Points that coincide share one label "
+           "(10ᵃ … 10ᵇ, n scales), and so do points too close to label apart (10ᵃ … 10ᵇ: hover for each); open "
+           "markers are ε-dominated scales. Click a legend entry to hide a method, double-click to show it alone.")
 if result.get("eps") is not None and window:
     bad = [kk for kk, f in zip(result["exponents"], result["scale_free"]) if not f]
     st.warning(

@@ -135,7 +135,7 @@ for method, event in events.items():
                              f1=f1, f2=f2)
     for k in [k for k in st.session_state if str(k).startswith("toy_")]:
         del st.session_state[k]  # the toy page reads its settings from the link, not from an old visit
-    st.switch_page("pages/02_Toy_landscapes.py", query_params=query)
+    st.switch_page("views/02_Toy_landscapes.py", query_params=query)
 
 for name, msg in res.errors.items():
     st.warning(f"{registry.get(name).display_name} failed: {msg}")

@@ -107,7 +107,7 @@ def step_one_d():
             f"only itself and what remains is g₂'s guaranteed share τ = 0.3 (μ = {pcd_row['mu'][0]:.2f}), "
             f"rescaled to ‖g₁‖: **d = {pcd_row['direction'][0]:+.2f}**. It costs the primary this step "
             f"(g₁·d = {pcd_row['progress'][0]:+.2f}), but PCD keeps moving.")
-    return geometry_figure(r, height=430), text, "pages/01_Gradient_geometry.py", {"angle": 180, "norm2": 1.0}
+    return geometry_figure(r, height=430), text, "views/01_Gradient_geometry.py", {"angle": 180, "norm2": 1.0}
 
 
 def step_saddle():
@@ -120,7 +120,7 @@ def step_saddle():
             f"{', '.join(stalled)} stop in the left valley where the gradients cancel; PCD crosses the barrier "
             f"and reaches the point where both objectives are optimal from {n_pcd} of {res.S} starts. "
             "Press ▶ Play or step: the panels follow start S1 of PCD, the weighted sum and MGDA.")
-    return _saddle_figure(420 if presenter_mode() else 560), text, "pages/02_Toy_landscapes.py", {}
+    return _saddle_figure(420 if presenter_mode() else 560), text, "views/02_Toy_landscapes.py", {}
 
 
 def step_basins():
@@ -133,7 +133,7 @@ def step_basins():
             + " The symmetric maps split near the barrier: starts on its left end in the conflict equilibrium (red).")
     # the Basin maps page when installed (its file name is its own), else the toy page
     basin_page = next(iter(sorted(Path(__file__).parent.glob("*[Bb]asin*.py"))), None)
-    link = f"pages/{basin_page.name}" if basin_page else "pages/02_Toy_landscapes.py"
+    link = f"views/{basin_page.name}" if basin_page else "views/02_Toy_landscapes.py"
     params = {"problem": "saddle2d", "methods": ",".join(res.methods), "tau": 0.02, "lr": 0.02, "steps": 1000,
               "grid": res.n} if basin_page else {}  # the same maps, larger, with a click to each trajectory
     return (basin_figure(res, columns=len(res.methods), optima=_saddle_problem().optima(), height=380), text,
@@ -154,7 +154,7 @@ def step_stall():
             f"‖d‖ = {ref['d_norm'][t]:.0e}: the update vanished, not the gradient. PCD, where it passed MGDA's "
             "stopping point: g₁ cancels in its direction and g₂'s share τ remains, so d ≠ 0 and it climbs on."
             if ref is not None else "No symmetric method stalled at a conflict equilibrium from start S1 in this run.")
-    return fig, text, "pages/02_Toy_landscapes.py", {}
+    return fig, text, "views/02_Toy_landscapes.py", {}
 
 
 def step_kbench():
@@ -165,7 +165,7 @@ def step_kbench():
     text = ("A double well in every coordinate and K−1 secondaries, all starting at xⱼ = −0.6, where a convex "
             "combination of the gradients is exactly zero. MGDA's final primary-gradient norm follows "
             f"1.536·√(K−1) (within {100 * worst:.2g} % here); PCD ends with ‖∇f₁‖ ≤ {pcd_res:.1e} at every K.")
-    return residual_figure(records, height=430), text, "pages/03_K_objective_benchmark.py", {}
+    return residual_figure(records, height=430), text, "views/03_K_objective_benchmark.py", {}
 
 
 def step_scale():
@@ -177,7 +177,7 @@ def step_scale():
             f"change. The weighted sum's operating point slides along the front (drift {d.get('ws', float('nan')):.3g}); "
             f"PCD normalizes every gradient by its own running norm and stays put (drift {d.get('pcd', float('nan')):.3g} "
             f"over {span}, where the secondary's gradient is well above the normalizer's ε).")
-    return sweep_figure(result, current=0, height=430), text, "pages/04_Scale_invariance.py", {}
+    return sweep_figure(result, current=0, height=430), text, "views/04_Scale_invariance.py", {}
 
 
 def step_tau():
@@ -187,7 +187,7 @@ def step_tau():
             "(no common minimizer) τ sets the *rate* at which PCD trades primary for secondary, not an end point: "
             + ", ".join(f"after {b} steps f₂ = {min(v):.2g} … {max(v):.2g}" for b, v in by_budget.items())
             + ". Where a point with every objective stationary exists (the saddle), every τ > 0 ends there.")
-    return (tradeoff_figure(records, pareto_front=front, selected=0.1, height=430), text, "pages/05_Tau_dial.py",
+    return (tradeoff_figure(records, pareto_front=front, selected=0.1, height=430), text, "views/05_Tau_dial.py",
             {"problem": "quadratic"})
 
 
