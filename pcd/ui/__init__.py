@@ -4,8 +4,8 @@ friendly errors and downloads. Only presentation lives here -- no math.
 from __future__ import annotations
 
 import functools
-import threading
 import json
+import threading
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -47,6 +47,13 @@ _CSS = """
   @media (max-width: 1100px) {
     section[data-testid="stSidebar"] {width: 210px !important; min-width: 210px !important;}
     .katex-display {font-size: 0.9em;}
+  }
+  /* a short screen (a 1280 x 720 projector, a laptop): a smaller title, so more of the figure
+     under the settings is in the first view */
+  @media (max-height: 820px) {
+    .block-container {padding-top: 1.4rem;}
+    [data-testid="stMain"] h1 {font-size: 2.1rem; padding: .6rem 0 .4rem 0;}
+    .katex-display {margin: .4em 0;}
   }
 </style>
 """

@@ -75,3 +75,40 @@ def test_plotly_chunk_of_the_installed_streamlit():
     name = plotly_chunk()
     assert name is not None and name.startswith("PlotlyChart.") and name.endswith(".js")
     assert (Path(st.__file__).parent / "static" / "static" / "js" / name).stat().st_size > 1_000_000
+
+
+def test_modules_plotly_peeks_at_are_imported_before_the_thread_starts(monkeypatch):
+    """Plotly uses some modules only if they are in sys.modules (``get_module(name,
+    should_load=False)``); a half-imported one (the warm-up thread inside ``import pandas``) broke a
+    page built at that moment. Every such module of the installed Plotly is in
+    ``PEEKED_BY_PLOTLY``, and :func:`warmup.start` imports them before starting its thread."""
+    import re
+    import sys
+
+    import plotly
+
+    root = Path(plotly.__file__).resolve().parents[1]
+    peeked = set()
+    for pkg in ("plotly", "_plotly_utils"):
+        for f in (root / pkg).rglob("*.py"):
+            peeked |= set(re.findall(r'get_module\("([\w.]+)",\s*should_load=False', f.read_text(errors="ignore")))
+    peeked -= {"sage.all"}  # SageMath: not a dependency of the product
+    assert peeked and peeked <= set(warmup.PEEKED_BY_PLOTLY), peeked
+
+    seen = {}
+
+    class _Thread:  # records what is imported when the thread would start
+        def __init__(self, target, name, daemon):
+            seen["modules"] = {m: m in sys.modules for m in warmup.PEEKED_BY_PLOTLY}
+
+        def start(self):
+            seen["started"] = True
+
+    monkeypatch.delenv("PCD_NO_WARMUP", raising=False)
+    monkeypatch.setattr(warmup.threading, "Thread", _Thread)
+    warmup.start.clear()
+    try:
+        warmup.start()
+    finally:
+        warmup.start.clear()
+    assert seen.get("started") and all(seen["modules"].values()), seen
