@@ -6,14 +6,12 @@ query key any page reads, in three rotations; page 2 also gets each of the issue
 from __future__ import annotations
 
 import re
-from pathlib import Path
 
 import pytest
-from streamlit.testing.v1 import AppTest
 
-ROOT = Path(__file__).resolve().parents[2]
-PAGES = sorted(p.name for p in (ROOT / "views").glob("[0-9][0-9]_*.py"))
-KEYS = sorted({m for p in (ROOT / "views").glob("*.py")
+from tests.pages._apptest import PAGES, VIEWS, open_page
+
+KEYS = sorted({m for p in VIEWS.glob("*.py")
                for m in re.findall(r'url_(?:default|json)\("([a-z0-9_]+)"', p.read_text())})
 BIG = "9" * 400
 DEEP = "[" * 5000 + "]" * 5000
@@ -27,13 +25,7 @@ HP_CASES = ['{"pcd":5}', '{"cagrad":null}', '{"ws":{"w":[1,2]}}', DEEP, '{"pcd":
 
 
 def _open(page, params, tmp_path, monkeypatch):
-    monkeypatch.setenv("PCD_DATA_DIR", str(tmp_path))
-    monkeypatch.setenv("PCD_NO_AUTOSTART", "1")
-    at = AppTest.from_file(str(ROOT / "views" / page), default_timeout=240)
-    for k, v in params.items():
-        at.query_params[k] = v
-    at.run()
-    return at
+    return open_page(page, params, tmp_path, monkeypatch, timeout=240)
 
 
 @pytest.mark.slow

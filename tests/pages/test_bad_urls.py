@@ -1,13 +1,11 @@
 """A shared link must always open: every page survives malformed or hostile query parameters
 (wrong types, out-of-range numbers, unknown methods/problems, injection attempts) without an
 exception -- it falls back to defaults or shows a friendly error."""
-from pathlib import Path
 
 import pytest
-from streamlit.testing.v1 import AppTest
 
-ROOT = Path(__file__).resolve().parents[2]
-PAGES = sorted(p.name for p in (ROOT / "views").glob("[0-9][0-9]_*.py"))
+from tests.pages._apptest import PAGES, open_page
+
 GARBAGE = {
     "angle": "abc", "norm2": "-1e309", "tau": "7", "methods": "nope,__import__('os')", "problem": "zzz",
     "lr": "nan", "steps": "-5", "starts": "1,2;;x", "k": "1e999", "kmin": "1", "kmax": "9999",
@@ -18,22 +16,12 @@ GARBAGE = {
 
 @pytest.mark.parametrize("page", PAGES)
 def test_page_opens_with_hostile_query_params(page, tmp_path, monkeypatch):
-    monkeypatch.setenv("PCD_DATA_DIR", str(tmp_path))
-    monkeypatch.setenv("PCD_NO_AUTOSTART", "1")
-    at = AppTest.from_file(str(ROOT / "views" / page), default_timeout=180)
-    for k, v in GARBAGE.items():
-        at.query_params[k] = v
-    at.run()
+    at = open_page(page, GARBAGE, tmp_path, monkeypatch)
     assert not at.exception, f"{page}: {at.exception}"
 
 
 def _geometry(query, tmp_path, monkeypatch):
-    monkeypatch.setenv("PCD_DATA_DIR", str(tmp_path))
-    monkeypatch.setenv("PCD_NO_AUTOSTART", "1")
-    at = AppTest.from_file(str(ROOT / "views" / "01_Gradient_geometry.py"), default_timeout=180)
-    for k, v in query.items():
-        at.query_params[k] = v
-    at.run()
+    at = open_page("01_Gradient_geometry.py", query, tmp_path, monkeypatch)
     assert not at.exception
     return at
 
