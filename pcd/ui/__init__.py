@@ -44,6 +44,10 @@ _CSS = """
   [class*="st-key-pcd_flow_"] > div:has([data-testid="stMultiSelect"]) {flex-basis: 16rem !important;}
   [class*="st-key-pcd_flow_"] [data-testid="stRadio"] [role="radiogroup"] {column-gap: .5rem; row-gap: 0;}
   [class*="st-key-pcd_flow_"] [data-testid="stRadio"] label {margin-right: 0;}
+  /* a row holding a figure wraps before the figure's column gets narrower than ~24rem (the tau
+     dial's two panels at 800 px: one under the other instead of two squeezed plots) */
+  [data-testid="stMain"] [data-testid="stHorizontalBlock"]:has([data-testid="stPlotlyChart"]) {flex-wrap: wrap;}
+  [data-testid="stMain"] [data-testid="stColumn"]:has([data-testid="stPlotlyChart"]) {min-width: min(100%, 24rem);}
   @media (max-width: 1100px) {
     section[data-testid="stSidebar"] {width: 210px !important; min-width: 210px !important;}
     .katex-display {font-size: 0.9em;}

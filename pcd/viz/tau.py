@@ -169,9 +169,6 @@ def tradeoff_figure(records: Sequence[dict], pareto_front: Any = None, selected:
                                  marker=dict(size=24, color="rgba(0,0,0,0)", line=dict(color="#24292f", width=3)),
                                  hoverinfo="skip"))
     fig.update_layout(**base_layout(height=height), clickmode="event+select")
-    # a compact legend (two entries a row, smaller type): in a half-width column at 800 px it would
-    # otherwise take one row per entry and squeeze the plot
-    fig.update_layout(legend=dict(entrywidth=0.5, entrywidthmode="fraction", font=dict(size=12)))
     style_axes(fig)
     if xaxis["type"] == "log":  # room on the right for the τ labels (drawn right of their points)
         xaxis["range"] = [xaxis["range"][0], xaxis["range"][1] + 0.25 * (xaxis["range"][1] - xaxis["range"][0])]
