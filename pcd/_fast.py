@@ -1,4 +1,4 @@
-"""The one dispatch rule for the exact small-batch fast paths.
+"""The one dispatch rule for the exact small-batch fast paths, and the hot paths' finiteness check.
 
 A method may have a scalar (Python-float) path for ``K = 2`` and a few problems -- the toy engine's
 workload (a handful of start points), where tiny-array NumPy overhead dominates. Each such path
@@ -11,6 +11,9 @@ vectorized path, which they reach with :func:`vectorized` -- no test knows the t
         ...  # scalar path
 
 The threshold is :data:`SMALL_BATCH`; it switches the algorithm only, never the validation.
+
+:func:`all_finite` is ``np.isfinite(a).all()`` at a fraction of its cost on the small arrays every
+method call and engine step checks (weights, Gram matrices, the toys' Jacobians).
 """
 from __future__ import annotations
 

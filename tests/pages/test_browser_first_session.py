@@ -17,19 +17,13 @@ pytestmark = [pytest.mark.slow, pytest.mark.browser]
 NAV = "() => Array.from(document.querySelectorAll('[data-testid=stSidebarNav] a')).map(a => a.innerText.trim())"
 
 
-def test_first_session_on_a_deep_link_gets_the_page_titles(browser, tmp_path):
+def test_first_session_on_a_deep_link_gets_the_page_titles(page, tmp_path):
     with serve_studio(tmp_path / "data", tmp_path / "server.log") as server:
-        ctx = browser.new_context(viewport={"width": 1440, "height": 900})
-        page = ctx.new_page()
-        page.set_default_timeout(120_000)
-        try:
-            page.goto(f"{server['url']}/Tau_dial")
-            page.wait_for_function("() => document.querySelector('[data-testid=stMain] h1')")
-            labels = wait_until(lambda: page.evaluate(NAV), 60, "the sidebar menu")
-            page.wait_for_timeout(1500)  # a menu that is replaced later would be replaced by now
-            labels = [label.splitlines()[-1].strip() for label in page.evaluate(NAV)]
-            assert labels[0] == "PCD Studio", labels
-            assert "τ dial" in labels and "Tau dial" not in labels and "app" not in labels, labels
-            assert page.locator("[data-testid='stMain'] h1").first.inner_text().strip() == "τ dial"
-        finally:
-            ctx.close()
+        page.goto(f"{server['url']}/Tau_dial")
+        page.wait_for_function("() => document.querySelector('[data-testid=stMain] h1')")
+        wait_until(lambda: page.evaluate(NAV), 60, "the sidebar menu")
+        page.wait_for_timeout(1500)  # a menu that is replaced later would be replaced by now
+        labels = [label.splitlines()[-1].strip() for label in page.evaluate(NAV)]
+        assert labels[0] == "PCD Studio", labels
+        assert "τ dial" in labels and "Tau dial" not in labels and "app" not in labels, labels
+        assert page.locator("[data-testid='stMain'] h1").first.inner_text().strip() == "τ dial"
