@@ -117,7 +117,11 @@ nav = st.navigation([st.Page(home, title=HOME_TITLE, icon=":material/flag:", def
                       for p in PAGES])
 # First of the run: the browser starts fetching and evaluating Plotly.js (~1.2 s of its CPU) while
 # the page runs (every page but home draws charts; home preloads it once idle).
-preload_plotly(now=nav.title != HOME_TITLE)
+try:
+    on_home = nav.title == HOME_TITLE
+except AttributeError:  # app.py run without a server (bare mode): no page is selected
+    on_home = True
+preload_plotly(now=not on_home)
 
 # Once per server process: import what the pages need and compute their default views in a
 # background thread, so a page's first visitor does not wait for either (PCD_NO_WARMUP=1: off).
