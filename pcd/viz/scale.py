@@ -132,8 +132,10 @@ def sweep_figure(result: dict, current: float | None = None, height: int = 540) 
                                      hovertemplate=f"{method_label(name)} at {power_label(exps[cur_idx])}<extra></extra>"))
     fig.update_layout(**base_layout(height=height))
     style_axes(fig)
-    pad = 0.1 * span  # room for the end points' labels inside the plot (they are written to the right)
-    fig.update_xaxes(title_text="x₁", range=[float(lo[0] - pad), float(hi[0] + 2.5 * pad)])
+    # room for the end points' labels inside the plot: "10⁴ … 10⁷ (4 scales)" written to the right of
+    # the rightmost point takes ~1/3 of the plot's span
+    pad = 0.1 * span
+    fig.update_xaxes(title_text="x₁", range=[float(lo[0] - pad), float(hi[0] + 4.5 * pad)])
     fig.update_yaxes(title_text="x₂", scaleanchor="x", scaleratio=1, range=[float(lo[1] - pad), float(hi[1] + pad)])
     return fig
 
