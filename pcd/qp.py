@@ -153,14 +153,22 @@ def rescale_gram(g: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return out, e
 
 
+def _unit_factor(top: float) -> tuple[int, float | None]:
+    """:func:`rescale_gram`'s rule for one matrix whose largest diagonal entry is ``top``, in Python
+    floats: the exponent ``e`` (0 for a zero, NaN or inf ``top``) and the exact factor ``2^-e``, or
+    None where ``2^-e`` is not a float (``e < -1022``: scale with ``ldexp`` instead)."""
+    e = math.frexp(top)[1] if top > 0.0 else 0
+    return e, (math.ldexp(1.0, -e) if e >= -1022 else None)
+
+
 def _rescale_one(g: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """:func:`rescale_gram` for one ``[K, K]`` matrix (same bits, same refusal)."""
     top = float(np.diagonal(g).max(initial=0.0)) if g.size else 0.0  # NaN propagates: no scaling, as above
-    e = math.frexp(top)[1] if top > 0.0 else 0
+    e, f = _unit_factor(top)
     if e == 0:
         return g, np.zeros((), dtype=np.int64)
     with np.errstate(over="ignore", under="ignore"):
-        out = g * math.ldexp(1.0, -e) if e >= -1022 else np.ldexp(g, -e)
+        out = g * f if f is not None else np.ldexp(g, -e)
     if e < 0 and not np.isfinite(out).all():
         raise ValueError(_NOT_PSD)
     return out, np.array(e, dtype=np.int64)
@@ -215,23 +223,16 @@ def k2_mu_rescaled_scalars(rows: list, tau: float) -> list[float]:
     """:func:`k2_mu_scalar` for each 2x2 Gram matrix in ``rows`` (``gram.tolist()`` of ``[B, 2, 2]``)
     after :func:`rescale_gram`'s exact power-of-two scaling (``max(a, e)`` into ``[0.5, 1)``), in
     Python floats: the small-batch paths' K = 2 solve, bit-identical to the vectorized closed form
-    on a rescaled batch (one loop here: a function call per matrix costs as much as the math)."""
+    on a rescaled batch (one loop here instead of a K = 2 solve call per matrix)."""
     out = []
     for (a, c), (_, e) in rows:
-        top = max(a, e)
-        if top > 0.0:
-            x = math.frexp(top)[1]
-            if x >= -1022:  # a product by the exact factor 2^-x has ldexp's bits (as in rescale_gram)
-                f = math.ldexp(1.0, -x)
-                a, c, e = a * f, c * f, e * f
-            else:
-                a, c, e = math.ldexp(a, -x), math.ldexp(c, -x), math.ldexp(e, -x)
+        x, f = _unit_factor(max(a, e))
+        if f is not None:  # a product by the exact factor 2^-x has ldexp's bits (as in rescale_gram)
+            a, c, e = a * f, c * f, e * f
+        elif x:
+            a, c, e = math.ldexp(a, -x), math.ldexp(c, -x), math.ldexp(e, -x)
         out.append(k2_mu_scalar(a, c, e, tau))
     return out
-    if top > 0.0:
-        x = math.frexp(top)[1]
-        return math.ldexp(a, -x), math.ldexp(c, -x), math.ldexp(e, -x)
-    return a, c, e
 
 
 def _solve_k2(g: np.ndarray, tau: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

@@ -192,11 +192,9 @@ def setup_page(title: str, icon: str = ":material/insights:", intro: str | None 
     except Exception:  # set_page_config may only be called once per run (e.g. under AppTest)
         pass
     st.markdown(_CSS, unsafe_allow_html=True)
-    if getattr(_preloaded, "done", False):
-        _preloaded.done = False  # the router has emitted it for this run
-    else:
+    if not getattr(_preloaded, "done", False):  # else the router has emitted it for this run
         preload_plotly(now=charts)
-        _preloaded.done = False
+    _preloaded.done = False
     if LOGO.is_file():
         st.logo(str(LOGO), size="large")
     with st.sidebar:
