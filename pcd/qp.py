@@ -25,7 +25,15 @@ Solvers (all exact up to floating point; none enumerates the 2^(K-1) subsets):
 
 Zero secondaries (``G_jj = 0``) are ignored. Mutually incompatible constraints (possible only
 for K >= 3, e.g. anti-parallel secondaries with tau > 0) give ``feasible = False`` and the
-primary's weights ``[1, 0, ..., 0]`` for that step.
+primary's weights ``[1, 0, ..., 0]`` for that step. So do constraints that are compatible only by
+a direction ~1e8 times longer than the gradients (:data:`_LONG`), or whose answer does not verify:
+nearly dependent secondaries (``g_6 ~ -g_2``, three secondaries nearly in a plane) where Gram
+arithmetic cannot resolve the slacks -- a flagged step, never a "feasible" direction that violates
+a constraint. Every answer is checked by the KKT conditions with a rounding-aware tolerance
+(:func:`_kkt_excess`); Goldfarb-Idnani's dependence test allows for the active set's condition
+number in its cautious pass, and a constraint implied by the active ones is judged by its exact
+implied slack (from the ``b``'s), not by a rounded one. With ``tau = 0`` (``d = 0`` feasible) the
+answer is never flagged.
 
 The same machinery projects any target ``sum_i u_i g_i`` onto a polyhedron of half-spaces in the
 span of the gradients (:func:`project`), which is what UPGrad / DualProj need, and solves a
@@ -50,6 +58,12 @@ __all__ = ["QPResult", "solve_qp", "project", "solve_nnqp", "check_tau"]
 _ZERO_REL = 1e-24  # G_jj <= _ZERO_REL * scale  =>  gradient j is treated as exactly zero
 _FEAS_REL = 1e-10  # slack >= -_FEAS_REL * scale counts as satisfied
 _DEP_REL = 1e-12  # ||z||^2 <= _DEP_REL * ||g_p||^2  =>  g_p depends linearly on the active normals
+_EPS = float(np.finfo(np.float64).eps)
+# A secondary's term mu_j g_j longer than _LONG times the largest gradient: the constraints (some
+# b_j > 0) are compatible, if at all, only by a direction ~1e8 times longer than any gradient, whose
+# slacks Gram arithmetic resolves no better than ~1e-8 relative. Reported as incompatible
+# (feasible = False) rather than as a step of that length (PCD's gradients are normalized: |d| ~ 1).
+_LONG = 1e8
 
 
 @dataclass(frozen=True)
@@ -59,8 +73,9 @@ class QPResult:
     weights   ``[..., K]``; ``weights[..., 0] == 1``; the direction is ``d~ = weights @ J~``.
     mu        ``[..., K-1]`` multipliers of the secondaries (``weights[..., 1:]``).
     active_mask ``[..., K]`` bool; True where a secondary's constraint binds (``mu_j > 0``).
-    feasible  bool or ``[...]`` bool; False when the constraints are mutually incompatible
-              (then ``weights`` is the primary, ``[1, 0, ..., 0]``).
+    feasible  bool or ``[...]`` bool; False when the constraints are mutually incompatible, or
+              compatible only at a length floating point cannot resolve (see the module
+              docstring); then ``weights`` is the primary, ``[1, 0, ..., 0]``.
     """
 
     weights: np.ndarray
@@ -303,9 +318,14 @@ def _solve_k3(g: np.ndarray, tau: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     zero = np.zeros_like(q1)
     mu1 = np.select([v0, v1, v2, v3], [zero, m1, zero, np.maximum(p1, 0.0)], default=0.0)
     mu2 = np.select([v0, v1, v2, v3], [zero, zero, m2, np.maximum(p2, 0.0)], default=0.0)
-    feasible = v0 | v1 | v2 | v3
-    mu = np.stack([mu1, mu2], axis=-1)
+    feasible = (v0 | v1 | v2 | v3) & ~_too_long(mu1, a, scale) & ~_too_long(mu2, e, scale)
+    mu = np.stack([np.where(feasible, mu1, 0.0), np.where(feasible, mu2, 0.0)], axis=-1)
     return mu, feasible
+
+
+def _too_long(mu: Any, norm2: Any, scale: Any) -> Any:
+    """``mu_j ||g_j|| > _LONG ||g_max||`` (see :data:`_LONG`); arrays or floats."""
+    return mu * mu * norm2 > (_LONG * _LONG) * scale
 
 
 # ---------------------------------------------------------------------------------------------
@@ -317,15 +337,34 @@ def _tol(G: np.ndarray, C: np.ndarray, scale: float) -> np.ndarray:
     return _FEAS_REL * np.sqrt(np.maximum(G[C, C], 0.0) * scale)
 
 
-def _kkt_ok(G: np.ndarray, u: np.ndarray, C: np.ndarray, b: np.ndarray, mu: np.ndarray, scale: float) -> bool:
+def _rounding(absGC: np.ndarray, absw: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """A bound on the rounding error of the slacks ``G[C] @ w - b`` (``absGC = |G[C]|``): a sum of
+    K products carries at most ~K eps of the sum of their magnitudes. Large multipliers (nearly
+    dependent constraints) make this exceed the fixed tolerance; a slack within it is zero."""
+    return (2 * _EPS * absGC.shape[-1]) * (absGC @ absw + np.abs(b))
+
+
+def _kkt_excess(G: np.ndarray, u: np.ndarray, C: np.ndarray, b: np.ndarray, mu: np.ndarray, scale: float) -> float:
+    """How far ``mu`` is from a KKT point, in units of the tolerance (<= 1: it is one): the largest
+    negative slack and slack of a binding constraint (``|slack_j| min(mu_j, 1)``: complementary
+    slackness ``mu_j slack_j ~ 0``, relative for large ``mu_j``), each over the fixed tolerance plus
+    the slack's rounding bound; inf for a negative multiplier."""
+    if mu.size and mu.min() < 0:
+        return math.inf
     w = u.copy()
     w[C] += mu
-    slack = G[C] @ w - b
+    GC = G[C]
+    slack = GC @ w - b
+    viol = np.maximum(-slack, np.abs(slack) * np.minimum(mu, 1.0))
     tol = 10 * _tol(G, C, scale)
-    if (mu < 0).any() or (slack < -tol).any():
-        return False
-    # complementary slackness: mu_j * slack_j ~ 0
-    return bool((np.abs(mu * slack) <= tol * np.maximum(1.0, np.abs(mu))).all())
+    excess = float((viol / tol).max(initial=0.0))
+    if excess <= 1.0:  # verified without the rounding allowance (the common case: skip computing it)
+        return excess
+    return float((viol / (tol + _rounding(np.abs(GC), np.abs(w), b))).max(initial=0.0))
+
+
+def _kkt_ok(G: np.ndarray, u: np.ndarray, C: np.ndarray, b: np.ndarray, mu: np.ndarray, scale: float) -> bool:
+    return _kkt_excess(G, u, C, b, mu, scale) <= 1.0
 
 
 def principal_pivoting(free: np.ndarray, subproblem: Callable[[np.ndarray], tuple[np.ndarray, np.ndarray] | None],
@@ -383,7 +422,15 @@ def _bpp(S: np.ndarray, q: np.ndarray, tol: np.ndarray, maxiter: int = 50) -> np
     return None if mu is None else np.maximum(mu, 0.0)
 
 
-def _goldfarb_idnani(G: np.ndarray, u: np.ndarray, C: np.ndarray, b: np.ndarray, scale: float) -> tuple[np.ndarray, bool]:
+def _cond1(S: np.ndarray, active: list[int], Minv: np.ndarray) -> float:
+    """``||M||_1 ||M^-1||_1`` for the active normals' Gram matrix ``M = S[active, active]``."""
+    if not active:
+        return 1.0
+    return float(np.abs(S[np.ix_(active, active)]).sum(axis=0).max() * np.abs(Minv).sum(axis=0).max())
+
+
+def _goldfarb_idnani(G: np.ndarray, u: np.ndarray, C: np.ndarray, b: np.ndarray, scale: float,
+                     cautious: bool = False) -> tuple[np.ndarray, bool]:
     """Dual active-set method for ``min ||d - sum_i u_i g_i||^2 s.t. g_j.d >= b_j (j in C)``.
 
     Works on inner products only. Keeps the active normals linearly independent (their Gram
@@ -396,22 +443,44 @@ def _goldfarb_idnani(G: np.ndarray, u: np.ndarray, C: np.ndarray, b: np.ndarray,
     Minv = np.zeros((0, 0))
     norms2 = np.maximum(G[C, C], np.finfo(float).tiny)
     tol = _tol(G, C, scale)
-    base = G[C] @ u - b  # slack at mu = 0
+    GC = G[C]
+    base = GC @ u - b  # slack at mu = 0
     S = G[np.ix_(C, C)]
+    nz = np.flatnonzero(u)  # u is mostly one-hot (PCD: the primary): only its columns count
+    base_err = (2 * _EPS * G.shape[0]) * (np.abs(GC[:, nz]) @ np.abs(u[nz]) + np.abs(b))
+    kappa = 1.0  # 1-norm condition number of the active normals' Gram matrix M (1 when none is active)
+    # constraints that depend on the active normals and hold wherever those are tight (their slack
+    # there is fixed by the b's alone); set aside until a constraint leaves the active set
+    implied = np.zeros(m, dtype=bool)
+    any_implied = False
     for _ in range(10 * m + 10):
         slack = base + S @ mu
         cand = slack / np.sqrt(norms2)
+        if any_implied:
+            cand[implied] = np.inf
         if active:
             cand[active] = np.inf
         p = int(np.argmin(cand))
-        if slack[p] >= -tol[p]:
+        # satisfied up to the fixed tolerance and the slack's own rounding error (which grows with mu)
+        sp = slack[p]
+        if sp >= -tol[p]:
+            return mu, True
+        # (a violation beyond 1e7 tol needs sum(mu) > ~1e10 / m to be rounding: not worth checking)
+        if sp > -1e7 * tol[p] and sp >= -(tol[p] + base_err[p] + 2 * _EPS * m * float(np.abs(S[p]) @ mu)):
             return mu, True
         while True:  # add constraint p, possibly dropping others on the way
             Sp = S[active, p] if active else np.zeros(0)
             r = Minv @ Sp if active else np.zeros(0)
             zz = S[p, p] - Sp @ r if active else S[p, p]
             sp = base[p] + S[p] @ mu
-            t1 = -sp / zz if zz > _DEP_REL * S[p, p] else np.inf
+            # g_p depends on the active normals when zz (the squared distance to their span) is below
+            # what rounding leaves of 0: r = Minv Sp carries a relative error ~ eps * kappa, so zz can
+            # come out ~ eps * kappa * |Sp|.|r| for a g_p inside the span; a step on such a zz gives
+            # multipliers ~1 / zz (~1e15) and a "feasible" answer that violates a constraint
+            dep = _DEP_REL * S[p, p]
+            if cautious and active:
+                dep = max(dep, _EPS * kappa * float(np.abs(Sp) @ np.abs(r)))
+            t1 = -sp / zz if zz > dep else np.inf
             t2, k = np.inf, -1
             if active:
                 pos = r > 1e-14 * np.abs(r).max(initial=0.0)
@@ -420,7 +489,15 @@ def _goldfarb_idnani(G: np.ndarray, u: np.ndarray, C: np.ndarray, b: np.ndarray,
                     k = int(np.argmin(ratios))
                     t2 = float(ratios[k])
             if not np.isfinite(t1) and not np.isfinite(t2):
-                return mu, False  # g_p is a non-negative combination of active normals: infeasible
+                # g_p = sum_a r_a g_a with r <= 0: where the active constraints are tight, g_p . d =
+                # r . b_active, so its slack is y . b with y = (r, -1) -- computed from the b's, free
+                # of the rounding in mu. Negative: Farkas (sum y_j g_j = 0, y <= 0): infeasible.
+                # Otherwise the violation seen was rounding: p holds; set it aside.
+                implied_slack = float(r @ b[active]) - b[p] if active else -b[p]
+                if implied_slack < -tol[p]:
+                    return mu, False
+                implied[p] = any_implied = True
+                break
             t = min(t1, t2)
             if active:
                 mu[active] -= t * r
@@ -432,6 +509,9 @@ def _goldfarb_idnani(G: np.ndarray, u: np.ndarray, C: np.ndarray, b: np.ndarray,
                 piv = Minv[i, i]
                 Minv = Minv[np.ix_(keep, keep)] - np.outer(Minv[keep, i], Minv[i, keep]) / piv
                 active.pop(i)
+                kappa = _cond1(S, active, Minv) if cautious else 1.0
+                if any_implied:  # the span shrank: what it implied may no longer hold
+                    implied[:] = any_implied = False
                 continue
             # full step: add p
             a = len(active)
@@ -442,35 +522,62 @@ def _goldfarb_idnani(G: np.ndarray, u: np.ndarray, C: np.ndarray, b: np.ndarray,
             new[a, a] = 1.0 / zz
             Minv = new
             active.append(p)
+            kappa = _cond1(S, active, Minv) if cautious else 1.0
             break
     return mu, True  # iteration cap (not reached in practice); caller verifies KKT
 
 
 def _solve_one(G: np.ndarray, u: np.ndarray, C: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, bool]:
-    """Multipliers ``mu`` (aligned with C) of one projection problem; feasible flag."""
+    """Multipliers ``mu`` (aligned with C) of one projection problem; feasible flag.
+
+    Pivoting first; its answer is kept when the KKT conditions verify. Otherwise Goldfarb-Idnani,
+    then its cautious mode, each polished on its final active set; the first answer that verifies
+    wins, else the one closest to verifying. When some ``b_j > 0`` (so ``d = 0`` is not feasible),
+    an answer that does not verify, or one with a term longer than :data:`_LONG`, is reported as
+    incompatible."""
     scale = max(float(np.diagonal(G).max(initial=0.0)), np.finfo(float).tiny)
     if C.size == 0:
         return np.zeros(0), True
     S = G[np.ix_(C, C)]
     q = G[C] @ u - b
     mu = _bpp(S, q, _tol(G, C, scale))
-    if mu is not None and _kkt_ok(G, u, C, b, mu, scale):
-        return mu, True
-    mu, feasible = _goldfarb_idnani(G, u, C, b, scale)
-    if feasible:
-        # Polish on the final active set (one exact solve) when it is well posed.
-        act = mu > 0
+    excess = math.inf if mu is None else _kkt_excess(G, u, C, b, mu, scale)
+    feasible = True
+    cautious = False
+    while excess > 1.0:
+        cand, ok = _goldfarb_idnani(G, u, C, b, scale, cautious=cautious)
+        if not ok:
+            mu, feasible = cand, False
+            break
+        e = math.inf
+        act = cand > 0  # polish on the final active set (one exact solve) when it is well posed
         if act.any():
-            Sa = S[np.ix_(act, act)]
             try:
-                sol = np.linalg.solve(Sa, -q[act])
-                if (sol >= 0).all():
-                    cand = np.zeros_like(mu)
-                    cand[act] = sol
-                    if _kkt_ok(G, u, C, b, cand, scale):
-                        mu = cand
+                sol = np.linalg.solve(S[np.ix_(act, act)], -q[act])
             except np.linalg.LinAlgError:
-                pass
+                sol = None
+            if sol is not None and (sol >= 0).all():
+                polished = np.zeros_like(cand)
+                polished[act] = sol
+                e = _kkt_excess(G, u, C, b, polished, scale)
+                if e <= 1.0:
+                    cand = polished
+        if e > 1.0:
+            e = _kkt_excess(G, u, C, b, cand, scale)
+        if mu is None or e < excess:
+            mu, excess = cand, e
+        if cautious:
+            break
+        # an answer that does not verify came from a near-dependent constraint taken as
+        # independent: again, treating every g_p rounding cannot tell from the active span as dependent
+        cautious = True
+    assert mu is not None
+    if feasible and (excess > 1.0 or mu.max(initial=0.0) > _LONG) and (b > 0).any() and (
+            excess > 1.0 or _too_long(mu, np.diagonal(G)[C], scale).any()):
+        # compatible, if at all, only by a direction so long that Gram arithmetic cannot resolve its
+        # slacks: incompatible rather than a direction that violates them (with b <= 0, d = 0 is
+        # feasible and the best effort stands)
+        return np.zeros_like(mu), False
     return mu, feasible
 
 

@@ -46,6 +46,31 @@ def farkas_certificate(J: np.ndarray, tau) -> bool:
     return res.status == 0
 
 
+def farkas_distance(J: np.ndarray, tau) -> float:
+    """min ||sum_j mu_j g_j||_inf over mu >= 0 with sum_j mu_j b_j = 1, over the largest ||g||: 0 for
+    incompatible constraints; else every direction satisfying them is at least 1 / (this * sqrt(n))
+    times longer than the largest gradient (for mu as above, 1 <= mu.(A d) <= ||A^T mu|| ||d||)."""
+    A = J[1:]
+    m, n = A.shape
+    b = np.broadcast_to(np.asarray(tau, float), (m,)) * (A * A).sum(1)
+    c = np.r_[np.zeros(m), 1.0]  # variables (mu, t): minimize t, -t <= (A^T mu)_i <= t
+    A_ub = np.block([[A.T, -np.ones((n, 1))], [-A.T, -np.ones((n, 1))]])
+    res = linprog(c, A_ub=A_ub, b_ub=np.zeros(2 * n), A_eq=np.r_[b, 0.0][None], b_eq=[1.0],
+                  bounds=[(0, None)] * (m + 1), method="highs")
+    return res.fun / max(1.0, np.sqrt((A * A).sum(1)).max()) if res.status == 0 else np.inf
+
+
+# solve_qp reports feasible=False also when the constraints are compatible only for directions so
+# long that Gram arithmetic cannot resolve their slacks (qp._LONG): at least ~1e4 x the largest
+# gradient here (a 60 000-draw stress run of the property test: flagged draws had farkas_distance <= 2.8e-5)
+NUMERICALLY_INCOMPATIBLE = 1e-4
+
+
+def incompatible(J: np.ndarray, tau) -> bool:
+    """The constraints are incompatible, exactly or at working precision (see NUMERICALLY_INCOMPATIBLE)."""
+    return farkas_certificate(J, tau) or farkas_distance(J, tau) <= NUMERICALLY_INCOMPATIBLE
+
+
 def kkt_violation(G: np.ndarray, w: np.ndarray, tau) -> float:
     """Largest violation of mu >= 0, primal feasibility and complementary slackness."""
     K = G.shape[0]
@@ -398,8 +423,65 @@ def test_kkt_or_farkas_on_arbitrary_gradients(K, n, data):
     G = J @ J.T
     res = solve_qp(G, tau)
     assert res.weights[0] == 1.0 and np.isfinite(res.weights).all()
+    check_kkt_or_incompatible(J, tau, res)
+
+
+def check_kkt_or_incompatible(J: np.ndarray, tau, res) -> None:
+    G = J @ J.T
     if res.feasible:
         norms = np.sqrt(np.diag(G))
         assert kkt_violation(G, res.weights, tau) <= 1e-7 * max(1.0, norms.max()) ** 2 * max(1.0, np.abs(res.weights).max())
     else:
-        assert farkas_certificate(J, tau)
+        assert tau > 0  # with tau = 0, d = 0 satisfies every constraint
+        assert np.array_equal(res.weights, np.eye(J.shape[0])[0])
+        assert incompatible(J, tau)
+
+
+# Draws on which the solver once answered wrongly (found by the property test above and by a 60 000-draw
+# stress run of the same check): near-dependent secondaries whose Gram arithmetic hides the dependence.
+REGRESSIONS = [
+    # "feasible" with multipliers ~1e15 and a constraint violated by 6907: rows 3, 5, 6 are
+    # incompatible in the (x, y) plane (a dependence that rounding put at zz = 1.9e-14, just above 1e-12 S_pp)
+    ([(0, 0, 0, 0), (0, 0, 0, 0), (0, -7, 0, 1), (5, -1.94, 0, 0), (0, 0, 0, 0), (0, -1, 0, 0), (-7, 3, 0, 0)], 1.0),
+    # tau = 0 (always feasible) reported infeasible: a slack of -1.2e-10 that is rounding, on a
+    # constraint implied by three active ones in R^3
+    ([[-3.33, 1.84, -0.45], [8.93, 7.58, -8.62], [2.34, 0.51, -9.18], [-8.72, -3.33, 4.59], [-5.82, -2.7, 5.13],
+      [0.29, 5.9, 9.64], [-9.72, -3.77, 7.31], [-8.92, -7.57, 8.63]], 0.0),
+    # compatible only for |d| >~ 4e4: Gram arithmetic cannot resolve it (numerically incompatible)
+    ([[-1.48, 0.79, -1.15, 0.12, -0.19], [0.21, 0.06, 1.13, -0.42, -0.45], [2.21, -2.32, -4.88, 2.59, 3.5],
+      [0.18, -0.36, -1.38, 0.62, 0.77], [-0.74, 0.67, 1.05, -0.62, -0.89], [-0.81, 0.47, -0.37, -0.04, -0.22],
+      [-0.13, -0.41, -2.85, 1.17, 1.33], [-0.18, -0.61, -4.21, 1.73, 1.97]], 0.6104130840150376),
+    # tau = 0, g6 ~ -g2: the answer is d ~ 0; a cautious pass alone gave |d| ~ 400 (the better pass wins)
+    ([[3.75, -3.62, 2.8, -6.4], [-7.94, 3.73, 0.96, -5.34], [-5.37, -0.95, -1.93, -9.85], [1.2, 8.95, 6.31, -0.87],
+      [-1.78, 0.88, 7.83, -1.9], [7.94, -3.73, -0.96, 5.35]], 0.0),
+    # K = 3, nearly anti-parallel secondaries: compatible only for |d| ~ 3e10 (numerically incompatible)
+    ([[-8.49, -8.84], [5.66, 5.51], [-5.65, -5.5]], 1.0),
+]
+
+
+@pytest.mark.parametrize("rows, tau", REGRESSIONS)
+def test_near_dependent_secondaries_regressions(rows, tau):
+    J = np.array(rows, dtype=np.float64)
+    res = solve_qp(J @ J.T, tau)
+    assert np.isfinite(res.weights).all()
+    check_kkt_or_incompatible(J, tau, res)
+    if tau == 0:
+        assert res.feasible
+        d = res.weights @ J
+        # (multipliers up to ~1.5e4 here: slacks are resolved to ~1e-7 relative, as the property test allows)
+        assert (J[1:] @ d >= -1e-6 * np.abs(J).max() ** 2).all()
+        # d = 0 is feasible, so the answer is no farther from g1 (up to the same accuracy)
+        assert np.linalg.norm(d - J[0]) <= np.linalg.norm(J[0]) + 1e-6 * np.abs(J).max()
+
+
+@settings(max_examples=100, deadline=None)
+@given(K=hst.integers(3, 8), n=hst.integers(1, 5), data=hst.data())
+def test_near_duplicate_secondaries(K, n, data):
+    """Secondaries that nearly repeat (or oppose) another one: the hard case for Gram arithmetic."""
+    J = data.draw(arrays(np.float64, (K, n), elements=hst.floats(-10, 10, allow_subnormal=False)
+                         .map(lambda v: round(v, 2))))
+    i = data.draw(hst.integers(1, K - 2))
+    sign = data.draw(hst.sampled_from([1.0, -1.0, 2.0]))
+    J[-1] = sign * J[i] + data.draw(arrays(np.float64, (n,), elements=hst.sampled_from([0.0, 0.01, -0.01])))
+    tau = data.draw(hst.sampled_from([0.0, 1.0]) | hst.floats(0, 1))
+    check_kkt_or_incompatible(J, tau, solve_qp(J @ J.T, tau))
