@@ -484,6 +484,10 @@ def run(
     slices = [slice(m * S, (m + 1) * S) for m in range(M)]
     direct = [type(inst).__call__ is _Method.__call__ for _, inst in meths]   # Gram pre-validated here
     stoch = [bool(getattr(inst, "stochastic", False)) for _, inst in meths]
+    # one tuple per method, unpacked once per step: (index, label, instance, its bound ``update``
+    # for a direct method -- None when the method overrides __call__ --, its rows, its rng or None)
+    plan = [(m, label, inst, inst.update if direct[m] else None, slices[m], rngs[m] if stoch[m] else None)
+            for m, (label, inst) in enumerate(meths)]
     all_alive = True
     k2n2 = K == 2 and n == 2  # the 2-D toys: elementwise Gram / direction (the fast path's exact operations)
     perf = time.perf_counter
@@ -543,43 +547,38 @@ def run(
             own: list | None = None
             retry = None   # direct methods whose step was not finite: (m, state before the update)
             before = states[:]  # each method's state before this step's update (for a retry)
-            for m in range(M):
-                label, inst = meths[m]
-                sl = slices[m]
+            for m, label, inst, update, sl, rng in plan:
                 if not method_alive[m]:
                     W[sl] = 0.0
                     continue
                 t0 = perf()
                 try:
-                    if direct[m]:
+                    if update is not None:
                         # finiteness of the weights is checked once for all methods after the loop
                         # (one np.isfinite over W instead of one per method and step: ~3 us each)
-                        out = inst.update(G[sl], states[m], losses=L[sl], jacobian=J[sl],
-                                          rng=rngs[m] if stoch[m] else None)
+                        out = update(G[sl], states[m], losses=L[sl], jacobian=J[sl], rng=rng)
                     else:
-                        out = inst(G[sl], losses=L[sl], jacobian=J[sl], state=states[m],
-                                   rng=rngs[m] if stoch[m] else None)
+                        out = inst(G[sl], losses=L[sl], jacobian=J[sl], state=states[m], rng=rng)
                 except Exception as exc:  # a method bug must not take the page down: report it
                     all_alive = _method_failed(m, exc, t)
                     m_seconds[label] += perf() - t0
                     continue
-                exact = out.exact
-                if exact is not None and direct[m] and not finite_step(out):
-                    retry = retry or []
-                    retry.append((m, before[m]))
-                    m_seconds[label] += perf() - t0
-                    continue
-                # what _take does, inline
+                # what _take does, inline (most methods: state and weights only)
                 states[m] = out.state
                 W[sl] = out.weights
-                info = out.info
-                if info:
-                    mu = info.get("mu")
+                exact, info = out.exact, out.info
+                if exact is not None or info:
+                    if exact is not None and update is not None and not finite_step(out):
+                        retry = retry or []  # redone from the state before this step (below)
+                        retry.append((m, before[m]))
+                        m_seconds[label] += perf() - t0
+                        continue
+                    mu = info.get("mu") if info else None
                     if mu is not None:
                         MU[sl] = np.asarray(mu, dtype=np.float64).reshape(S, -1)
-                if exact is not None:  # a direction method (Step.direction: its own update)
-                    own = own or []
-                    own.append((sl, np.asarray(exact, dtype=np.float64)))
+                    if exact is not None:  # a direction method (Step.direction: its own update)
+                        own = own or []
+                        own.append((sl, np.asarray(exact, dtype=np.float64)))
                 m_seconds[label] += perf() - t0
             if not all_finite(W):   # some direct method's weights are not finite
                 retried = {m for m, _ in retry or []}
