@@ -80,15 +80,16 @@ def same_ray(directions: Sequence[Any], tol: float, max_angle_deg: float = 2.0) 
 
 def _arrow(x: float, y: float, color: str, width: float, name: str, group: str, text: str = "",
            hover: str | None = None, showlegend: bool = True, dash: str | None = None,
-           text_color: str | None = None) -> go.Scatter:
+           text_color: str | None = None, below: bool = False) -> go.Scatter:
     """A vector from the origin as one trace (line + arrowhead marker + tip label), so a legend
-    click hides or solos it like every other trace."""
+    click hides or solos it like every other trace. ``below``: the label under the tip (where
+    another vector's label already sits above it)."""
     return go.Scatter(
         x=[0.0, x], y=[0.0, y], mode="lines+markers+text" if text else "lines+markers", name=name,
         legendgroup=group, showlegend=showlegend, line=dict(color=color, width=width, dash=dash),
         marker=dict(symbol=["circle", "arrow"], size=[0, 10 + 1.6 * width], angleref="previous", color=color,
                     line=dict(width=0)),
-        text=["", text], textposition="top right" if x >= 0 else "top left",
+        text=["", text], textposition=("bottom " if below else "top ") + ("right" if x >= 0 else "left"),
         textfont=dict(color=text_color or color, size=13),
         cliponaxis=False, hovertemplate=hover if hover is not None else f"{name}<extra></extra>")
 
@@ -162,9 +163,11 @@ def geometry_figure(result: dict[str, Any], show_region: bool = True, height: in
                         showarrow=True, arrowhead=0, arrowwidth=1, arrowcolor="#8c959f", ax=46 if d[0] >= 0 else -46,
                         ay=38, axref="pixel", ayref="pixel", xanchor="left" if d[0] >= 0 else "right", align="left",
                         font=dict(size=12, color="#24292f"), bgcolor="rgba(255,255,255,0.8)"))
+                # a tip on a gradient's tip (1-D: PCD's update is g2's arrow) labels under it, g_k above
+                on_gradient = bool((np.abs(J - d).max(axis=1) <= tol).any())
                 fig.add_trace(_arrow(
                     d[0], d[1], r["color"] if pos == len(t) - 1 else rgba(r["color"], 0.5), width, r["label"], r["method"],
-                    text=(f"<b>{label}</b>" if first and len(ray) == 1 else ""),
+                    text=(f"<b>{label}</b>" if first and len(ray) == 1 else ""), below=on_gradient,
                     hover=(f"<b>{r['label']}</b><br>d = ({d[0]:.3f}, {d[1]:.3f})<br>‖d‖ = {r['norm']:.3f}<br>{prog}"
                            f"{same}<extra></extra>")))
     if pcd_row is not None and np.isfinite(pcd_row.get("qp_point", np.nan)).all():

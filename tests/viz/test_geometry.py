@@ -153,3 +153,17 @@ def test_theme_helpers():
     assert uri.startswith("data:image/png;base64,")
     with pytest.raises(ValueError):
         png_data_uri(np.zeros((4, 5), dtype=np.uint8))
+
+
+def test_a_method_tip_on_a_gradient_tip_labels_below_it():
+    """1-D (the lesson's first step): PCD's update is g2's arrow; its label sits under the tip, g2's
+    above, so the two names do not overprint."""
+    J = np.array([[0.5, 0.0], [-0.5, 0.0]])
+    res = studio.method_directions(J, ["pcd", "ws"], tau=0.3)
+    pcd_row = next(r for r in res["rows"] if r["method"] == "pcd")
+    assert np.allclose(pcd_row["direction"], J[1])  # the premise: the tips coincide
+    fig = geometry_figure(res)
+    by_name = {t.name: t for t in fig.data}
+    assert by_name["g2"].textposition.startswith("top")
+    assert by_name["PCD"].textposition.startswith("bottom") and by_name["PCD"].text[-1]
+    assert by_name["g1 (primary)"].textposition.startswith("top")
