@@ -27,8 +27,19 @@ _CSS = """
   [data-testid="stMetricValue"] {font-size: clamp(1.15rem, 2.3vw, 2.1rem);}
   [data-testid="stMetricLabel"] p {white-space: normal !important;}
   .katex-display {overflow-x: auto; overflow-y: hidden;}
-  [data-testid="stSidebarNav"] a span {white-space: normal !important; overflow: visible !important;
-                                       text-overflow: clip !important; line-height: 1.25;}
+  [data-testid="stSidebarNav"] a span, [data-testid="stSidebarNav"] a div, [data-testid="stSidebarNav"] a p {
+      white-space: normal !important; overflow: visible !important; text-overflow: clip !important;
+      line-height: 1.25; min-width: 0;}
+  [data-testid="stSidebarNav"] a > span {flex-shrink: 1;}
+  /* a multiselect's chips wrap onto more lines instead of scrolling out of sight under a fade
+     (the toy page's seven methods at 1280 px showed "PCD, Weighted sum, MG…") */
+  [data-testid="stMultiSelectTagsContainer"] {overflow: visible !important; mask-image: none !important;
+                                              -webkit-mask-image: none !important; flex-wrap: wrap !important;}
+  [data-testid="stMultiSelectTagsContainer"] > span[role="group"] {flex-wrap: wrap !important; row-gap: .25rem;}
+  [data-testid="stMultiSelect"] .react-aria-ComboBox > div[role="group"] {height: auto !important;
+                                                                         max-height: none !important;}
+  [data-testid="stMultiSelect"] [data-testid="stMultiSelectTagsContainer"] {height: auto !important;
+                                                                           padding: 3px 0; row-gap: .25rem;}
   /* a segmented control (the lesson's step pills) wraps instead of hiding its last options */
   [data-testid="stButtonGroup"] > div {flex-wrap: wrap;}
   /* settings_panel(): one place for a page's settings, a compact box above the figure */
@@ -40,8 +51,10 @@ _CSS = """
   [class*="st-key-pcd_flow_"] {row-gap: .3rem !important;}
   [class*="st-key-pcd_flow_"] > div {flex: 1 1 8rem !important; min-width: 7rem !important;
                                      width: auto !important;}
-  [class*="st-key-pcd_flow_"] > div:has(textarea), [class*="st-key-pcd_flow_"] > div:has(input[type="text"]),
-  [class*="st-key-pcd_flow_"] > div:has([data-testid="stMultiSelect"]) {flex-basis: 16rem !important;}
+  [class*="st-key-pcd_flow_"] > div:has(textarea), [class*="st-key-pcd_flow_"] > div:has(input[type="text"]) {
+      flex-basis: 16rem !important;}
+  /* the methods list takes the row's spare width (its chips wrap only when they must) */
+  [class*="st-key-pcd_flow_"] > div:has([data-testid="stMultiSelect"]) {flex: 3 1 26rem !important;}
   [class*="st-key-pcd_flow_"] [data-testid="stRadio"] [role="radiogroup"] {column-gap: .5rem; row-gap: 0;}
   [class*="st-key-pcd_flow_"] [data-testid="stRadio"] label {margin-right: 0;}
   /* a row holding a figure wraps before the figure's column gets narrower than ~24rem (the tau

@@ -89,6 +89,21 @@ CLIPPED = """() => {
   document.querySelectorAll('[data-testid="stTable"]').forEach(t => {
     if (t.scrollWidth > t.clientWidth + 2) out.push('table wider than the page: ' + t.scrollWidth + ' > ' + t.clientWidth);
   });
+  // every chosen method's chip inside its multiselect's box (not scrolled away under a fade)
+  document.querySelectorAll('[data-testid="stMultiSelect"] .react-aria-ComboBox').forEach(box => {
+    const r = box.getBoundingClientRect();
+    box.querySelectorAll('[data-tag]').forEach(tag => {
+      const t = tag.getBoundingClientRect();
+      if (t.right > r.right + 1 || t.bottom > r.bottom + 1 || t.left < r.left - 1)
+        out.push('multiselect chip hidden: ' + tag.innerText.slice(0, 30));
+    });
+  });
+  // a sidebar page name fits the sidebar (wraps, never cut)
+  document.querySelectorAll('[data-testid="stSidebarNav"] a').forEach(a => {
+    const r = a.getBoundingClientRect();
+    a.querySelectorAll('p').forEach(p => { if (p.getBoundingClientRect().right > r.right + 1 || p.scrollWidth > p.clientWidth + 1)
+      out.push('sidebar page name cut: ' + p.innerText.slice(0, 40)); });
+  });
   document.querySelectorAll('[data-testid="stDataFrame"] .dvn-scroller').forEach(s => {
     if (s.scrollWidth > s.clientWidth + 2) out.push('table scrolls sideways: ' + s.scrollWidth + ' > ' + s.clientWidth);
   });
