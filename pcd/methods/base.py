@@ -111,9 +111,6 @@ class Step:
         self.weights = weights
         self.state = state
         self.info: dict[str, Any] = {} if info is None else info
-        # adapter for methods written against the first interface (direction in info["direction"])
-        if exact is None and info and "direction" in info and info["direction"] is not None:
-            exact = np.asarray(info["direction"], dtype=np.float64)
         self.exact: np.ndarray | None = exact  # [B, n], DirectionMethod only
 
     def __repr__(self) -> str:
@@ -126,7 +123,18 @@ class Step:
         return combine(np.asarray(self.weights, dtype=np.float64), np.asarray(J, dtype=np.float64))
 
 
-MethodOutput = Step  # the first interface's name (kept while callers move)
+class MethodOutput(Step):
+    """:class:`Step` under the first interface's name (kept while callers move): a method written
+    against it puts its own direction in ``info["direction"]``, which becomes ``exact`` here (so
+    :class:`Step` itself, built once per method call on the hot path, carries no such check)."""
+
+    __slots__ = ()
+
+    def __init__(self, weights: np.ndarray, state: Any = None, info: dict[str, Any] | None = None,
+                 exact: np.ndarray | None = None) -> None:
+        if exact is None and info and info.get("direction") is not None:
+            exact = np.asarray(info["direction"], dtype=np.float64)
+        super().__init__(weights, state, info, exact)
 
 
 class Method:
