@@ -527,12 +527,34 @@ def _goldfarb_idnani(G: np.ndarray, u: np.ndarray, C: np.ndarray, b: np.ndarray,
     return mu, True  # iteration cap (not reached in practice); caller verifies KKT
 
 
+def _cone_nnls(G: np.ndarray, u: np.ndarray, C: np.ndarray) -> np.ndarray | None:
+    """``argmin_{mu >= 0} ||sum_i u_i g_i + sum_j mu_j g_j||`` (the dual of projecting onto the cone
+    ``g_j . d >= 0``, ``j in C``) from ``G`` alone: with ``F F^T = G`` (eigendecomposition, the
+    numerically zero directions dropped) the gradients are the rows of ``F`` up to a rotation."""
+    try:
+        lam, V = np.linalg.eigh(G)
+    except np.linalg.LinAlgError:
+        return None
+    keep = lam > _EPS * G.shape[0] * max(float(lam[-1]), 0.0)
+    if not keep.any():
+        return np.zeros(C.size)
+    F = V[:, keep] * np.sqrt(lam[keep])
+    from scipy.optimize import nnls  # here: the rare path (importing scipy.optimize costs ~0.1 s)
+
+    try:
+        mu, _ = nnls(F[C].T, -(u @ F), maxiter=50 * max(C.size, 1))
+    except RuntimeError:  # no convergence within maxiter
+        return None
+    return mu
+
+
 def _solve_one(G: np.ndarray, u: np.ndarray, C: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, bool]:
     """Multipliers ``mu`` (aligned with C) of one projection problem; feasible flag.
 
     Pivoting first; its answer is kept when the KKT conditions verify. Otherwise Goldfarb-Idnani,
     then its cautious mode, each polished on its final active set; the first answer that verifies
-    wins, else the one closest to verifying. When some ``b_j > 0`` (so ``d = 0`` is not feasible),
+    wins, else the one closest to verifying (for a cone, ``b = 0``, also :func:`_cone_nnls`'s).
+    When some ``b_j > 0`` (so ``d = 0`` is not feasible),
     an answer that does not verify, or one with a term longer than :data:`_LONG`, is reported as
     incompatible."""
     scale = max(float(np.diagonal(G).max(initial=0.0)), np.finfo(float).tiny)
@@ -572,6 +594,15 @@ def _solve_one(G: np.ndarray, u: np.ndarray, C: np.ndarray, b: np.ndarray) -> tu
         # independent: again, treating every g_p rounding cannot tell from the active span as dependent
         cautious = True
     assert mu is not None
+    if feasible and excess > 1.0 and not b.any():
+        # a cone projection (b = 0: d = 0 is feasible) that does not verify: the same dual as a
+        # non-negative least-squares problem on a factor F of G (F F^T = G; F carries half of G's
+        # condition number), solved by Lawson-Hanson; the better-verified answer wins
+        cone = _cone_nnls(G, u, C)
+        if cone is not None:
+            e = _kkt_excess(G, u, C, b, cone, scale)
+            if e < excess:
+                mu, excess = cone, e
     if feasible and (excess > 1.0 or mu.max(initial=0.0) > _LONG) and (b > 0).any() and (
             excess > 1.0 or _too_long(mu, np.diagonal(G)[C], scale).any()):
         # compatible, if at all, only by a direction so long that Gram arithmetic cannot resolve its

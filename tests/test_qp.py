@@ -485,3 +485,39 @@ def test_near_duplicate_secondaries(K, n, data):
     J[-1] = sign * J[i] + data.draw(arrays(np.float64, (n,), elements=hst.sampled_from([0.0, 0.01, -0.01])))
     tau = data.draw(hst.sampled_from([0.0, 1.0]) | hst.floats(0, 1))
     check_kkt_or_incompatible(J, tau, solve_qp(J @ J.T, tau))
+
+
+def test_tau_zero_many_objectives_rank_deficient_is_feasible_and_verified():
+    """16 gradients in R^7 with tau = 0 (a cone projection; found by a stress run of the property
+    check at K = 8..16): once reported infeasible, then a Goldfarb-Idnani answer whose slacks were off
+    by 0.14; the NNLS fallback on a factor of G (qp._cone_nnls) verifies."""
+    J = np.array([
+      [0.8, 0.17, -0.79, 0.04, -0.29, 1.04, 1.55],
+      [-0.61, -0.02, 2.06, 0.08, -0.08, -0.39, -1.02],
+      [1.4, 0.76, -0.52, -1.12, 0.78, -1.89, -1.42],
+      [0.94, 0.49, 1.24, -0.35, -1.8, -1.0, -0.39],
+      [2.65, 1.13, -3.45, -1.85, 2.32, -2.24, -1.11],
+      [2.59, 1.17, 3.38, -0.36, -4.54, -0.16, 1.31],
+      [-0.19, -0.22, -2.1, 0.16, 4.03, 2.71, 1.89],
+      [3.09, 1.02, -3.44, -1.17, 0.26, -0.29, 1.52],
+      [2.93, 1.87, 6.69, -1.16, -3.6, -1.78, -1.1],
+      [-1.26, -0.78, -1.27, 0.88, 0.76, 1.94, 1.49],
+      [-6.55, -2.99, 0.66, 3.12, 0.27, 2.87, 0.18],
+      [2.89, 1.06, 1.09, -0.24, -2.3, 1.9, 3.29],
+      [0.81, 0.12, -1.55, 0.29, 3.8, 4.55, 3.98],
+      [-1.16, -0.18, 2.86, 0.15, -1.66, -1.84, -2.36],
+      [6.06, 2.73, 0.03, -2.57, -0.4, -1.45, 0.9],
+      [-0.2, 0.28, 5.46, 0.27, -4.56, -1.55, -1.49]])
+    res = solve_qp(J @ J.T, 0.0)
+    assert res.feasible
+    check_kkt_or_incompatible(J, 0.0, res)
+
+
+@settings(max_examples=40, deadline=None)
+@given(K=hst.integers(8, 16), n=hst.integers(2, 10), data=hst.data())
+def test_kkt_or_farkas_many_objectives(K, n, data):
+    """The property above at K = 8..16 (the pivoting and Goldfarb-Idnani paths, rank-deficient when n < K)."""
+    J = data.draw(arrays(np.float64, (K, n), elements=hst.floats(-10, 10, allow_subnormal=False)
+                         .map(lambda v: round(v, 2))))
+    tau = data.draw(hst.sampled_from([0.0, 1.0]) | hst.floats(0, 1))
+    check_kkt_or_incompatible(J, tau, solve_qp(J @ J.T, tau))
