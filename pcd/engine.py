@@ -479,7 +479,7 @@ def run(
     # Per-method constants, hoisted out of the step loop.
     from pcd._fast import all_finite
     from pcd.methods.base import Method as _Method
-    from pcd.methods.base import combine, finite_step
+    from pcd.methods.base import combine
 
     slices = [slice(m * S, (m + 1) * S) for m in range(M)]
     direct = [type(inst).__call__ is _Method.__call__ for _, inst in meths]   # Gram pre-validated here
@@ -568,7 +568,9 @@ def run(
                 W[sl] = out.weights
                 exact, info = out.exact, out.info
                 if exact is not None or info:
-                    if exact is not None and update is not None and not finite_step(out):
+                    # (its weights are checked with every method's after the loop: the direction here)
+                    if exact is not None and update is not None and not all_finite(
+                            exact if isinstance(exact, np.ndarray) else np.asarray(exact, dtype=np.float64)):
                         retry = retry or []  # redone from the state before this step (below)
                         retry.append((m, before[m]))
                         m_seconds[label] += perf() - t0
