@@ -467,7 +467,7 @@ def run(
     W = np.zeros((MS, K))
     D = np.zeros((MS, n))
     errors: dict[str, str] = {}
-    m_seconds = {label: 0.0 for label, _ in meths}
+    secs = [0.0] * M  # seconds in each method's calls (method_seconds, by label, at the end)
     states = [inst.init_state(S, K) for _, inst in meths]
     root = np.random.SeedSequence(seed)
     rngs = [np.random.default_rng(ss) for ss in root.spawn(M)]
@@ -475,6 +475,7 @@ def run(
     x_window = x.copy()
     eye = np.eye(K)
     method_alive = [True] * M
+    plan_stale = [False]  # a method failed this step: rebuild the plan without it
 
     # Per-method constants, hoisted out of the step loop.
     from pcd._fast import all_finite
@@ -484,10 +485,10 @@ def run(
     slices = [slice(m * S, (m + 1) * S) for m in range(M)]
     direct = [type(inst).__call__ is _Method.__call__ for _, inst in meths]   # Gram pre-validated here
     stoch = [bool(getattr(inst, "stochastic", False)) for _, inst in meths]
-    # one tuple per method, unpacked once per step: (index, label, instance, its bound ``update``
+    # one tuple per method, unpacked once per step: (index, instance, its bound ``update``
     # for a direct method -- None when the method overrides __call__ --, its rows, its rng or None)
-    plan = [(m, label, inst, inst.update if direct[m] else None, slices[m], rngs[m] if stoch[m] else None)
-            for m, (label, inst) in enumerate(meths)]
+    plan = [(m, inst, inst.update if direct[m] else None, slices[m], rngs[m] if stoch[m] else None)
+            for m, (_, inst) in enumerate(meths)]
     all_alive = True
     k2n2 = K == 2 and n == 2  # the 2-D toys: elementwise Gram / direction (the fast path's exact operations)
     perf = time.perf_counter
@@ -511,6 +512,7 @@ def run(
         sl = slices[m]
         errors[meths[m][0]] = f"{type(exc).__name__}: {exc}".splitlines()[0]
         method_alive[m] = False
+        plan_stale[0] = True  # the step loop drops it from the plan after this step
         dead = np.zeros(MS, dtype=bool)
         dead[sl] = alive[sl]
         div_step[dead] = t
@@ -547,10 +549,7 @@ def run(
             own: list | None = None
             retry = None   # direct methods whose step was not finite: (m, state before the update)
             before = states[:]  # each method's state before this step's update (for a retry)
-            for m, label, inst, update, sl, rng in plan:
-                if not method_alive[m]:
-                    W[sl] = 0.0
-                    continue
+            for m, inst, update, sl, rng in plan:  # the live methods (a failed one leaves it)
                 t0 = perf()
                 try:
                     if update is not None:
@@ -561,7 +560,7 @@ def run(
                         out = inst(G[sl], losses=L[sl], jacobian=J[sl], state=states[m], rng=rng)
                 except Exception as exc:  # a method bug must not take the page down: report it
                     all_alive = _method_failed(m, exc, t)
-                    m_seconds[label] += perf() - t0
+                    secs[m] += perf() - t0
                     continue
                 # what _take does, inline (most methods: state and weights only)
                 states[m] = out.state
@@ -573,7 +572,7 @@ def run(
                             exact if isinstance(exact, np.ndarray) else np.asarray(exact, dtype=np.float64)):
                         retry = retry or []  # redone from the state before this step (below)
                         retry.append((m, before[m]))
-                        m_seconds[label] += perf() - t0
+                        secs[m] += perf() - t0
                         continue
                     mu = info.get("mu") if info else None
                     if mu is not None:
@@ -581,7 +580,7 @@ def run(
                     if exact is not None:  # a direction method (Step.direction: its own update)
                         own = own or []
                         own.append((sl, np.asarray(exact, dtype=np.float64)))
-                m_seconds[label] += perf() - t0
+                secs[m] += perf() - t0
             if not all_finite(W):   # some direct method's weights are not finite
                 retried = {m for m, _ in retry or []}
                 retry = (retry or []) + [(m, before[m]) for m in range(M) if direct[m] and method_alive[m]
@@ -600,7 +599,10 @@ def run(
                     else:
                         own = [(s_, d_) for s_, d_ in own or [] if s_ != sl] or None
                         own = _take(m, out, own)
-                    m_seconds[label] += perf() - t0
+                    secs[m] += perf() - t0
+            if plan_stale[0]:
+                plan[:] = [p for p in plan if method_alive[p[0]]]
+                plan_stale[0] = False
             D = combine(W, J)  # Step.direction of every method at once: w @ J, then the exact ones
             if own:
                 for sl, direction in own:
@@ -615,6 +617,7 @@ def run(
     finally:
         np.seterr(**old_err)
 
+    m_seconds = {label: secs[m] for m, (label, _) in enumerate(meths)}
     errored = np.zeros(MS, dtype=bool)
     for m, (label, _) in enumerate(meths):
         if label in errors:
