@@ -31,6 +31,10 @@ _CSS = """
       white-space: normal !important; overflow: visible !important; text-overflow: clip !important;
       line-height: 1.25; min-width: 0;}
   [data-testid="stSidebarNav"] a > span {flex-shrink: 1;}
+  /* a widget's label wraps instead of ending in "…" (the toy page's "gradient i…" toggle in presenter mode) */
+  [data-testid="stWidgetLabel"] [data-testid="stMarkdownContainer"],
+  [data-testid="stWidgetLabel"] [data-testid="stMarkdownContainer"] p {
+      white-space: normal !important; overflow: visible !important; text-overflow: clip !important;}
   /* a multiselect's chips wrap onto more lines instead of scrolling out of sight under a fade
      (the toy page's seven methods at 1280 px showed "PCD, Weighted sum, MG…") */
   [data-testid="stMultiSelectTagsContainer"] {overflow: visible !important; mask-image: none !important;
@@ -54,7 +58,8 @@ _CSS = """
   [class*="st-key-pcd_flow_"] > div:has(textarea), [class*="st-key-pcd_flow_"] > div:has(input[type="text"]) {
       flex-basis: 16rem !important;}
   /* the methods list takes the row's spare width (its chips wrap only when they must) */
-  [class*="st-key-pcd_flow_"] > div:has([data-testid="stMultiSelect"]) {flex: 3 1 26rem !important;}
+  [class*="st-key-pcd_flow_"] > div:has(div[data-testid="stMultiSelect"] input[type="text"]) {
+      flex: 3 1 16em !important; min-width: min(100%, 20em) !important;}  /* (more specific than the text-input rule) */
   [class*="st-key-pcd_flow_"] [data-testid="stRadio"] [role="radiogroup"] {column-gap: .5rem; row-gap: 0;}
   [class*="st-key-pcd_flow_"] [data-testid="stRadio"] label {margin-right: 0;}
   /* a row holding a figure wraps before the figure's column gets narrower than ~24rem (the tau

@@ -98,6 +98,10 @@ CLIPPED = """() => {
         out.push('multiselect chip hidden: ' + tag.innerText.slice(0, 30));
     });
   });
+  // a widget's label is never cut to "…"
+  document.querySelectorAll('[data-testid="stMain"] [data-testid="stWidgetLabel"] [data-testid="stMarkdownContainer"]').forEach(e => {
+    if (e.innerText && e.scrollWidth > e.clientWidth + 1) out.push('widget label cut: ' + e.innerText.slice(0, 40));
+  });
   // a sidebar page name fits the sidebar (wraps, never cut)
   document.querySelectorAll('[data-testid="stSidebarNav"] a').forEach(a => {
     const r = a.getBoundingClientRect();
