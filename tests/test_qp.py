@@ -521,3 +521,40 @@ def test_kkt_or_farkas_many_objectives(K, n, data):
                          .map(lambda v: round(v, 2))))
     tau = data.draw(hst.sampled_from([0.0, 1.0]) | hst.floats(0, 1))
     check_kkt_or_incompatible(J, tau, solve_qp(J @ J.T, tau))
+
+
+@settings(max_examples=150, deadline=None)
+@given(K=hst.integers(2, 12), n=hst.integers(1, 7), data=hst.data())
+def test_project_onto_the_dual_cone_matches_nnls(K, n, data):
+    """``project(G, e_i)`` (UPGrad's and DualProj's step) is the projection of g_i onto the dual cone
+    ``{d: J d >= 0}``: ``g_i + J^T mu*`` with ``mu* = argmin_{mu >= 0} ||J^T mu + g_i||`` (scipy's NNLS on J
+    itself), also when a gradient nearly opposes another (the hard case for Gram arithmetic)."""
+    J = data.draw(arrays(np.float64, (K, n), elements=hst.floats(-10, 10, allow_subnormal=False)
+                         .map(lambda v: round(v, 2))))
+    if data.draw(hst.booleans()):
+        J[-1] = -J[0] + data.draw(arrays(np.float64, (n,), elements=hst.sampled_from([0.0, 0.01])))
+    i = data.draw(hst.integers(0, K - 1))
+    w, ok = project(J @ J.T, np.eye(K)[i])
+    assert ok and np.isfinite(w).all()
+    mu, _ = nnls(J.T, -J[i])
+    d_star = J[i] + J.T @ mu
+    assert np.linalg.norm(w @ J - d_star) <= 1e-6 * max(1.0, np.linalg.norm(J[i]))
+
+
+
+@pytest.mark.parametrize("rows, i", [
+    ([[-8.13, -6.7, -3.62], [3.45, -3.24, 4.22], [8.01, -3.67, -1.41], [-1.38, -1.49, 2.33], [6.55, 1.48, -2.1],
+      [8.13, 6.71, 3.62]], 2),
+    ([[7.61, 6.73, 7.98, -6.1, -6.4], [-9.6, -1.84, -0.57, -6.54, 9.5], [-2.32, -2.33, -2.14, -6.65, 1.86],
+      [-7.65, 8.95, -0.55, 1.9, -2.82], [-3.29, 9.71, -7.76, -7.24, 0.6], [-6.16, -9.87, 2.32, -9.94, 2.67],
+      [-3.86, 2.32, 1.54, 8.53, -5.09], [8.48, 0.68, -10.0, -2.03, -8.84], [3.92, 4.29, -3.98, -5.22, -1.31],
+      [-7.6000000000000005, -6.73, -7.98, 6.1, 6.4]], 1),
+])
+def test_project_regressions_nearly_opposite_gradients(rows, i):
+    """A cone projection (never infeasible) that was once reported infeasible: the last gradient nearly
+    opposes the first (found by a 5000-draw stress run of the NNLS comparison above)."""
+    J = np.array(rows)
+    w, ok = project(J @ J.T, np.eye(J.shape[0])[i])
+    mu, _ = nnls(J.T, -J[i])
+    assert ok
+    assert np.linalg.norm(w @ J - (J[i] + J.T @ mu)) <= 1e-6 * max(1.0, np.linalg.norm(J[i]))
