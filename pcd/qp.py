@@ -446,8 +446,7 @@ def _goldfarb_idnani(G: np.ndarray, u: np.ndarray, C: np.ndarray, b: np.ndarray,
     GC = G[C]
     base = GC @ u - b  # slack at mu = 0
     S = G[np.ix_(C, C)]
-    nz = np.flatnonzero(u)  # u is mostly one-hot (PCD: the primary): only its columns count
-    base_err = (2 * _EPS * G.shape[0]) * (np.abs(GC[:, nz]) @ np.abs(u[nz]) + np.abs(b))
+    rnd = 2 * _EPS * G.shape[0]  # _rounding's factor
     kappa = 1.0  # 1-norm condition number of the active normals' Gram matrix M (1 when none is active)
     # constraints that depend on the active normals and hold wherever those are tight (their slack
     # there is fixed by the b's alone); set aside until a constraint leaves the active set
@@ -466,7 +465,8 @@ def _goldfarb_idnani(G: np.ndarray, u: np.ndarray, C: np.ndarray, b: np.ndarray,
         if sp >= -tol[p]:
             return mu, True
         # (a violation beyond 1e7 tol needs sum(mu) > ~1e10 / m to be rounding: not worth checking)
-        if sp > -1e7 * tol[p] and sp >= -(tol[p] + base_err[p] + 2 * _EPS * m * float(np.abs(S[p]) @ mu)):
+        if sp > -1e7 * tol[p] and sp >= -(tol[p] + rnd * (float(np.abs(GC[p]) @ np.abs(u)) + abs(float(b[p])))
+                                          + 2 * _EPS * m * float(np.abs(S[p]) @ mu)):
             return mu, True
         while True:  # add constraint p, possibly dropping others on the way
             Sp = S[active, p] if active else np.zeros(0)
