@@ -363,10 +363,6 @@ def _kkt_excess(G: np.ndarray, u: np.ndarray, C: np.ndarray, b: np.ndarray, mu: 
     return float((viol / (tol + _rounding(np.abs(GC), np.abs(w), b))).max(initial=0.0))
 
 
-def _kkt_ok(G: np.ndarray, u: np.ndarray, C: np.ndarray, b: np.ndarray, mu: np.ndarray, scale: float) -> bool:
-    return _kkt_excess(G, u, C, b, mu, scale) <= 1.0
-
-
 def principal_pivoting(free: np.ndarray, subproblem: Callable[[np.ndarray], tuple[np.ndarray, np.ndarray] | None],
                        maxiter: int = 50) -> np.ndarray | None:
     """Block principal pivoting driver (Judice & Pires, 1994) shared by every pivoting solver.
