@@ -567,19 +567,19 @@ def run(
                 W[sl] = out.weights
                 exact, info = out.exact, out.info
                 if exact is not None or info:
-                    # (its weights are checked with every method's after the loop: the direction here)
-                    if exact is not None and update is not None and not all_finite(
-                            exact if isinstance(exact, np.ndarray) else np.asarray(exact, dtype=np.float64)):
-                        retry = retry or []  # redone from the state before this step (below)
-                        retry.append((m, before[m]))
-                        secs[m] += perf() - t0
-                        continue
+                    if exact is not None:  # a direction method (Step.direction: its own update)
+                        exact = np.asarray(exact, dtype=np.float64)
+                        # (its weights are checked with every method's after the loop: the direction here)
+                        if update is not None and not all_finite(exact):
+                            retry = retry or []  # redone from the state before this step (below)
+                            retry.append((m, before[m]))
+                            secs[m] += perf() - t0
+                            continue
+                        own = own or []
+                        own.append((sl, exact))
                     mu = info.get("mu") if info else None
                     if mu is not None:
                         MU[sl] = np.asarray(mu, dtype=np.float64).reshape(S, -1)
-                    if exact is not None:  # a direction method (Step.direction: its own update)
-                        own = own or []
-                        own.append((sl, np.asarray(exact, dtype=np.float64)))
                 secs[m] += perf() - t0
             if not all_finite(W):   # some direct method's weights are not finite
                 retried = {m for m, _ in retry or []}

@@ -318,7 +318,9 @@ def _solve_k3(g: np.ndarray, tau: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     zero = np.zeros_like(q1)
     mu1 = np.select([v0, v1, v2, v3], [zero, m1, zero, np.maximum(p1, 0.0)], default=0.0)
     mu2 = np.select([v0, v1, v2, v3], [zero, zero, m2, np.maximum(p2, 0.0)], default=0.0)
-    feasible = (v0 | v1 | v2 | v3) & ~_too_long(mu1, a, scale) & ~_too_long(mu2, e, scale)
+    # too long only where some b_j > 0 (with tau = 0, d = 0 is feasible: never flagged)
+    too_long = (_too_long(mu1, a, scale) | _too_long(mu2, e, scale)) & ((tau[0] * a > 0) | (tau[1] * e > 0))
+    feasible = (v0 | v1 | v2 | v3) & ~too_long
     mu = np.stack([np.where(feasible, mu1, 0.0), np.where(feasible, mu2, 0.0)], axis=-1)
     return mu, feasible
 
@@ -442,7 +444,6 @@ def _goldfarb_idnani(G: np.ndarray, u: np.ndarray, C: np.ndarray, b: np.ndarray,
     GC = G[C]
     base = GC @ u - b  # slack at mu = 0
     S = G[np.ix_(C, C)]
-    rnd = 2 * _EPS * G.shape[0]  # _rounding's factor
     kappa = 1.0  # 1-norm condition number of the active normals' Gram matrix M (1 when none is active)
     # constraints that depend on the active normals and hold wherever those are tight (their slack
     # there is fixed by the b's alone); set aside until a constraint leaves the active set
@@ -461,7 +462,7 @@ def _goldfarb_idnani(G: np.ndarray, u: np.ndarray, C: np.ndarray, b: np.ndarray,
         if sp >= -tol[p]:
             return mu, True
         # (a violation beyond 1e7 tol needs sum(mu) > ~1e10 / m to be rounding: not worth checking)
-        if sp > -1e7 * tol[p] and sp >= -(tol[p] + rnd * (float(np.abs(GC[p]) @ np.abs(u)) + abs(float(b[p])))
+        if sp > -1e7 * tol[p] and sp >= -(tol[p] + float(_rounding(np.abs(GC[p]), np.abs(u), b[p]))
                                           + 2 * _EPS * m * float(np.abs(S[p]) @ mu)):
             return mu, True
         while True:  # add constraint p, possibly dropping others on the way
@@ -599,6 +600,7 @@ def _solve_one(G: np.ndarray, u: np.ndarray, C: np.ndarray, b: np.ndarray) -> tu
             e = _kkt_excess(G, u, C, b, cone, scale)
             if e < excess:
                 mu, excess = cone, e
+    # (mu_j > _LONG is necessary for a term to be too long, as G_jj <= scale: the cheap test first)
     if feasible and (excess > 1.0 or mu.max(initial=0.0) > _LONG) and (b > 0).any() and (
             excess > 1.0 or _too_long(mu, np.diagonal(G)[C], scale).any()):
         # compatible, if at all, only by a direction so long that Gram arithmetic cannot resolve its
