@@ -13,6 +13,7 @@ from pcd import studio, teaching
 from pcd.experiments import synthetic
 from pcd.experiments.basin import basin
 from pcd.ui import page_link, presenter_mode, setup_page, show_error, url_default, url_sync
+from pcd.ui.chart import plotly_chart
 from pcd.ui.controls import frame_controls, scroll_to_top
 from pcd.viz.basin import basin_figure, fractions_text
 from pcd.viz.geometry import geometry_figure
@@ -240,7 +241,7 @@ with nxt:
               width="stretch", **({"shortcut": "PageDown"} if _kw else {}))
 if presenter_mode() and fig.layout.height:  # the navigation row's height, given back by the figure
     fig = go.Figure(fig).update_layout(height=max(320, int(fig.layout.height) - _NAV_PX))
-st.plotly_chart(fig, theme=None, key=f"lesson_fig_{key}", config={"displaylogo": False})
+plotly_chart(fig, key=f"lesson_fig_{key}")
 if key == "saddle":
     frame_controls(f"lesson_fig_{key}", [str(int(k)) for k in _saddle().record])
 st.markdown(text)

@@ -6,6 +6,7 @@ import streamlit as st
 import pcd.methods as registry
 from pcd import studio, teaching
 from pcd.ui import claim, download_row, settings_panel, setup_page, show_error, url_default, url_sync, warmup
+from pcd.ui.chart import plotly_chart
 from pcd.ui.controls import vector_drag
 
 setup_page(
@@ -67,7 +68,7 @@ try:
 except ValueError as exc:
     show_error(exc)
     st.stop()
-st.plotly_chart(fig, theme=None, key="geo_chart", config={"displaylogo": False})
+plotly_chart(fig, key="geo_chart")
 names = [t.name for t in fig.data]
 J = result["J"]
 vector_drag("geo_chart", [{"name": f"g{k + 1}", "tip": J[k], "trace": names.index(f"g{k + 1}") if f"g{k + 1}" in names

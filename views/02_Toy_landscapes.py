@@ -23,6 +23,7 @@ from pcd.ui import (
     url_json,
     url_sync,
 )
+from pcd.ui.chart import plotly_chart
 from pcd.ui.controls import frame_controls, reported_width
 from pcd.viz import toy as toy_map
 from pcd.viz.landscape import loss_figure
@@ -243,8 +244,7 @@ if problem_name == "custom" and bg["undefined"] > 0:  # log of x <= 0, sqrt, 1/0
     why = "; ".join(problem.domain_report()) or f"on {100 * bg['undefined']:.3g}% of the map"
     st.warning(f"The formula is undefined on the hatched part of the map — {why}. A trajectory that enters it "
                "is reported as diverged.", icon=":material/warning:")
-st.plotly_chart(fig, theme=None, key="toy_map", on_select="rerun", selection_mode="points",
-                config={"displaylogo": False, "scrollZoom": False})
+plotly_chart(fig, key="toy_map", click=True, config={"scrollZoom": False})
 frame_names = [str(f.name) for f in fig.frames]  # recorded steps the map animates (toy_map.TOY_FRAMES of them)
 frame_controls("toy_map", frame_names, loss_key="toy_loss", cursor_x=[float(n) + 1 for n in frame_names],
                width_classes=WIDTH_CLASSES, width=width_class)
@@ -288,7 +288,7 @@ if problem_name == "saddle2d":
           here=(f"PCD reached CMS from {n_cross} of {res.S} starts" if n_cross is not None else "add PCD to compare"))
 
 st.subheader("Loss vs step")
-st.plotly_chart(lfig, theme=None, key="toy_loss", config={"displaylogo": False})
+plotly_chart(lfig, key="toy_loss")
 st.caption("Log scales; line style = start point (solid S1, dashed S2, dotted S3, …). Exact zeros are drawn at 1e-12.")
 
 export_settings = {"problem": problem_name, **({"f1": f1, "f2": f2} if problem_name == "custom" else {}), "methods": methods,

@@ -6,6 +6,7 @@ import streamlit as st
 
 import pcd.methods as registry
 from pcd.ui import claim, download_row, settings_panel, setup_page, show_error, url_default, url_sync, warmup
+from pcd.ui.chart import plotly_chart
 from pcd.viz.kbench import law_summary, residual_figure, residual_table
 
 setup_page(
@@ -65,7 +66,7 @@ except ValueError as exc:
 
 left, right = st.columns([1.7, 1])
 with left:
-    st.plotly_chart(fig, theme=None, key="kb_chart", config={"displaylogo": False})
+    plotly_chart(fig, key="kb_chart")
     st.caption("Exact zeros sit below the dotted floor line, one row per method (open markers), so methods that all "
                "reach zero stay visible; hover for the value. Click a legend entry to hide a method, double-click "
                "to show it alone.")

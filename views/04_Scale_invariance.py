@@ -7,6 +7,7 @@ import streamlit as st
 import pcd.methods as registry
 from pcd.experiments import synthetic
 from pcd.ui import claim, download_row, settings_panel, setup_page, show_error, url_default, url_sync, warmup
+from pcd.ui.chart import plotly_chart
 from pcd.viz.scale import drift_table, eps_window_text, power_label, sweep_figure
 
 setup_page(
@@ -67,7 +68,7 @@ except ValueError as exc:
 window = eps_window_text(result)
 left, right = st.columns([1.5, 1])
 with left:
-    st.plotly_chart(fig, theme=None, key="sc_chart", config={"displaylogo": False})
+    plotly_chart(fig, key="sc_chart")
 with right:
     span = window or f"{power_label(EXPS[0])} … {power_label(EXPS[-1])}"
     for name, r in result["methods"].items():
@@ -75,7 +76,7 @@ with right:
                   help="largest distance between two operating points over the scales where PCD's normalizer "
                        f"is scale-free; over every scale {power_label(EXPS[0])} … {power_label(EXPS[-1])}: "
                        f"{r['drift_all']:.3g}")
-st.plotly_chart(dfig, theme=None, key="sc_drift", config={"displaylogo": False})
+plotly_chart(dfig, key="sc_drift")
 st.dataframe(table.style.format({c: "{:.4g}" for c in table.columns if c != "method"}), hide_index=True,
              width="stretch")
 st.caption("Operating point = mean position over the last 20 % of the steps (methods chattering on the box's kinks "

@@ -4,6 +4,7 @@ from __future__ import annotations
 import streamlit as st
 
 from pcd.ui import claim, download_row, settings_panel, setup_page, show_error, url_default, url_sync, warmup
+from pcd.ui.chart import plotly_chart
 from pcd.ui.controls import frame_controls
 from pcd.viz.tau import tau_table, tradeoff_figure
 
@@ -81,8 +82,7 @@ except ValueError as exc:
     show_error(exc)
     st.stop()
 with left:
-    st.plotly_chart(fig, theme=None, key="td_chart", on_select="rerun", selection_mode="points",
-                    config={"displaylogo": False})
+    plotly_chart(fig, key="td_chart", click=True)
     st.caption("Filled markers: every start has ended (stalled, reached CMS, …); **open markers: still moving** — "
                "not an end point. Lighter, dotted curves = fewer steps. Click a legend entry to hide a curve, "
                "double-click to show it alone."
@@ -90,7 +90,7 @@ with left:
                   if problem == "saddle2d" else ""))
 with right:
     st.markdown(f"**PCD trajectories at τ = {tau_sel:g}** ({steps} steps, Adam lr {lr})")
-    st.plotly_chart(tfig, theme=None, key="td_traj", config={"displaylogo": False})
+    plotly_chart(tfig, key="td_traj")
     frame_controls("td_traj", [f.name for f in tfig.frames])
 
 moving_last = max(r["budgets"][steps]["moving_fraction"] for r in records if r["tau"] > 0)

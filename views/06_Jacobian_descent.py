@@ -31,6 +31,7 @@ setup_page(
         "computes the Gram matrix G = JJᵀ without ever materializing J. This page checks those claims live, and "
         "shows where PCD stands — honestly: PCD is built for a *hierarchy*, not for symmetric balance."
     ),
+    full_plotly=True,  # its figures are st.plotly_chart's: Streamlit's full Plotly.js, preloaded
 )
 
 ALL = registry.available()

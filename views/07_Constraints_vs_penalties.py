@@ -22,6 +22,7 @@ setup_page(
         "learns the weight λ during one run instead. **PCD** is a third way of treating objectives as unequal: "
         "the requirement becomes a *secondary objective* that must keep making progress while it is violated."
     ),
+    full_plotly=True,  # its figures are st.plotly_chart's: Streamlit's full Plotly.js, preloaded
 )
 # one formula a line: two a line are wider than the page at 1280 px (with the menu) and at 800 px
 st.latex(r"\begin{gathered}\text{penalty: }\min_x f(x)+c\,g(x)"

@@ -51,6 +51,7 @@ setup_page(
         "after **physical pruning**. Runs live in the data folder: close the browser, come back tomorrow, "
         "everything is still here."
     ),
+    full_plotly=True,  # its figures are st.plotly_chart's: Streamlit's full Plotly.js, preloaded
 )
 
 DATA_DIR = default_data_dir()

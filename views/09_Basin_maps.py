@@ -23,6 +23,7 @@ setup_page(
         "maps split at the barrier, PCD's is (almost) all CMS. Hover for a start's end point; **click a start** "
         "to open its trajectory on the Toy landscapes page."
     ),
+    full_plotly=True,  # its figures are st.plotly_chart's: Streamlit's full Plotly.js, preloaded
 )
 
 ALL = registry.available()

@@ -164,44 +164,51 @@ def plotly_chunk() -> str | None:
     return found[0].name if len(found) == 1 else None
 
 
-# The browser loads Streamlit's Plotly chunk only when the first chart arrives, then spends about a
-# second of CPU evaluating it before it draws anything. Importing it as soon as the page starts
-# overlaps that with the server's run (same URL as the frontend's own import, so the frontend gets
-# the module already evaluated). On a page without charts (home) it waits until the page is idle.
+# The browser loads Plotly.js only when the first chart arrives, then spends CPU evaluating it before
+# it draws anything. Loading it as soon as the page starts overlaps that with the server's run.
+# Studio charts (pcd.ui.chart) use the basic bundle; pages that draw ``st.plotly_chart`` figures
+# (heatmaps, contours: pages 06-09) import Streamlit's own chunk too (same URL as the frontend's own
+# import, so the frontend gets the module already evaluated).
 _PRELOAD_JS = """<script>(() => {{
   const main = document.querySelector('script[type="module"][src*="/static/js/index."]');
   const url = new URL({name}, main ? main.src : new URL('static/js/', document.baseURI)).href;
-  const go = () => import(url).catch(() => {{}});
-  {start}
+  import(url).catch(() => {{}});
 }})();</script>"""
-
 
 _preloaded = threading.local()  # set by preload_plotly in the router for this run; setup_page then skips it
 
 
 def preload_plotly(now: bool = True) -> None:
-    """Let the browser fetch and evaluate Plotly.js while the page runs (``now=False``: once the
-    page is idle, for a page without charts whose visitor may open one next). No-op when the
-    installed Streamlit's chunk is not found.
+    """Let the browser fetch and evaluate the studio charts' Plotly.js (:mod:`pcd.ui.chart`: the
+    basic bundle) while the page runs (``now=False``: once the page is idle, for a page without
+    charts whose visitor may open one next).
 
     The router (``app.py``) calls it before anything else of a run, ~0.15 s before the page's own
     first element; :func:`setup_page` then does not emit it a second time (a page run on its own,
     e.g. under AppTest, still gets it from :func:`setup_page`). One flag per script thread: a
     session's reruns run one after another on its thread."""
+    from pcd.ui import chart
+
     _preloaded.done = True
+    chart.preload(now)
+
+
+def preload_full_plotly() -> None:
+    """For a page that draws ``st.plotly_chart`` figures: import Streamlit's full Plotly.js chunk now.
+    No-op when the installed Streamlit's chunk is not found."""
     name = plotly_chunk()
-    if name is None:
-        return
-    start = "go();" if now else "setTimeout(() => (window.requestIdleCallback || setTimeout)(go), 2500);"
-    st.html(_PRELOAD_JS.format(name=json.dumps(name), start=start), unsafe_allow_javascript=True)
+    if name is not None:
+        st.html(_PRELOAD_JS.format(name=json.dumps(name)), unsafe_allow_javascript=True)
 
 
 def setup_page(title: str, icon: str = ":material/insights:", intro: str | None = None,
-               presenter_title: bool = True, charts: bool = True) -> None:
+               presenter_title: bool = True, charts: bool = True, full_plotly: bool = False) -> None:
     """Common page set-up: page config, styling, title, the presenter-mode toggle and an optional
     plain-words intro. ``presenter_title=False``: leave the page title out in presenter mode (a page
     whose own headline is the title, e.g. the lesson's step). ``charts=False``: a page without
-    Plotly charts (Plotly.js is then preloaded only once the page is idle, see :func:`preload_plotly`)."""
+    Plotly charts (Plotly.js is then preloaded only once the page is idle, see :func:`preload_plotly`).
+    ``full_plotly=True``: a page that draws ``st.plotly_chart`` figures (trace types beyond the basic
+    bundle, see :mod:`pcd.ui.chart`): Streamlit's full Plotly.js is imported at once."""
     saved = st.session_state.get(_PRESENT_SAVED)
     present_now = bool(url_default(PRESENT_PARAM, False) if saved is None else saved)
     try:  # on a projector the sidebar starts collapsed: the figures get the width
@@ -213,6 +220,8 @@ def setup_page(title: str, icon: str = ":material/insights:", intro: str | None 
     if not getattr(_preloaded, "done", False):  # else the router has emitted it for this run
         preload_plotly(now=charts)
     _preloaded.done = False
+    if full_plotly:
+        preload_full_plotly()
     if LOGO.is_file():
         st.logo(str(LOGO), size="large")
     with st.sidebar:

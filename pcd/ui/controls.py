@@ -1,7 +1,8 @@
 """Lecturer controls for the Plotly figures of the pages (presentation only, no math).
 
 Two small Streamlit components (``st.components.v2``: inline HTML/CSS/JS, no build step, no
-iframe) that act on a ``st.plotly_chart`` already on the page, found by its widget key:
+iframe) that act on a chart already on the page (:func:`pcd.ui.chart.plotly_chart` or
+``st.plotly_chart``), found by its widget key:
 
 * :func:`frame_controls` -- reset / step back / play-pause / step forward, a speed control and the
   current step, driving the chart's own animation frames (``Plotly.animate``) in the browser, plus
@@ -10,8 +11,9 @@ iframe) that act on a ``st.plotly_chart`` already on the page, found by its widg
 * :func:`vector_drag` -- click or drag in a chart to move one of its vectors; the new tip is sent
   back to Python (one rerun when the mouse is released).
 
-Both use the Plotly.js instance Streamlit loads for ``st.plotly_chart`` (``window.Plotly``) and the
-chart's own axes for pixel -> data conversion; when it is not (yet) there, the buttons say so
+Both use the Plotly.js instance that drew the chart (``gd._pcdPlotly``, :mod:`pcd.ui.chart`; else
+the one Streamlit loads for ``st.plotly_chart``, ``window.Plotly``) and the chart's own axes for
+pixel -> data conversion; when it is not (yet) there, the buttons say so
 instead of failing. Nothing runs on the server while stepping or playing.
 """
 from __future__ import annotations
@@ -63,7 +65,7 @@ export default function(component) {
   let speed = 1, playing = false, cur = 0, boundGd = null, lastCursor = null, pending = null;
   const chart = () => document.querySelector('.st-key-' + data.target + ' .js-plotly-plot');
   const lossChart = () => data.loss ? document.querySelector('.st-key-' + data.loss + ' .js-plotly-plot') : null;
-  const P = () => window.Plotly;
+  const P = () => (boundGd && boundGd._pcdPlotly) || window.Plotly;  // the instance that drew the chart
   const label = i => 'step ' + names[i] + ' / ' + names[names.length - 1] + '  (frame ' + (i + 1) + ' of ' + names.length + ')';
 
   function setStatus(i) { status.textContent = names.length ? label(i) : 'no frames'; root.dataset.frame = String(i);
@@ -82,7 +84,7 @@ export default function(component) {
       (lg.layout.shapes || []).forEach((s, k) => {
         if (s.name === data.cursor_name) { upd['shapes[' + k + '].x0'] = cursor[j]; upd['shapes[' + k + '].x1'] = cursor[j]; }
       });
-      if (Object.keys(upd).length) { lastCursor = cursor[j]; P().relayout(lg, upd); }
+      if (Object.keys(upd).length) { lastCursor = cursor[j]; (lg._pcdPlotly || P()).relayout(lg, upd); }
     });
   }
   function onFrame(ev) {
@@ -195,8 +197,9 @@ export default function(component) {
   }
   function preview(g, i, pt) {
     const v = data.vectors[i];
-    if (!window.Plotly || v.trace === undefined || v.trace === null) return;
-    window.Plotly.restyle(g, {x: [[0, pt[0]]], y: [[0, pt[1]]]}, [v.trace]);
+    const P = g._pcdPlotly || window.Plotly;  // the instance that drew the chart
+    if (!P || v.trace === undefined || v.trace === null) return;
+    P.restyle(g, {x: [[0, pt[0]]], y: [[0, pt[1]]]}, [v.trace]);
   }
   function down(ev) {
     if (ev.button !== 0) return;

@@ -337,7 +337,8 @@ def landscape_figure(res: Any, grid: tuple[Any, Any, Any], pareto_set: Any = Non
 
     Traces, in order: legend keys for the background (contours, secondary zero set); the
     Pareto set and optima (if any); per method its faint full paths (one trace per method, starts
-    separated by gaps); the start markers; and LAST one animated marker trace holding, for every
+    separated by gaps) and, with ``end_labels``, its end points (one trace, same legend group); the
+    start markers; and LAST one animated marker trace holding, for every
     (method, start), a fading tail of ``TRAIL`` recorded points followed by the heads. Frames
     (one per recorded step, ``len(res.record)``, named by the step) update only that trace's x/y,
     with play/pause buttons and a step slider.
@@ -375,15 +376,22 @@ def landscape_figure(res: Any, grid: tuple[Any, Any, Any], pareto_set: Any = Non
         full = np.concatenate([pos[m], np.full((S, 1, 2), np.nan)], axis=1).reshape(-1, 2)
         full = full.astype(np.float32)
         txt = [f"start {s + 1} · step {int(k)}" for s in range(S) for k in list(record) + [-1]]
-        ends = np.zeros((S, T + 1))
-        ends[:, T - 1] = 9.0 if end_labels else 0.0  # a small diamond where each path ends
-        traces.append(dict(type="scatter", x=full[:, 0], y=full[:, 1], mode="lines+markers" if end_labels else "lines",
+        traces.append(dict(type="scatter", x=full[:, 0], y=full[:, 1], mode="lines",
                            name=method_label(name), legendgroup=name,
-                           marker=dict(symbol="diamond", size=ends.reshape(-1), color=method_color(name),
-                                       line=dict(color="white", width=1)),
                            line=dict(color=rgba(method_color(name), 0.5), width=2.5),
                            text=txt, hovertemplate=f"{method_label(name)} · %{{text}}<br>"
                                                    f"(%{{x:.3f}}, %{{y:.3f}})<extra></extra>"))
+        if end_labels:  # a small diamond where each path ends: its own trace of S points, in the
+            # method's legend group (markers of size 0 on every path point cost the browser ~1 ms
+            # per 10 points to draw)
+            end = pos[m, :, -1, :].astype(np.float32)
+            traces.append(dict(type="scatter", x=end[:, 0], y=end[:, 1], mode="markers", showlegend=False,
+                               name=f"{method_label(name)} (end)", legendgroup=name,
+                               marker=dict(symbol="diamond", size=9, color=method_color(name),
+                                           line=dict(color="white", width=1)),
+                               text=[f"start {s + 1} · step {int(record[-1])} (end)" for s in range(S)],
+                               hovertemplate=f"{method_label(name)} · %{{text}}<br>"
+                                             f"(%{{x:.3f}}, %{{y:.3f}})<extra></extra>"))
     # the Pareto set above the faint paths
     if pareto_set is not None:
         ps = np.asarray(pareto_set, dtype=np.float64)

@@ -1,6 +1,7 @@
 """Opening a Studio page under Streamlit's AppTest (no browser): shared by the page and fuzz tests."""
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
@@ -20,3 +21,17 @@ def open_page(page: str, params: dict[str, Any], tmp_path: Path, monkeypatch: An
         at.query_params[k] = v
     at.run()
     return at
+
+
+def figure_specs(at: AppTest) -> list[dict]:
+    """The figures a page drew, in order, as Plotly JSON dicts (``{"data", "layout", "frames"}``):
+    the studio charts' (:func:`pcd.ui.chart.plotly_chart`), else ``st.plotly_chart``'s."""
+    ours = [json.loads(json.loads(e.proto.json)["spec"]) for e in at.get("bidi_component")
+            if str(getattr(e.proto, "component_name", "")).endswith("pcd_plotly")]
+    return ours or [json.loads(e.proto.spec) for e in at.get("plotly_chart")]
+
+
+def component_names(at: AppTest) -> list[str]:
+    """Names of the custom components (``st.components.v2``) on the page, in order, charts left out."""
+    names = [str(getattr(e.proto, "component_name", "")) for e in at.get("bidi_component")]
+    return [n for n in names if not n.endswith("pcd_plotly")]

@@ -134,7 +134,7 @@ LOAD_MARKS = """() => { const m = window.__pcdMarks = {};
   const mark = (k) => { if (!(k in m)) m[k] = Math.round(performance.now()); };
   const iv = setInterval(() => { if (window.Plotly) mark('plotly_ready');
     const p = document.querySelector('.js-plotly-plot'); if (p && p.data) { mark('first_chart'); clearInterval(iv); } }, 10);
-  new PerformanceObserver((l) => l.getEntries().forEach(e => { if (e.name.includes('/PlotlyChart.')) {
+  new PerformanceObserver((l) => l.getEntries().forEach(e => { if ((e.name.includes('/PlotlyChart.') || e.name.includes('plotly-basic'))) {
     m.chunk_request = Math.round(e.startTime); m.chunk_arrived = Math.round(e.responseEnd); } }))
     .observe({type: 'resource', buffered: true}); }"""
 

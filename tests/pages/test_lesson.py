@@ -3,12 +3,13 @@ the step pills / the URL move between steps) and presenter mode (one helper in p
 page, kept in the URL and across pages)."""
 from __future__ import annotations
 
-import json
 import re
 from pathlib import Path
 
 import pytest
 from streamlit.testing.v1 import AppTest
+
+from tests.pages._apptest import figure_specs
 
 ROOT = Path(__file__).resolve().parents[2]
 LESSON = str(ROOT / "views" / "00_Guided_lesson.py")
@@ -51,9 +52,9 @@ def test_every_step_renders_and_next_advances(lesson):
         title = _step_title(at)
         assert title.startswith(f"{i + 1} · "), title
         assert _qp(at, "step") == str(i + 1)
-        charts = at.get("plotly_chart")
+        charts = figure_specs(at)
         assert len(charts) == 1, f"step {i + 1}: one figure"
-        spec = json.loads(charts[0].proto.spec)
+        spec = charts[0]
         assert spec["data"], f"step {i + 1}: the figure is empty"
         para = _paragraph(at)
         assert 80 < len(para) < 700, f"step {i + 1}: one short paragraph, got {len(para)} chars"
@@ -79,7 +80,7 @@ def test_back_pills_and_url(lesson):
     _ok(at)
     assert _step_title(at).startswith("2 · ") and _qp(at, "step") == "2"
     # the animated saddle with its gradient inset (same frames as the map)
-    spec = json.loads(at.get("plotly_chart")[0].proto.spec)
+    spec = figure_specs(at)[0]
     assert any(t.get("name") == "inset numbers" for t in spec["data"]) and len(spec["frames"]) > 50
     fresh = AppTest.from_file(LESSON, default_timeout=240)
     fresh.query_params["step"] = "4"
@@ -151,5 +152,5 @@ def test_lesson_in_presenter_mode_shrinks_the_animation():
     at.run()
     _ok(at)
     assert _css_on(at)
-    spec = json.loads(at.get("plotly_chart")[0].proto.spec)
+    spec = figure_specs(at)[0]
     assert spec["layout"]["height"] <= 460                 # fits a 720-pixel-high projector with its controls

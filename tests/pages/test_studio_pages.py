@@ -5,13 +5,13 @@ Runs use small settings through the URL (query parameters) so the whole file sta
 """
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import numpy as np
 from streamlit.testing.v1 import AppTest
 
 from pcd import studio
+from tests.pages._apptest import component_names, figure_specs
 
 PAGES = Path(__file__).resolve().parents[2] / "views"
 
@@ -24,7 +24,7 @@ def _app(name: str, **query) -> AppTest:
 
 
 def _specs(at: AppTest) -> list[dict]:
-    return [json.loads(el.proto.spec) for el in at.get("plotly_chart")]
+    return figure_specs(at)
 
 
 def _values(v) -> list:
@@ -81,18 +81,17 @@ def test_toy_page_default_animation_and_widgets():
     _ok(at)
     maps = _specs(at)
     assert len(maps) == 2
-    fig = at.get("plotly_chart")[0]
-    spec = json.loads(fig.proto.spec)
+    spec = maps[0]
     assert spec["layout"]["images"][0]["source"].startswith("data:image/png")
     # one play control: the page's frame controls drive the frames; the chart has no Plotly buttons/slider
     assert spec["frames"] and not spec["layout"].get("updatemenus") and not spec["layout"].get("sliders")
-    assert [str(getattr(e.proto, "component_name", "")) for e in at.get("bidi_component")] == ["pcd_frame_controls"]
+    assert component_names(at) == ["pcd_frame_controls"]
     diag = at.table[0].value
     assert len(diag) == 2 * 3  # 2 methods x 3 preset starts
     before = spec
     at.slider(key="toy_tau").set_value(0.4).run()
     _ok(at)
-    assert json.loads(at.get("plotly_chart")[0].proto.spec) != before
+    assert _specs(at)[0] != before
     at.radio(key="toy_opt").set_value("sgd").run()
     _ok(at)
     at.radio(key="toy_starts").set_value("grid").run()
@@ -110,7 +109,7 @@ def test_toy_page_bad_formula_and_bad_starts_show_errors():
     # the error is shown ONCE, with the parser's position and a caret under it
     assert len(at.error) == 1 and "position 7" in at.error[0].value and "foo" in at.error[0].value
     assert [c.value for c in at.code] == ["x**2 + foo(y)\n       ^"]
-    assert not at.get("plotly_chart")
+    assert not _specs(at)
     at = _app("02_Toy_landscapes.py", steps=200, methods="ws", starts="typed")
     at.text_area(key="toy_typed").set_value("1, 2; oops").run()
     assert not at.exception
@@ -232,7 +231,7 @@ def test_tau_page_selection_changes_trajectory():
     _ok(at)
     traj_before = specs[1]
     assert any("τ = 0.5" in m.value for m in at.markdown)
-    assert json.loads(at.get("plotly_chart")[1].proto.spec) != traj_before
+    assert _specs(at)[1] != traj_before
     at.selectbox(key="td_problem").set_value("saddle2d").run()
     _ok(at)
 

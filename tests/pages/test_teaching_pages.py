@@ -2,19 +2,18 @@
 controls, the drag component) -- what the server renders; the browser test drives them."""
 from __future__ import annotations
 
-import json
-
 from streamlit.testing.v1 import AppTest
 
+from tests.pages._apptest import component_names, figure_specs
 from tests.pages.test_studio_pages import _app, _ok  # the studio pages' AppTest helpers
 
 
 def _map(at: AppTest) -> dict:
-    return json.loads(at.get("plotly_chart")[0].proto.spec)
+    return figure_specs(at)[0]
 
 
 def _components(at: AppTest) -> list[str]:
-    return [str(getattr(e.proto, "component_name", "")) for e in at.get("bidi_component")]
+    return component_names(at)
 
 
 def test_toy_page_inset_on_by_default_follows_the_chosen_start_and_turns_off():
@@ -31,7 +30,7 @@ def test_toy_page_inset_on_by_default_follows_the_chosen_start_and_turns_off():
     assert any("start S3" in (a.get("text") or "") for a in _map(at)["layout"]["annotations"])
     assert at.query_params["istart"] in ("2", ["2"])
     # the loss plot carries the step cursor the frame controls move
-    loss = json.loads(at.get("plotly_chart")[1].proto.spec)
+    loss = figure_specs(at)[1]
     assert [s["name"] for s in loss["layout"]["shapes"]] == ["step cursor", "step cursor"]
     at.toggle(key="toy_inset").set_value(False).run()
     _ok(at)

@@ -14,6 +14,7 @@ from streamlit.testing.v1 import AppTest
 from pcd import studio
 from pcd.experiments import synthetic
 from pcd.ui import plotly_chunk, warmup
+from tests.pages._apptest import figure_specs
 
 PAGES = Path(__file__).resolve().parents[2] / "views"
 DEFAULT_PAGES = ["01_Gradient_geometry.py", "03_K_objective_benchmark.py", "04_Scale_invariance.py",
@@ -47,7 +48,7 @@ def test_default_view_is_served_from_the_warm_cache(warmed, page):
         at = AppTest.from_file(str(PAGES / page), default_timeout=120).run()
     assert not at.exception, at.exception
     assert not at.error, [e.value for e in at.error]
-    assert at.get("plotly_chart")
+    assert figure_specs(at)
 
 
 def test_warm_results_are_the_librarys(warmed):

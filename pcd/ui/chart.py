@@ -1,0 +1,226 @@
+"""Plotly figures on the studio pages, drawn with Plotly.js's *basic* bundle (presentation only).
+
+Why not ``st.plotly_chart``: Streamlit's chart loads the full Plotly.js (a 4.7 MB chunk with every
+trace type, maps and WebGL), and evaluating it costs the browser ~1 s of CPU on the 2-core dev
+machine before the first figure can be drawn -- the largest single part of a page's first load.
+The studio's pages 00-05 draw only scatter/line figures (plus layout images, shapes, annotations
+and animation frames), which the partial bundle ``plotly.js-basic`` (scatter, bar, pie; 1.2 MB,
+~0.3 s to evaluate; same Plotly.js version) covers. :func:`plotly_chart` draws a figure with it in
+a small Streamlit component (``st.components.v2``, no iframe, no build step):
+
+* width = the column's width (as ``st.plotly_chart``), height = ``layout.height`` (450 if unset),
+  reserved before Plotly.js arrives (no layout shift); a chart below the window is first drawn when
+  it scrolls near or the browser is idle (the charts in view come first); redrawn with ``Plotly.react`` when the
+  figure changes (zoom and legend clicks kept where the figure allows), frames replaced;
+* ``click=True``: a click on a data point is sent back as ``{"selection": {"points": [{x, y,
+  curve_number, point_number, point_index, customdata}], ...}}`` -- the shape of
+  ``st.plotly_chart(on_select="rerun", selection_mode="points")``'s event, read the same way
+  (``st.session_state[key]["selection"]["points"]``), one rerun per click;
+* a figure with a trace type the bundle lacks (heatmap, contour, ...) is handed to
+  ``st.plotly_chart`` unchanged (same look: ``theme=None``).
+
+The bundle is served by Streamlit's static file serving (``static/plotly-basic.min.js`` next to
+``app.py``; ``server.enableStaticServing = true`` in ``.streamlit/config.toml``). When it cannot be
+fetched (static serving off, file missing) the component falls back to Streamlit's own full
+Plotly.js chunk, so a figure is always drawn. The instance that drew a chart is kept on its graph
+div (``gd._pcdPlotly``): the lecturer controls (:mod:`pcd.ui.controls`) animate it with that one.
+"""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import streamlit as st
+
+# plotly.js-basic-dist-min 4.1.1 (MIT; Python plotly 6.x / Streamlit 1.67 ship Plotly.js 4.1.x)
+BUNDLE = Path(__file__).resolve().parents[2] / "static" / "plotly-basic.min.js"
+BUNDLE_URL = "app/static/plotly-basic.min.js"  # relative to the app's base URL
+BASIC_TRACES = frozenset({"scatter", "bar", "pie"})  # the trace types plotly.js-basic registers
+DEFAULT_HEIGHT = 450  # px, st.plotly_chart's default when the layout has no height
+
+# One loader per browser page (the router's preload and every chart share it): fetch and evaluate
+# the bundle once, keep it as window.__pcdPlotly and give window.Plotly back to whoever had it
+# (Streamlit's own charts on other pages use their module's instance, the controls use the gd's).
+LOADER_JS = """
+window.__pcdLoadPlotly = window.__pcdLoadPlotly || function (src, chunk) {
+  if (window.__pcdPlotlyPromise) return window.__pcdPlotlyPromise;
+  const main = document.querySelector('script[type="module"][src*="/static/js/index."]');
+  const base = main ? main.src.replace(/static\\/js\\/index\\.[^/]*$/, '') : new URL('./', document.baseURI).href;
+  const full = () => chunk ? import(new URL('static/js/' + chunk, base).href).then(() => window.Plotly)
+                           : Promise.reject(new Error('Plotly.js is not available'));
+  window.__pcdPlotlyPromise = new Promise((resolve, reject) => {
+    if (!src) { full().then(resolve, reject); return; }
+    const prev = window.Plotly;
+    const s = document.createElement('script');
+    s.src = new URL(src, base).href;
+    s.async = true;
+    s.onload = () => {
+      const mine = window.Plotly;
+      if (prev) window.Plotly = prev;
+      window.__pcdPlotly = mine;
+      if (mine && mine.newPlot) resolve(mine); else full().then(resolve, reject);
+    };
+    s.onerror = () => { full().then(resolve, reject); };
+    document.head.appendChild(s);
+  });
+  return window.__pcdPlotlyPromise;
+};
+"""
+
+_CHART_JS = "export default function(component) {\n" + LOADER_JS + """
+  const { data, parentElement, setStateValue } = component;
+  let box = parentElement.querySelector('.pcd-chart');
+  if (!box) {
+    box = document.createElement('div');
+    box.className = 'pcd-chart';
+    parentElement.appendChild(box);
+  }
+  box.style.height = data.height + 'px';
+  const s = box.__pcd || (box.__pcd = {gd: null, spec: null, token: 0});
+  s.data = data;
+  s.setStateValue = setStateValue;
+  if (s.spec === data.spec) return;
+  s.spec = data.spec;
+  const token = ++s.token;
+  window.__pcdLoadPlotly(data.src, data.chunk)
+    .then(P => (s.gd && s.gd._fullLayout) ? P : whenNeeded(box).then(() => P))
+    .then(P => { if (token === s.token) return draw(P, box, s, token); })
+    .catch(err => {
+      box.dataset.error = String(err);
+      let note = box.querySelector('.pcd-chart-error');
+      if (!note) { note = document.createElement('div'); note.className = 'pcd-chart-error'; box.prepend(note); }
+      note.textContent = 'The figure could not be drawn: ' + err;
+    });
+
+  // A chart first drawn below the window waits until it scrolls near, or until the browser is
+  // idle after the charts in view are drawn: they come first (a cold draw costs ~0.2-0.6 s each).
+  function whenNeeded(box) {
+    const near = () => box.getBoundingClientRect().top < window.innerHeight + 200;
+    if (near()) return Promise.resolve();
+    return new Promise(resolve => {
+      let done = false;
+      const go = () => { if (!done) { done = true; io.disconnect(); resolve(); } };
+      const io = new IntersectionObserver(es => { if (es.some(e => e.isIntersecting)) go(); },
+                                          {rootMargin: '200px 0px'});
+      io.observe(box);
+      const idle = window.requestIdleCallback || (f => setTimeout(f, 300));
+      setTimeout(() => idle(go, {timeout: 2000}), 400);
+    });
+  }
+
+  function width() { return Math.max(150, Math.round(box.getBoundingClientRect().width || 700)); }
+  function draw(P, box, s, token) {
+    const fig = JSON.parse(s.data.spec);
+    const layout = fig.layout || {};
+    layout.width = width();
+    layout.height = s.data.height;
+    if (s.data.click) {
+      if (!layout.clickmode) layout.clickmode = 'event';
+      if (!layout.hovermode) layout.hovermode = 'closest';
+    }
+    const config = Object.assign({displaylogo: false, showSendToCloud: false}, s.data.config || {});
+    const remove = new Set(config.modeBarButtonsToRemove || []);
+    ['lasso2d', 'select2d', 'sendDataToCloud'].forEach(b => remove.add(b));
+    config.modeBarButtonsToRemove = Array.from(remove);
+    const frames = fig.frames || [];
+    let gd = s.gd;
+    let done;
+    if (!gd || !gd._fullLayout) {
+      if (!gd) { gd = document.createElement('div'); gd.style.width = '100%'; box.appendChild(gd); s.gd = gd; }
+      gd._pcdPlotly = P;
+      done = P.newPlot(gd, {data: fig.data || [], layout, frames, config}).then(() => bind(P, gd, s));
+    } else {
+      // react replaces the frames too (given a list; deleteFrames sorts its indices as strings)
+      done = P.react(gd, {data: fig.data || [], layout, frames, config});
+    }
+    return done.then(() => { if (token === s.token) box.dataset.drawn = String(token); });
+  }
+  function bind(P, gd, s) {
+    gd.on('plotly_click', ev => {
+      if (!s.data.click) return;
+      const pts = (ev && ev.points || []).map(p => ({x: p.x, y: p.y, curve_number: p.curveNumber,
+        point_number: p.pointNumber, point_index: p.pointIndex,
+        customdata: p.customdata == null ? null : (ArrayBuffer.isView(p.customdata) ? Array.from(p.customdata)
+                                                                                : p.customdata)}));
+      s.setStateValue('selection', {points: pts, point_indices: pts.map(p => p.point_index), box: [], lasso: []});
+    });
+    let pending = false;
+    new ResizeObserver(() => {
+      if (pending) return;
+      pending = true;
+      requestAnimationFrame(() => {
+        pending = false;
+        const w = width();
+        if (gd._fullLayout && Math.abs(gd._fullLayout.width - w) > 1) P.relayout(gd, {width: w});
+      });
+    }).observe(box);
+  }
+}
+"""
+
+_CSS = ".pcd-chart {width: 100%; position: relative;}"
+
+_PRELOAD_HTML = """<script>(() => {{
+{loader}
+  const go = () => window.__pcdLoadPlotly({src}, {chunk}).catch(() => {{}});
+  {start}
+}})();</script>"""
+
+_component: list[Any] = []
+
+
+def _chart_component() -> Any:
+    if not _component:
+        _component.append(st.components.v2.component("pcd_plotly", css=_CSS, js=_CHART_JS, isolate_styles=False))
+    return _component[0]
+
+
+def preload(now: bool = True) -> None:
+    """Start loading the charts' Plotly.js in the browser (``now=False``: once the page is idle).
+    Renders nothing; see :func:`pcd.ui.preload_plotly`."""
+    from pcd.ui import plotly_chunk
+
+    src, chunk = bundle_src(), plotly_chunk()
+    if src is None and chunk is None:
+        return
+    # st.html, not a component: measured ~0.5 s earlier (the component chunk mounts later)
+    start = "go();" if now else "setTimeout(() => (window.requestIdleCallback || setTimeout)(go), 2500);"
+    st.html(_PRELOAD_HTML.format(loader=LOADER_JS, src=json.dumps(src), chunk=json.dumps(chunk), start=start),
+            unsafe_allow_javascript=True)
+
+
+def basic_ok(fig: Any) -> bool:
+    """True when every trace of ``fig`` is a type the basic bundle draws."""
+    return all((getattr(t, "type", None) or "scatter") in BASIC_TRACES for t in fig.data)
+
+
+def bundle_src() -> str | None:
+    """URL of the basic bundle for the browser, None when Streamlit will not serve it (static
+    serving off or the file missing): the charts then use Streamlit's full Plotly.js."""
+    try:
+        serving = bool(st.get_option("server.enableStaticServing"))
+    except Exception:
+        serving = False
+    return BUNDLE_URL if serving and BUNDLE.is_file() else None
+
+
+def plotly_chart(fig: Any, key: str, *, click: bool = False, config: dict | None = None) -> None:
+    """Draw the Plotly figure ``fig`` (see the module docstring). ``key``: the widget key (the
+    chart's container gets the class ``st-key-<key>``; with ``click`` the clicked points are in
+    ``st.session_state[key]["selection"]``). ``config``: Plotly's config (``displaylogo`` off)."""
+    from pcd.ui import plotly_chunk
+
+    config = {"displaylogo": False, **(config or {})}
+    if not basic_ok(fig):
+        if click:
+            st.plotly_chart(fig, theme=None, key=key, config=config, on_select="rerun", selection_mode="points")
+        else:
+            st.plotly_chart(fig, theme=None, key=key, config=config)
+        return
+    height = fig.layout.height
+    height = int(height) if height is not None and height >= 10 else DEFAULT_HEIGHT
+    payload = {"spec": fig.to_json(), "height": height, "config": config, "click": bool(click),
+               "src": bundle_src(), "chunk": plotly_chunk()}
+    _chart_component()(data=payload, key=key, on_selection_change=lambda: None)
+
