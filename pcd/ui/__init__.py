@@ -64,8 +64,10 @@ _CSS = """
   [class*="st-key-pcd_flow_"] [data-testid="stRadio"] label {margin-right: 0;}
   /* a row holding a figure wraps before the figure's column gets narrower than ~24rem (the tau
      dial's two panels at 800 px: one under the other instead of two squeezed plots) */
-  [data-testid="stMain"] [data-testid="stHorizontalBlock"]:has([data-testid="stPlotlyChart"]) {flex-wrap: wrap;}
-  [data-testid="stMain"] [data-testid="stColumn"]:has([data-testid="stPlotlyChart"]) {min-width: min(100%, 24rem);}
+  [data-testid="stMain"] [data-testid="stHorizontalBlock"]:has([data-testid="stPlotlyChart"], .pcd-chart) {
+      flex-wrap: wrap;}
+  [data-testid="stMain"] [data-testid="stColumn"]:has([data-testid="stPlotlyChart"], .pcd-chart) {
+      min-width: min(100%, 24rem);}
   @media (max-width: 1100px) {
     section[data-testid="stSidebar"] {width: 210px !important; min-width: 210px !important;}
     .katex-display {font-size: 0.9em;}
@@ -100,7 +102,7 @@ _PRESENTER_CSS = """
   [data-testid="stMain"] [data-testid="stCaptionContainer"]:hover,
   [data-testid="stMain"] .pcd-claim:hover {white-space: normal;}
   [data-testid="stMain"] [data-testid="stHorizontalBlock"] {flex-wrap: wrap;}
-  [data-testid="stMain"] [data-testid="stColumn"]:has([data-testid="stPlotlyChart"]) {
+  [data-testid="stMain"] [data-testid="stColumn"]:has([data-testid="stPlotlyChart"], .pcd-chart) {
       flex: 1 1 100% !important; width: 100% !important; min-width: 100% !important; order: -1;}
   .pcd-present-badge {color:#cf222e; font-weight:600;}
 </style>
