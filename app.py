@@ -115,13 +115,14 @@ PAGES = studio_pages(ROOT / "views")
 nav = st.navigation([st.Page(home, title=HOME_TITLE, icon=":material/flag:", default=True)]
                    + [st.Page(str(p["path"]), title=p["title"], icon=p["icon"], url_path=p["url_path"])
                       for p in PAGES])
-# First of the run: the browser starts fetching and evaluating Plotly.js (~1.2 s of its CPU) while
-# the page runs (every page but home draws charts; home preloads it once idle).
+# First of the run: the browser starts fetching and evaluating Plotly.js while the page runs (every
+# page but home draws charts; home preloads it once idle; pages 06-09 need Streamlit's full one).
 try:
     on_home = nav.title == HOME_TITLE
 except AttributeError:  # app.py run without a server (bare mode): no page is selected
     on_home = True
-preload_plotly(now=not on_home)
+full = not on_home and any(p["full_plotly"] and p["title"] == nav.title for p in PAGES)
+preload_plotly(now=not on_home, full=full)
 
 # Once per server process: import what the pages need and compute their default views in a
 # background thread, so a page's first visitor does not wait for either (PCD_NO_WARMUP=1: off).

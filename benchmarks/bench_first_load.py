@@ -100,7 +100,7 @@ def main(argv: list[str] | None = None) -> int:
         servers = {side: stack.enter_context(serve(tree)) for side, tree in trees.items()}
         pw = stack.enter_context(sync_playwright())
         browser = pw.chromium.launch(executable_path="/usr/bin/chromium", args=FLAGS)
-        for url, pid in servers.values():  # one visit (the server imports the library), then its warm-up
+        for url, _pid in servers.values():  # one visit (the server imports the library), then its warm-up
             ctx = browser.new_context()
             ctx.new_page().goto(url + "/", wait_until="load")
             time.sleep(3)

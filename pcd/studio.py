@@ -531,7 +531,8 @@ def studio_pages(folder: Any) -> list[dict[str, Any]]:
     """Every ``NN_Name.py`` page in ``folder``, in file order: ``{"path", "url_path", "title",
     "icon", "blurb"}``. ``url_path`` is ``Name`` (the URL Streamlit's automatic multipage menu
     gave the file, so old links keep working); ``title`` and ``icon`` are what the page passes to
-    ``setup_page`` (menu label = page title), ``blurb`` its docstring's summary after the colon.
+    ``setup_page`` (menu label = page title), ``blurb`` its docstring's summary after the colon,
+    ``full_plotly`` whether it passes ``full_plotly=True`` (its figures need Streamlit's Plotly.js).
     """
     import re
     from pathlib import Path
@@ -547,5 +548,6 @@ def studio_pages(folder: Any) -> list[dict[str, Any]]:
         if doc and ":" in doc.group(1):
             blurb = doc.group(1).split(":", 1)[1].strip().rstrip(".")
         out.append({"path": path, "url_path": stem, "title": m.group(2) if m else stem.replace("_", " "),
-                    "icon": icon.group(2) if icon else ":material/article:", "blurb": blurb})
+                    "icon": icon.group(2) if icon else ":material/article:", "blurb": blurb,
+                    "full_plotly": bool(re.search(r"full_plotly\s*=\s*True", src))})
     return out

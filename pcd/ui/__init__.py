@@ -180,10 +180,11 @@ _PRELOAD_JS = """<script>(() => {{
 _preloaded = threading.local()  # set by preload_plotly in the router for this run; setup_page then skips it
 
 
-def preload_plotly(now: bool = True) -> None:
-    """Let the browser fetch and evaluate the studio charts' Plotly.js (:mod:`pcd.ui.chart`: the
-    basic bundle) while the page runs (``now=False``: once the page is idle, for a page without
-    charts whose visitor may open one next).
+def preload_plotly(now: bool = True, full: bool = False) -> None:
+    """Let the browser fetch and evaluate the charts' Plotly.js while the page runs: the studio
+    charts' basic bundle (:mod:`pcd.ui.chart`), or with ``full=True`` (a page whose figures are
+    ``st.plotly_chart``'s) Streamlit's full chunk, the basic bundle then once the page is idle.
+    ``now=False``: only once the page is idle (a page without charts whose visitor may open one next).
 
     The router (``app.py``) calls it before anything else of a run, ~0.15 s before the page's own
     first element; :func:`setup_page` then does not emit it a second time (a page run on its own,
@@ -192,15 +193,10 @@ def preload_plotly(now: bool = True) -> None:
     from pcd.ui import chart
 
     _preloaded.done = True
-    chart.preload(now)
-
-
-def preload_full_plotly() -> None:
-    """For a page that draws ``st.plotly_chart`` figures: import Streamlit's full Plotly.js chunk now.
-    No-op when the installed Streamlit's chunk is not found."""
-    name = plotly_chunk()
+    name = plotly_chunk() if full else None
     if name is not None:
         st.html(_PRELOAD_JS.format(name=json.dumps(name)), unsafe_allow_javascript=True)
+    chart.preload(now and name is None)
 
 
 def setup_page(title: str, icon: str = ":material/insights:", intro: str | None = None,
@@ -210,7 +206,8 @@ def setup_page(title: str, icon: str = ":material/insights:", intro: str | None 
     whose own headline is the title, e.g. the lesson's step). ``charts=False``: a page without
     Plotly charts (Plotly.js is then preloaded only once the page is idle, see :func:`preload_plotly`).
     ``full_plotly=True``: a page that draws ``st.plotly_chart`` figures (trace types beyond the basic
-    bundle, see :mod:`pcd.ui.chart`): Streamlit's full Plotly.js is imported at once."""
+    bundle, see :mod:`pcd.ui.chart`): Streamlit's full Plotly.js is imported at once (the router
+    reads the flag from the page's source, :func:`pcd.studio.studio_pages`)."""
     saved = st.session_state.get(_PRESENT_SAVED)
     present_now = bool(url_default(PRESENT_PARAM, False) if saved is None else saved)
     try:  # on a projector the sidebar starts collapsed: the figures get the width
@@ -220,10 +217,8 @@ def setup_page(title: str, icon: str = ":material/insights:", intro: str | None 
         pass
     st.markdown(_CSS, unsafe_allow_html=True)
     if not getattr(_preloaded, "done", False):  # else the router has emitted it for this run
-        preload_plotly(now=charts)
+        preload_plotly(now=charts, full=full_plotly)
     _preloaded.done = False
-    if full_plotly:
-        preload_full_plotly()
     if LOGO.is_file():
         st.logo(str(LOGO), size="large")
     with st.sidebar:
