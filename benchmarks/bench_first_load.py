@@ -41,11 +41,6 @@ def _free_port() -> int:
         return s.getsockname()[1]
 
 
-def _cpu(pid: int) -> float:
-    f = open(f"/proc/{pid}/stat").read().rsplit(")", 1)[1].split()
-    return (int(f[11]) + int(f[12])) / os.sysconf("SC_CLK_TCK")
-
-
 @contextmanager
 def serve(tree: Path):
     port = _free_port()
@@ -69,16 +64,6 @@ def serve(tree: Path):
         proc.wait(timeout=20)
 
 
-def _settle(pid: int, timeout: float = 120.0) -> None:
-    """Until the server's warm-up thread is done: under 5 % of a core over 1 s."""
-    t0 = time.monotonic()
-    while time.monotonic() - t0 < timeout:
-        c = _cpu(pid)
-        time.sleep(1.0)
-        if _cpu(pid) - c < 0.05:
-            return
-
-
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--before", default=None, help="a git revision to compare with")
@@ -86,6 +71,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--pages", default=",".join(PAGES), help="url paths, comma separated ('' = home)")
     a = ap.parse_args(argv)
     from playwright.sync_api import sync_playwright
+
+    sys.path.insert(0, str(HERE))
+    from tests.pages.test_browser_studio import _wait_server_idle  # the browser test's own wait
 
     pages = a.pages.split(",")
     with ExitStack() as stack:
@@ -106,7 +94,7 @@ def main(argv: list[str] | None = None) -> int:
             time.sleep(3)
             ctx.close()
         for _, pid in servers.values():
-            _settle(pid)
+            _wait_server_idle(pid, timeout=120.0)
         times: dict[tuple[str, str], list[float]] = {}
         for r in range(a.rounds):
             for page in pages:

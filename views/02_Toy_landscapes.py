@@ -244,7 +244,7 @@ if problem_name == "custom" and bg["undefined"] > 0:  # log of x <= 0, sqrt, 1/0
     why = "; ".join(problem.domain_report()) or f"on {100 * bg['undefined']:.3g}% of the map"
     st.warning(f"The formula is undefined on the hatched part of the map — {why}. A trajectory that enters it "
                "is reported as diverged.", icon=":material/warning:")
-plotly_chart(fig, key="toy_map", click=True, config={"scrollZoom": False})
+plotly_chart(fig, key="toy_map", click="anywhere", config={"scrollZoom": False})
 frame_names = [str(f.name) for f in fig.frames]  # recorded steps the map animates (toy_map.TOY_FRAMES of them)
 frame_controls("toy_map", frame_names, loss_key="toy_loss", cursor_x=[float(n) + 1 for n in frame_names],
                width_classes=WIDTH_CLASSES, width=width_class)

@@ -12,7 +12,7 @@ a small Streamlit component (``st.components.v2``, no iframe, no build step):
   reserved before Plotly.js arrives (no layout shift); a chart below the window is first drawn when
   it scrolls near or the browser is idle (the charts in view come first); redrawn with ``Plotly.react`` when the
   figure changes (zoom and legend clicks kept where the figure allows), frames replaced;
-* ``click=True``: a click on a data point is sent back as ``{"selection": {"points": [{x, y,
+* ``click=True``: a click on a data point (``click="anywhere"``: anywhere in the plot area) is sent back as ``{"selection": {"points": [{x, y,
   curve_number, point_number, point_index, customdata}], ...}}`` -- the shape of
   ``st.plotly_chart(on_select="rerun", selection_mode="points")``'s event, read the same way
   (``st.session_state[key]["selection"]["points"]``), one rerun per click;
@@ -115,7 +115,7 @@ _CHART_JS = "export default function(component) {\n" + LOADER_JS + """
     const layout = fig.layout || {};
     layout.width = width();
     layout.height = s.data.height;
-    if (s.data.click) {
+    if (s.data.click === true) {
       if (!layout.clickmode) layout.clickmode = 'event';
       if (!layout.hovermode) layout.hovermode = 'closest';
     }
@@ -137,8 +137,24 @@ _CHART_JS = "export default function(component) {\n" + LOADER_JS + """
     return done.then(() => { if (token === s.token) box.dataset.drawn = String(token); });
   }
   function bind(P, gd, s) {
+    // click="anywhere": the plot area's point under a click (not a drag), in the main axes' units
+    let down = null;
+    gd.addEventListener('mousedown', e => { down = e.button === 0 ? [e.clientX, e.clientY] : null; }, true);
+    document.addEventListener('mouseup', e => {
+      const at = down;
+      down = null;
+      if (s.data.click !== 'anywhere' || !at || !gd.isConnected || Math.hypot(e.clientX - at[0], e.clientY - at[1]) > 4) return;
+      const fl = gd._fullLayout, xa = fl && fl.xaxis, ya = fl && fl.yaxis;
+      if (!xa || !ya || !xa.p2l) return;
+      const r = gd.getBoundingClientRect();
+      const px = at[0] - r.left - xa._offset, py = at[1] - r.top - ya._offset;
+      if (px < 0 || py < 0 || px > xa._length || py > ya._length) return;
+      const un = (ax, v) => ax.type === 'log' ? Math.pow(10, v) : v;
+      s.setStateValue('selection', {points: [{x: un(xa, xa.p2l(px)), y: un(ya, ya.p2l(py)), curve_number: null,
+        point_number: null, point_index: null, customdata: null}], point_indices: [], box: [], lasso: []});
+    }, true);
     gd.on('plotly_click', ev => {
-      if (!s.data.click) return;
+      if (!s.data.click || s.data.click === 'anywhere') return;
       const pts = (ev && ev.points || []).map(p => ({x: p.x, y: p.y, curve_number: p.curveNumber,
         point_number: p.pointNumber, point_index: p.pointIndex,
         customdata: p.customdata == null ? null : (ArrayBuffer.isView(p.customdata) ? Array.from(p.customdata)
@@ -205,10 +221,14 @@ def bundle_src() -> str | None:
     return BUNDLE_URL if serving and BUNDLE.is_file() else None
 
 
-def plotly_chart(fig: Any, key: str, *, click: bool = False, config: dict | None = None) -> None:
+def plotly_chart(fig: Any, key: str, *, click: bool | str = False, config: dict | None = None) -> None:
     """Draw the Plotly figure ``fig`` (see the module docstring). ``key``: the widget key (the
-    chart's container gets the class ``st-key-<key>``; with ``click`` the clicked points are in
-    ``st.session_state[key]["selection"]``). ``config``: Plotly's config (``displaylogo`` off)."""
+    chart's container gets the class ``st-key-<key>``). ``click=True``: a click on a data point is
+    sent back; ``click="anywhere"``: a click anywhere in the plot area (not a drag), as one point
+    ``{x, y}`` in the main axes' units, the other fields None -- in both cases in
+    ``st.session_state[key]["selection"]["points"]``. ``config``: Plotly's config (``displaylogo`` off)."""
+    if click not in (False, True, "anywhere"):
+        raise ValueError(f"click must be False, True or 'anywhere', got {click!r}")
     from pcd.ui import plotly_chunk
 
     config = {"displaylogo": False, **(config or {})}
@@ -220,7 +240,7 @@ def plotly_chart(fig: Any, key: str, *, click: bool = False, config: dict | None
         return
     height = fig.layout.height
     height = int(height) if height is not None and height >= 10 else DEFAULT_HEIGHT
-    payload = {"spec": fig.to_json(), "height": height, "config": config, "click": bool(click),
+    payload = {"spec": fig.to_json(), "height": height, "config": config, "click": click,
                "src": bundle_src(), "chunk": plotly_chunk()}
     _chart_component()(data=payload, key=key, on_selection_change=lambda: None)
 

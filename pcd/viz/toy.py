@@ -22,8 +22,9 @@ TOY_GRID = (300, 200)   # the map's background resolution (pixels of the image, 
 TOY_CHART_PX = {"wide": 1000.0, "medium": 800.0, "narrow": 560.0}
 TOY_MAP_FRACTION = 0.62                           # of the width, beside the inset
 TOY_FRAMES = 100   # animation frames of the page's map (of ~170 recorded steps): ~4.5 s at 1x, 40 % less to build
-# click_grid: invisible points that turn a click on the map into a start point; every point is an SVG
-# node the browser draws on each render, so 24 x 24 (a click snaps to ~1/23 of the map) not 36 x 36
+# click_grid (off on the page): invisible points that turn a click on the map into a start point under
+# st.plotly_chart, which reports clicks on points only; the page's chart (pcd.ui.chart, click="anywhere")
+# reports the clicked place itself, without 576 SVG nodes to draw and snapping to a grid
 
 
 def toy_background(problem: Any, bounds: Any = None) -> dict[str, Any]:
@@ -39,7 +40,7 @@ def toy_background(problem: Any, bounds: Any = None) -> dict[str, Any]:
 
 def toy_map_figure(problem: Any, res: Any, background: dict[str, Any] | None = None, *,
                    inset_start: int | None = 0, width: str = "wide", controls: bool = False,
-                   animate: bool = True, click_grid: int = 24, max_frames: int | None = TOY_FRAMES):
+                   animate: bool = True, click_grid: int = 0, max_frames: int | None = TOY_FRAMES):
     """The toy page's map: trajectories of ``res`` over :func:`toy_background` with, when
     ``inset_start`` is a start index, the animated gradient inset of that start -- beside the map,
     or under it for ``width`` "medium" / "narrow" (:data:`TOY_CHART_PX`). ``controls``: Plotly's own play button and

@@ -458,7 +458,12 @@ def test_toy_page_click_on_map_adds_a_start(page, warm):
     _wait_content(page)
     _wait_idle(page)
     box = page.locator(".js-plotly-plot .nsewdrag").first.bounding_box()
-    page.mouse.click(box["x"] + box["width"] * 0.35, box["y"] + box["height"] * 0.2)
+    cx, cy = box["x"] + box["width"] * 0.35, box["y"] + box["height"] * 0.2
+    # the place clicked, in the map's units (the start goes exactly there, not to a grid point)
+    want = page.evaluate("""([cx, cy]) => { const g = document.querySelector('.js-plotly-plot');
+      const r = g.getBoundingClientRect(), xa = g._fullLayout.xaxis, ya = g._fullLayout.yaxis;
+      return [xa.p2l(cx - r.left - xa._offset), ya.p2l(cy - r.top - ya._offset)]; }""", [cx, cy])
+    page.mouse.click(cx, cy)
     page.wait_for_function("() => window.location.search.includes('starts=typed')", timeout=120_000)
     _wait_idle(page)
     from urllib.parse import parse_qs, urlparse
@@ -467,4 +472,5 @@ def test_toy_page_click_on_map_adds_a_start(page, warm):
     assert len(lines) == 4  # the 3 preset starts + the clicked point
     x, y = (float(v) for v in lines[-1].split(","))
     assert -3.5 < x < 0 and 0 < y < 2  # upper-left part of the saddle map
+    assert abs(x - want[0]) < 0.02 and abs(y - want[1]) < 0.02, (x, y, want)  # ~1 px (a grid cell was 0.3)
     page.wait_for_selector(".js-plotly-plot text:text-is('S4')", timeout=120_000)

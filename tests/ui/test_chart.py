@@ -86,6 +86,13 @@ def test_click_sends_st_plotly_chart_selection_fields():
         assert re.search(r"[{,]" + key + ":", js), key
 
 
+def test_click_anywhere_sends_the_plot_areas_point_and_bad_values_are_refused():
+    js = re.sub(r"\s", "", chart._CHART_JS)
+    assert "s.data.click!=='anywhere'" in js and "xa.p2l(px)" in js  # pixel -> data of the main axes
+    with pytest.raises(ValueError, match="click must be"):
+        chart.plotly_chart(go.Figure(), key="k", click="somewhere")
+
+
 def test_bundle_src_needs_static_serving(monkeypatch):
     import streamlit as st
 
