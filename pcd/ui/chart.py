@@ -139,7 +139,10 @@ _CHART_JS = "export default function(component) {\n" + LOADER_JS + """
   function bind(P, gd, s) {
     // click="anywhere": the plot area's point under a click (not a drag), in the main axes' units
     let down = null;
-    gd.addEventListener('mousedown', e => { down = e.button === 0 ? [e.clientX, e.clientY] : null; }, true);
+    gd.addEventListener('mousedown', e => {  // not on the toolbar, the legend or a label
+      const on = e.target && e.target.closest && e.target.closest('.modebar, .legend, .annotation');
+      down = e.button === 0 && !on ? [e.clientX, e.clientY] : null;
+    }, true);
     document.addEventListener('mouseup', e => {
       const at = down;
       down = null;
