@@ -10,10 +10,11 @@ page's default computation at the page's own defaults (what its first visitor wo
 without the warm-up). The rest: per-rerun work at the defaults (figure builds, which are not
 cached), the HTML export (now built only on click), and the toy page's parts.
 
-Where the rest of a first load goes (measured with Chrome traces, see the issue-13 closing note):
-~1 s for the Streamlit frontend to boot in a fresh browser context, then ~1.2 s of main-thread CPU
-to evaluate Streamlit's 4.7 MB Plotly.js chunk (pcd.ui.preload_plotly starts it with the page
-instead of when the first chart arrives), then ~0.3-0.6 s per chart for Plotly to draw.
+Where the rest of a first load goes (measured with Chrome traces, see the issue-13 closing notes):
+~1 s for the Streamlit frontend to boot in a fresh browser context, ~1 s of main-thread CPU to render
+the page's widgets, ~0.3 s to evaluate the studio charts' Plotly.js basic bundle (pcd.ui.chart;
+Streamlit's full 4.7 MB chunk took ~1 s), then ~0.3-0.6 s per chart for Plotly to draw. The
+browser side, before vs after in one run: benchmarks/bench_first_load.py.
 """
 from __future__ import annotations
 
