@@ -8,6 +8,7 @@ from pcd import studio, teaching
 from pcd.ui import claim, download_row, settings_panel, setup_page, show_error, url_default, url_sync, warmup
 from pcd.ui.chart import plotly_chart
 from pcd.ui.controls import vector_drag
+from pcd.ui.table import html_table
 
 setup_page(
     "Gradient geometry",
@@ -82,9 +83,7 @@ st.caption("Click or drag in the figure to move g₂" + (" or g₃ (whichever ti
 table = studio.directions_table(result)
 
 
-def _color_method(col):
-    colors = {r["label"]: r["color"] for r in result["rows"]}
-    return [f"color: {colors.get(v, '#24292f')}; font-weight: 600" for v in col]
+_method_colors = {r["label"]: r["color"] for r in result["rows"]}
 
 
 st.subheader("What each update does")
@@ -93,7 +92,8 @@ st.caption("gᵢ·d > 0: objective i decreases to first order. **conflicts** = s
            "(w̃₁ = 1, the pinned primary) and the deployed rescale ‖g₁‖/‖d̃‖.")
 fmt = {c: "{:+.4f}" for c in table.columns if c.startswith("g")}
 fmt["‖d‖"] = "{:.4f}"
-st.table(table.style.apply(_color_method, subset=["method"]).format(fmt, na_rep="—").hide(axis="index"))
+html_table(table, formats=fmt, na_rep="—",
+           styles={"method": lambda v: f"color: {_method_colors.get(v, '#24292f')}; font-weight: 600"})
 for r in result["rows"]:
     if r["error"]:
         st.warning(f"{r['label']}: {r['error']}")

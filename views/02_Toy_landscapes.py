@@ -7,9 +7,7 @@ import numpy as np
 import streamlit as st
 
 import pcd.methods as registry
-from pcd import _validate as V
 from pcd import studio
-from pcd.engine import run
 from pcd.ui import (
     claim,
     download_csv,
@@ -23,11 +21,11 @@ from pcd.ui import (
     url_json,
     url_sync,
 )
+from pcd.ui import warmup as W
 from pcd.ui.chart import plotly_chart
 from pcd.ui.controls import frame_controls, reported_width
+from pcd.ui.table import html_table
 from pcd.viz import toy as toy_map
-from pcd.viz.landscape import loss_figure
-from pcd.viz.teaching import with_step_cursor
 
 setup_page(
     "Toy landscapes",
@@ -42,7 +40,7 @@ setup_page(
 )
 
 ALL = registry.available()
-DEFAULT_METHODS = [m for m in ("pcd", "ws", "mgda", "pcgrad", "cagrad", "famo") if m in ALL]
+DEFAULT_METHODS = W.available(W.TOY_METHODS)
 LRS = list(studio.TOY_LRS)      # one home: the basin page links here with these choices
 STEPS = list(studio.TOY_STEPS)
 PROBLEMS = list(studio.TOY_PROBLEMS)
@@ -75,7 +73,7 @@ if _pts and "x" in _pts[-1] and "y" in _pts[-1]:
 
 settings = settings_panel(flow=True)
 with settings:
-    problem_name = st.selectbox("problem", PROBLEMS, index=PROBLEMS.index(url_default("problem", "saddle2d", PROBLEMS)),
+    problem_name = st.selectbox("problem", PROBLEMS, index=PROBLEMS.index(url_default("problem", W.TOY_PROBLEM, PROBLEMS)),
                                 format_func=lambda k: studio.TOY_PROBLEMS[k], key="toy_problem")
     f1 = f2 = None
     formula_error = None
@@ -101,12 +99,12 @@ with settings:
             formula_error = exc
     methods = st.multiselect("methods", ALL, default=url_default("methods", DEFAULT_METHODS, allowed=ALL),
                              format_func=lambda m: registry.get(m).display_name, key="toy_methods")
-    tau = st.slider("τ (PCD)", 0.0, 1.0, url_default("tau", 0.02, low=0.0, high=1.0), 0.01, key="toy_tau",
+    tau = st.slider("τ (PCD)", 0.0, 1.0, url_default("tau", W.TOY_TAU, low=0.0, high=1.0), 0.01, key="toy_tau",
                     help="share of each secondary's own progress PCD guarantees per step")
-    opt = st.radio("optimizer", ["adam", "sgd"], index=["adam", "sgd"].index(url_default("opt", "adam", ["adam", "sgd"])),
+    opt = st.radio("optimizer", ["adam", "sgd"], index=["adam", "sgd"].index(url_default("opt", W.TOY_OPT, ["adam", "sgd"])),
                    horizontal=True, format_func={"adam": "Adam", "sgd": "SGD"}.get, key="toy_opt")
-    lr = st.select_slider("learning rate", LRS, value=url_default("lr", 0.02, LRS), key="toy_lr")
-    steps = st.select_slider("steps", STEPS, value=url_default("steps", 1000, STEPS), key="toy_steps")
+    lr = st.select_slider("learning rate", LRS, value=url_default("lr", W.TOY_LR, LRS), key="toy_lr")
+    steps = st.select_slider("steps", STEPS, value=url_default("steps", W.TOY_STEPS, STEPS), key="toy_steps")
     mode = st.radio("start points", MODES, horizontal=True, key="toy_starts",
                     help="or click on the map to add a start point")
     grid_n = 3
@@ -123,29 +121,40 @@ with settings:
     if view_mode == "set":
         bounds_text = st.text_input("x min, x max, y min, y max", url_default("bounds", ""), key="toy_bounds",
                                     placeholder="-3.5, 3.5, -2, 2")
-    with st.expander("method hyper-parameters"):
-        hp_url = studio.url_hparams(url_json("hp", {}))  # validated; hostile values dropped
-        hparams: dict[str, dict] = {}
-        for m in methods:
-            params = [p for p in registry.get(m).params if p.name != registry.get(m).primary_knob]  # τ: its own slider
-            if not params:
-                continue
-            st.markdown(f"**{registry.get(m).display_name}**")
-            vals = {}
-            for p in params:
-                key = f"toy_hp_{m}_{p.name}"
-                cur = hp_url.get(m, {}).get(p.name, p.default)
-                try:
-                    cur = p.validate(cur, m)
-                except ValueError:
-                    cur = p.default
-                vals[p.name] = param_widget(p, key, cur)
-            try:
-                hparams[m] = studio.hparam_values(m, vals)
-            except ValueError as exc:
-                show_error(exc)
-                hparams[m] = {}
-        hparams = {m: v for m, v in hparams.items() if v}
+    hp_url = studio.url_hparams(url_json("hp", {}))  # validated; hostile values dropped
+    # the methods' own settings only on request (a shared link with some turns it on): ~20 widgets
+    # fewer for the browser to draw before the map
+    show_hp = st.toggle("hyper-parameters", bool(hp_url), key="toy_show_hp",
+                        help="each method's own settings (PCD's τ has its slider above); off: the defaults, or "
+                             "the values a shared link carries")
+    tuned = [m for m in methods if any(p.name != registry.get(m).primary_knob for p in registry.get(m).params)]
+    cells = []
+    if show_hp and tuned:  # a row of its own, one column per method (three a row)
+        row = st.container(border=True, key="pcd_row_toy_hp")
+        per_row = min(len(tuned), 3)
+        cells = [c for i in range(0, len(tuned), per_row) for c in row.columns(per_row)][:len(tuned)]
+    hparams: dict[str, dict] = {}
+    for i, m in enumerate(tuned):
+        params = [p for p in registry.get(m).params if p.name != registry.get(m).primary_knob]  # τ: its own slider
+        vals = {}
+        if cells:
+            with cells[i]:
+                st.markdown(f"**{registry.get(m).display_name}**")
+                for p in params:
+                    cur = hp_url.get(m, {}).get(p.name, p.default)
+                    try:
+                        cur = p.validate(cur, m)
+                    except ValueError:
+                        cur = p.default
+                    vals[p.name] = param_widget(p, f"toy_hp_{m}_{p.name}", cur)
+        else:
+            vals = {p.name: hp_url[m][p.name] for p in params if p.name in hp_url.get(m, {})}
+        try:
+            hparams[m] = studio.hparam_values(m, vals)
+        except ValueError as exc:
+            show_error(exc)
+            hparams[m] = {}
+    hparams = {m: v for m, v in hparams.items() if v}
 
 url_sync(problem=problem_name, methods=methods, tau=tau, opt=opt, lr=lr, steps=steps, starts=mode, view=view_mode,
          **({"grid": grid_n} if mode == "grid" else {}), **({"typed": typed} if mode == "typed" else {}),
@@ -165,77 +174,37 @@ if not methods:
     st.stop()
 
 
-@st.cache_resource(show_spinner=False, max_entries=32)
-def _problem(name, f1, f2, bounds, starts=None):
-    return studio.toy_problem(name, f1, f2, bounds=bounds, starts=starts)
-
-
-@st.cache_resource(show_spinner=False, max_entries=16)
-def _background(name, f1, f2, pbounds, view):
-    # the landscape under the map (grid, PNG image, Pareto set, optima), once per problem and box
-    return toy_map.toy_background(_problem(name, f1, f2, pbounds), view)
-
-
-@st.cache_data(show_spinner=False, max_entries=256)
-def _run_one(name, f1, f2, pbounds, method, hp_json, tau, opt, lr, steps, starts):
-    hp = json.loads(hp_json)
-    knob = registry.get(method).primary_knob
-    if knob is not None:
-        hp[knob] = tau
-    return run(_problem(name, f1, f2, pbounds), [method], starts=np.array(starts), steps=steps, optimizer=opt, lr=lr,
-               method_params={method: hp} if hp else None, record=200)
-
-
-@st.cache_resource(show_spinner=False, max_entries=32)
-def _map(key, _prob, _res, _bg, inset_start, width, controls=False, animate=True):
-    # key: everything the figure depends on (settings, view box, inset start, layout)
-    return toy_map.toy_map_figure(_prob, _res, _bg, inset_start=inset_start, width=width, controls=controls,
-                                 animate=animate)
-
-
-@st.cache_resource(show_spinner=False, max_entries=32)
-def _loss(key, _res, names):
-    return with_step_cursor(loss_figure(_res, names), 0)
-
-
+# the page's cached computations live in pcd.ui.warmup: the server fills them with this page's
+# default view when it starts, so a first visitor is served from the cache
 try:
     pbounds = custom_bounds if problem_name == "custom" else None
     pstarts = custom_starts if problem_name == "custom" else None
-    problem = _problem(problem_name, f1, f2, pbounds, pstarts)
+    problem = W.toy_problem(problem_name, f1, f2, pbounds, pstarts)
     if mode == "presets":
         starts = problem.default_starts()
     elif mode == "grid":
         starts = studio.grid_starts(problem.bounds, grid_n)
     else:
         starts = studio.parse_starts(typed)
-    starts_key = tuple(map(tuple, np.round(np.asarray(starts, dtype=float), 10).tolist()))
     st.session_state["toy_last_starts"] = "\n".join(f"{x:.3f}, {y:.3f}" for x, y in np.asarray(starts)[:, :2])
-    with st.spinner("running…"):
-        runs = [_run_one(problem_name, f1, f2, pbounds, m, json.dumps(hparams.get(m, {}), sort_keys=True),
-                         tau if registry.get(m).primary_knob else None, opt, lr, steps, starts_key) for m in methods]
-    res = studio.merge_results(runs)
-    if view_mode == "set" and bounds_text.strip():
-        view = V.box(bounds_text, "map bounds")
-    else:  # the problem's box, grown to cover every trajectory
-        view = studio.fit_bounds(res, problem.bounds)
-    view = tuple(tuple(round(v, 6) for v in b) for b in view)
-    bg = _background(problem_name, f1, f2, pbounds, view)
-    runs_key = (problem_name, f1, f2, pbounds, tuple(methods), json.dumps(hparams, sort_keys=True), tau, opt, lr,
-                steps, starts_key, view)
+    with st.spinner("running…"):  # the view box: typed, or the problem's box grown to cover every trajectory
+        problem, res, view, bg, runs_key = W.toy_runs(problem_name, f1, f2, pbounds, pstarts, methods, hparams, tau,
+                                                      opt, lr, steps, starts,
+                                                      bounds_text if view_mode == "set" else None)
     with settings:
         show_inset = st.toggle("gradient inset", url_default("inset", True), key="toy_inset",
                                help="beside the map: g₁, g₂ and each method's step d where its trajectory is, "
                                     "at the frame shown")
         inset_start = st.selectbox("inset: start point", list(range(res.S)), format_func=lambda s: f"S{s + 1}",
-                                   index=min(url_default("istart", 0, low=0, high=res.S - 1), res.S - 1),
+                                   index=min(url_default("istart", W.TOY_INSET_START, low=0, high=res.S - 1), res.S - 1),
                                    key="toy_inset_start", disabled=not show_inset)
     url_sync(inset=show_inset, istart=inset_start)
-    width_class = reported_width("toy_map-controls") or "medium"  # a 1280-1440 px window: no second run
+    width_class = reported_width("toy_map-controls") or W.TOY_WIDTH  # a 1280-1440 px window: no second run
     istart = inset_start if show_inset else None
     if width_class not in toy_map.TOY_CHART_PX:  # a stale or odd report: the default layout
-        width_class = "medium"
-    fig = _map(runs_key + (istart, width_class), problem, res, bg, istart, width_class)
-    lfig = _loss(runs_key, res, tuple(bg["names"]))
+        width_class = W.TOY_WIDTH
+    fig = W.toy_map(runs_key + (istart, width_class), problem, res, bg, istart, width_class)
+    lfig = W.toy_loss(runs_key, res, tuple(bg["names"]))
 except ValueError as exc:
     show_error(exc)
     st.stop()
@@ -262,18 +231,17 @@ table = studio.endpoint_table(res)
 st.caption(" · ".join(f"f{k + 1} = {n}" for k, n in enumerate(names)))
 
 
-def _shade(col):
-    good = {"reached CMS": "#dafbe1", "stalled": "#ffebe9", "Pareto-stationary": "#ddf4ff", "PCD halted": "#fbefff",
-            "PCD held": "#fbefff", "diverged": "#fff8c5", "method error": "#fff8c5"}
-    out = []
-    for v in col:
-        bg = next((c for k, c in good.items() if str(v).startswith(k)), "")
-        out.append(f"background-color: {bg}" if bg else "")
-    return out
+OUTCOME_SHADES = {"reached CMS": "#dafbe1", "stalled": "#ffebe9", "Pareto-stationary": "#ddf4ff",
+                  "PCD halted": "#fbefff", "PCD held": "#fbefff", "diverged": "#fff8c5", "method error": "#fff8c5"}
+
+
+def _shade(v):
+    bg = next((c for k, c in OUTCOME_SHADES.items() if str(v).startswith(k)), "")
+    return f"background-color: {bg}" if bg else ""
 
 
 num_cols = [c for c in table.columns if c.startswith("final") or c in ("‖∇f₁‖", "CMS residual")]
-st.table(table.style.apply(_shade, subset=["diagnosis"]).format({c: "{:.3e}" for c in num_cols}).hide(axis="index"))
+html_table(table, formats={c: "{:.3e}" for c in num_cols}, styles={"diagnosis": _shade})
 st.caption("CMS residual = max over objectives of ‖∇fᵢ‖ at the end (0 ⇔ every objective stationary). "
            "*Stalled: gradients cancel* = the update vanished while ‖∇f₁‖ > 1e-3 (a conflict equilibrium). "
            "*Pareto-stationary at ∇f₁ = 0* = a symmetric method stopped at the primary's stationary point with the "
@@ -296,7 +264,7 @@ export_settings = {"problem": problem_name, **({"f1": f1, "f2": f2} if problem_n
             "map bounds": ", ".join(f"{v:g}" for b in view for v in b)}
 c1, c2, c3, c4 = st.columns(4)
 with c4:  # the last frame as a still, built only when asked for
-    png_export(lambda: _map(runs_key + (istart, "last"), problem, res, bg, istart, "wide", animate=False),
+    png_export(lambda: W.toy_map(runs_key + (istart, "last"), problem, res, bg, istart, "wide", animate=False),
                "toy_landscape.png", key="toy_png", label="Map (PNG, last frame)")
 with c1:
     download_csv(studio.trajectories_table(res), "toy_trajectories.csv", "Trajectories (CSV)", key="toy_csv",

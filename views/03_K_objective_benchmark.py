@@ -7,6 +7,7 @@ import streamlit as st
 import pcd.methods as registry
 from pcd.ui import claim, download_row, settings_panel, setup_page, show_error, url_default, url_sync, warmup
 from pcd.ui.chart import plotly_chart
+from pcd.ui.table import html_table
 from pcd.viz.kbench import law_summary, residual_figure, residual_table
 
 setup_page(
@@ -72,7 +73,7 @@ with left:
                "to show it alone.")
 with right:
     st.markdown(f"**Who follows the law — {OPTS[opt]}, {steps} steps**")
-    st.table(summary.style.hide(axis="index"))
+    html_table(summary)
     st.markdown(
         "The law is the residual of a method that **never leaves the start**, where the convex combination with "
         "λ₀ = 1/(1 + (K−1)/0.96) cancels exactly. **MGDA** steps along that combination: it follows the law with "

@@ -6,6 +6,7 @@ import streamlit as st
 from pcd.ui import claim, download_row, settings_panel, setup_page, show_error, url_default, url_sync, warmup
 from pcd.ui.chart import plotly_chart
 from pcd.ui.controls import frame_controls
+from pcd.ui.table import html_table
 from pcd.viz.tau import tau_table, tradeoff_figure
 
 setup_page(
@@ -107,7 +108,7 @@ if problem in ("quadratic", "two_task"):
         icon=":material/info:")
 table = tau_table(records)
 fmt = {c: "{:.4g}" for c in table.columns if c.startswith("mean")}
-st.table(table.style.format(fmt).hide(axis="index"))
+html_table(table, formats=fmt)
 if problem == "saddle2d":
     final = [r["budgets"][steps] for r in records]
     cms0 = final[0]["cms_fraction"]

@@ -9,6 +9,7 @@ import streamlit as st
 
 from pcd.experiments import constraints as C
 from pcd.ui import claim, download_csv, download_figure, settings_panel, setup_page, show_error, url_default, url_sync
+from pcd.ui.table import html_table
 from pcd.viz import constraints as V
 
 setup_page(
@@ -128,9 +129,8 @@ if toy_ok:
                               "λ_T": f"{r['lambda']:.4g}" if math.isfinite(r["lambda"]) else "— (no multiplier)",
                               "sin x_T − ε": r["violation"], "ends at": r["endpoint"]}
                              for r in rows])
-    # HTML tables (st.table) wrap their cells to the page at 800 px; a data grid would scroll sideways
-    st.table(final_df.style.format({"x_T": "{:.5f}", "|x_T − x*| / x*": "{:.2e}", "sin x_T − ε": "{:+.2e}"})
-             .hide(axis="index"))
+    # HTML tables wrap their cells to the page at 800 px; a data grid would scroll sideways
+    html_table(final_df, formats={"x_T": "{:.5f}", "|x_T − x*| / x*": "{:.2e}", "sin x_T − ε": "{:+.2e}"})
     traces = [{"label": r.label, "family": r.family, "x": r.x[:, 0], "lam": r.lam[:, 0]} for r in shown]
     fig_traj = V.toy_trajectory_figure(traces, x_star, lam_star)
     st.plotly_chart(fig_traj, theme=None, key="cp_traj", config={"displaylogo": False})
@@ -153,7 +153,7 @@ if toy_ok:
     eps_df = pd.DataFrame(table_rows)
     wide = eps_df.pivot_table(index="eps", columns="label", values="x", sort=False).reset_index()
     wide.insert(1, "arcsin ε", np.arcsin(wide["eps"]))
-    st.table(wide.style.format("{:.4f}").hide(axis="index"))
+    html_table(wide, formats="{:.4f}")
     al = eps_df[eps_df["family"].isin(["auglag", "nupi"])]
     claim("augmented Lagrangian reaches arcsin ε for ε = 0.1…0.8 (relative error 0.00 %); any fixed penalty ends at "
           "0 or π/2",
@@ -228,9 +228,9 @@ paper.update({("gda", p): (r, a) for p, r, a in zip(C.PAPER_ETA, C.PAPER_LAGRANG
 sweep_df["paper rate"] = [paper.get((f, p), (np.nan, np.nan))[0] for f, p in zip(sweep_df["family"], sweep_df["param"])]
 sweep_df["paper accuracy"] = [paper.get((f, p), (np.nan, np.nan))[1] for f, p in zip(sweep_df["family"], sweep_df["param"])]
 # an HTML table: it wraps to the page at 800 px (a data grid of 9 columns would scroll sideways)
-st.table(sweep_df.drop(columns=["method", "family"]).rename(columns={"label": "method", "param": "knob", "surrogate_rate": "surrogate rate", "lambda": "λ"}).style.format(
-    {"knob": "{:g}", "rate": "{:.2f}", "accuracy": "{:.2f}", "surrogate rate": "{:.2f}", "λ": "{:.3g}",
-     "paper rate": "{:.2f}", "paper accuracy": "{:.2f}"}, na_rep="—").hide(axis="index"))
+html_table(sweep_df.drop(columns=["method", "family"]).rename(columns={"label": "method", "param": "knob", "surrogate_rate": "surrogate rate", "lambda": "λ"}),
+           formats={"knob": "{:g}", "rate": "{:.2f}", "accuracy": "{:.2f}", "surrogate rate": "{:.2f}", "λ": "{:.3g}",
+                    "paper rate": "{:.2f}", "paper accuracy": "{:.2f}"}, na_rep="—")
 claim("penalty c = 0, 1e-3, 0.46, 1, 2.15, 4.6, 10, 100 → class-0 rate 49.75, 49.75, 49.75, 50.5, 76, 99.75, 100, 100 %",
       here=", ".join(f"{r.rate:g}" for r in pen) + " %")
 lag_ok = [r.rate for r in lag if r.param >= 1e-2]

@@ -10,6 +10,7 @@ import pcd.methods as registry
 from pcd import studio
 from pcd.experiments.basin import BASIN_METHODS, basin, merge_basins
 from pcd.ui import download_csv, download_json, settings_panel, setup_page, show_error, url_default, url_sync
+from pcd.ui.table import html_table
 from pcd.viz.basin import basin_figure, legend_html
 
 setup_page(
@@ -143,8 +144,7 @@ for name, msg in res.errors.items():
 
 st.subheader("Where the starts end")
 table = studio.basin_table(res)
-st.table(table.style.format({"fraction": "{:.1%}", "median end x": "{:.3f}", "median end y": "{:.3f}"})
-         .hide(axis="index"))  # an HTML table: wraps to the page at 800 px
+html_table(table, formats={"fraction": "{:.1%}", "median end x": "{:.3f}", "median end y": "{:.3f}"})  # wraps at 800 px
 st.caption("Median end point of the starts with each outcome. PCD's few non-CMS starts end where ∇f₁ = 0 "
            "(e.g. on the saddle at (0, 0)): its deployed update is rescaled to ‖∇f₁‖ and halts there — a known "
            "limitation of the method, not a conflict equilibrium. *Still moving* starts need more steps.")

@@ -13,6 +13,7 @@ from typing import Any
 import streamlit as st
 
 from pcd import _validate as V
+from pcd.ui.table import CSS as _TABLE_CSS
 
 APP_TITLE = "PCD Studio"
 LOGO = Path(__file__).resolve().parents[2] / "assets" / "logo.svg"
@@ -60,6 +61,9 @@ _CSS = """
   /* the methods list takes the row's spare width (its chips wrap only when they must) */
   [class*="st-key-pcd_flow_"] > div:has(div[data-testid="stMultiSelect"] input[type="text"]) {
       flex: 3 1 16em !important; min-width: min(100%, 20em) !important;}  /* (more specific than the text-input rule) */
+  /* a container keyed pcd_row_<name> inside a flow panel takes a whole row (the toy page's hyper-parameters) */
+  [class*="st-key-pcd_flow_"][class*="st-key-pcd_flow_"] > div:has(> [class*="st-key-pcd_row_"]) {
+      flex: 1 1 100% !important; flex-basis: 100% !important; width: 100% !important;}  /* (beats the input rules) */
   [class*="st-key-pcd_flow_"] [data-testid="stRadio"] [role="radiogroup"] {column-gap: .5rem; row-gap: 0;}
   [class*="st-key-pcd_flow_"] [data-testid="stRadio"] label {margin-right: 0;}
   /* a row holding a figure wraps before the figure's column gets narrower than ~24rem (the tau
@@ -68,6 +72,7 @@ _CSS = """
       flex-wrap: wrap;}
   [data-testid="stMain"] [data-testid="stColumn"]:has([data-testid="stPlotlyChart"], .pcd-chart) {
       min-width: min(100%, 24rem);}
+  %TABLE%
   @media (max-width: 1100px) {
     section[data-testid="stSidebar"] {width: 210px !important; min-width: 210px !important;}
     .katex-display {font-size: 0.9em;}
@@ -80,7 +85,7 @@ _CSS = """
     .katex-display {margin: .4em 0;}
   }
 </style>
-"""
+""".replace("%TABLE%", _TABLE_CSS)
 
 
 # Presenter mode (a projector at 1280 x 720): large type, full-width figures (a column holding a
@@ -239,7 +244,8 @@ def settings_panel(key: str = "main", *, flow: bool = False) -> Any:
     Returns the box (a container). ``panel.columns(...)`` lays a row of settings out; with
     ``flow=True`` widgets written into it one after another (``with panel: ...``) flow into cells
     of ~13 rem that wrap (4-5 a row at 1440 px, 2 at 800 px). A setting that depends on a result can
-    be added later with ``with panel:`` again. ``key`` names the box (one per tab or section;
+    be added later with ``with panel:`` again; a container keyed ``pcd_row_<name>`` in it takes a whole
+    row. ``key`` names the box (one per tab or section;
     the browser test finds settings by ``.st-key-pcd_settings_<key>``)."""
     box = st.container(border=True, key=f"pcd_settings_{key}")
     if flow:

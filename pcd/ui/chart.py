@@ -224,6 +224,15 @@ def bundle_src() -> str | None:
     return BUNDLE_URL if serving and BUNDLE.is_file() else None
 
 
+def frozen(fig: Any) -> Any:
+    """``fig``, serialized once now: :func:`plotly_chart` then sends this JSON instead of
+    serializing the figure on every run of the page (the toy map with its animation frames: ~0.1 s
+    of the server's time per run). For a figure a cache keeps (``st.cache_resource``) and that
+    nobody changes afterwards -- a change made later is not drawn."""
+    fig._pcd_spec = fig.to_json()
+    return fig
+
+
 def plotly_chart(fig: Any, key: str, *, click: bool | str = False, config: dict | None = None) -> None:
     """Draw the Plotly figure ``fig`` (see the module docstring). ``key``: the widget key (the
     chart's container gets the class ``st-key-<key>``). ``click=True``: a click on a data point is
@@ -243,7 +252,8 @@ def plotly_chart(fig: Any, key: str, *, click: bool | str = False, config: dict 
         return
     height = fig.layout.height
     height = int(height) if height is not None and height >= 10 else DEFAULT_HEIGHT
-    payload = {"spec": fig.to_json(), "height": height, "config": config, "click": click,
+    spec = getattr(fig, "_pcd_spec", None)
+    payload = {"spec": spec if isinstance(spec, str) else fig.to_json(), "height": height, "config": config, "click": click,
                "src": bundle_src(), "chunk": plotly_chunk()}
     _chart_component()(data=payload, key=key, on_selection_change=lambda: None)
 

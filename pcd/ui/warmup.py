@@ -1,4 +1,4 @@
-"""The cached computations of the Studio pages 01, 03, 04 and 05, their default settings, and the
+"""The cached computations of the Studio pages 01 to 05, their default settings, and the
 server warm-up that fills those caches once per server process.
 
 Why: a page's first visitor would otherwise pay, on top of the page's own work, the first imports
@@ -45,6 +45,10 @@ PCD_EPS = float(next(p.default for p in registry.get("pcd").params if p.name == 
 
 TD_PROBLEM, TD_BUDGETS, TD_LR, TD_TAU = "quadratic", (100, 300, 1000), 0.02, 0.1
 TD_TAUS = (0.0, 0.005, 0.01, 0.02, 0.05, 0.1, 0.2, 0.3, 0.5, 0.7, 1.0)
+
+TOY_PROBLEM, TOY_METHODS = "saddle2d", ("pcd", "ws", "mgda", "pcgrad", "cagrad", "famo")
+TOY_TAU, TOY_OPT, TOY_LR, TOY_STEPS = 0.02, "adam", 0.02, 1000
+TOY_INSET_START, TOY_WIDTH = 0, "medium"  # the inset at S1; the map laid out for a 1280-1440 px window
 
 
 def available(names: Sequence[str]) -> list[str]:
@@ -131,6 +135,84 @@ def tau_trajectory_figure(problem: str, tau: float, steps: int, lr: float) -> An
                             height=560, controls=False)
 
 
+# Page 02 (toy landscapes). The figures are keyed by ``key`` (everything they depend on): the
+# problem, results and background objects are not hashed (leading underscore).
+@st.cache_resource(show_spinner=False, max_entries=32)
+def toy_problem(name: str, f1: str | None, f2: str | None, bounds: Any, starts: Any = None) -> Any:
+    """Page 02: the problem (a custom formula pair parsed once per text)."""
+    return studio.toy_problem(name, f1, f2, bounds=bounds, starts=starts)
+
+
+@st.cache_resource(show_spinner=False, max_entries=16)
+def toy_background(name: str, f1: str | None, f2: str | None, pbounds: Any, view: Any) -> dict[str, Any]:
+    """Page 02: the landscape under the map (grid, PNG image, Pareto set, optima), once per problem and box."""
+    from pcd.viz import toy as toy_map
+
+    return toy_map.toy_background(toy_problem(name, f1, f2, pbounds), view)
+
+
+@st.cache_data(show_spinner=False, max_entries=256)
+def toy_run_one(name: str, f1: str | None, f2: str | None, pbounds: Any, method: str, hp_json: str,
+                tau: float | None, opt: str, lr: float, steps: int, starts: tuple) -> Any:
+    """Page 02: one method from every start (one cache entry per method, so adding a method runs
+    only that one); ``tau`` only for methods with a primary knob."""
+    import json
+
+    from pcd.engine import run
+
+    hp = json.loads(hp_json)
+    knob = registry.get(method).primary_knob
+    if knob is not None:
+        hp[knob] = tau
+    return run(toy_problem(name, f1, f2, pbounds), [method], starts=np.array(starts), steps=steps, optimizer=opt,
+               lr=lr, method_params={method: hp} if hp else None, record=200)
+
+
+@st.cache_resource(show_spinner=False, max_entries=32)
+def toy_map(key: tuple, _prob: Any, _res: Any, _bg: Any, inset_start: int | None, width: str,
+            controls: bool = False, animate: bool = True) -> Any:
+    """Page 02's map (:func:`pcd.viz.toy.toy_map_figure`), serialized once (:func:`pcd.ui.chart.frozen`)."""
+    from pcd.ui.chart import frozen
+    from pcd.viz import toy as toy_map_figures
+
+    return frozen(toy_map_figures.toy_map_figure(_prob, _res, _bg, inset_start=inset_start, width=width,
+                                                 controls=controls, animate=animate))
+
+
+@st.cache_resource(show_spinner=False, max_entries=32)
+def toy_loss(key: tuple, _res: Any, names: tuple[str, ...]) -> Any:
+    """Page 02's loss-vs-step figure with its step cursor at 0, serialized once."""
+    from pcd.ui.chart import frozen
+    from pcd.viz.landscape import loss_figure
+    from pcd.viz.teaching import with_step_cursor
+
+    return frozen(with_step_cursor(loss_figure(_res, names), 0))
+
+
+def toy_runs(name: str, f1: str | None, f2: str | None, pbounds: Any, pstarts: Any, methods: Sequence[str],
+             hparams: dict[str, dict[str, Any]], tau: float, opt: str, lr: float, steps: int, starts: Any,
+             bounds_text: str | None = None) -> tuple[Any, Any, Any, dict[str, Any], tuple]:
+    """Page 02's runs for its settings: ``(problem, results, view box, background, key)``. The view
+    box is ``bounds_text`` (typed "x min, x max, y min, y max") or the problem's box grown to cover
+    every trajectory; ``key`` is what the figures depend on (:func:`toy_map`, :func:`toy_loss`)."""
+    import json
+
+    from pcd import _validate as V
+
+    problem = toy_problem(name, f1, f2, pbounds, pstarts)
+    starts_key = tuple(map(tuple, np.round(np.asarray(starts, dtype=float), 10).tolist()))
+    runs = [toy_run_one(name, f1, f2, pbounds, m, json.dumps(hparams.get(m, {}), sort_keys=True),
+                        tau if registry.get(m).primary_knob else None, opt, lr, steps, starts_key) for m in methods]
+    res = studio.merge_results(runs)
+    box = V.box(bounds_text, "map bounds") if bounds_text and bounds_text.strip() else studio.fit_bounds(
+        res, problem.bounds)
+    view = tuple(tuple(round(v, 6) for v in b) for b in box)
+    bg = toy_background(name, f1, f2, pbounds, view)
+    key = (name, f1, f2, pbounds, tuple(methods), json.dumps(hparams, sort_keys=True), tau, opt, lr, steps,
+           starts_key, view)
+    return problem, res, view, bg, key
+
+
 # ---- the warm-up --------------------------------------------------------------------------------------
 # What Plotly uses only if it is in sys.modules already (see start): never imported by the thread.
 PEEKED_BY_PLOTLY = ("numpy", "pandas", "PIL.Image")
@@ -182,7 +264,15 @@ def _defaults() -> list[tuple[str, Callable[[], Any]]]:
             for m in available(KB_METHODS):
                 kbench_one(K, m, KB_STEPS, KB_LR, kbench_tau(m, KB_TAU), KB_OPT)
 
-    return [("geometry", geo), ("tau dial", td), ("scale", sc), ("k-objective", kb)]
+    def toy() -> None:
+        methods = available(TOY_METHODS)
+        problem = toy_problem(TOY_PROBLEM, None, None, None)
+        prob, res, _view, bg, key = toy_runs(TOY_PROBLEM, None, None, None, None, methods, {}, TOY_TAU, TOY_OPT,
+                                             TOY_LR, TOY_STEPS, problem.default_starts())
+        toy_map(key + (TOY_INSET_START, TOY_WIDTH), prob, res, bg, TOY_INSET_START, TOY_WIDTH)
+        toy_loss(key, res, tuple(bg["names"]))
+
+    return [("geometry", geo), ("tau dial", td), ("scale", sc), ("toy", toy), ("k-objective", kb)]
 
 
 def warm_up() -> dict[str, float]:

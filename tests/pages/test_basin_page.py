@@ -9,6 +9,7 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from pcd import studio
+from tests.pages._apptest import tables
 
 PAGE = str(Path(__file__).resolve().parents[2] / "views" / "09_Basin_maps.py")
 
@@ -34,7 +35,7 @@ def test_default_view_and_a_changed_setting():
     titles = " ".join(a["text"] for sp in specs for a in sp["layout"]["annotations"])
     assert "CMS" in titles and "%" in titles
     assert "conflict equilibrium" in " ".join(m.value for m in at.markdown)
-    table = at.table[0].value  # an HTML table: it wraps at 800 px
+    table = tables(at)[0]  # an HTML table: it wraps at 800 px
     assert set(table["method"]) >= {"PCD", "Weighted sum"} and abs(table["fraction"].sum() - 6) < 1e-9
     assert "python -m pcd basin --problem saddle2d --grid 25" in at.code[0].value
     at.multiselect(key="basin_methods").set_value(["pcd", "ws"]).run()
@@ -60,7 +61,7 @@ def test_toy_link_opens_one_start():
         toy.query_params[k] = v
     toy.run()
     assert not toy.exception
-    table = toy.table[0].value  # the endpoint table (an HTML table: it wraps, never cuts)
+    table = tables(toy)[0]  # the endpoint table (an HTML table: it wraps, never cuts)
     assert len(table) == 1 and table.iloc[0]["method"] in ("WS", "Weighted sum")
     with pytest.raises(ValueError, match="toy page offers"):
         studio.toy_query("saddle2d", "ws", [0, 0], tau=0.1, optimizer="adam", lr=0.03, steps=1000)

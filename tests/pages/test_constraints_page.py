@@ -8,6 +8,8 @@ import pytest
 import torch
 from streamlit.testing.v1 import AppTest
 
+from tests.pages._apptest import tables
+
 torch.set_num_threads(1)
 PAGE = str(Path(__file__).resolve().parents[2] / "views" / "07_Constraints_vs_penalties.py")
 
@@ -33,7 +35,7 @@ def test_default_run_shows_results_and_claims(app):
     assert "paper:" in text and "here:" in text
     assert "0.00 %" in text and "7 full trainings" in text and "+5.2 %" in text
     # the final-x table for the chosen eps: AL and nuPI sit on arcsin eps
-    final = app.table[0].value
+    final = tables(app)[0]
     al = final[final["method"].isin(["augmented Lagrangian", "nuPI"])]
     assert len(al) == 2 and (al["|x_T − x*| / x*"] < 1e-3).all()
     assert len(app.get("plotly_chart")) >= 6
@@ -97,7 +99,7 @@ def test_tables_and_legends_use_display_names():
     app.run()
     code = ("gda", "auglag", "nupi", "penalty(")
     names = [t.get("name") or "" for chart in app.get("plotly_chart") for t in json.loads(chart.proto.spec)["data"]]
-    frames = [df.value for df in app.dataframe] + [t.value for t in app.table]
+    frames = [df.value for df in app.dataframe] + tables(app)
     heads = [str(c) for f in frames for c in f.columns]
     cells = [str(v) for f in frames if "method" in f.columns for v in f["method"]]
     bad = [s for s in names + heads + cells if any(s.startswith(c) or f" {c}" in s for c in code)]

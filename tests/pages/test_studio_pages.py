@@ -11,7 +11,7 @@ import numpy as np
 from streamlit.testing.v1 import AppTest
 
 from pcd import studio
-from tests.pages._apptest import component_names, figure_specs
+from tests.pages._apptest import component_names, figure_specs, tables
 
 PAGES = Path(__file__).resolve().parents[2] / "views"
 
@@ -49,24 +49,24 @@ def test_geometry_page_widgets_rerender_and_url():
     fig0 = _specs(at)[0]
     names = [t.get("name") for t in fig0["data"]]
     assert "PCD feasible region" in names and "PCD" in names and "MGDA" in names
-    table0 = at.table[0].value
+    table0 = tables(at)[0]
     assert list(table0["method"])[:3] == ["PCD", "Weighted sum", "MGDA"]
     at.slider(key="geo_angle").set_value(60).run()
     _ok(at)
     assert _specs(at)[0] != fig0
     assert at.query_params["angle"] == ["60"] or at.query_params["angle"] == "60"
     # 60 degrees: no conflict for MGDA / WS
-    t = at.table[0].value.set_index("method")
+    t = tables(at)[0].set_index("method")
     assert t.loc["MGDA", "conflicts"] == "no" and t.loc["Weighted sum", "conflicts"] == "no"
     at.slider(key="geo_norm2").set_value(2.0).run()
     at.slider(key="geo_tau").set_value(0.8).run()
     _ok(at)
     at.toggle(key="geo_g3").set_value(True).run()
     _ok(at)
-    assert "g3·d" in at.table[0].value.columns
+    assert "g3·d" in tables(at)[0].columns
     at.multiselect(key="geo_methods").set_value(["pcd", "upgrad"]).run()
     _ok(at)
-    assert list(at.table[0].value["method"]) == ["PCD", "UPGrad"]
+    assert list(tables(at)[0]["method"]) == ["PCD", "UPGrad"]
     # PNG export degrades gracefully without kaleido (a note, no error)
     at.toggle(key="geo_png-toggle").set_value(True).run()
     _ok(at)
@@ -86,7 +86,7 @@ def test_toy_page_default_animation_and_widgets():
     # one play control: the page's frame controls drive the frames; the chart has no Plotly buttons/slider
     assert spec["frames"] and not spec["layout"].get("updatemenus") and not spec["layout"].get("sliders")
     assert component_names(at) == ["pcd_frame_controls"]
-    diag = at.table[0].value
+    diag = tables(at)[0]
     assert len(diag) == 2 * 3  # 2 methods x 3 preset starts
     before = spec
     at.slider(key="toy_tau").set_value(0.4).run()
@@ -96,9 +96,46 @@ def test_toy_page_default_animation_and_widgets():
     _ok(at)
     at.radio(key="toy_starts").set_value("grid").run()
     _ok(at)
-    assert len(at.table[0].value) == 2 * 9
+    assert len(tables(at)[0]) == 2 * 9
     at.selectbox(key="toy_problem").set_value("quadratic").run()
     _ok(at)
+
+
+def _hp(at: AppTest) -> dict:
+    import json
+
+    v = at.query_params["hp"]
+    return json.loads(v[0] if isinstance(v, list) else v)
+
+
+def test_toy_page_hyper_parameters_on_request_and_from_a_link():
+    import json
+
+    at = _app("02_Toy_landscapes.py", steps=200, methods="pcd,cagrad")
+    _ok(at)
+    # off by default: no hyper-parameter widget is drawn, the methods run with their defaults
+    assert at.toggle(key="toy_show_hp").value is False and not at.number_input
+    assert "hp" not in at.query_params
+    at.toggle(key="toy_show_hp").set_value(True).run()
+    _ok(at)
+    at.number_input(key="toy_hp_cagrad_c").set_value(0.2).run()
+    _ok(at)
+    assert _hp(at) == {"cagrad": {"c": 0.2}}
+    diag_on = tables(at)[0]
+    # off again: the values the link carries still apply (same runs, same table)
+    at.toggle(key="toy_show_hp").set_value(False).run()
+    _ok(at)
+    assert not at.number_input and _hp(at) == {"cagrad": {"c": 0.2}}
+    assert tables(at)[0].equals(diag_on)
+    # a shared link with hyper-parameters opens with them shown and set
+    link = _app("02_Toy_landscapes.py", steps=200, methods="pcd,cagrad", hp=json.dumps({"cagrad": {"c": 0.2}}))
+    _ok(link)
+    assert link.toggle(key="toy_show_hp").value is True
+    assert link.number_input(key="toy_hp_cagrad_c").value == 0.2
+    assert tables(link)[0].equals(diag_on)
+    # c = 0.2 changes CAGrad's run: its end points differ from the default c = 0.5's
+    default = _app("02_Toy_landscapes.py", steps=200, methods="pcd,cagrad")
+    assert not tables(default)[0].equals(diag_on)
 
 
 def test_toy_page_bad_formula_and_bad_starts_show_errors():
@@ -128,7 +165,7 @@ def test_toy_page_presets_bounds_and_undefined_region():
     assert any("undefined on the hatched part" in w.value for w in at.warning)
     spec = _specs(at)[0]
     assert "formula undefined (hatched)" in [t.get("name") for t in spec["data"]]
-    assert not any("diverged at step 0" in d for d in at.table[0].value["diagnosis"])
+    assert not any("diverged at step 0" in d for d in tables(at)[0]["diagnosis"])
     # a preset fills the formula boxes; the map's box covers every trajectory (fit to trajectories)
     at.selectbox(key="toy_preset").set_value("himmelblau").run()
     _ok(at)
@@ -176,12 +213,12 @@ def test_k_objective_default_view_every_method_visible_and_the_law_explained():
     by = {t["name"]: t for t in fig["data"]}
     pcd_y, ws_y = _values(by["PCD"]["y"]), _values(by["Weighted sum"]["y"])
     assert len(pcd_y) == 7 and all(a != b for a, b in zip(pcd_y, ws_y))  # not hidden under each other
-    summary = at.table[0].value.set_index("method")["outcome"]
+    summary = tables(at)[0].set_index("method")["outcome"]
     assert summary["MGDA"] == "follows the law" and summary["PCD"] == "crosses: zero residual"
     assert any("Adam** divides each coordinate" in m.value for m in at.markdown)
     at.radio(key="kb_opt").set_value("sgd").run()
     _ok(at)
-    ratios = at.table[0].value.set_index("method")["residual / law"]
+    ratios = tables(at)[0].set_index("method")["residual / law"]
     lo, hi = (float(v) for v in ratios["Weighted sum"].split(" … "))
     assert 0.97 <= lo <= hi <= 1.0
 
@@ -226,7 +263,7 @@ def test_tau_page_selection_changes_trajectory():
     _ok(at)
     specs = _specs(at)
     assert len(specs) == 2
-    assert len(at.table[0].value) == 11
+    assert len(tables(at)[0]) == 11
     at.select_slider(key="td_tau").set_value(0.5).run()
     _ok(at)
     traj_before = specs[1]
@@ -251,7 +288,7 @@ def test_tau_page_default_view_is_honest_about_budgets():
     f2 = {c["name"]: [float(cd[4]) for cd in c["customdata"]][1:] for c in curves}
     assert max(f2["PCD after 1000 steps"]) < min(f2["PCD after 100 steps"])  # τ sets a rate: budget matters
     assert any("τ sets the *rate* of the trade" in i.value for i in at.info)
-    assert "_" not in "".join(at.table[0].value["outcome"])
+    assert "_" not in "".join(tables(at)[0]["outcome"])
 
 
 def test_png_export_toggle_offers_a_png_or_says_why_not():
