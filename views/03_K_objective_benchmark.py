@@ -83,7 +83,7 @@ with right:
         "full-size step and carries the weighted sum (and CAGrad) over the barrier to a zero residual. PCD pins "
         "the primary's weight to 1 and crosses with either optimizer (with SGD the largest K need more steps).")
 fmt = {c: "{:.3e}" for c in table.columns if c != "K"}
-st.dataframe(table.style.format(fmt, na_rep="—"), hide_index=True, width="stretch")
+html_table(table, formats=fmt, na_rep="—")
 
 law_rows = [r for r in records if r["method"] in ("mgda", "cagrad")]
 pcd_rows = [r for r in records if r["method"] == "pcd"]

@@ -8,6 +8,7 @@ import pcd.methods as registry
 from pcd.experiments import synthetic
 from pcd.ui import claim, download_row, settings_panel, setup_page, show_error, url_default, url_sync, warmup
 from pcd.ui.chart import plotly_chart
+from pcd.ui.table import html_table
 from pcd.viz.scale import drift_table, eps_window_text, power_label, sweep_figure
 
 setup_page(
@@ -77,8 +78,7 @@ with right:
                        f"is scale-free; over every scale {power_label(EXPS[0])} … {power_label(EXPS[-1])}: "
                        f"{r['drift_all']:.3g}")
 plotly_chart(dfig, key="sc_drift")
-st.dataframe(table.style.format({c: "{:.4g}" for c in table.columns if c != "method"}), hide_index=True,
-             width="stretch")
+html_table(table, formats={c: "{:.4g}" for c in table.columns if c != "method"})
 st.caption("Operating point = mean position over the last 20 % of the steps (methods chattering on the box's kinks "
            "oscillate with an amplitude ~ lr). Drift = the largest distance between two operating points over the "
            "scale-free scales; *drift, every scale* includes the ε-dominated ones. Points that coincide share one label "

@@ -2,7 +2,7 @@
 server warm-up that fills those caches once per server process.
 
 Why: a page's first visitor would otherwise pay, on top of the page's own work, the first imports
-(pandas + its Styler, pyarrow, Plotly's figure classes, numba and its compiled kernels) and the
+(pandas, pyarrow, Plotly's figure classes, numba and its compiled kernels) and the
 page's default computation (the K-objective benchmark's 21 runs of 800 steps take ~2.5 s of CPU).
 :func:`start` (called by ``app.py``, the entry script of every page) runs :func:`warm_up` once per
 process in a background thread: it imports those modules and calls the *same* cached functions
@@ -217,15 +217,16 @@ def toy_runs(name: str, f1: str | None, f2: str | None, pbounds: Any, pstarts: A
 # What Plotly uses only if it is in sys.modules already (see start): never imported by the thread.
 PEEKED_BY_PLOTLY = ("numpy", "pandas", "PIL.Image")
 # What a page's first run imports on top of what app.py has imported (measured with sys.modules).
-IMPORTS = ("pandas", "pandas.io.formats.style", "jinja2", "pyarrow", "PIL.Image", "narwhals", "orjson",
+IMPORTS = ("pandas", "pyarrow", "PIL.Image", "narwhals", "orjson",
            "plotly.graph_objects", "plotly.io", "streamlit.elements.arrow", "streamlit.dataframe_util",
-           "streamlit.elements.lib.pandas_styler_utils", "pcd.engine", "pcd.teaching", "pcd.ui.controls",
-           "pcd.viz.geometry", "pcd.viz.kbench", "pcd.viz.scale", "pcd.viz.tau", "pcd.viz.landscape")
+           "pcd.engine", "pcd.teaching", "pcd.ui.controls", "pcd.ui.table",
+           "pcd.viz.geometry", "pcd.viz.kbench", "pcd.viz.scale", "pcd.viz.tau", "pcd.viz.landscape",
+           "pcd.viz.toy")
 
 
 def _first_use() -> None:
     """Code paths whose first call is slow: Plotly's default template (imports every trace class),
-    a DataFrame through Streamlit's Arrow conversion and a Styler rendered as a table does."""
+    and a DataFrame through Streamlit's Arrow conversion (the data grids of pages 06-09)."""
     import pandas as pd
     import plotly.graph_objects as go
     from streamlit import dataframe_util
@@ -233,7 +234,6 @@ def _first_use() -> None:
     go.Figure(go.Scatter(x=[0, 1], y=[0, 1])).to_plotly_json()
     df = pd.DataFrame({"a": [1.0, 2.0], "b": ["x", "y"]})
     dataframe_util.convert_pandas_df_to_arrow_bytes(df)
-    df.style.format({"a": "{:.2f}"}).hide(axis="index")._compute()
 
 
 def _numba_kernels() -> None:

@@ -188,7 +188,7 @@ def test_toy_page_presets_bounds_and_undefined_region():
 def test_kbench_page_law_table_and_widgets():
     at = _app("03_K_objective_benchmark.py", kmin=2, kmax=9, steps=300, lr=0.03, methods="pcd,mgda")
     _ok(at)
-    t = at.dataframe[0].value
+    t = tables(at)[1]
     assert list(t["K"]) == [2, 3, 5, 9]
     # MGDA sits exactly on the law; PCD far below it
     assert ((t["MGDA"] / t["law 1.536·√(K−1)"] - 1).abs() < 1e-3).all()
@@ -197,10 +197,10 @@ def test_kbench_page_law_table_and_widgets():
     assert spec["layout"]["xaxis"]["type"] == "log" and spec["layout"]["yaxis"]["type"] == "log"
     at.multiselect(key="kb_methods").set_value(["mgda", "ws"]).run()
     _ok(at)
-    assert "Weighted sum" in at.dataframe[0].value.columns and "PCD" not in at.dataframe[0].value.columns
+    assert "Weighted sum" in tables(at)[1].columns and "PCD" not in tables(at)[1].columns
     at.select_slider(key="kb_range").set_value((3, 5)).run()
     _ok(at)
-    assert list(at.dataframe[0].value["K"]) == [3, 5]
+    assert list(tables(at)[1]["K"]) == [3, 5]
 
 
 def test_k_objective_default_view_every_method_visible_and_the_law_explained():
@@ -235,7 +235,7 @@ def test_scale_page_slider_moves_highlight_and_eps_changes_drift():
     at.select_slider(key="sc_eps").set_value("1e-16").run()
     _ok(at)
     assert at.query_params["eps"] == "1e-16"  # survives a shared link (Streamlit's float matching would give 1e-12)
-    drift = at.dataframe[0].value.set_index("method")["drift, every scale"]
+    drift = tables(at)[0].set_index("method")["drift, every scale"]
     assert drift["PCD"] < 1e-2 < drift["Weighted sum"]
 
 
