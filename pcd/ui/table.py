@@ -35,8 +35,9 @@ CSS = (
     " border-bottom: 1px solid rgba(49, 51, 63, .25); padding: .3rem .5rem; vertical-align: bottom;}"
     f".{CLASS} td {{border-bottom: 1px solid rgba(49, 51, 63, .1); padding: .3rem .5rem; vertical-align: top;"
     " overflow-wrap: anywhere;}"
-    f".{CLASS} td.num, .{CLASS} th.num {{text-align: right; font-variant-numeric: tabular-nums;"
-    " white-space: nowrap;}"
+    f".{CLASS} th.num {{text-align: right;}}"  # a header wraps at its spaces (long method names)
+    f".{CLASS} td.num {{text-align: right; font-variant-numeric: tabular-nums; white-space: nowrap;}}"
+    f"@media (max-width: 900px) {{.{CLASS} th, .{CLASS} td {{padding: .25rem .3rem;}}}}"
 )
 
 Format = str | Callable[[Any], str]

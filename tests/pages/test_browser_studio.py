@@ -86,7 +86,7 @@ CLIPPED = """() => {
   document.querySelectorAll('.katex-display').forEach(k => {
     if (k.scrollWidth > k.clientWidth + 2) out.push('formula clipped: ' + k.scrollWidth + ' > ' + k.clientWidth);
   });
-  document.querySelectorAll('[data-testid="stTable"]').forEach(t => {
+  document.querySelectorAll('[data-testid="stTable"], .pcd-table').forEach(t => {
     if (t.scrollWidth > t.clientWidth + 2) out.push('table wider than the page: ' + t.scrollWidth + ' > ' + t.clientWidth);
   });
   // every chosen method's chip inside its multiselect's box (not scrolled away under a fade)
