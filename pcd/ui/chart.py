@@ -143,10 +143,11 @@ _CHART_JS = "export default function(component) {\n" + LOADER_JS + """
       const on = e.target && e.target.closest && e.target.closest('.modebar, .legend, .annotation');
       down = e.button === 0 && !on ? [e.clientX, e.clientY] : null;
     }, true);
-    document.addEventListener('mouseup', e => {
+    const onUp = e => {
+      if (!gd.isConnected) { document.removeEventListener('mouseup', onUp, true); return; }  // the chart is gone
       const at = down;
       down = null;
-      if (s.data.click !== 'anywhere' || !at || !gd.isConnected || Math.hypot(e.clientX - at[0], e.clientY - at[1]) > 4) return;
+      if (s.data.click !== 'anywhere' || !at || Math.hypot(e.clientX - at[0], e.clientY - at[1]) > 4) return;
       const fl = gd._fullLayout, xa = fl && fl.xaxis, ya = fl && fl.yaxis;
       if (!xa || !ya || !xa.p2l) return;
       const r = gd.getBoundingClientRect();
@@ -155,7 +156,8 @@ _CHART_JS = "export default function(component) {\n" + LOADER_JS + """
       const un = (ax, v) => ax.type === 'log' ? Math.pow(10, v) : v;
       s.setStateValue('selection', {points: [{x: un(xa, xa.p2l(px)), y: un(ya, ya.p2l(py)), curve_number: null,
         point_number: null, point_index: null, customdata: null}], point_indices: [], box: [], lasso: []});
-    }, true);
+    };
+    document.addEventListener('mouseup', onUp, true);
     gd.on('plotly_click', ev => {
       if (!s.data.click || s.data.click === 'anywhere') return;
       const pts = (ev && ev.points || []).map(p => ({x: p.x, y: p.y, curve_number: p.curveNumber,
