@@ -16,6 +16,8 @@ a small Streamlit component (``st.components.v2``, no iframe, no build step):
   curve_number, point_number, point_index, customdata}], ...}}`` -- the shape of
   ``st.plotly_chart(on_select="rerun", selection_mode="points")``'s event, read the same way
   (``st.session_state[key]["selection"]["points"]``), one rerun per click;
+* a full-screen button in the toolbar (as ``st.plotly_chart``'s): the figure takes the screen, Esc
+  gives it its column back;
 * a figure with a trace type the bundle lacks (heatmap, contour, ...) is handed to
   ``st.plotly_chart`` unchanged (same look: ``theme=None``).
 
@@ -69,6 +71,8 @@ window.__pcdLoadPlotly = window.__pcdLoadPlotly || function (src, chunk) {
 """
 
 _CHART_JS = "export default function(component) {\n" + LOADER_JS + """
+  const FULLSCREEN_ICON = {width: 1000, height: 1000,
+    path: 'M0 0h400v110H110v290H0zM600 0h400v400H890V110H600zM0 600h110v290h290v110H0zM890 600h110v400H600V890h290z'};
   const { data, parentElement, setStateValue } = component;
   let box = parentElement.querySelector('.pcd-chart');
   if (!box) {
@@ -110,11 +114,12 @@ _CHART_JS = "export default function(component) {\n" + LOADER_JS + """
   }
 
   function width() { return Math.max(150, Math.round(box.getBoundingClientRect().width || 700)); }
+  function height() { return document.fullscreenElement === box ? Math.round(box.clientHeight) : s.data.height; }
   function draw(P, box, s, token) {
     const fig = JSON.parse(s.data.spec);
     const layout = fig.layout || {};
     layout.width = width();
-    layout.height = s.data.height;
+    layout.height = height();
     if (s.data.click === true) {
       if (!layout.clickmode) layout.clickmode = 'event';
       if (!layout.hovermode) layout.hovermode = 'closest';
@@ -123,6 +128,10 @@ _CHART_JS = "export default function(component) {\n" + LOADER_JS + """
     const remove = new Set(config.modeBarButtonsToRemove || []);
     ['lasso2d', 'select2d', 'sendDataToCloud'].forEach(b => remove.add(b));
     config.modeBarButtonsToRemove = Array.from(remove);
+    // Streamlit's charts have a full-screen button: so do these (a lecturer's projector)
+    config.modeBarButtonsToAdd = (config.modeBarButtonsToAdd || []).concat([{name: 'pcd-fullscreen',
+      title: 'Full screen (Esc leaves)', icon: FULLSCREEN_ICON,
+      click: () => document.fullscreenElement ? document.exitFullscreen() : (box.requestFullscreen && box.requestFullscreen())}]);
     const frames = fig.frames || [];
     let gd = s.gd;
     let done;
@@ -166,6 +175,9 @@ _CHART_JS = "export default function(component) {\n" + LOADER_JS + """
                                                                                 : p.customdata)}));
       s.setStateValue('selection', {points: pts, point_indices: pts.map(p => p.point_index), box: [], lasso: []});
     });
+    box.addEventListener('fullscreenchange', () => {  // the figure takes the screen, then its column back
+      if (gd._fullLayout) P.relayout(gd, {width: width(), height: height()});
+    });
     let pending = false;
     new ResizeObserver(() => {
       if (pending) return;
@@ -180,7 +192,7 @@ _CHART_JS = "export default function(component) {\n" + LOADER_JS + """
 }
 """
 
-_CSS = ".pcd-chart {width: 100%; position: relative;}"
+_CSS = ".pcd-chart {width: 100%; position: relative;} .pcd-chart:fullscreen {background: #fff;}"
 
 _PRELOAD_HTML = """<script>(() => {{
 {loader}

@@ -351,6 +351,34 @@ def test_tau_dial_never_draws_a_moving_point_as_an_end_point(page, warm):
             assert (sym == "circle-open") == outcome.startswith("still moving"), (c["name"], sym, outcome)
 
 
+def test_chart_full_screen_button(browser, warm, artifacts_dir):
+    """The studio charts' toolbar has a full-screen button (st.plotly_chart's has one): the figure
+    takes the whole screen, and its column's width and height back after Esc."""
+    ctx = browser.new_context(viewport={"width": 1280, "height": 720})
+    page = ctx.new_page()
+    page.set_default_timeout(120_000)
+    size = """() => { const gd = document.querySelector('.st-key-geo_chart .js-plotly-plot');
+      const f = document.fullscreenElement;
+      return {full: !!f && f.contains(gd), w: gd._fullLayout.width, h: gd._fullLayout.height}; }"""
+    try:
+        page.goto(warm["url"] + "/Gradient_geometry")
+        _wait_content(page)
+        _wait_idle(page)
+        before = page.evaluate(size)
+        page.locator(".st-key-geo_chart .js-plotly-plot").first.hover()
+        page.locator(".st-key-geo_chart [data-title^='Full screen']").first.click()
+        page.wait_for_function(f"() => ({size})().full && ({size})().w === window.innerWidth")
+        on = page.evaluate(size)
+        assert (on["w"], on["h"]) == (1280, 720), on
+        page.screenshot(path=str(artifacts_dir / "studio_Gradient_geometry_fullscreen.png"))
+        page.evaluate("() => document.exitFullscreen()")
+        page.wait_for_function(f"() => !({size})().full && ({size})().w < window.innerWidth")
+        after = page.evaluate(size)
+        assert (after["w"], after["h"]) == (before["w"], before["h"]) and not before["full"], (before, after)
+    finally:
+        ctx.close()
+
+
 def test_toy_map_png_is_the_last_frame(page, warm, artifacts_dir):
     from PIL import Image, ImageChops, ImageStat
 
