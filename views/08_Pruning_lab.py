@@ -35,6 +35,7 @@ from pcd.ui import (
     url_default,
     url_sync,
 )
+from pcd.ui.chart import plotly_chart
 from pcd.ui.runs_where import where_panel
 from pcd.ui.selection import selected_ids
 from pcd.viz.runs import curves_figure, method_bars, results_scatter, study_scatter
@@ -51,7 +52,6 @@ setup_page(
         "after **physical pruning**. Runs live in the data folder: close the browser, come back tomorrow, "
         "everything is still here."
     ),
-    full_plotly=True,  # its figures are st.plotly_chart's: Streamlit's full Plotly.js, preloaded
 )
 
 DATA_DIR = default_data_dir()
@@ -381,7 +381,7 @@ def _runs_view() -> None:
         st.markdown("**Comparison of the selected runs**")
         series = {f"run {r['id']}": store.metrics(r["id"]) or (r["result"] or {}).get("history") or [] for r in sel}
         meth = {f"run {r['id']}": r["config"].get("method", "") for r in sel}
-        st.plotly_chart(curves_figure(series, meth), theme=None, key="pl_compare_curves",
+        plotly_chart(curves_figure(series, meth), key="pl_compare_curves",
                         config={"displaylogo": False})
     where_panel(store, runs, DATA_DIR, pid, sel)  # issue 16: nodes, placement, worker.log (pcd.ui.runs_where)
     running = [r for r in runs if r["status"] == "running"]
@@ -389,9 +389,9 @@ def _runs_view() -> None:
         st.markdown("**Live curves of the running runs**")
         series = {f"run {r['id']}": store.metrics(r["id"]) for r in running}
         meth = {f"run {r['id']}": (r["config"] or {}).get("method", "") for r in running}
-        st.plotly_chart(curves_figure(series, meth, keys=["test_acc", "train_loss", "secondary_1", "group_sparsity",
+        plotly_chart(curves_figure(series, meth, keys=["test_acc", "train_loss", "secondary_1", "group_sparsity",
                                                           "mu", "cosine"]),
-                        theme=None, key="pl_live", config={"displaylogo": False})
+                        key="pl_live", config={"displaylogo": False})
     if ss.get("pl_was_active") and not (running or counts["queued"]):
         ss["pl_was_active"] = False
         st.rerun(scope="app")  # the queue drained: refresh everything and stop polling
@@ -485,7 +485,7 @@ def _results_view() -> None:
     else:
         fig = study_scatter(rows, x_key, y_key, fronts=R.method_fronts(rows, x_key, y_key),
                             x_label=R.X_AXES[x_key], y_label=R.Y_AXES[y_key])
-    st.plotly_chart(fig, theme=None, key="pl_scatter", config={"displaylogo": False})
+    plotly_chart(fig, key="pl_scatter", config={"displaylogo": False})
     st.caption("Marker = mean over seeds of one (method, setting), bars = ±1 std; dotted line = that method's own "
                "Pareto front (no other of its settings is both more accurate and more compressed); dashed line = "
                "the unpruned network's accuracy.")
@@ -530,8 +530,8 @@ def _results_view() -> None:
     hv = R.hypervolume_by_method(pts)
     if hv["methods"]:
         st.subheader("K = 3 (cross-entropy + ℓ1 + nuclear): dominated hypervolume")
-        st.plotly_chart(method_bars({m: v for m, v in hv["methods"].items()}, "dominated hypervolume per method",
-                                    "hypervolume", text_format=".3f"), theme=None, key="pl_hv",
+        plotly_chart(method_bars({m: v for m, v in hv["methods"].items()}, "dominated hypervolume per method",
+                                    "hypervolume", text_format=".3f"), key="pl_hv",
                         config={"displaylogo": False})
         st.caption(f"Normalization: {hv['normalization']}.")
         top = max((p["param_sparsity"] or 0.0) for p in pts if p["secondary"] == "l1+nuclear")
@@ -550,8 +550,8 @@ def _results_view() -> None:
     run = store.get(rid)
     res = run["result"] or {}
     rows_m = store.metrics(rid) or res.get("history") or []
-    st.plotly_chart(curves_figure({f"run {rid}": rows_m}, {f"run {rid}": run["config"].get("method", "")}),
-                    theme=None, key="pl_detail_curves", config={"displaylogo": False})
+    plotly_chart(curves_figure({f"run {rid}": rows_m}, {f"run {rid}": run["config"].get("method", "")}),
+                    key="pl_detail_curves", config={"displaylogo": False})
     rep = R.export_report(res)
     st.markdown("**Export report** (physical pruning; `after` = the exported network)")
     (st.success if rep["removed"] else st.warning)(rep["message"])

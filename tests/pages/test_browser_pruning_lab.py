@@ -70,7 +70,11 @@ def test_queue_watch_and_explore_a_digits_run(streamlit_server, page, artifacts_
         page.get_by_text("Summary: mean ± std over seeds").wait_for(timeout=30_000)
         page.locator(".js-plotly-plot").filter(has_text="test accuracy").first.wait_for(timeout=30_000)
         page.wait_for_timeout(1000)
-        page.screenshot(path=str(artifacts_dir / "pruning_lab_results.png"), full_page=True)
+        size = page.viewport_size
+        page.set_viewport_size({"width": size["width"], "height": 2600})  # the app scrolls inside: a tall window shows the charts
+        page.wait_for_timeout(1200)
+        page.screenshot(path=str(artifacts_dir / "pruning_lab_results.png"))
+        page.set_viewport_size(size)
         assert page.locator('[data-testid="stException"]').count() == 0
     finally:
         pid = supervisor_pid(data_dir)

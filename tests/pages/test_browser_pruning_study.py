@@ -70,7 +70,11 @@ def test_queue_study_select_rows_cancel_the_right_one(streamlit_server, page, ar
         page.get_by_text("Summary: mean ± std over seeds").wait_for(timeout=30_000)
         page.locator(".js-plotly-plot").first.wait_for(timeout=30_000)
         page.wait_for_timeout(1000)
-        page.screenshot(path=str(artifacts_dir / "pruning_study_results.png"), full_page=True)
+        size = page.viewport_size
+        page.set_viewport_size({"width": size["width"], "height": 2600})  # the app scrolls inside: a tall window shows the charts
+        page.wait_for_timeout(1200)
+        page.screenshot(path=str(artifacts_dir / "pruning_study_results.png"))
+        page.set_viewport_size(size)
         assert page.locator('[data-testid="stException"]').count() == 0
 
         # select every row with the header box and cancel what is still queued or running

@@ -9,6 +9,7 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from pcd.jobs import RunStore
+from tests.pages._apptest import figure_specs
 
 PAGE = str(Path(__file__).resolve().parents[2] / "views" / "08_Pruning_lab.py")
 
@@ -193,8 +194,8 @@ def test_runs_table_actions_follow_the_selected_runs(data_dir):
     assert df.loc[df["run"] == running, "heartbeat"].item().endswith("s ago")
     assert df.loc[df["run"] == queued, "accuracy %"].item() == "—"  # unfinished: a dash, never None
     assert "None" not in df.astype(str).to_string()
-    live = at.get("plotly_chart")
-    assert any(f"run {running}" in el.proto.spec for el in live)
+    live = [json.dumps(f) for f in figure_specs(at)]
+    assert any(f"run {running}" in spec for spec in live)
     assert at.button(key="pl_cancel").disabled  # nothing selected, nothing to act on
     _select(at, "pl_table", [0])  # the queued ws run
     # meanwhile a new run is queued: it appears on top and the selection stays on the ws run
@@ -227,8 +228,7 @@ def test_compare_shows_the_selected_runs_curves(data_dir):
     at = _app()
     _select(at, "pl_table", [0, 1])
     at.toggle(key="pl_compare").set_value(True).run()
-    spec = next(el.proto.spec for el in at.get("plotly_chart") if f'"run {ids[0]}"' in el.proto.spec
-                and f'"run {ids[1]}"' in el.proto.spec)
+    spec = next(sp for sp in map(json.dumps, figure_specs(at)) if f'"run {ids[0]}"' in sp and f'"run {ids[1]}"' in sp)
     assert "test accuracy" in spec
 
 
@@ -264,7 +264,7 @@ def test_results_explorer_means_pairs_front_and_hypervolume(data_dir):
     assert any(line in md.value for md in at.markdown), [md.value for md in at.markdown if "Matched" in md.value]
     assert any("PCD 97.5 % (τ=0.2, 80 % removed)" in md.value and "MGDA: no setting reaches 80 %" in md.value
                for md in at.markdown)
-    specs = [json.loads(el.proto.spec) for el in at.get("plotly_chart")]
+    specs = figure_specs(at)
     scatter = next(s for s in specs if any(t.get("name") == "PCD front" for t in s["data"]))
     front = next(t for t in scatter["data"] if t["name"] == "PCD front")
     assert list(zip(front["x"], front["y"])) == [(pytest.approx(10.0), 99.0), (pytest.approx(80.0), 97.5)]
