@@ -9,6 +9,7 @@ import streamlit as st
 
 from pcd.experiments import constraints as C
 from pcd.ui import claim, download_csv, download_figure, settings_panel, setup_page, show_error, url_default, url_sync
+from pcd.ui import warmup as W
 from pcd.ui.table import html_table
 from pcd.viz import constraints as V
 
@@ -34,48 +35,8 @@ st.latex(r"\begin{gathered}\text{penalty: }\min_x f(x)+c\,g(x)"
 st.caption("Lagrangian machinery (GDA, augmented Lagrangian, nuPI) runs on Cooper (cooper-optim 1.0.1); "
            "PCD uses this library's QP on the normalized Gram matrix.")
 
-EPS_GRID = tuple(round(0.05 * k, 2) for k in range(1, 19))  # 0.05 ... 0.90
-LAG_METHODS = ("gda", "auglag", "nupi", "pcd")
-
-
-# ---- cached experiments (plain data; keyed by the settings) ------------------------------------
-
-@st.cache_data(show_spinner="Running the 1-D example (Cooper + PCD)…", max_entries=32)
-def _toy(eps: tuple, x0: float, steps: int):
-    return C.run_toy(list(eps), 0.0, LAG_METHODS, x0=x0, steps=steps)
-
-
-@st.cache_data(show_spinner=False, max_entries=256)
-def _toy_penalty(eps: tuple, c: float, x0: float, steps: int):
-    return C.run_toy(list(eps), c, ("penalty",), x0=x0, steps=steps)[0]
-
-
-@st.cache_data(show_spinner="Training the rate-constrained classifiers…", max_entries=4)
-def _sweep():
-    return C.rate_sweep()
-
-
-@st.cache_data(show_spinner="Bisection on the penalty coefficient…", max_entries=4)
-def _bisection(tol: float):
-    return C.penalty_bisection(tol=tol)
-
-
-@st.cache_data(show_spinner="Timing both loops…", max_entries=4)
-def _cost(steps: int, repeats: int):
-    return C.rate_cost(steps=steps, repeats=repeats)
-
-
-def _toy_runs(eps: float, c: float, x0: float, steps: int):
-    """Lagrangian/PCD runs for eps (from the cached grid when eps is on it) + the penalty run."""
-    grid = tuple(sorted(set(EPS_GRID) | set(C.PAPER_EPS)))
-    if round(eps, 2) in grid and abs(eps - round(eps, 2)) < 1e-12:
-        runs, idx = _toy(grid, x0, steps), grid.index(round(eps, 2))
-    else:
-        runs, idx = _toy((eps,), x0, steps), 0
-    pen = _toy_penalty((eps,), c, x0, steps)
-    pick = [C.ToyRun(r.method, r.family, r.param, r.eps[idx:idx + 1], r.x[:, idx:idx + 1], r.lam[:, idx:idx + 1],
-                     r.settings) for r in runs]
-    return [pen] + pick, runs, grid
+# the page's cached experiments live in pcd.ui.warmup: the server computes this page's default
+# view when it starts (torch + Cooper, ~10 s of CPU), so a first visitor is served from the cache
 
 
 # =================================================================================================
@@ -92,23 +53,22 @@ st.markdown(
 
 c1, c2, c3 = settings_panel("toy").columns([1, 1, 1])
 with c1:
-    eps = st.number_input("ε (constraint level, in (0, 1))", value=float(url_default("eps", 0.5)), step=0.05,
+    eps = st.number_input("ε (constraint level, in (0, 1))", value=float(url_default("eps", W.CP_EPS)), step=0.05,
                           format="%.2f", key="cp_eps",
                           help="Steps of 0.05 answer instantly from the precomputed grid; other values run live.")
 with c2:
-    c = st.number_input("fixed penalty c (≥ 0)", value=float(url_default("c", 0.5)), step=0.1, format="%.2f",
+    c = st.number_input("fixed penalty c (≥ 0)", value=float(url_default("c", W.CP_C)), step=0.1, format="%.2f",
                         key="cp_c")
 with c3:
-    x0 = st.select_slider("start x₀", options=(0.3, 0.6, 1.0), value=url_default("x0", 0.6, allowed=(0.3, 0.6, 1.0)),
+    x0 = st.select_slider("start x₀", options=(0.3, 0.6, 1.0), value=url_default("x0", W.CP_X0, allowed=(0.3, 0.6, 1.0)),
                           key="cp_x0", help="Every method starts here (x = 0 is stationary for all of them).")
 url_sync(eps=eps, c=c, x0=x0)
-TOY_STEPS = 500
 
 toy_ok = True
 try:
     C.check_eps(eps)
     C.check_c(c)
-    shown, grid_runs, grid = _toy_runs(float(eps), float(c), float(x0), TOY_STEPS)
+    shown, grid_runs, grid = W.cp_toy_runs(float(eps), float(c), float(x0), W.CP_TOY_STEPS)
 except ValueError as exc:
     show_error(exc)
     toy_ok = False
@@ -146,7 +106,7 @@ if toy_ok:
     )
 
     st.subheader("Final x over ε (paper's table)")
-    pen_rows = C.epsilon_table([_toy_penalty(C.PAPER_EPS, c, x0, TOY_STEPS)])
+    pen_rows = C.epsilon_table([W.cp_toy_penalty(tuple(C.PAPER_EPS), c, x0, W.CP_TOY_STEPS)])
     table_rows = [r for r in C.epsilon_table(grid_runs) if round(r["eps"], 2) in C.PAPER_EPS] + pen_rows
     fig_eps = V.epsilon_figure(table_rows)
     st.plotly_chart(fig_eps, theme=None, key="cp_eps_fig", config={"displaylogo": False})
@@ -176,7 +136,7 @@ st.markdown(
     "`strict_violation`, a proxy-Lagrangian). All runs: SGD lr 0.1, 3000 steps, w = 0 at the start."
 )
 try:
-    sweep = _sweep()
+    sweep = W.cp_sweep()
 except ValueError as exc:  # pragma: no cover - defaults are valid
     show_error(exc)
     st.stop()
@@ -250,8 +210,8 @@ download_csv(sweep_df, "constraints_rate_sweep.csv", key="cp_sweep_csv")
 
 # =================================================================================================
 st.header("3 · What finding c costs")
-tol = 1.0
-bis = _bisection(tol)
+tol = W.CP_TOL
+bis = W.cp_bisection(tol)
 best_lag = next(r for r in lag if r.param == 0.1)
 left, right = st.columns([1.3, 1])
 with left:
@@ -270,7 +230,7 @@ with right:
                 "when you ask).")
     if st.button("Measure the overhead now (≈ 3 s)", key="cp_cost_btn") or st.session_state.get("cp_cost_done"):
         st.session_state["cp_cost_done"] = True
-        cost = _cost(200, 3)
+        cost = W.cp_cost(200, 3)
         st.metric("constrained-loop overhead (this tiny model)", f"{cost['overhead_pct']:+.0f} %",
                   help="Median wall time of one run: Cooper's loop vs the plain penalty loop.")
         claim("overhead of the constrained loop over the penalty loop: +5.2 % (rate), +1.6 % (sparsity)",

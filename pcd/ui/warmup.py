@@ -1,4 +1,4 @@
-"""The cached computations of the Studio pages 01 to 05, their default settings, and the
+"""The cached computations of the Studio pages 01 to 05 and 07, their default settings, and the
 server warm-up that fills those caches once per server process.
 
 Why: a page's first visitor would otherwise pay, on top of the page's own work, the first imports
@@ -49,6 +49,10 @@ TD_TAUS = (0.0, 0.005, 0.01, 0.02, 0.05, 0.1, 0.2, 0.3, 0.5, 0.7, 1.0)
 TOY_PROBLEM, TOY_METHODS = "saddle2d", ("pcd", "ws", "mgda", "pcgrad", "cagrad", "famo")
 TOY_TAU, TOY_OPT, TOY_LR, TOY_STEPS = 0.02, "adam", 0.02, 1000
 TOY_INSET_START, TOY_WIDTH = 0, "medium"  # the inset at S1; the map laid out for a 1280-1440 px window
+
+CP_EPS_GRID = tuple(round(0.05 * k, 2) for k in range(1, 19))  # 0.05 ... 0.90: the 1-D example's ε grid
+CP_LAG_METHODS = ("gda", "auglag", "nupi", "pcd")
+CP_EPS, CP_C, CP_X0, CP_TOY_STEPS, CP_TOL = 0.5, 0.5, 0.6, 500, 1.0
 
 
 def available(names: Sequence[str]) -> list[str]:
@@ -213,6 +217,63 @@ def toy_runs(name: str, f1: str | None, f2: str | None, pbounds: Any, pstarts: A
     return problem, res, view, bg, key
 
 
+# Page 07 (constraints vs fixed penalties): plain data, keyed by the settings.
+@st.cache_data(show_spinner="Running the 1-D example (Cooper + PCD)…", max_entries=32)
+def cp_toy(eps: tuple, x0: float, steps: int) -> Any:
+    """Page 07: the Lagrangian methods and PCD on the 1-D example for every ε in ``eps``."""
+    from pcd.experiments import constraints as C
+
+    return C.run_toy(list(eps), 0.0, CP_LAG_METHODS, x0=x0, steps=steps)
+
+
+@st.cache_data(show_spinner=False, max_entries=256)
+def cp_toy_penalty(eps: tuple, c: float, x0: float, steps: int) -> Any:
+    """Page 07: the fixed penalty c on the 1-D example."""
+    from pcd.experiments import constraints as C
+
+    return C.run_toy(list(eps), c, ("penalty",), x0=x0, steps=steps)[0]
+
+
+def cp_toy_runs(eps: float, c: float, x0: float, steps: int) -> tuple[list, list, tuple]:
+    """Page 07: ``(shown, grid runs, grid)``: the penalty run and the Lagrangian/PCD runs at ``eps``
+    (read off the cached grid when ``eps`` is on it), the grid's runs and the grid."""
+    from pcd.experiments import constraints as C
+
+    grid = tuple(sorted(set(CP_EPS_GRID) | set(C.PAPER_EPS)))
+    if round(eps, 2) in grid and abs(eps - round(eps, 2)) < 1e-12:
+        runs, idx = cp_toy(grid, x0, steps), grid.index(round(eps, 2))
+    else:
+        runs, idx = cp_toy((eps,), x0, steps), 0
+    pen = cp_toy_penalty((eps,), c, x0, steps)
+    pick = [C.ToyRun(r.method, r.family, r.param, r.eps[idx:idx + 1], r.x[:, idx:idx + 1], r.lam[:, idx:idx + 1],
+                     r.settings) for r in runs]
+    return [pen] + pick, runs, grid
+
+
+@st.cache_data(show_spinner="Training the rate-constrained classifiers…", max_entries=4)
+def cp_sweep() -> Any:
+    """Page 07: the rate-constrained classifiers (penalty, Lagrangian and PCD sweeps)."""
+    from pcd.experiments import constraints as C
+
+    return C.rate_sweep()
+
+
+@st.cache_data(show_spinner="Bisection on the penalty coefficient…", max_entries=4)
+def cp_bisection(tol: float) -> Any:
+    """Page 07: bisection on the penalty coefficient to the rate target."""
+    from pcd.experiments import constraints as C
+
+    return C.penalty_bisection(tol=tol)
+
+
+@st.cache_data(show_spinner="Timing both loops…", max_entries=4)
+def cp_cost(steps: int, repeats: int) -> Any:
+    """Page 07: the constrained loop's cost over the penalty loop (timed when asked, never warmed)."""
+    from pcd.experiments import constraints as C
+
+    return C.rate_cost(steps=steps, repeats=repeats)
+
+
 # ---- the warm-up --------------------------------------------------------------------------------------
 # What Plotly uses only if it is in sys.modules already (see start): never imported by the thread.
 PEEKED_BY_PLOTLY = ("numpy", "pandas", "PIL.Image")
@@ -272,7 +333,16 @@ def _defaults() -> list[tuple[str, Callable[[], Any]]]:
         toy_map(key + (TOY_INSET_START, TOY_WIDTH), prob, res, bg, TOY_INSET_START, TOY_WIDTH)
         toy_loss(key, res, tuple(bg["names"]))
 
-    return [("geometry", geo), ("tau dial", td), ("scale", sc), ("toy", toy), ("k-objective", kb)]
+    def cp() -> None:  # torch + Cooper: the most expensive default view (~10 s of CPU), last
+        from pcd.experiments import constraints as C
+
+        cp_toy_runs(CP_EPS, CP_C, CP_X0, CP_TOY_STEPS)
+        cp_toy_penalty(tuple(C.PAPER_EPS), CP_C, CP_X0, CP_TOY_STEPS)
+        cp_sweep()
+        cp_bisection(CP_TOL)
+
+    return [("geometry", geo), ("tau dial", td), ("scale", sc), ("toy", toy), ("k-objective", kb),
+            ("constraints", cp)]
 
 
 def warm_up() -> dict[str, float]:

@@ -18,7 +18,7 @@ from tests.pages._apptest import figure_specs
 
 PAGES = Path(__file__).resolve().parents[2] / "views"
 DEFAULT_PAGES = ["01_Gradient_geometry.py", "02_Toy_landscapes.py", "03_K_objective_benchmark.py",
-                 "04_Scale_invariance.py", "05_Tau_dial.py"]
+                 "04_Scale_invariance.py", "05_Tau_dial.py", "07_Constraints_vs_penalties.py"]
 
 
 def _refuse(*args, **kwargs):
@@ -38,7 +38,7 @@ def warmed():
 
 def test_every_part_ran(warmed):
     assert list(warmed) == ["imports", "first use", "geometry", "tau dial", "scale", "toy", "k-objective",
-                            "numba kernels"]
+                            "constraints", "numba kernels"]
 
 
 @pytest.mark.parametrize("page", DEFAULT_PAGES)
@@ -47,7 +47,10 @@ def test_default_view_is_served_from_the_warm_cache(warmed, page):
             mock.patch.object(synthetic, "tau_sweep", _refuse), mock.patch.object(synthetic, "toy_run", _refuse), \
             mock.patch.object(studio, "method_directions", _refuse), mock.patch("pcd.engine.run", _refuse), \
             mock.patch("pcd.viz.toy.toy_map_figure", _refuse), mock.patch("pcd.viz.toy.toy_background", _refuse), \
-            mock.patch("pcd.viz.landscape.loss_figure", _refuse):
+            mock.patch("pcd.viz.landscape.loss_figure", _refuse), \
+            mock.patch("pcd.experiments.constraints.run_toy", _refuse), \
+            mock.patch("pcd.experiments.constraints.rate_sweep", _refuse), \
+            mock.patch("pcd.experiments.constraints.penalty_bisection", _refuse):
         at = AppTest.from_file(str(PAGES / page), default_timeout=120).run()
     assert not at.exception, at.exception
     assert not at.error, [e.value for e in at.error]
