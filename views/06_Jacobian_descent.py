@@ -18,6 +18,7 @@ from pcd.ui import (
     url_default,
     url_sync,
 )
+from pcd.ui import warmup as W
 from pcd.viz.jd import iwrm_figure, memory_figure, properties_figure
 
 setup_page(
@@ -44,11 +45,6 @@ def _label(m: str) -> str:
 
 # ------------------------------------------------------------------------------------------ properties
 
-@st.cache_data(show_spinner="checking every method on sampled Jacobians…", max_entries=32)
-def _properties(methods: tuple[str, ...], samples: int, tau: float, seed: int) -> dict:
-    return jd.property_table(list(methods), samples=samples, tau=tau, seed=seed)
-
-
 with tab_props:
     st.markdown(
         "Every method in the registry is run as an aggregator on sampled Jacobians — **random**, rows scaled by "
@@ -69,12 +65,12 @@ with tab_props:
         methods = st.multiselect("methods", ALL, default=url_default("methods", ALL, allowed=ALL),
                                  format_func=_label, key="jd_methods")
     with c2:
-        samples = st.slider("Jacobians per family and K", 1, 10, url_default("samples", 4, low=1, high=10), key="jd_samples")
+        samples = st.slider("Jacobians per family and K", 1, 10, url_default("samples", W.JD_SAMPLES, low=1, high=10), key="jd_samples")
     with c3:
-        tau = st.slider("τ (PCD, and the progress share checked)", 0.0, 0.5, url_default("tau", 0.02, low=0.0, high=0.5), 0.01,
+        tau = st.slider("τ (PCD, and the progress share checked)", 0.0, 0.5, url_default("tau", W.JD_TAU, low=0.0, high=0.5), 0.01,
                         key="jd_tau")
     try:
-        table = _properties(tuple(methods), int(samples), float(tau), 0)
+        table = W.jd_properties(tuple(methods), int(samples), float(tau), W.JD_SEED)  # warmed at start
         fig = properties_figure(table)
     except ValueError as exc:
         show_error(exc)

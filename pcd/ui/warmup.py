@@ -1,4 +1,4 @@
-"""The cached computations of the Studio pages 01 to 05 and 07, their default settings, and the
+"""The cached computations of the Studio pages 01 to 07, their default settings, and the
 server warm-up that fills those caches once per server process.
 
 Why: a page's first visitor would otherwise pay, on top of the page's own work, the first imports
@@ -49,6 +49,8 @@ TD_TAUS = (0.0, 0.005, 0.01, 0.02, 0.05, 0.1, 0.2, 0.3, 0.5, 0.7, 1.0)
 TOY_PROBLEM, TOY_METHODS = "saddle2d", ("pcd", "ws", "mgda", "pcgrad", "cagrad", "famo")
 TOY_TAU, TOY_OPT, TOY_LR, TOY_STEPS = 0.02, "adam", 0.02, 1000
 TOY_INSET_START, TOY_WIDTH = 0, "medium"  # the inset at S1; the map laid out for a 1280-1440 px window
+
+JD_SAMPLES, JD_TAU, JD_SEED = 4, 0.02, 0  # page 06's property table: every method, 4 Jacobians per family and K
 
 CP_EPS_GRID = tuple(round(0.05 * k, 2) for k in range(1, 19))  # 0.05 ... 0.90: the 1-D example's ε grid
 CP_LAG_METHODS = ("gda", "auglag", "nupi", "pcd")
@@ -217,6 +219,14 @@ def toy_runs(name: str, f1: str | None, f2: str | None, pbounds: Any, pstarts: A
     return problem, res, view, bg, key
 
 
+@st.cache_data(show_spinner="checking every method on sampled Jacobians…", max_entries=32)
+def jd_properties(methods: tuple[str, ...], samples: int, tau: float, seed: int) -> dict:
+    """Page 06: every method's aggregator properties on sampled Jacobians (:func:`pcd.experiments.jd.property_table`)."""
+    from pcd.experiments import jd
+
+    return jd.property_table(list(methods), samples=samples, tau=tau, seed=seed)
+
+
 # Page 07 (constraints vs fixed penalties): plain data, keyed by the settings.
 @st.cache_data(show_spinner="Running the 1-D example (Cooper + PCD)…", max_entries=32)
 def cp_toy(eps: tuple, x0: float, steps: int) -> Any:
@@ -333,6 +343,9 @@ def _defaults() -> list[tuple[str, Callable[[], Any]]]:
         toy_map(key + (TOY_INSET_START, TOY_WIDTH), prob, res, bg, TOY_INSET_START, TOY_WIDTH)
         toy_loss(key, res, tuple(bg["names"]))
 
+    def jdp() -> None:
+        jd_properties(tuple(registry.available()), JD_SAMPLES, JD_TAU, JD_SEED)
+
     def cp() -> None:  # torch + Cooper: the most expensive default view (~10 s of CPU), last
         from pcd.experiments import constraints as C
 
@@ -342,7 +355,7 @@ def _defaults() -> list[tuple[str, Callable[[], Any]]]:
         cp_bisection(CP_TOL)
 
     return [("geometry", geo), ("tau dial", td), ("scale", sc), ("toy", toy), ("k-objective", kb),
-            ("constraints", cp)]
+            ("jd properties", jdp), ("constraints", cp)]
 
 
 def warm_up() -> dict[str, float]:

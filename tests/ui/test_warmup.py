@@ -18,7 +18,8 @@ from tests.pages._apptest import figure_specs
 
 PAGES = Path(__file__).resolve().parents[2] / "views"
 DEFAULT_PAGES = ["01_Gradient_geometry.py", "02_Toy_landscapes.py", "03_K_objective_benchmark.py",
-                 "04_Scale_invariance.py", "05_Tau_dial.py", "07_Constraints_vs_penalties.py"]
+                 "04_Scale_invariance.py", "05_Tau_dial.py", "06_Jacobian_descent.py",
+                 "07_Constraints_vs_penalties.py"]
 
 
 def _refuse(*args, **kwargs):
@@ -38,7 +39,7 @@ def warmed():
 
 def test_every_part_ran(warmed):
     assert list(warmed) == ["imports", "first use", "geometry", "tau dial", "scale", "toy", "k-objective",
-                            "constraints", "numba kernels"]
+                            "jd properties", "constraints", "numba kernels"]
 
 
 @pytest.mark.parametrize("page", DEFAULT_PAGES)
@@ -50,7 +51,8 @@ def test_default_view_is_served_from_the_warm_cache(warmed, page):
             mock.patch("pcd.viz.landscape.loss_figure", _refuse), \
             mock.patch("pcd.experiments.constraints.run_toy", _refuse), \
             mock.patch("pcd.experiments.constraints.rate_sweep", _refuse), \
-            mock.patch("pcd.experiments.constraints.penalty_bisection", _refuse):
+            mock.patch("pcd.experiments.constraints.penalty_bisection", _refuse), \
+            mock.patch("pcd.experiments.jd.property_table", _refuse):
         at = AppTest.from_file(str(PAGES / page), default_timeout=120).run()
     assert not at.exception, at.exception
     assert not at.error, [e.value for e in at.error]
