@@ -10,6 +10,7 @@ import streamlit as st
 from pcd.experiments import constraints as C
 from pcd.ui import claim, download_csv, download_figure, settings_panel, setup_page, show_error, url_default, url_sync
 from pcd.ui import warmup as W
+from pcd.ui.chart import plotly_chart
 from pcd.ui.table import html_table
 from pcd.viz import constraints as V
 
@@ -24,7 +25,6 @@ setup_page(
         "learns the weight λ during one run instead. **PCD** is a third way of treating objectives as unequal: "
         "the requirement becomes a *secondary objective* that must keep making progress while it is violated."
     ),
-    full_plotly=True,  # its figures are st.plotly_chart's: Streamlit's full Plotly.js, preloaded
 )
 # one formula a line: two a line are wider than the page at 1280 px (with the menu) and at 800 px
 st.latex(r"\begin{gathered}\text{penalty: }\min_x f(x)+c\,g(x)"
@@ -77,7 +77,7 @@ if toy_ok:
     x_star, lam_star = (float(v[0]) for v in C.toy_solution(eps))
     finals = [{"label": r.label, "family": r.family, "x": float(r.x_final[0])} for r in shown]
     fig_land = V.toy_landscape_figure(c, eps, finals)
-    st.plotly_chart(fig_land, theme=None, key="cp_land", config={"displaylogo": False})
+    plotly_chart(fig_land, key="cp_land", config={"displaylogo": False})
     m1, m2, m3 = st.columns(3)
     m1.metric("x* = arcsin ε", f"{x_star:.4f}")
     m2.metric("λ* = ε/√(1−ε²)", f"{lam_star:.4f}")
@@ -93,7 +93,7 @@ if toy_ok:
     html_table(final_df, formats={"x_T": "{:.5f}", "|x_T − x*| / x*": "{:.2e}", "sin x_T − ε": "{:+.2e}"})
     traces = [{"label": r.label, "family": r.family, "x": r.x[:, 0], "lam": r.lam[:, 0]} for r in shown]
     fig_traj = V.toy_trajectory_figure(traces, x_star, lam_star)
-    st.plotly_chart(fig_traj, theme=None, key="cp_traj", config={"displaylogo": False})
+    plotly_chart(fig_traj, key="cp_traj", config={"displaylogo": False})
 
     pcd_x = float(shown[-1].x_final[0])
     st.markdown(
@@ -109,7 +109,7 @@ if toy_ok:
     pen_rows = C.epsilon_table([W.cp_toy_penalty(tuple(C.PAPER_EPS), c, x0, W.CP_TOY_STEPS)])
     table_rows = [r for r in C.epsilon_table(grid_runs) if round(r["eps"], 2) in C.PAPER_EPS] + pen_rows
     fig_eps = V.epsilon_figure(table_rows)
-    st.plotly_chart(fig_eps, theme=None, key="cp_eps_fig", config={"displaylogo": False})
+    plotly_chart(fig_eps, key="cp_eps_fig", config={"displaylogo": False})
     eps_df = pd.DataFrame(table_rows)
     wide = eps_df.pivot_table(index="eps", columns="label", values="x", sort=False).reset_index()
     wide.insert(1, "arcsin ε", np.arcsin(wide["eps"]))
@@ -167,11 +167,11 @@ with left:
     fig_bd = V.decision_boundary_figure(sweep.data.X, sweep.data.y, [
         {"label": f"{lab}: {r.rate:.2f} % class 0, acc {r.accuracy:.2f} %", "family": r.family, "w": r.w, "b": r.b}
         for lab, r in chosen[1:]])
-    st.plotly_chart(fig_bd, theme=None, key="cp_boundary", config={"displaylogo": False})
+    plotly_chart(fig_bd, key="cp_boundary", config={"displaylogo": False})
 with right:
     fig_hist = V.rate_history_figure([{"label": lab, "family": r.family, "rate_hist": r.rate_hist,
                                        "every": r.hist_every} for lab, r in chosen])
-    st.plotly_chart(fig_hist, theme=None, key="cp_rate_hist", config={"displaylogo": False})
+    plotly_chart(fig_hist, key="cp_rate_hist", config={"displaylogo": False})
 
 fig_sweep = V.rate_sweep_figure(
     {"param": [r.param for r in pen], "rate": [r.rate for r in pen], "accuracy": [r.accuracy for r in pen]},
@@ -180,7 +180,7 @@ fig_sweep = V.rate_sweep_figure(
     curve={"param": sweep.curve_c, "rate": sweep.curve_rate, "accuracy": sweep.curve_acc},
     paper_penalty={"param": C.PAPER_C, "rate": C.PAPER_PENALTY_RATE},
     paper_lagrangian={"param": C.PAPER_ETA, "rate": C.PAPER_LAGRANGIAN_RATE})
-st.plotly_chart(fig_sweep, theme=None, key="cp_sweep", config={"displaylogo": False})
+plotly_chart(fig_sweep, key="cp_sweep", config={"displaylogo": False})
 
 sweep_df = pd.DataFrame(sweep.rows())
 paper = {("penalty", p): (r, a) for p, r, a in zip(C.PAPER_C, C.PAPER_PENALTY_RATE, C.PAPER_PENALTY_ACC)}
@@ -216,7 +216,7 @@ best_lag = next(r for r in lag if r.param == 0.1)
 left, right = st.columns([1.3, 1])
 with left:
     fig_bis = V.bisection_figure(bis["runs"], bis["target"], bis["tol"], constrained_rate=best_lag.rate)
-    st.plotly_chart(fig_bis, theme=None, key="cp_bisection", config={"displaylogo": False})
+    plotly_chart(fig_bis, key="cp_bisection", config={"displaylogo": False})
 with right:
     st.markdown(
         f"A log-bisection on c between 1e-3 and 100 (one full training per probe) needs **{bis['n_runs']} trainings** "
@@ -240,7 +240,7 @@ with right:
                    "this 3-parameter model that fixed cost is comparable to the whole step; on a real network the "
                    "forward/backward pass dominates and the overhead shrinks to a few %. "
                    "See benchmarks/bench_constraints.py.")
-        st.plotly_chart(V.cost_figure(cost), theme=None, key="cp_cost_fig", config={"displaylogo": False})
+        plotly_chart(V.cost_figure(cost), key="cp_cost_fig", config={"displaylogo": False})
     else:
         claim("overhead of the constrained loop over the penalty loop: +5.2 % (rate), +1.6 % (sparsity)",
               here="press the button to measure it on this machine")

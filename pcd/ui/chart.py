@@ -18,8 +18,10 @@ a small Streamlit component (``st.components.v2``, no iframe, no build step):
   (``st.session_state[key]["selection"]["points"]``), one rerun per click;
 * a full-screen button in the toolbar (as ``st.plotly_chart``'s): the figure takes the screen, Esc
   gives it its column back;
-* a figure with a trace type the bundle lacks (heatmap, contour, ...) is handed to
-  ``st.plotly_chart`` unchanged (same look: ``theme=None``).
+* a figure with a box plot, a heatmap or a contour (no WebGL) is drawn with the *cartesian* bundle
+  (``static/plotly-cartesian.min.js``, 1.5 MB, same version), loaded only when such a figure is on
+  the page (:func:`bundle_for` picks the smallest bundle); a figure with another trace type
+  (WebGL, tables, maps) is handed to ``st.plotly_chart`` unchanged (same look: ``theme=None``).
 
 The bundle is served by Streamlit's static file serving (``static/plotly-basic.min.js`` next to
 ``app.py``; ``server.enableStaticServing = true`` in ``.streamlit/config.toml``). When it cannot be
@@ -39,6 +41,12 @@ import streamlit as st
 BUNDLE = Path(__file__).resolve().parents[2] / "static" / "plotly-basic.min.js"
 BUNDLE_URL = "app/static/plotly-basic.min.js"  # relative to the app's base URL
 BASIC_TRACES = frozenset({"scatter", "bar", "pie"})  # the trace types plotly.js-basic registers
+# plotly.js-cartesian-dist-min 4.1.1 (MIT, 1.5 MB): for a figure with a box plot or a heatmap
+# (~0.3 s more than the basic bundle to load and evaluate, ~0.6 s less than Streamlit's chunk)
+CARTESIAN = BUNDLE.parent / "plotly-cartesian.min.js"
+CARTESIAN_URL = "app/static/plotly-cartesian.min.js"
+CARTESIAN_TRACES = frozenset({"bar", "box", "contour", "heatmap", "histogram", "histogram2d", "histogram2dcontour",
+                              "image", "pie", "scatter", "scatterternary", "violin"})
 DEFAULT_HEIGHT = 450  # px, st.plotly_chart's default when the layout has no height
 
 # One loader per browser page (the router's preload and every chart share it): fetch and evaluate
@@ -46,12 +54,13 @@ DEFAULT_HEIGHT = 450  # px, st.plotly_chart's default when the layout has no hei
 # (Streamlit's own charts on other pages use their module's instance, the controls use the gd's).
 LOADER_JS = """
 window.__pcdLoadPlotly = window.__pcdLoadPlotly || function (src, chunk) {
-  if (window.__pcdPlotlyPromise) return window.__pcdPlotlyPromise;
+  const loads = window.__pcdPlotlyLoads = window.__pcdPlotlyLoads || {};  // one per bundle
+  if (loads[src || '']) return loads[src || ''];
   const main = document.querySelector('script[type="module"][src*="/static/js/index."]');
   const base = main ? main.src.replace(/static\\/js\\/index\\.[^/]*$/, '') : new URL('./', document.baseURI).href;
   const full = () => chunk ? import(new URL('static/js/' + chunk, base).href).then(() => window.Plotly)
                            : Promise.reject(new Error('Plotly.js is not available'));
-  window.__pcdPlotlyPromise = new Promise((resolve, reject) => {
+  return loads[src || ''] = new Promise((resolve, reject) => {
     if (!src) { full().then(resolve, reject); return; }
     const prev = window.Plotly;
     const s = document.createElement('script');
@@ -60,13 +69,12 @@ window.__pcdLoadPlotly = window.__pcdLoadPlotly || function (src, chunk) {
     s.onload = () => {
       const mine = window.Plotly;
       if (prev) window.Plotly = prev;
-      window.__pcdPlotly = mine;
+      if (!window.__pcdPlotly) window.__pcdPlotly = mine;  // the first bundle the page loaded
       if (mine && mine.newPlot) resolve(mine); else full().then(resolve, reject);
     };
     s.onerror = () => { full().then(resolve, reject); };
     document.head.appendChild(s);
   });
-  return window.__pcdPlotlyPromise;
 };
 """
 
@@ -223,19 +231,31 @@ def preload(now: bool = True) -> None:
             unsafe_allow_javascript=True)
 
 
+def _types(fig: Any) -> set[str]:
+    return {getattr(t, "type", None) or "scatter" for t in fig.data}
+
+
 def basic_ok(fig: Any) -> bool:
     """True when every trace of ``fig`` is a type the basic bundle draws."""
-    return all((getattr(t, "type", None) or "scatter") in BASIC_TRACES for t in fig.data)
+    return _types(fig) <= BASIC_TRACES
 
 
-def bundle_src() -> str | None:
-    """URL of the basic bundle for the browser, None when Streamlit will not serve it (static
-    serving off or the file missing): the charts then use Streamlit's full Plotly.js."""
+def bundle_for(fig: Any) -> str | None:
+    """The smallest bundle that draws every trace of ``fig``: ``"basic"``, ``"cartesian"``, or
+    None (WebGL, tables, maps...: ``st.plotly_chart`` with Streamlit's full Plotly.js)."""
+    types = _types(fig)
+    return "basic" if types <= BASIC_TRACES else "cartesian" if types <= CARTESIAN_TRACES else None
+
+
+def bundle_src(bundle: str = "basic") -> str | None:
+    """URL of a bundle (``"basic"`` or ``"cartesian"``) for the browser, None when Streamlit will not
+    serve it (static serving off or the file missing): the charts then use Streamlit's full Plotly.js."""
+    path, url = (BUNDLE, BUNDLE_URL) if bundle == "basic" else (CARTESIAN, CARTESIAN_URL)
     try:
         serving = bool(st.get_option("server.enableStaticServing"))
     except Exception:
         serving = False
-    return BUNDLE_URL if serving and BUNDLE.is_file() else None
+    return url if serving and path.is_file() else None
 
 
 def frozen(fig: Any) -> Any:
@@ -258,7 +278,8 @@ def plotly_chart(fig: Any, key: str, *, click: bool | str = False, config: dict 
     from pcd.ui import plotly_chunk
 
     config = {"displaylogo": False, **(config or {})}
-    if not basic_ok(fig):
+    bundle = bundle_for(fig)
+    if bundle is None:
         if click:
             st.plotly_chart(fig, theme=None, key=key, config=config, on_select="rerun", selection_mode="points")
         else:
@@ -268,6 +289,6 @@ def plotly_chart(fig: Any, key: str, *, click: bool | str = False, config: dict 
     height = int(height) if height is not None and height >= 10 else DEFAULT_HEIGHT
     spec = getattr(fig, "_pcd_spec", None)
     payload = {"spec": spec if isinstance(spec, str) else fig.to_json(), "height": height, "config": config, "click": click,
-               "src": bundle_src(), "chunk": plotly_chunk()}
+               "src": bundle_src(bundle), "chunk": plotly_chunk()}
     _chart_component()(data=payload, key=key, on_selection_change=lambda: None)
 

@@ -1,14 +1,13 @@
 """AppTest of pages/07_Constraints_vs_penalties.py: default run, widgets, friendly errors."""
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import pytest
 import torch
 from streamlit.testing.v1 import AppTest
 
-from tests.pages._apptest import tables
+from tests.pages._apptest import figure_specs, tables
 
 torch.set_num_threads(1)
 PAGE = str(Path(__file__).resolve().parents[2] / "views" / "07_Constraints_vs_penalties.py")
@@ -38,7 +37,7 @@ def test_default_run_shows_results_and_claims(app):
     final = tables(app)[0]
     al = final[final["method"].isin(["augmented Lagrangian", "nuPI"])]
     assert len(al) == 2 and (al["|x_T − x*| / x*"] < 1e-3).all()
-    assert len(app.get("plotly_chart")) >= 6
+    assert len(figure_specs(app)) >= 6
     assert app.query_params["eps"] == "0.5" and app.query_params["c"] == "0.5"  # shareable URL
 
 
@@ -58,8 +57,7 @@ def test_changing_eps_and_c_rerenders_with_new_numbers(app):
 
 
 def _trace_names(app, title_part):
-    for chart in app.get("plotly_chart"):
-        spec = json.loads(chart.proto.spec)
+    for spec in figure_specs(app):
         title = spec.get("layout", {}).get("title", {}).get("text", "")
         if title_part in title:
             return [t.get("name") for t in spec["data"]]
@@ -98,7 +96,7 @@ def test_tables_and_legends_use_display_names():
     app = AppTest.from_file(PAGE, default_timeout=240)
     app.run()
     code = ("gda", "auglag", "nupi", "penalty(")
-    names = [t.get("name") or "" for chart in app.get("plotly_chart") for t in json.loads(chart.proto.spec)["data"]]
+    names = [t.get("name") or "" for spec in figure_specs(app) for t in spec["data"]]
     frames = [df.value for df in app.dataframe] + tables(app)
     heads = [str(c) for f in frames for c in f.columns]
     cells = [str(v) for f in frames if "method" in f.columns for v in f["method"]]

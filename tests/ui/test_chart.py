@@ -20,7 +20,7 @@ ROOT = Path(__file__).resolve().parents[2]
 
 
 def _version(js_head: str) -> str:
-    m = re.search(r"plotly\.js(?: \(basic - minified\))? v(\d+\.\d+\.\d+)", js_head)
+    m = re.search(r"plotly\.js(?: \((?:basic|cartesian) - minified\))? v(\d+\.\d+\.\d+)", js_head)
     assert m, js_head[:200]
     return m.group(1)
 
@@ -40,6 +40,24 @@ def test_static_serving_is_on_in_the_apps_config():
     assert chart.BUNDLE == ROOT / "static" / chart.BUNDLE_URL.rsplit("/", 1)[-1]
 
 
+def test_cartesian_bundle_is_the_same_plotly_js_version():
+    head = chart.CARTESIAN.read_text(encoding="utf-8")[:400]
+    assert "cartesian" in head
+    full = Path(plotly.__file__).parent / "package_data" / "plotly.min.js"
+    assert _version(head) == _version(full.read_text(encoding="utf-8")[:400])
+    assert chart.CARTESIAN.stat().st_size < 2_000_000
+    assert (ROOT / "static" / "plotly-cartesian.LICENSE").read_text().startswith("MIT License")
+    assert chart.CARTESIAN == ROOT / "static" / chart.CARTESIAN_URL.rsplit("/", 1)[-1]
+
+
+def test_bundle_for_picks_the_smallest_bundle():
+    assert chart.bundle_for(go.Figure([go.Scatter(y=[1]), go.Bar(y=[1])])) == "basic"
+    assert chart.bundle_for(go.Figure([go.Scatter(y=[1]), go.Box(y=[1, 2])])) == "cartesian"
+    assert chart.bundle_for(go.Figure(go.Contour(z=[[1, 2], [3, 4]]))) == "cartesian"
+    assert chart.bundle_for(go.Figure([go.Heatmap(z=[[1]]), go.Scattergl(y=[1])])) is None
+    assert chart.bundle_for(go.Figure(go.Table(cells=dict(values=[[1]])))) is None
+
+
 def test_basic_ok_by_trace_type():
     assert chart.basic_ok(go.Figure([go.Scatter(y=[1, 2]), go.Bar(y=[1])]))
     assert chart.basic_ok(go.Figure())
@@ -53,6 +71,7 @@ from pcd.ui.chart import plotly_chart
 plotly_chart(go.Figure(go.Scatter(x=[1, 2, 3], y=[3, 1, 2], customdata=[[1, 2], [3, 4], [5, 6]]),
                        layout=dict(height=321)), key="line", click=True)
 plotly_chart(go.Figure(go.Heatmap(z=[[1, 2], [3, 4]])), key="heat")
+plotly_chart(go.Figure(go.Scattergl(y=[1, 2])), key="gl")
 """
 
 
@@ -63,17 +82,18 @@ def app(tmp_path):
     return AppTest.from_file(str(path), default_timeout=60).run()
 
 
-def test_scatter_goes_to_the_component_a_heatmap_to_st_plotly_chart(app):
+def test_scatter_to_the_basic_bundle_a_heatmap_to_the_cartesian_webgl_to_st_plotly_chart(app):
     assert not app.exception
     ours = [e for e in app.get("bidi_component") if str(e.proto.component_name).endswith("pcd_plotly")]
-    assert len(ours) == 1 and component_names(app) == []
-    payload = json.loads(ours[0].proto.json)
+    assert len(ours) == 2 and component_names(app) == []
+    payload, heat = (json.loads(e.proto.json) for e in ours)
     assert payload["height"] == 321 and payload["click"] is True and payload["config"]["displaylogo"] is False
     fig = json.loads(payload["spec"])
     assert fig["data"][0]["type"] == "scatter"
     # the bundle's URL (static serving is on in the app's config), Streamlit's chunk as the fallback
-    assert payload["src"] == chart.bundle_src() and payload["chunk"].startswith("PlotlyChart.")
-    assert len(app.get("plotly_chart")) == 1  # the heatmap, drawn by Streamlit's full Plotly.js
+    assert payload["src"] == chart.BUNDLE_URL and payload["chunk"].startswith("PlotlyChart.")
+    assert heat["src"] == chart.CARTESIAN_URL and json.loads(heat["spec"])["data"][0]["type"] == "heatmap"
+    assert len(app.get("plotly_chart")) == 1  # the WebGL scatter, drawn by Streamlit's full Plotly.js
     assert figure_specs(app)[0]["data"][0]["y"] is not None
 
 
@@ -103,3 +123,6 @@ def test_bundle_src_needs_static_serving(monkeypatch):
     monkeypatch.setattr(st, "get_option", lambda name: True)
     monkeypatch.setattr(chart, "BUNDLE", ROOT / "static" / "missing.js")
     assert chart.bundle_src() is None
+    assert chart.bundle_src("cartesian") == chart.CARTESIAN_URL
+    monkeypatch.setattr(chart, "CARTESIAN", ROOT / "static" / "missing.js")
+    assert chart.bundle_src("cartesian") is None
