@@ -235,11 +235,6 @@ def _types(fig: Any) -> set[str]:
     return {getattr(t, "type", None) or "scatter" for t in fig.data}
 
 
-def basic_ok(fig: Any) -> bool:
-    """True when every trace of ``fig`` is a type the basic bundle draws."""
-    return _types(fig) <= BASIC_TRACES
-
-
 def bundle_for(fig: Any) -> str | None:
     """The smallest bundle that draws every trace of ``fig``: ``"basic"``, ``"cartesian"``, or
     None (WebGL, tables, maps...: ``st.plotly_chart`` with Streamlit's full Plotly.js)."""

@@ -58,11 +58,9 @@ def test_bundle_for_picks_the_smallest_bundle():
     assert chart.bundle_for(go.Figure(go.Table(cells=dict(values=[[1]])))) is None
 
 
-def test_basic_ok_by_trace_type():
-    assert chart.basic_ok(go.Figure([go.Scatter(y=[1, 2]), go.Bar(y=[1])]))
-    assert chart.basic_ok(go.Figure())
-    assert not chart.basic_ok(go.Figure([go.Scatter(y=[1]), go.Heatmap(z=[[1, 2]])]))
-    assert not chart.basic_ok(go.Figure(go.Contour(z=[[1, 2], [3, 4]])))
+def test_an_empty_figure_needs_only_the_basic_bundle():
+    assert chart.bundle_for(go.Figure()) == "basic"
+    assert chart.bundle_for(go.Figure([go.Scatter(y=[1]), go.Heatmap(z=[[1, 2]])])) == "cartesian"
 
 
 _SCRIPT = """
