@@ -146,7 +146,11 @@ _CHART_JS = "export default function(component) {\n" + LOADER_JS + """
     if (!gd || !gd._fullLayout) {
       if (!gd) { gd = document.createElement('div'); gd.style.width = '100%'; box.appendChild(gd); s.gd = gd; }
       gd._pcdPlotly = P;
-      done = P.newPlot(gd, {data: fig.data || [], layout, frames, config}).then(() => bind(P, gd, s));
+      // the first draw without the animation frames (the toy map's are 100 frames, ~60 % of its
+      // spec): they are added right after, when the browser is idle, so the figure shows sooner
+      done = P.newPlot(gd, {data: fig.data || [], layout, config}).then(() => bind(P, gd, s))
+        .then(() => frames.length && new Promise(res => (window.requestIdleCallback || setTimeout)(
+          () => (token === s.token ? P.addFrames(gd, frames) : Promise.resolve()).then(res, res), {timeout: 300})));
     } else {
       // react replaces the frames too (given a list; deleteFrames sorts its indices as strings)
       done = P.react(gd, {data: fig.data || [], layout, frames, config});
