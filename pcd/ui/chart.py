@@ -11,7 +11,8 @@ a small Streamlit component (``st.components.v2``, no iframe, no build step):
 * width = the column's width (as ``st.plotly_chart``), height = ``layout.height`` (450 if unset),
   reserved before Plotly.js arrives (no layout shift); a chart below the window is first drawn when
   it scrolls near or the browser is idle (the charts in view come first); redrawn with ``Plotly.react`` when the
-  figure changes (zoom and legend clicks kept where the figure allows), frames replaced;
+  figure changes (zoom and legend clicks kept where the figure allows), frames replaced; the first
+  draw leaves the animation frames out and adds them once the browser is idle (the figure shows sooner);
 * ``click=True``: a click on a data point (``click="anywhere"``: anywhere in the plot area) is sent back as ``{"selection": {"points": [{x, y,
   curve_number, point_number, point_index, customdata}], ...}}`` -- the shape of
   ``st.plotly_chart(on_select="rerun", selection_mode="points")``'s event, read the same way
