@@ -179,10 +179,10 @@ def toy_map(key: tuple, _prob: Any, _res: Any, _bg: Any, inset_start: int | None
             controls: bool = False, animate: bool = True) -> Any:
     """Page 02's map (:func:`pcd.viz.toy.toy_map_figure`), serialized once (:func:`pcd.ui.chart.frozen`)."""
     from pcd.ui.chart import frozen
-    from pcd.viz import toy as toy_map_figures
+    from pcd.viz.toy import toy_map_figure
 
-    return frozen(toy_map_figures.toy_map_figure(_prob, _res, _bg, inset_start=inset_start, width=width,
-                                                 controls=controls, animate=animate))
+    return frozen(toy_map_figure(_prob, _res, _bg, inset_start=inset_start, width=width, controls=controls,
+                                 animate=animate))
 
 
 @st.cache_resource(show_spinner=False, max_entries=32)
