@@ -71,7 +71,12 @@ export default function(component) {
   function setStatus(i) { status.textContent = names.length ? label(i) : 'no frames'; root.dataset.frame = String(i);
                           if (scrub && document.activeElement !== scrub) scrub.value = String(i); }
   scrub.max = String(Math.max(0, names.length - 1));
-  scrub.addEventListener('input', () => go(parseInt(scrub.value, 10) || 0));
+  // Streamlit runs this function again on every rerun, on the same elements, without calling the
+  // cleanup it returned: the previous run's is called here (else its listeners stay, and Step ▶
+  // moved two frames after one rerun)
+  if (root.__pcdCleanup) root.__pcdCleanup();
+  const life = new AbortController(), on = {signal: life.signal};
+  scrub.addEventListener('input', () => go(parseInt(scrub.value, 10) || 0), on);
   function setPlaying(p) { playing = p; playBtn.textContent = p ? '❚❚ Pause' : '▶ Play'; root.dataset.playing = p ? '1' : '0'; }
   function moveCursor(i) {
     const lg = lossChart();
@@ -92,13 +97,13 @@ export default function(component) {
     if (i < 0) return;
     cur = i; setStatus(i); moveCursor(i);
   }
+  const onDone = () => setPlaying(false);
   function bind() {
     const g = chart();
     if (!g || !g.on || g === boundGd) return;
     boundGd = g;
     g.on('plotly_animatingframe', onFrame);
-    g.on('plotly_animated', () => setPlaying(false));
-    g.on('plotly_animationinterrupted', () => {});
+    g.on('plotly_animated', onDone);
     const s = g._fullLayout && g._fullLayout.sliders && g._fullLayout.sliders[0];
     cur = s ? s.active : 0; lastCursor = null; setStatus(cur); moveCursor(cur);
   }
@@ -114,29 +119,34 @@ export default function(component) {
   let resizeTimer = null;
   function onResize() { clearTimeout(resizeTimer); resizeTimer = setTimeout(reportWidth, 250); }
   window.addEventListener('resize', onResize);
+  const nFrames = () => ((boundGd && boundGd._transitionData || {})._frames || []).length;
   function ready() {
     bind();
     if (!P() || !boundGd) { status.textContent = 'waiting for the chart…'; return false; }
+    if (!nFrames()) { status.textContent = 'waiting for the frames…'; return false; }  // added after the first draw
     return true;
   }
+  // Plotly.animate rejects (with undefined) when it is interrupted or a frame is missing: never an
+  // uncaught error in the page
+  const animate = (...args) => { const r = P().animate(boundGd, ...args); if (r && r.catch) r.catch(() => {}); };
   function go(i) {
     if (!ready() || !names.length) return;
     i = Math.max(0, Math.min(names.length - 1, i));
     if (playing) pause();
-    P().animate(boundGd, [names[i]], {mode: 'immediate', frame: {duration: 0, redraw: false}, transition: {duration: 0}});
+    animate([names[i]], {mode: 'immediate', frame: {duration: 0, redraw: false}, transition: {duration: 0}});
     cur = i; setStatus(i); moveCursor(i);
   }
   function play() {
     if (!ready() || !names.length) return;
     if (cur >= names.length - 1) go(0);
     setPlaying(true);
-    P().animate(boundGd, null, {mode: 'immediate', fromcurrent: true, transition: {duration: 0},
+    animate(null, {mode: 'immediate', fromcurrent: true, transition: {duration: 0},
                                 frame: {duration: Math.max(1, Math.round(data.ms / speed)), redraw: false}});
   }
   function pause() {
     if (!ready()) return;
     setPlaying(false);
-    P().animate(boundGd, [null], {mode: 'immediate', frame: {duration: 0, redraw: false}, transition: {duration: 0}});
+    animate([null], {mode: 'immediate', frame: {duration: 0, redraw: false}, transition: {duration: 0}});
   }
   root.addEventListener('click', (e) => {
     const b = e.target.closest('button');
@@ -152,7 +162,7 @@ export default function(component) {
     else if (act === 'back') go(cur - 1);
     else if (act === 'fwd') go(cur + 1);
     else if (act === 'play') { playing ? pause() : play(); }
-  });
+  }, on);
   root.querySelectorAll('.pcd-s').forEach(x => x.classList.toggle('on', parseFloat(x.dataset.speed) === 1));
   function onKey(e) {
     const t = e.target;
@@ -168,9 +178,13 @@ export default function(component) {
   const timer = setInterval(bind, 400);
   bind();
   reportWidth();
-  return () => { clearInterval(timer); document.removeEventListener('keydown', onKey);
-                 window.removeEventListener('resize', onResize);
-                 if (boundGd && boundGd.removeListener) boundGd.removeListener('plotly_animatingframe', onFrame); };
+  const cleanup = () => { clearInterval(timer); clearTimeout(resizeTimer); life.abort();
+                 document.removeEventListener('keydown', onKey); window.removeEventListener('resize', onResize);
+                 if (boundGd && boundGd.removeListener) { boundGd.removeListener('plotly_animatingframe', onFrame);
+                                                          boundGd.removeListener('plotly_animated', onDone); }
+                 if (root.__pcdCleanup === cleanup) root.__pcdCleanup = null; };
+  root.__pcdCleanup = cleanup;
+  return cleanup;
 }
 """
 
@@ -178,6 +192,7 @@ _DRAG_JS = """
 export default function(component) {
   const { data, parentElement, setStateValue } = component;
   const hint = parentElement.querySelector('.pcd-drag-hint');
+  if (hint && hint.__pcdCleanup) hint.__pcdCleanup();  // the previous run's listeners (see the player)
   let bound = null, drag = null;
   const chart = () => document.querySelector('.st-key-' + data.target + ' .js-plotly-plot');
   function toData(g, ev, clamp) {
@@ -233,8 +248,12 @@ export default function(component) {
   document.addEventListener('mouseup', up, true);
   const timer = setInterval(bind, 400);
   bind();
-  return () => { clearInterval(timer); document.removeEventListener('mousemove', move, true);
-                 document.removeEventListener('mouseup', up, true); };
+  const cleanup = () => { clearInterval(timer); document.removeEventListener('mousemove', move, true);
+                 document.removeEventListener('mouseup', up, true);
+                 if (bound) { (bound.querySelector('.draglayer') || bound).removeEventListener('mousedown', down, true); }
+                 if (hint && hint.__pcdCleanup === cleanup) hint.__pcdCleanup = null; };
+  if (hint) hint.__pcdCleanup = cleanup;
+  return cleanup;
 }
 """
 

@@ -450,6 +450,56 @@ def test_toy_page_play_advances_animation(page, warm, artifacts_dir):
     assert frame() == 20
 
 
+# The toy map's state in the page: its frames, the animated heads and the gradient inset (the
+# traces on the second axes), and the frame the controls show.
+TOY_STATE = """() => { const gd = document.querySelector('.st-key-toy_map .js-plotly-plot');
+  if (!gd || !gd._fullData) return null;
+  const xs = t => JSON.stringify(Array.from(t.x || []).slice(-6)) + JSON.stringify(Array.from(t.y || []).slice(-6));
+  const heads = gd._fullData.find(d => d.name === 'positions');
+  const inset = gd._fullData.filter(d => d.xaxis === 'x2').map(xs).join('|');
+  return {frames: ((gd._transitionData || {})._frames || []).length, heads: heads ? xs(heads) : null, inset,
+          plotly_controls: document.querySelectorAll('.js-plotly-plot .updatemenu-button, .js-plotly-plot .slider-container').length}; }"""
+
+
+@pytest.mark.parametrize("w,h,query", [(800, 1000, ""), (1280, 720, "?present=1"), (1440, 900, ""),
+                                       (1920, 1080, "")])
+def test_toy_map_plays_and_steps_in_every_width_class(browser, warm, w, h, query):
+    """Regression: outside the default width class the page redraws the map for its width, and
+    the frames used to be lost in that redraw (Plotly.react with a config that read as changed): no
+    frames, Play did nothing, Step moved only the slider, every click an uncaught "undefined"."""
+    ctx = browser.new_context(viewport={"width": w, "height": h})
+    page = ctx.new_page()
+    page.set_default_timeout(120_000)
+    errors: list[str] = []
+    page.on("pageerror", lambda e: errors.append(str(e)))
+    try:
+        page.goto(f"{warm['url']}/Toy_landscapes{query}")
+        _wait_content(page)
+        _wait_idle(page)  # the rerun for the page's width class, when there is one
+        player = page.locator(".pcd-player").first  # in the component's shadow root: a locator pierces it
+
+        def state() -> dict:
+            v = page.evaluate(TOY_STATE) or {"frames": 0, "inset": ""}
+            return dict(v, frame=int(player.get_attribute("data-frame") or 0))
+
+        first = wait_until(lambda: (lambda v: v if v and v["frames"] > 0 and v["inset"] else None)(state()), 60,
+                           f"the toy map's frames at {w}x{h}{query}")
+        assert first["frames"] >= 50 and first["frame"] == 0
+        # one set of play controls: the page's (no Plotly buttons or slider in the chart)
+        assert first["plotly_controls"] == 0 and page.locator(".pcd-play").count() == 1
+        player.locator("button[data-act=fwd]").click()
+        one = wait_until(lambda: (lambda v: v if v["heads"] != first["heads"] and v["inset"] != first["inset"]
+                                  else None)(state()), 30, "Step ▶ moving the heads and the inset")
+        assert one["frame"] == 1  # one click, one frame
+        player.locator(".pcd-play").click()
+        moved = wait_until(lambda: (lambda v: v if v["frame"] > 5 else None)(state()), 60, "Play advancing")
+        assert moved["heads"] != one["heads"] and moved["inset"] != one["inset"]
+        player.locator(".pcd-play").click()  # pause
+        assert not errors, errors
+    finally:
+        ctx.close()
+
+
 # The pixels of trace t's points, from the chart's own axes (Plotly picks the clicked point by
 # hovering: the pointer must be over the point's pixel), with each point's τ and marker symbol.
 POINT_PIXELS = """(t) => {
