@@ -219,7 +219,8 @@ frame_controls("toy_map", frame_names, loss_key="toy_loss", cursor_x=[float(n) +
                width_classes=WIDTH_CLASSES, width=width_class)
 st.caption("Click anywhere on the map to add a start point there (the start points switch to *typed*). "
            "Play, step (or ← / →) and drag the bar to any step; the dotted cursor on the loss plot follows the frame. "
-           "A diamond marks where each path ends; one label names every method ending at the same place."
+           "Each path grows as it plays; at the last frame a diamond marks where it ends and one label names every "
+           "method ending at the same place."
            + (" Inset: d is the vector fed to the optimizer (it moves along −d); one fixed scale, the dotted "
               "circle — longer arrows are clipped to it, their lengths are in the numbers." if show_inset else ""))
 for name, msg in res.errors.items():

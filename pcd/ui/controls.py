@@ -92,10 +92,23 @@ export default function(component) {
       if (Object.keys(upd).length) { lastCursor = cursor[j]; (lg._pcdPlotly || P()).relayout(lg, upd); }
     });
   }
+  // the ending (end markers: traces with meta "end"; end labels: annotations named "end label",
+  // pcd.viz.landscape.landscape_figure(reveal=True)) is shown at the last frame only
+  let shown = null;
+  function showEnding(i) {
+    const g = boundGd, on = i === names.length - 1;
+    if (!g || !g._fullLayout || !P() || shown === on) return;
+    shown = on;
+    const anns = {}, tr = [];
+    ((g.layout && g.layout.annotations) || []).forEach((a, k) => { if (a.name === 'end label') anns['annotations[' + k + '].visible'] = on; });
+    (g.data || []).forEach((t, k) => { if (t.meta === 'end') tr.push(k); });
+    if (tr.length) P().restyle(g, {visible: on}, tr);
+    if (Object.keys(anns).length) P().relayout(g, anns);
+  }
   function onFrame(ev) {
     const i = names.indexOf(String(ev && ev.name));
     if (i < 0) return;
-    cur = i; setStatus(i); moveCursor(i);
+    cur = i; setStatus(i); moveCursor(i); showEnding(i);
   }
   const onDone = () => setPlaying(false);
   function bind() {
@@ -105,8 +118,11 @@ export default function(component) {
     g.on('plotly_animatingframe', onFrame);
     g.on('plotly_animated', onDone);
     const s = g._fullLayout && g._fullLayout.sliders && g._fullLayout.sliders[0];
-    cur = s ? s.active : 0; lastCursor = null; setStatus(cur); moveCursor(cur);
+    g.on('plotly_react', onReact);
+    cur = s ? s.active : 0; lastCursor = null; shown = false; setStatus(cur); moveCursor(cur); showEnding(cur);
   }
+  // a new figure from the server (Plotly.react) shows its first frame, its ending hidden
+  function onReact() { if (playing) setPlaying(false); cur = 0; shown = false; lastCursor = null; setStatus(0); moveCursor(0); }
   // the page lays the figure out for the width it is shown at: report a change of width class
   let sentWidth = null;
   function reportWidth() {
@@ -134,7 +150,7 @@ export default function(component) {
     i = Math.max(0, Math.min(names.length - 1, i));
     if (playing) pause();
     animate([names[i]], {mode: 'immediate', frame: {duration: 0, redraw: false}, transition: {duration: 0}});
-    cur = i; setStatus(i); moveCursor(i);
+    cur = i; setStatus(i); moveCursor(i); showEnding(i);
   }
   function play() {
     if (!ready() || !names.length) return;
@@ -181,7 +197,8 @@ export default function(component) {
   const cleanup = () => { clearInterval(timer); clearTimeout(resizeTimer); life.abort();
                  document.removeEventListener('keydown', onKey); window.removeEventListener('resize', onResize);
                  if (boundGd && boundGd.removeListener) { boundGd.removeListener('plotly_animatingframe', onFrame);
-                                                          boundGd.removeListener('plotly_animated', onDone); }
+                                                          boundGd.removeListener('plotly_animated', onDone);
+                                                          boundGd.removeListener('plotly_react', onReact); }
                  if (root.__pcdCleanup === cleanup) root.__pcdCleanup = null; };
   root.__pcdCleanup = cleanup;
   return cleanup;

@@ -32,6 +32,7 @@ LINE_RGB = np.array([36, 41, 47], dtype=np.float64)
 START_SYMBOLS = ("circle", "square", "diamond", "triangle-up", "cross", "x", "pentagon", "star",
                  "hexagon", "triangle-down")
 TRAIL = 8  # recorded frames in the fading tail behind each head
+REVEAL_POINTS = 16  # landscape_figure(reveal=True): points of a path drawn so far, at most (+ the frame's own)
 CONTOUR_PX = 0.9  # half-width of a contour line in image pixels
 UNDEFINED_RGB = np.array([[175, 184, 193], [234, 238, 242]], dtype=np.float64)  # hatching: undefined region
 
@@ -314,7 +315,7 @@ def landscape_figure(res: Any, grid: tuple[Any, Any, Any], pareto_set: Any = Non
                      title: str | None = None, height: int = 600, frame_ms: int = 45,
                      animate: bool = True, image: str | None = None, click_grid: int = 0,
                      validate: bool = True, controls: bool = True, end_labels: bool = True,
-                     spec_only: bool = False, max_frames: int | None = None) -> Any:
+                     spec_only: bool = False, max_frames: int | None = None, reveal: bool = False) -> Any:
     """The animated trajectory map.
 
     ``res``: a :class:`pcd.engine.RunResult` (or anything with ``positions [M, S, T, 2]``,
@@ -334,6 +335,12 @@ def landscape_figure(res: Any, grid: tuple[Any, Any, Any], pareto_set: Any = Non
     ``spec_only``: return the plain ``{"data", "layout", "frames"}`` dict instead of a figure.
     ``max_frames``: at most that many frames, spread evenly over the recorded steps
     (:func:`frame_index`; the paths and comet tails still use every recorded point).
+    ``reveal`` (animated): nothing of the ending is drawn before it is reached -- each method's path
+    is drawn as far as the frame shown (through every ``ceil(frames / REVEAL_POINTS)``-th frame's
+    point, all recorded points at the last frame); without Plotly's own controls the end diamonds
+    (traces with ``meta="end"``) and the end labels (annotations named ``"end label"``) start
+    hidden, and the page's frame controls show them at the last frame only
+    (:func:`pcd.ui.controls.frame_controls`).
 
     Traces, in order: legend keys for the background (contours, secondary zero set); the
     Pareto set and optima (if any); per method its faint full paths (one trace per method, starts
@@ -372,20 +379,34 @@ def landscape_figure(res: Any, grid: tuple[Any, Any, Any], pareto_set: Any = Non
                            marker=dict(symbol="star", size=17, color="#ffd33d", line=dict(color="#24292f", width=1.2)),
                            hovertemplate="optimum (%{x:.3f}, %{y:.3f})<extra></extra>"))
     diag = np.asarray(getattr(res, "diagnosis", np.full((M, S), "")), dtype=object)
+    reveal = bool(reveal and animate and T >= 2)
+    with_controls = bool(animate and controls and T >= 2)
+    fidx = frame_index(T, max_frames) if animate and T >= 2 else np.arange(T)
+    stride = max(1, -(-len(fidx) // REVEAL_POINTS))
+
+    def so_far(m: int, f: int | None) -> np.ndarray:
+        """Method m's paths (starts separated by gaps) as far as frame ``f`` (None: whole)."""
+        idx = np.arange(T) if f is None or f >= len(fidx) - 1 else np.r_[fidx[:f + 1:stride], fidx[f]]
+        xy = np.concatenate([pos[m][:, idx], np.full((S, 1, 2), np.nan)], axis=1).reshape(-1, 2)
+        return xy.astype(np.float32)
+
+    path_idx: list[int] = []
     for m, name in enumerate(methods):
-        full = np.concatenate([pos[m], np.full((S, 1, 2), np.nan)], axis=1).reshape(-1, 2)
-        full = full.astype(np.float32)
-        txt = [f"start {s + 1} · step {int(k)}" for s in range(S) for k in list(record) + [-1]]
+        full = so_far(m, 0 if reveal else None)
+        # the hover names each point's start and step (revealed paths change length: the method only)
+        txt = None if reveal else [f"start {s + 1} · step {int(k)}" for s in range(S) for k in list(record) + [-1]]
+        path_idx.append(len(traces))
         traces.append(dict(type="scatter", x=full[:, 0], y=full[:, 1], mode="lines",
                            name=method_label(name), legendgroup=name,
                            line=dict(color=rgba(method_color(name), 0.5), width=2.5),
-                           text=txt, hovertemplate=f"{method_label(name)} · %{{text}}<br>"
+                           text=txt, hovertemplate=f"{method_label(name)}{' · %{text}' if txt else ''}<br>"
                                                    f"(%{{x:.3f}}, %{{y:.3f}})<extra></extra>"))
         if end_labels:  # a small diamond where each path ends: its own trace of S points, in the
             # method's legend group (markers of size 0 on every path point cost the browser ~1 ms
             # per 10 points to draw)
             end = pos[m, :, -1, :].astype(np.float32)
             traces.append(dict(type="scatter", x=end[:, 0], y=end[:, 1], mode="markers", showlegend=False,
+                               **({"visible": False, "meta": "end"} if reveal and not with_controls else {}),
                                name=f"{method_label(name)} (end)", legendgroup=name,
                                marker=dict(symbol="diamond", size=9, color=method_color(name),
                                            line=dict(color="white", width=1)),
@@ -455,7 +476,6 @@ def landscape_figure(res: Any, grid: tuple[Any, Any, Any], pareto_set: Any = Non
     anim_idx = [len(traces) - 1]
 
     layout = base_layout(title=title, height=height)
-    with_controls = bool(animate and controls and T >= 2)
     # the legend sits under the map, so Plotly's toolbar (top right) never covers it
     layout["margin"] = dict(l=55, r=20, t=60 if title else 28, b=(160 if with_controls else 50))
     if with_controls:  # a standalone figure (HTML export): the legend in the right margin
@@ -465,6 +485,9 @@ def landscape_figure(res: Any, grid: tuple[Any, Any, Any], pareto_set: Any = Non
                                 xanchor="left", x=0.0)
     if end_labels:
         layout["annotations"] = end_annotations(pos[:, :, -1, :], methods, diag, (x0, x1, y0, y1), avoid=starts[:, :2])
+        if reveal and not with_controls:  # shown by the page's frame controls at the last frame
+            for a in layout["annotations"]:
+                a["visible"] = False
     axis = dict(showgrid=False, zeroline=False, linecolor="#57606a", ticks="outside", tickcolor="#57606a",
                 constrain="domain")
     layout["xaxis"] = dict(axis, range=[x0, x1], title=dict(text="x₁"))
@@ -474,10 +497,12 @@ def landscape_figure(res: Any, grid: tuple[Any, Any, Any], pareto_set: Any = Non
     spec: dict[str, Any] = {"data": traces, "layout": layout}
     if animate and T >= 2:
         spec["frames"] = []
-        for t in frame_index(T, max_frames):
+        for f, t in enumerate(fidx):
             fx, fy = comet(int(t))
-            spec["frames"].append({"name": str(int(record[t])), "traces": anim_idx,
-                                   "data": [{"type": "scatter", "x": fx, "y": fy}]})
+            grown = [so_far(m, f) for m in range(M)] if reveal else []  # the paths so far
+            spec["frames"].append({"name": str(int(record[t])), "traces": (path_idx if reveal else []) + anim_idx,
+                                   "data": [{"type": "scatter", "x": p[:, 0], "y": p[:, 1]} for p in grown]
+                                   + [{"type": "scatter", "x": fx, "y": fy}]})
     if with_controls:
         play = dict(label="▶ Play", method="animate",
                     args=[None, dict(frame=dict(duration=frame_ms, redraw=False), fromcurrent=True,

@@ -457,7 +457,9 @@ TOY_STATE = """() => { const gd = document.querySelector('.st-key-toy_map .js-pl
   const xs = t => JSON.stringify(Array.from(t.x || []).slice(-6)) + JSON.stringify(Array.from(t.y || []).slice(-6));
   const heads = gd._fullData.find(d => d.name === 'positions');
   const inset = gd._fullData.filter(d => d.xaxis === 'x2').map(xs).join('|');
-  return {frames: ((gd._transitionData || {})._frames || []).length, heads: heads ? xs(heads) : null, inset,
+  const ending = (gd.layout.annotations || []).filter(a => a.name === 'end label' && a.visible !== false).length
+                 + gd._fullData.filter(d => d.meta === 'end' && d.visible === true).length;
+  return {frames: ((gd._transitionData || {})._frames || []).length, heads: heads ? xs(heads) : null, inset, ending,
           plotly_controls: document.querySelectorAll('.js-plotly-plot .updatemenu-button, .js-plotly-plot .slider-container').length}; }"""
 
 
@@ -495,6 +497,12 @@ def test_toy_map_plays_and_steps_in_every_width_class(browser, warm, w, h, query
         moved = wait_until(lambda: (lambda v: v if v["frame"] > 5 else None)(state()), 60, "Play advancing")
         assert moved["heads"] != one["heads"] and moved["inset"] != one["inset"]
         player.locator(".pcd-play").click()  # pause
+        # the ending (end markers and labels) is drawn at the last frame only
+        assert first["ending"] == 0 and moved["ending"] == 0
+        player.locator(".pcd-scrub").fill(str(first["frames"] - 1))
+        wait_until(lambda: state()["ending"] > 0, 30, "the ending shown at the last frame")
+        player.locator("button[data-act=back]").click()
+        wait_until(lambda: state()["ending"] == 0, 30, "the ending hidden again one frame back")
         assert not errors, errors
     finally:
         ctx.close()
