@@ -287,12 +287,26 @@ def cp_cost(steps: int, repeats: int) -> Any:
 # ---- the warm-up --------------------------------------------------------------------------------------
 # What Plotly uses only if it is in sys.modules already (see start): never imported by the thread.
 PEEKED_BY_PLOTLY = ("numpy", "pandas", "PIL.Image")
-# What a page's first run imports on top of what app.py has imported (measured with sys.modules).
-IMPORTS = ("pandas", "pyarrow", "PIL.Image", "narwhals", "orjson",
+# What a page's first run imports on top of what app.py has imported (measured with sys.modules);
+# only modules of the product's dependencies (orjson, which Plotly uses when it is there, is not one:
+# listed, it failed the whole step on every install without it)
+IMPORTS = ("pandas", "pyarrow", "PIL.Image", "narwhals",
            "plotly.graph_objects", "plotly.io", "streamlit.elements.arrow", "streamlit.dataframe_util",
            "pcd.engine", "pcd.teaching", "pcd.ui.controls", "pcd.ui.table",
            "pcd.viz.geometry", "pcd.viz.kbench", "pcd.viz.scale", "pcd.viz.tau", "pcd.viz.landscape",
            "pcd.viz.toy")
+
+
+def _imports() -> None:
+    """Import :data:`IMPORTS`, each on its own: one that fails is logged and the others still load."""
+    failed = []
+    for name in IMPORTS:
+        try:
+            importlib.import_module(name)
+        except Exception as exc:  # a warm-up never stops the server
+            failed.append(f"{name} ({exc})")
+    if failed:
+        raise ImportError("could not import " + ", ".join(failed))
 
 
 def _first_use() -> None:
@@ -362,7 +376,7 @@ def warm_up() -> dict[str, float]:
     """Import what the pages need and compute their default views into the caches; returns the
     seconds each part took (a part that fails is logged and skipped: the page then computes it)."""
     took: dict[str, float] = {}
-    parts: list[tuple[str, Callable[[], Any]]] = [("imports", lambda: [importlib.import_module(m) for m in IMPORTS]),
+    parts: list[tuple[str, Callable[[], Any]]] = [("imports", _imports),
                                                   ("first use", _first_use)]
     parts += _defaults()
     parts.append(("numba kernels", _numba_kernels))
