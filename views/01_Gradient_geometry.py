@@ -31,11 +31,19 @@ DEFAULT_METHODS = warmup.available(warmup.GEO_METHODS)
 panel = settings_panel()
 methods = panel.multiselect("methods", ALL, default=url_default("methods", DEFAULT_METHODS, allowed=ALL),
                             format_func=lambda m: registry.get(m).display_name, key="geo_methods")
+# The vectors' sliders are driven by session state only (a click in the figure sets them, _dropped):
+# a widget given a value AND set through session state logs a warning on every such click
+for _key, _val in (("geo_angle", lambda: url_default("angle", warmup.GEO_ANGLE, low=0, high=180)),
+                   ("geo_norm2", lambda: url_default("norm2", warmup.GEO_NORM2, low=0.1, high=3.0)),
+                   ("geo_angle3", lambda: url_default("angle3", -110, low=-180, high=180)),
+                   ("geo_norm3", lambda: url_default("norm3", 0.8, low=0.1, high=3.0))):
+    if _key not in st.session_state:
+        st.session_state[_key] = _val()
 c1, c2, c3, c4 = panel.columns(4)
 with c1:
-    angle = st.slider("angle ∠(g₁, g₂) in degrees", 0, 180, url_default("angle", warmup.GEO_ANGLE, low=0, high=180), key="geo_angle")
+    angle = st.slider("angle ∠(g₁, g₂) in degrees", 0, 180, key="geo_angle")
 with c2:
-    norm2 = st.slider("‖g₂‖ (‖g₁‖ = 1)", 0.1, 3.0, url_default("norm2", warmup.GEO_NORM2, low=0.1, high=3.0), 0.05, key="geo_norm2")
+    norm2 = st.slider("‖g₂‖ (‖g₁‖ = 1)", 0.1, 3.0, step=0.05, key="geo_norm2")
 with c3:
     tau = st.slider("τ (PCD)", 0.0, 1.0, url_default("tau", warmup.GEO_TAU, low=0.0, high=1.0), 0.01, key="geo_tau")
 with c4:
@@ -45,9 +53,9 @@ third = None
 if use_g3:
     c5, c6, _ = panel.columns([1, 1, 2])
     with c5:
-        a3 = st.slider("angle of g₃ from g₁", -180, 180, url_default("angle3", -110, low=-180, high=180), key="geo_angle3")
+        a3 = st.slider("angle of g₃ from g₁", -180, 180, key="geo_angle3")
     with c6:
-        n3 = st.slider("‖g₃‖", 0.1, 3.0, url_default("norm3", 0.8, low=0.1, high=3.0), 0.05, key="geo_norm3")
+        n3 = st.slider("‖g₃‖", 0.1, 3.0, step=0.05, key="geo_norm3")
     third = (a3, n3)
 url_sync(angle=angle, norm2=norm2, tau=tau, g3=use_g3, methods=methods,
          **({"angle3": third[0], "norm3": third[1]} if third else {}))

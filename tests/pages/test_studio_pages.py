@@ -43,6 +43,42 @@ def _ok(at: AppTest) -> None:
     assert not at.error, [e.value for e in at.error]
 
 
+def _geometry_after_a_click(page: str) -> None:  # AppTest.from_function: the page, run after a figure click
+    import runpy
+
+    import streamlit as st
+
+    tip = st.session_state.get("click")
+    if tip:  # what the figure's drop callback (_dropped) does before the widgets are drawn
+        for key, value in tip.items():
+            st.session_state[key] = value
+    runpy.run_path(page, run_name="__main__")
+
+
+def test_geometry_click_sets_the_sliders_without_a_session_state_warning(monkeypatch):
+    """A click or drag in the geometry figure sets the vectors' sliders through session state; a
+    slider also given a value logged "created with a default value but also had its value set via
+    the Session State API" (once per server process)."""
+    from streamlit.elements.lib import policies
+
+    warned = []
+    monkeypatch.setattr(policies, "_shown_default_value_warning", False)
+    monkeypatch.setattr(policies._LOGGER, "warning", lambda msg, *a, **k: warned.append(msg % a))
+    at = AppTest.from_function(_geometry_after_a_click, args=(str(PAGES / "01_Gradient_geometry.py"),),
+                               default_timeout=120)
+    at.query_params["angle"] = "150"
+    at.query_params["g3"] = "true"
+    at.run()
+    _ok(at)
+    assert at.slider(key="geo_angle").value == 150
+    at.session_state["click"] = {"geo_angle": 100, "geo_norm2": 2.0, "geo_angle3": 30, "geo_norm3": 1.5}
+    at.run()
+    _ok(at)
+    assert not warned, warned
+    assert at.slider(key="geo_angle").value == 100 and at.slider(key="geo_norm3").value == 1.5
+    assert at.query_params["angle"] in (["100"], "100")
+
+
 def test_geometry_page_widgets_rerender_and_url():
     at = _app("01_Gradient_geometry.py", angle=150)
     _ok(at)
