@@ -17,6 +17,9 @@ from pcd.ui.table import CSS as _TABLE_CSS
 
 APP_TITLE = "PCD Studio"
 LOGO = Path(__file__).resolve().parents[2] / "assets" / "logo.svg"
+# the browser tab's icon, served by the app itself (a ":material/...:" page icon is fetched from
+# Google's font CDN by the browser: no icon offline, and a request to a third party)
+FAVICON = LOGO.parent / "favicon.svg"
 
 _CSS = """
 <style>
@@ -216,7 +219,8 @@ def setup_page(title: str, icon: str = ":material/insights:", intro: str | None 
     saved = st.session_state.get(_PRESENT_SAVED)
     present_now = bool(url_default(PRESENT_PARAM, False) if saved is None else saved)
     try:  # on a projector the sidebar starts collapsed: the figures get the width
-        st.set_page_config(page_title=f"{title} · {APP_TITLE}", page_icon=icon, layout="wide",
+        st.set_page_config(page_title=f"{title} · {APP_TITLE}", page_icon=str(FAVICON) if FAVICON.is_file() else icon,
+                           layout="wide",
                            initial_sidebar_state="collapsed" if present_now else "auto")
     except Exception:  # set_page_config may only be called once per run (e.g. under AppTest)
         pass

@@ -474,6 +474,8 @@ def test_toy_map_plays_and_steps_in_every_width_class(browser, warm, w, h, query
     page.set_default_timeout(120_000)
     errors: list[str] = []
     page.on("pageerror", lambda e: errors.append(str(e)))
+    elsewhere: list[str] = []  # the app works offline: nothing fetched from another host (the tab's icon)
+    page.on("request", lambda r: r.url.startswith(("http://127.0.0.1", "data:", "blob:")) or elsewhere.append(r.url))
     try:
         page.goto(f"{warm['url']}/Toy_landscapes{query}")
         _wait_content(page)
@@ -504,6 +506,9 @@ def test_toy_map_plays_and_steps_in_every_width_class(browser, warm, w, h, query
         player.locator("button[data-act=back]").click()
         wait_until(lambda: state()["ending"] == 0, 30, "the ending hidden again one frame back")
         assert not errors, errors
+        assert not elsewhere, elsewhere
+        icon = page.evaluate("() => (document.querySelector('link[rel~=icon]') || {}).href")
+        assert icon and icon.startswith(("data:image/svg+xml", warm["url"])), icon  # the app's own (inline) icon
     finally:
         ctx.close()
 
