@@ -151,4 +151,6 @@ claim("1-D conflict equilibrium: primary gradient 0.5, secondary −0.5 → symm
       "primary gradient is 0.5 (exact)", here="set the angle to 180° and ‖g₂‖ = 1: WS and MGDA return d = 0 "
       "while PCD (τ > 0) still returns a non-zero d = g₁ + μ g₂, rescaled")
 
-download_row(fig, "gradient_geometry", key="geo", table=table)
+download_row(fig, "gradient_geometry", key="geo", table=table,
+             settings={"angle(g1, g2) deg": angle, "|g2| (|g1| = 1)": norm2, "τ": tau, "methods": methods,
+                       **({"angle(g1, g3) deg": third[0], "|g3|": third[1]} if third else {})})
