@@ -36,7 +36,9 @@ setup_page(
 )
 
 ALL = registry.available()
-tab_props, tab_iwrm, tab_mem = st.tabs(["Aggregator properties", "Instance-wise risk minimization", "Gramian memory"])
+# the selected tab is in the URL (?tab=...): a shared link opens on it
+tab_props, tab_iwrm, tab_mem = st.tabs(["Aggregator properties", "Instance-wise risk minimization", "Gramian memory"],
+                                       key="tab", bind="query-params")
 
 
 def _label(m: str) -> str:
