@@ -252,6 +252,9 @@ def test_k_objective_default_view_every_method_visible_and_the_law_explained():
     summary = tables(at)[0].set_index("method")["outcome"]
     assert summary["MGDA"] == "follows the law" and summary["PCD"] == "crosses: zero residual"
     assert any("Adam** divides each coordinate" in m.value for m in at.markdown)
+    # the claim box's live side names only what ran: MGDA is in the default run, CAGrad is not
+    here = next(m.value for m in at.markdown if "pcd-claim" in m.value and "1.536" in m.value).split("here:")[1]
+    assert "MGDA residual / law" in here and "(CAGrad not in this run)" in here and "MGDA/CAGrad" not in here
     at.radio(key="kb_opt").set_value("sgd").run()
     _ok(at)
     ratios = tables(at)[0].set_index("method")["residual / law"]
