@@ -262,6 +262,25 @@ def test_k_objective_default_view_every_method_visible_and_the_law_explained():
     assert 0.97 <= lo <= hi <= 1.0
 
 
+def test_scale_range_is_the_same_in_the_code_the_page_and_the_readme():
+    """The scale sweep's k range is written once (synthetic.SCALE_EXPONENTS); the page's intro and
+    the README's page table say the same range (the README said −5…5 while the code ran −6…7)."""
+    import re
+
+    from pcd.experiments import synthetic
+
+    lo, hi = min(synthetic.SCALE_EXPONENTS), max(synthetic.SCALE_EXPONENTS)
+    assert list(synthetic.SCALE_EXPONENTS) == list(range(lo, hi + 1))
+    num = lambda v: f"−{-v}" if v < 0 else str(v)  # noqa: E731 -- the typographic minus of the texts
+    readme = (PAGES.parent / "README.md").read_text(encoding="utf-8")
+    row = next(ln for ln in readme.splitlines() if ln.startswith("| 4 Scale invariance"))
+    assert re.search(r"k = (\S+)…(\S+?),", row).groups() == (num(lo), num(hi)), row
+    at = _app("04_Scale_invariance.py", steps=300)
+    _ok(at)
+    assert any(f"k = {num(lo)} … {num(hi)}" in m.value for m in at.markdown)
+    assert (at.slider(key="sc_k").min, at.slider(key="sc_k").max) == (lo, hi)
+
+
 def test_scale_page_slider_moves_highlight_and_eps_changes_drift():
     at = _app("04_Scale_invariance.py", steps=300)
     _ok(at)
