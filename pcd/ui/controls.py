@@ -65,6 +65,19 @@ export default function(component) {
   let speed = 1, playing = false, cur = 0, boundGd = null, lastCursor = null, pending = null;
   const chart = () => document.querySelector('.st-key-' + data.target + ' .js-plotly-plot');
   const lossChart = () => data.loss ? document.querySelector('.st-key-' + data.loss + ' .js-plotly-plot') : null;
+  // charts animated on the same frames (same names), following the one the controls drive
+  const followers = () => (data.follow || []).map(k => document.querySelector('.st-key-' + k + ' .js-plotly-plot'))
+    .filter(g => g && g._fullLayout && ((g._transitionData || {})._frames || []).length);
+  function follow(i) {
+    followers().forEach(g => {
+      const Pg = g._pcdPlotly || P();
+      const r = Pg.animate(g, [names[i]], {mode: 'immediate', frame: {duration: 0, redraw: false}, transition: {duration: 0}});
+      if (r && r.catch) r.catch(() => {});
+      const on = i === names.length - 1;  // its ending as drawn now (a new figure starts hidden)
+      const now = (g.data || []).some(t => t.meta === 'end' && t.visible === true);
+      if (now !== on) ending(Pg, g, on);
+    });
+  }
   const P = () => (boundGd && boundGd._pcdPlotly) || window.Plotly;  // the instance that drew the chart
   const label = i => 'step ' + names[i] + ' / ' + names[names.length - 1] + '  (frame ' + (i + 1) + ' of ' + names.length + ')';
 
@@ -95,20 +108,23 @@ export default function(component) {
   // the ending (end markers: traces with meta "end"; end labels: annotations named "end label",
   // pcd.viz.landscape.landscape_figure(reveal=True)) is shown at the last frame only
   let shown = null;
+  function ending(Pg, g, on) {
+    const anns = {}, tr = [];
+    ((g.layout && g.layout.annotations) || []).forEach((a, k) => { if (a.name === 'end label') anns['annotations[' + k + '].visible'] = on; });
+    (g.data || []).forEach((t, k) => { if (t.meta === 'end') tr.push(k); });
+    if (tr.length) Pg.restyle(g, {visible: on}, tr);
+    if (Object.keys(anns).length) Pg.relayout(g, anns);
+  }
   function showEnding(i) {
     const g = boundGd, on = i === names.length - 1;
     if (!g || !g._fullLayout || !P() || shown === on) return;
     shown = on;
-    const anns = {}, tr = [];
-    ((g.layout && g.layout.annotations) || []).forEach((a, k) => { if (a.name === 'end label') anns['annotations[' + k + '].visible'] = on; });
-    (g.data || []).forEach((t, k) => { if (t.meta === 'end') tr.push(k); });
-    if (tr.length) P().restyle(g, {visible: on}, tr);
-    if (Object.keys(anns).length) P().relayout(g, anns);
+    ending(P(), g, on);
   }
   function onFrame(ev) {
     const i = names.indexOf(String(ev && ev.name));
     if (i < 0) return;
-    cur = i; setStatus(i); moveCursor(i); showEnding(i);
+    cur = i; setStatus(i); moveCursor(i); showEnding(i); follow(i);
   }
   const onDone = () => setPlaying(false);
   function bind() {
@@ -150,7 +166,7 @@ export default function(component) {
     i = Math.max(0, Math.min(names.length - 1, i));
     if (playing) pause();
     animate([names[i]], {mode: 'immediate', frame: {duration: 0, redraw: false}, transition: {duration: 0}});
-    cur = i; setStatus(i); moveCursor(i); showEnding(i);
+    cur = i; setStatus(i); moveCursor(i); showEnding(i); follow(i);
   }
   function play() {
     if (!ready() || !names.length) return;
@@ -306,12 +322,14 @@ def frame_controls(chart_key: str, frames: Sequence[Any], frame_ms: int = 45, lo
                    cursor_x: Sequence[float] | None = None, cursor_name: str = "step cursor",
                    keyboard: bool = True, key: str | None = None,
                    width_classes: Sequence[tuple[str, float | None]] | None = None,
-                   width: str | None = None) -> str | None:
+                   width: str | None = None, follow: Sequence[str] = ()) -> str | None:
     """Reset / step back / play-pause / step forward and a speed control (¼× … 4×) for the
     animated ``st.plotly_chart`` with widget key ``chart_key`` whose frames are named ``frames``
     (in order). ``loss_key`` + ``cursor_x`` (one x per frame): the shapes named ``cursor_name`` of
     that second chart follow the frame shown (see :func:`pcd.viz.teaching.with_step_cursor`).
     A range input under the buttons scrubs to any frame (the chart needs no slider of its own).
+    ``follow``: widget keys of more charts animated on frames of the same names (e.g. the toy page's
+    objective-space panel): each shows the frame the controls show, ending included.
 
     ``width_classes = [("narrow", 700), ("wide", None)]`` (upper bounds in px, ``None`` = any):
     the component reports which class the page column's width falls in (one rerun when it differs
@@ -327,7 +345,7 @@ def frame_controls(chart_key: str, frames: Sequence[Any], frame_ms: int = 45, lo
     payload = {"target": str(chart_key), "frames": names, "ms": frame_ms, "loss": loss_key,
                "cursor_x": [float(v) for v in cursor_x] if cursor_x is not None else [],
                "cursor_name": cursor_name, "keys": bool(keyboard), "width_classes": classes or None,
-               "width": width}
+               "width": width, "follow": [str(k) for k in follow]}
     key = key or f"{chart_key}-controls"
     _component("player")(data=payload, key=key, on_width_change=lambda: None)
     return reported_width(key)

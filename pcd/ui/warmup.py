@@ -49,6 +49,7 @@ TD_TAUS = (0.0, 0.005, 0.01, 0.02, 0.05, 0.1, 0.2, 0.3, 0.5, 0.7, 1.0)
 TOY_PROBLEM, TOY_METHODS = "saddle2d", ("pcd", "ws", "mgda", "pcgrad", "cagrad", "famo")
 TOY_TAU, TOY_OPT, TOY_LR, TOY_STEPS = 0.02, "adam", 0.02, 1000
 TOY_INSET_START, TOY_WIDTH = 0, "medium"  # the inset at S1; the map laid out for a 1280-1440 px window
+TOY_OBJ_LOG = True  # the objective-space panel on log axes (exact zeros drawn at the floor)
 
 JD_SAMPLES, JD_TAU, JD_SEED = 4, 0.02, 0  # page 06's property table: every method, 4 Jacobians per family and K
 
@@ -183,6 +184,18 @@ def toy_map(key: tuple, _prob: Any, _res: Any, _bg: Any, inset_start: int | None
 
     return frozen(toy_map_figure(_prob, _res, _bg, inset_start=inset_start, width=width, controls=controls,
                                  animate=animate))
+
+
+@st.cache_resource(show_spinner=False, max_entries=32)
+def toy_objective(key: tuple, _prob: Any, _res: Any, _bg: Any, log: bool) -> Any:
+    """Page 02's objective-space panel (:func:`pcd.viz.objective.objective_space_figure` of
+    :func:`pcd.studio.objective_space`), on the map's frames, serialized once."""
+    from pcd.ui.chart import frozen
+    from pcd.viz.objective import objective_space_figure
+    from pcd.viz.toy import TOY_FRAMES
+
+    space = studio.objective_space(_prob, _res, _bg["grid"])
+    return frozen(objective_space_figure(space, log=log, max_frames=TOY_FRAMES))
 
 
 @st.cache_resource(show_spinner=False, max_entries=32)
@@ -356,6 +369,7 @@ def _defaults() -> list[tuple[str, Callable[[], Any]]]:
                                              TOY_LR, TOY_STEPS, problem.default_starts())
         toy_map(key + (TOY_INSET_START, TOY_WIDTH), prob, res, bg, TOY_INSET_START, TOY_WIDTH)
         toy_loss(key, res, tuple(bg["names"]))
+        toy_objective(key, prob, res, bg, TOY_OBJ_LOG)
 
     def jdp() -> None:
         jd_properties(tuple(registry.available()), JD_SAMPLES, JD_TAU, JD_SEED)

@@ -311,6 +311,27 @@ def frame_index(T: int, max_frames: int | None = None) -> np.ndarray:
     return np.unique(np.round(np.linspace(0, T - 1, n)).astype(int))
 
 
+def path_so_far(paths: Any, fidx: Any, f: int | None) -> np.ndarray:
+    """``paths [S, T, d]`` (one per start, recorded steps) as far as animation frame ``f`` of the
+    frames ``fidx`` (:func:`frame_index`): through every ``ceil(frames / REVEAL_POINTS)``-th
+    frame's point and frame f's own; the whole record at the last frame or for ``f=None``. The
+    starts are separated by a NaN row: float32 ``[S * (n + 1), d]`` for one line trace."""
+    P = np.asarray(paths, dtype=np.float64)
+    S, T, d = P.shape
+    fidx = np.asarray(fidx, dtype=int)
+    stride = max(1, -(-len(fidx) // REVEAL_POINTS))
+    idx = np.arange(T) if f is None or f >= len(fidx) - 1 else np.r_[fidx[:f + 1:stride], fidx[f]]
+    return np.concatenate([P[:, idx], np.full((S, 1, d), np.nan)], axis=1).reshape(-1, d).astype(np.float32)
+
+
+def log_shift(values: Any) -> float:
+    """What a log axis shows ``values`` above: ``min(0, min of the finite values)`` (a loss that can
+    be negative is drawn as ``f - shift``; exact zeros then sit at the axis' floor)."""
+    v = np.asarray(values, dtype=np.float64)
+    v = v[np.isfinite(v)]
+    return min(0.0, float(v.min())) if v.size else 0.0
+
+
 def landscape_figure(res: Any, grid: tuple[Any, Any, Any], pareto_set: Any = None, optima: Any = None,
                      title: str | None = None, height: int = 600, frame_ms: int = 45,
                      animate: bool = True, image: str | None = None, click_grid: int = 0,
@@ -382,13 +403,9 @@ def landscape_figure(res: Any, grid: tuple[Any, Any, Any], pareto_set: Any = Non
     reveal = bool(reveal and animate and T >= 2)
     with_controls = bool(animate and controls and T >= 2)
     fidx = frame_index(T, max_frames) if animate and T >= 2 else np.arange(T)
-    stride = max(1, -(-len(fidx) // REVEAL_POINTS))
 
     def so_far(m: int, f: int | None) -> np.ndarray:
-        """Method m's paths (starts separated by gaps) as far as frame ``f`` (None: whole)."""
-        idx = np.arange(T) if f is None or f >= len(fidx) - 1 else np.r_[fidx[:f + 1:stride], fidx[f]]
-        xy = np.concatenate([pos[m][:, idx], np.full((S, 1, 2), np.nan)], axis=1).reshape(-1, 2)
-        return xy.astype(np.float32)
+        return path_so_far(pos[m], fidx, f)
 
     path_idx: list[int] = []
     for m, name in enumerate(methods):
@@ -552,9 +569,7 @@ def loss_figure(res: Any, objective_names: Sequence[str] | None = None, floor: f
     shifts = []
     titles = []
     for k in range(K):
-        finite = L[..., k][np.isfinite(L[..., k])]
-        low = float(finite.min()) if finite.size else 0.0
-        shift = min(0.0, low)
+        shift = log_shift(L[..., k])
         shifts.append(shift)
         titles.append(names[k] + (f"  (shown: f − {shift:.3g})" if shift < 0 else ""))
     # one log-log panel per objective, built as a single spec (Plotly's incremental subplot API

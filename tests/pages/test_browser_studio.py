@@ -459,7 +459,14 @@ TOY_STATE = """() => { const gd = document.querySelector('.st-key-toy_map .js-pl
   const inset = gd._fullData.filter(d => d.xaxis === 'x2').map(xs).join('|');
   const ending = (gd.layout.annotations || []).filter(a => a.name === 'end label' && a.visible !== false).length
                  + gd._fullData.filter(d => d.meta === 'end' && d.visible === true).length;
+  // the objective-space panel, played by the same controls
+  const og = document.querySelector('.st-key-toy_obj .js-plotly-plot');
+  const onow = og && og._fullData && og._fullData.find(d => d.name === 'now');
+  const obj = onow ? xs(onow) : null;
+  const obj_ending = og && og._fullData ? og._fullData.filter(d => d.meta === 'end' && d.visible === true).length
+                     + (og.layout.annotations || []).filter(a => a.name === 'end label' && a.visible !== false).length : 0;
   return {frames: ((gd._transitionData || {})._frames || []).length, heads: heads ? xs(heads) : null, inset, ending,
+          obj, obj_ending, obj_frames: og ? ((og._transitionData || {})._frames || []).length : 0,
           plotly_controls: document.querySelectorAll('.js-plotly-plot .updatemenu-button, .js-plotly-plot .slider-container').length}; }"""
 
 
@@ -486,25 +493,27 @@ def test_toy_map_plays_and_steps_in_every_width_class(browser, warm, w, h, query
             v = page.evaluate(TOY_STATE) or {"frames": 0, "inset": ""}
             return dict(v, frame=int(player.get_attribute("data-frame") or 0))
 
-        first = wait_until(lambda: (lambda v: v if v and v["frames"] > 0 and v["inset"] else None)(state()), 60,
-                           f"the toy map's frames at {w}x{h}{query}")
+        first = wait_until(lambda: (lambda v: v if v and v["frames"] > 0 and v["inset"] and v["obj_frames"] > 0
+                                    else None)(state()), 60, f"the toy map's frames at {w}x{h}{query}")
         assert first["frames"] >= 50 and first["frame"] == 0
         # one set of play controls: the page's (no Plotly buttons or slider in the chart)
         assert first["plotly_controls"] == 0 and page.locator(".pcd-play").count() == 1
         player.locator("button[data-act=fwd]").click()
         one = wait_until(lambda: (lambda v: v if v["heads"] != first["heads"] and v["inset"] != first["inset"]
-                                  else None)(state()), 30, "Step ▶ moving the heads and the inset")
+                                  and v["obj"] != first["obj"] else None)(state()), 30,
+                         "Step ▶ moving the heads, the inset and the objective-space points")
         assert one["frame"] == 1  # one click, one frame
         player.locator(".pcd-play").click()
         moved = wait_until(lambda: (lambda v: v if v["frame"] > 5 else None)(state()), 60, "Play advancing")
-        assert moved["heads"] != one["heads"] and moved["inset"] != one["inset"]
+        assert moved["heads"] != one["heads"] and moved["inset"] != one["inset"] and moved["obj"] != one["obj"]
         player.locator(".pcd-play").click()  # pause
         # the ending (end markers and labels) is drawn at the last frame only
-        assert first["ending"] == 0 and moved["ending"] == 0
+        assert first["ending"] == 0 and moved["ending"] == 0 and first["obj_ending"] == 0
         player.locator(".pcd-scrub").fill(str(first["frames"] - 1))
-        wait_until(lambda: state()["ending"] > 0, 30, "the ending shown at the last frame")
+        wait_until(lambda: state()["ending"] > 0 and state()["obj_ending"] > 0, 30, "the ending shown at the last frame")
         player.locator("button[data-act=back]").click()
-        wait_until(lambda: state()["ending"] == 0, 30, "the ending hidden again one frame back")
+        wait_until(lambda: state()["ending"] == 0 and state()["obj_ending"] == 0, 30,
+                   "the ending hidden again one frame back")
         assert not errors, errors
         assert not elsewhere, elsewhere
         icon = page.evaluate("() => (document.querySelector('link[rel~=icon]') || {}).href")

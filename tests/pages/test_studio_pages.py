@@ -112,11 +112,35 @@ def test_geometry_page_widgets_rerender_and_url():
         assert any("kaleido" in c.value for c in at.caption)
 
 
+def test_toy_page_objective_space_panel_plays_with_the_map():
+    """The (f1, f2) panel under the map: on the map's frames (so the page's one set of controls plays
+    it, ``follow``), its points the runs' losses, log axes by default (linear on request, in the
+    URL), the custom formulas' front computed numerically and said so."""
+    at = _app("02_Toy_landscapes.py", steps=200, methods="pcd,ws")
+    _ok(at)
+    mp, obj = _specs(at)[:2]
+    assert [f["name"] for f in obj["frames"]] == [f["name"] for f in mp["frames"]]
+    assert obj["layout"]["xaxis"]["type"] == "log" and obj["layout"]["meta"] == {"numerical": False}
+    names = [t.get("name") for t in obj["data"]]
+    assert "both objectives optimal" in names and "now" in names
+    assert any("objective space" in h.value for h in at.subheader)
+    player = next(e for e in at.get("bidi_component") if str(e.proto.component_name).endswith("pcd_frame_controls"))
+    assert '"follow": ["toy_obj"]' in player.proto.json.replace("\\", "") or "toy_obj" in player.proto.json
+    at.radio(key="toy_obj_axes").set_value("linear").run()
+    _ok(at)
+    assert _specs(at)[1]["layout"]["xaxis"]["type"] == "linear" and at.query_params["oaxes"] in ("linear", ["linear"])
+    at = _app("02_Toy_landscapes.py", steps=200, methods="pcd,ws", problem="custom")
+    _ok(at)
+    obj = _specs(at)[1]
+    assert obj["layout"]["meta"] == {"numerical": True}
+    assert any("computed numerically" in c.value for c in at.caption)
+
+
 def test_toy_page_default_animation_and_widgets():
     at = _app("02_Toy_landscapes.py", steps=200, methods="pcd,ws")
     _ok(at)
     maps = _specs(at)
-    assert len(maps) == 2
+    assert len(maps) == 3  # the map, the same runs in objective space, the losses
     spec = maps[0]
     assert spec["layout"]["images"][0]["source"].startswith("data:image/png")
     # one play control: the page's frame controls drive the frames; the chart has no Plotly buttons/slider
