@@ -211,7 +211,7 @@ try:
                                                                      ["log", "linear"])),
                            help="the (f₁, f₂) panel under the map: log axes draw exact zeros at 1e-12") == "log"
     url_sync(oaxes="log" if obj_log else "linear")
-    ofig = W.toy_objective(runs_key, problem, res, bg, obj_log) if res.losses.shape[-1] == 2 else None
+    ofig = W.toy_objective(runs_key, problem, res, bg, obj_log, width_class) if res.losses.shape[-1] == 2 else None
 except ValueError as exc:
     show_error(exc)
     st.stop()

@@ -187,15 +187,16 @@ def toy_map(key: tuple, _prob: Any, _res: Any, _bg: Any, inset_start: int | None
 
 
 @st.cache_resource(show_spinner=False, max_entries=32)
-def toy_objective(key: tuple, _prob: Any, _res: Any, _bg: Any, log: bool) -> Any:
+def toy_objective(key: tuple, _prob: Any, _res: Any, _bg: Any, log: bool, width: str) -> Any:
     """Page 02's objective-space panel (:func:`pcd.viz.objective.objective_space_figure` of
-    :func:`pcd.studio.objective_space`), on the map's frames, serialized once."""
+    :func:`pcd.studio.objective_space`), on the map's frames, its legend laid out for the page's
+    width class (as the map's), serialized once."""
     from pcd.ui.chart import frozen
     from pcd.viz.objective import objective_space_figure
-    from pcd.viz.toy import TOY_FRAMES
+    from pcd.viz.toy import TOY_CHART_PX, TOY_FRAMES
 
     space = studio.objective_space(_prob, _res, _bg["grid"])
-    return frozen(objective_space_figure(space, log=log, max_frames=TOY_FRAMES))
+    return frozen(objective_space_figure(space, log=log, max_frames=TOY_FRAMES, width_px=TOY_CHART_PX[width]))
 
 
 @st.cache_resource(show_spinner=False, max_entries=32)
@@ -369,7 +370,7 @@ def _defaults() -> list[tuple[str, Callable[[], Any]]]:
                                              TOY_LR, TOY_STEPS, problem.default_starts())
         toy_map(key + (TOY_INSET_START, TOY_WIDTH), prob, res, bg, TOY_INSET_START, TOY_WIDTH)
         toy_loss(key, res, tuple(bg["names"]))
-        toy_objective(key, prob, res, bg, TOY_OBJ_LOG)
+        toy_objective(key, prob, res, bg, TOY_OBJ_LOG, TOY_WIDTH)
 
     def jdp() -> None:
         jd_properties(tuple(registry.available()), JD_SAMPLES, JD_TAU, JD_SEED)

@@ -12,14 +12,15 @@ from typing import Any
 
 import numpy as np
 
-from pcd.viz.landscape import frame_index, log_shift, path_so_far
+from pcd.viz.landscape import fit_legend, frame_index, log_shift, path_so_far
 from pcd.viz.theme import base_layout, figure_from_spec, method_color, method_label, rgba
 
 FLOOR = 1e-12  # a log axis draws an exact zero here (as the loss chart does)
 
 
-def objective_space_figure(space: dict[str, Any], *, log: bool = True, height: int = 460,
-                           max_frames: int | None = None, animate: bool = True, floor: float = FLOOR) -> Any:
+def objective_space_figure(space: dict[str, Any], *, log: bool = True, plot_height: int = 360,
+                           width_px: float = 900.0, max_frames: int | None = None, animate: bool = True,
+                           floor: float = FLOOR) -> Any:
     """The (f1, f2) plane of :func:`pcd.studio.objective_space`: the Pareto front (dashed; said
     when it is numerical), the point where both objectives are optimal (star), each method's path
     -- drawn as far as the frame shown, as on the map (:func:`pcd.viz.landscape.path_so_far`) --
@@ -27,7 +28,9 @@ def objective_space_figure(space: dict[str, Any], *, log: bool = True, height: i
     points with its verdict (Pareto-stationary, dominated by ...). Frames are named by the recorded
     step and spread as the map's (:func:`pcd.viz.landscape.frame_index` with ``max_frames``).
     ``log``: both axes logarithmic, values shown as ``f - min(0, min f)`` with exact zeros at
-    ``floor`` (the axis titles say so); else linear, the raw losses. ``animate=False``: the last
+    ``floor`` (the x axis' title says so); else linear, the raw losses. ``plot_height``: of the plot
+    area; the legend under it gets the rows it needs at a chart ``width_px`` wide
+    (:func:`pcd.viz.landscape.fit_legend`). ``animate=False``: the last
     frame as a still. The end markers (``meta="end"``) and verdicts (annotations named ``"end
     label"``) start hidden when animated: the page's frame controls show them at the last frame."""
     L = np.asarray(space["losses"], dtype=np.float64)
@@ -52,9 +55,11 @@ def objective_space_figure(space: dict[str, Any], *, log: bool = True, height: i
     P = shown(L)                                                     # [M, S, T, 2]
     fidx = frame_index(T, max_frames) if animate else np.arange(T)
     traces: list[dict] = []
-    if len(front) >= 2:
+    if len(front):  # a line, or one point (the front of a problem whose objectives share an optimum)
         fr = shown(front)
-        traces.append(dict(type="scatter", x=fr[:, 0], y=fr[:, 1], mode="lines", hoverinfo="name",
+        traces.append(dict(type="scatter", x=fr[:, 0], y=fr[:, 1], mode="lines" if len(front) >= 2 else "markers",
+                           hoverinfo="name", marker=dict(symbol="square-open", size=16, color="#8250df",
+                                                         line=dict(width=2.5)),
                            name="Pareto front" + (" (numerical: the map's grid)" if space.get("numerical") else ""),
                            line=dict(color="#8250df", width=3, dash="dash")))
     if optimum is not None:
@@ -94,14 +99,15 @@ def objective_space_figure(space: dict[str, Any], *, log: bool = True, height: i
                                      f"{names[0]} %{{x:.3e}}, {names[1]} %{{y:.3e}}<extra></extra>"))
     head_idx = len(traces) - 1
 
-    layout = base_layout(height=height)
+    layout = base_layout(height=plot_height)
     axis = dict(showgrid=True, gridcolor="#e6e8eb", zeroline=not log, linecolor="#57606a", ticks="outside",
                 tickcolor="#57606a", type="log" if log else "linear", exponentformat="power")
 
     def title(k: int) -> str:
         if not log:
             return names[k]
-        return names[k] + (f" − ({shifts[k]:.3g})" if shifts[k] < 0 else "") + f"  (log, 0 at {floor:g})"
+        shifted = names[k] + (f" − ({shifts[k]:.3g})" if shifts[k] < 0 else "")
+        return shifted + (f"  (log axes: 0 drawn at {floor:g})" if k == 0 else "  (log)")
 
     def span(k: int) -> list[float]:  # fixed ranges: every frame fits, and the labels never stretch the axes
         v = np.r_[P[..., k].ravel(), shown(front)[:, k] if len(front) else [], [] if optimum is None else
@@ -113,13 +119,17 @@ def objective_space_figure(space: dict[str, Any], *, log: bool = True, height: i
         pad = 0.06 * (hi - lo) if hi > lo else (0.5 if log else 0.5 * max(abs(lo), 1.0))
         return [float(lo - pad), float(hi + pad)]
 
-    layout["xaxis"] = dict(axis, title=dict(text=title(0)), range=span(0))
-    layout["yaxis"] = dict(axis, title=dict(text=title(1)), range=span(1))
+    xr, yr = span(0), span(1)
+    layout["xaxis"] = dict(axis, title=dict(text=title(0)), range=xr)
+    layout["yaxis"] = dict(axis, title=dict(text=title(1)), range=yr)
     layout["margin"] = dict(l=70, r=20, t=30, b=60)
-    layout["legend"] = dict(layout["legend"], orientation="h", yanchor="top", y=-0.16, xanchor="left", x=0.0)
-    layout["annotations"] = _verdict_labels(P[:, :, -1], methods, verdicts, log, animate)
+    layout["legend"] = dict(layout["legend"], orientation="h", yanchor="bottom", y=0.0, yref="container",
+                            xanchor="left", x=0.0)
+    layout["annotations"] = _verdict_labels(P[:, :, -1], methods, verdicts, log, animate, xr, yr)
     layout["meta"] = {"numerical": bool(space.get("numerical"))}  # the page's caption says which front it is
     spec: dict[str, Any] = {"data": traces, "layout": layout}
+    fit_legend(spec, width_px, axis_px=70.0)  # the bottom margin holds the x axis and the legend's rows
+    layout["height"] = int(plot_height + layout["margin"]["t"] + layout["margin"]["b"])
     if animate:
         spec["frames"] = []
         for f, t in enumerate(fidx):
@@ -132,9 +142,10 @@ def objective_space_figure(space: dict[str, Any], *, log: bool = True, height: i
 
 
 def _verdict_labels(ends: np.ndarray, methods: list[str], verdicts: list[list[str]], log: bool,
-                    hidden: bool) -> list[dict]:
+                    hidden: bool, xr: list[float], yr: list[float]) -> list[dict]:
     """One label per verdict (the methods whose every end point has it), pointing at their mean end
-    point; stacked so that they do not cover each other."""
+    point from the side of the plot's centre (never out of the plot), stacked so that they do not
+    cover each other."""
     groups: dict[str, list[int]] = {}
     for m in range(len(methods)):
         vs = set(verdicts[m])
@@ -152,7 +163,9 @@ def _verdict_labels(ends: np.ndarray, methods: list[str], verdicts: list[list[st
         text = f"<b>{who}</b><br>" + verdict.replace(" · dominated by ", "<br>dominated by ")
         color = method_color(methods[ms[0]]) if len(ms) == 1 else "#24292f"
         out.append(dict(x=x, y=y, xref="x", yref="y", text=text, showarrow=True, arrowhead=0, arrowwidth=1,
-                        arrowcolor="#57606a", ax=70 if i % 2 == 0 else -70, ay=-45 - 40 * i, standoff=6,
+                        arrowcolor="#57606a", standoff=6,
+                        ax=-70 if x > (xr[0] + xr[1]) / 2 else 70,
+                        ay=(45 + 40 * i) * (1 if y > (yr[0] + yr[1]) / 2 else -1),
                         font=dict(size=12, color=color), bgcolor="rgba(255,255,255,0.9)", bordercolor="#d0d7de",
                         borderwidth=1, borderpad=3, align="left", name="end label",
                         **({"visible": False} if hidden else {})))

@@ -46,7 +46,7 @@ def test_the_points_at_every_frame_are_the_engines_losses(saddle):
     logf = objective_space_figure(space, log=True, max_frames=40)
     heads = _xy(logf.frames[-1].data[-1])
     np.testing.assert_allclose(heads, np.maximum(res.losses[order, :, -1].reshape(-1, 2), 1e-12), rtol=1e-6)
-    assert logf.layout.xaxis.type == "log" and "0 at 1e-12" in logf.layout.yaxis.title.text
+    assert logf.layout.xaxis.type == "log" and "0 drawn at 1e-12" in logf.layout.xaxis.title.text
 
 
 def test_the_ending_waits_for_the_last_frame_and_says_who_dominates(saddle):
