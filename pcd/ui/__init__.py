@@ -6,7 +6,7 @@ from __future__ import annotations
 import functools
 import json
 import threading
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -413,6 +413,14 @@ def download_row(fig: Any, stem: str, key: str, table: Any = None, settings: dic
         download_figure(fig, f"{stem}.html", key=f"{key}_html", settings=settings)
     with cols[2]:
         png_export(fig, f"{stem}.png", key=f"{key}_png")
+
+
+def download_gif(build: Callable[[dict], bytes], filename: str, label: str = "Animation (GIF)",
+                 key: str | None = None, settings: dict | None = None) -> None:
+    """An animation as a GIF, built only when the button is pressed: ``build(settings)`` returns
+    the bytes; the settings go into the picture (its caption strip, :mod:`pcd.viz.export`)."""
+    st.download_button(label, lambda: build(dict(settings or {})), file_name=filename, mime="image/gif",
+                       key=key or f"gif-{filename}")
 
 
 def download_json(data: Any, filename: str, label: str = "Download JSON", key: str | None = None) -> None:

@@ -522,6 +522,26 @@ def test_toy_map_plays_and_steps_in_every_width_class(browser, warm, w, h, query
         ctx.close()
 
 
+def test_toy_page_gif_download(page, warm, artifacts_dir):
+    """The toy page's "Animation for slides" button gives a GIF of the map's frames at 1280 x 720."""
+    from PIL import Image
+
+    page.goto(f"{warm['url']}/Toy_landscapes?methods=pcd,ws,mgda")
+    _wait_content(page)
+    _wait_idle(page)
+    button = page.locator(".st-key-toy_gif button")
+    button.scroll_into_view_if_needed()
+    t0 = time.monotonic()
+    with page.expect_download(timeout=120_000) as dl:
+        button.click()
+    took = time.monotonic() - t0
+    path = artifacts_dir / "studio_toy_animation.gif"
+    dl.value.save_as(str(path))
+    im = Image.open(path)
+    assert im.size == (1280, 720) and im.n_frames == 100
+    print(f"\ntoy GIF: click -> file {took:.2f} s, {path.stat().st_size / 1e6:.2f} MB")
+
+
 # The pixels of trace t's points, from the chart's own axes (Plotly picks the clicked point by
 # hovering: the pointer must be over the point's pixel), with each point's τ and marker symbol.
 POINT_PIXELS = """(t) => {

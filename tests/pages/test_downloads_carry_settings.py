@@ -1,6 +1,7 @@
 """Every CSV / HTML download of the studio pages carries the settings that produced it (the helpers
-of pcd.ui write them as ``setting: <name>`` columns or a settings line, plus the version): each call
-of ``download_csv``, ``download_figure`` and ``download_row`` in a page passes ``settings=``.
+of pcd.ui write them as ``setting: <name>`` columns, a settings line or a GIF's caption strip, plus
+the version): each call of ``download_csv``, ``download_figure``, ``download_row`` and
+``download_gif`` in a page passes ``settings=``.
 
 Page 08 (Pruning lab) writes each run's config into its tables itself and is left out here."""
 from __future__ import annotations
@@ -11,7 +12,7 @@ from pathlib import Path
 import pytest
 
 VIEWS = Path(__file__).resolve().parents[2] / "views"
-HELPERS = {"download_csv", "download_figure", "download_row"}
+HELPERS = {"download_csv", "download_figure", "download_row", "download_gif"}
 PAGES = sorted(p for p in VIEWS.glob("*.py") if not p.name.startswith("08_"))
 
 
