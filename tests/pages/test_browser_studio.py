@@ -471,11 +471,13 @@ TOY_STATE = """() => { const gd = document.querySelector('.st-key-toy_map .js-pl
 
 
 @pytest.mark.parametrize("w,h,query", [(800, 1000, ""), (1280, 720, "?present=1"), (1440, 900, ""),
-                                       (1920, 1080, "")])
+                                       (1920, 1080, ""), (1280, 720, "lesson")])
 def test_toy_map_plays_and_steps_in_every_width_class(browser, warm, w, h, query):
     """Regression: outside the default width class the page redraws the map for its width, and
     the frames used to be lost in that redraw (Plotly.react with a config that read as changed): no
-    frames, Play did nothing, Step moved only the slider, every click an uncaught "undefined"."""
+    frames, Play did nothing, Step moved only the slider, every click an uncaught "undefined".
+    ``"lesson"``: reached as a lecturer does, from the lesson's step 2 in presenter mode ("explore
+    this on its page")."""
     ctx = browser.new_context(viewport={"width": w, "height": h})
     page = ctx.new_page()
     page.set_default_timeout(120_000)
@@ -484,7 +486,15 @@ def test_toy_map_plays_and_steps_in_every_width_class(browser, warm, w, h, query
     elsewhere: list[str] = []  # the app works offline: nothing fetched from another host (the tab's icon)
     page.on("request", lambda r: r.url.startswith(("http://127.0.0.1", "data:", "blob:")) or elsewhere.append(r.url))
     try:
-        page.goto(f"{warm['url']}/Toy_landscapes{query}")
+        if query == "lesson":
+            page.goto(f"{warm['url']}/Guided_lesson?step=2&present=1")
+            _wait_content(page)
+            _wait_idle(page)
+            page.get_by_text("explore this on its page").first.click()
+            page.wait_for_url("**/Toy_landscapes**", timeout=120_000)
+            assert "present=1" in page.url
+        else:
+            page.goto(f"{warm['url']}/Toy_landscapes{query}")
         _wait_content(page)
         _wait_idle(page)  # the rerun for the page's width class, when there is one
         player = page.locator(".pcd-player").first  # in the component's shadow root: a locator pierces it
