@@ -43,6 +43,7 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
+from pcd import _files
 from pcd._json import dumps, jsonable
 from pcd.train import export as ex
 from pcd.train import metrics as mt
@@ -140,7 +141,9 @@ def train(
     out.mkdir(parents=True, exist_ok=True)
     ckpt_path, cfg_path = out / "checkpoint.pt", out / "config.json"
     if ckpt_path.exists() and cfg_path.exists():
-        old = json.loads(cfg_path.read_text(encoding="utf-8"))
+        old = _files.read_json(cfg_path, out, kind="config", name="config.json")
+        if not isinstance(old, dict):
+            raise ValueError(f"{cfg_path} is not a JSON object; use a new out_dir")
         diff = sorted(k for k in set(old) | set(cfg) if k not in _RESUME_FREE and old.get(k) != json.loads(json.dumps(cfg.get(k))))
         if diff:
             raise ValueError(f"{out} holds a checkpoint of a different run (config differs in {diff}); use a new out_dir")
@@ -191,7 +194,7 @@ def train(
     start_epoch, elapsed, diverged = 0, 0.0, False
     mid = None
     if ckpt_path.exists():
-        ck = torch.load(ckpt_path, map_location=device, weights_only=True)
+        ck = cast(dict, ex.load_tensors(ckpt_path, out, kind="checkpoint", map_location=device))
         model.load_state_dict(ck["model"])
         opt.load_state_dict(ck["optimizer"])
         sched.load_state_dict(ck["scheduler"])
@@ -374,7 +377,7 @@ def _finish(cfg: dict, model, data, rows: list[dict], elapsed: float, diverged: 
     ex.save_pruned(buf, model, arch=cfg["arch"], num_classes=data.num_classes, in_channels=in_shape[0],
                    input_shape=in_shape, history=[])
     size_before = buf.getbuffer().nbytes
-    loaded = ex.load_pruned(path, map_location=device)
+    loaded = ex.load_pruned(path, map_location=device, folder=out)
     x0 = next(data.test_batches(64))[0]
     masked_acc, _ = mt.accuracy(masked, data.test_batches())
     exp_acc, _ = mt.accuracy(loaded, data.test_batches())
