@@ -26,8 +26,6 @@ import io
 import os
 import pickle
 import re
-import statistics
-import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import cast
@@ -253,34 +251,6 @@ def count_flops(model: nn.Module, input_shape: tuple[int, ...], device: str | to
         model(torch.zeros(1, *input_shape, device=device))
     model.train(was)
     return int(fc.get_total_flops())
-
-
-@torch.no_grad()
-def measure_latency_ms(model: nn.Module, input_shape: tuple[int, ...], batch: int, device: str | torch.device = "cpu",
-                       repeats: int = 10, warmup: int = 2) -> float:
-    """Median wall time (ms) of ``repeats`` eval forwards of a ``batch`` on ``device``."""
-    if repeats < 1:
-        raise ValueError(f"repeats must be >= 1, got {repeats}")
-    dev = torch.device(device)
-    m = copy.deepcopy(model).to(dev).eval()
-    x = torch.randn(batch, *input_shape, device=dev)
-    times = []
-    for i in range(warmup + repeats):
-        if dev.type == "cuda":
-            torch.cuda.synchronize(dev)
-        t = time.perf_counter()
-        m(x)
-        if dev.type == "cuda":
-            torch.cuda.synchronize(dev)
-        if i >= warmup:
-            times.append((time.perf_counter() - t) * 1e3)
-    return float(statistics.median(times))
-
-
-def state_bytes(model: nn.Module) -> int:
-    buf = io.BytesIO()
-    torch.save({k: v.detach().cpu() for k, v in model.state_dict().items()}, buf)
-    return buf.getbuffer().nbytes
 
 
 @torch.no_grad()
