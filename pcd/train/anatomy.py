@@ -349,3 +349,63 @@ def config_diff(configs: Mapping[Any, Mapping[str, Any]]) -> dict[str, dict[Any,
         if len({repr(v) for v in vals.values()}) > 1:
             out[k] = vals
     return out
+
+
+# ---------------------------------------------------------------------------------- a finished run
+
+CURVE_FILE = "curve.json"
+
+
+def load_run_model(out_dir: str | os.PathLike, device: str | torch.device = "cpu") -> tuple[dict, nn.Module, Any]:
+    """``(config, unpruned final model, dataset)`` of a run folder: ``config.json`` and the model of
+    ``checkpoint.pt`` read through the one reader (:mod:`pcd._files`; a tampered checkpoint is refused),
+    the dataset as the run used it (same subsets)."""
+    from pcd import _files
+    from pcd.train.config import validate_config
+    from pcd.train.data import load_dataset
+    from pcd.train.models import build_model
+
+    folder = Path(out_dir)
+    raw = _files.read_json(folder / "config.json", folder, kind="config", name="config.json")
+    if not isinstance(raw, dict):
+        raise ValueError(f"{folder / 'config.json'} is not a JSON object")
+    cfg = validate_config(raw)
+    if not (folder / "checkpoint.pt").exists():
+        raise ValueError(f"{folder} has no checkpoint.pt: the run did not train (or its files were removed)")
+    ck = ex.load_tensors(folder / "checkpoint.pt", folder, kind="checkpoint", map_location=device)
+    if not isinstance(ck, dict) or "model" not in ck:
+        raise ValueError(f"{folder / 'checkpoint.pt'} holds no model state")
+    data = load_dataset(cfg["dataset"], data_dir=cfg["data_dir"], device=torch.device(device), download=False,
+                        max_train_samples=cfg["max_train_samples"], max_test_samples=cfg["max_test_samples"])
+    model = build_model(cfg["arch"], data.num_classes, data.input_shape[0]).to(device)
+    model.load_state_dict(ck["model"])
+    return cfg, model.eval(), data
+
+
+def inspect_run(out_dir: str | os.PathLike, *, points: int = 8, device: str | torch.device = "cpu",
+                latency_batch: int = 1, repeats: int = 10, threads: int | None = None,
+                progress: Callable[[int, int], None] | None = None, save: bool = True) -> dict[str, Any]:
+    """The trade-off curve of a finished run (no retraining): ``{"config", "params", "flops",
+    "test_acc", "curve": [rows of tradeoff_curve], "norms": [...], "export_threshold"}``; with
+    ``save`` it is also written to ``<out_dir>/curve.json``."""
+    from pcd.train import metrics as mt
+
+    cfg, model, data = load_run_model(out_dir, device)
+    shape = data.input_shape
+
+    def evaluate(net: nn.Module) -> float:
+        return float(mt.accuracy(net, data.test_batches())[0])
+
+    curve = tradeoff_curve(model, shape, evaluate, arch=cfg["arch"], num_classes=data.num_classes, points=points,
+                           latency_batch=latency_batch, repeats=repeats, threads=threads, progress=progress)
+    out = {"config": cfg, "params": ex.count_params(model), "flops": ex.count_flops(model, shape),
+           "test_acc": evaluate(model), "export_threshold": cfg["export_threshold"],
+           "norms": [r["norm"] for r in channel_norms(model, shape)], "curve": curve,
+           "provenance": provenance(device)}
+    if save:
+        from pcd._json import dumps
+
+        tmp = Path(out_dir) / (CURVE_FILE + ".tmp")
+        tmp.write_text(dumps(out), encoding="utf-8")
+        tmp.replace(Path(out_dir) / CURVE_FILE)
+    return out
