@@ -247,7 +247,8 @@ def tradeoff_curve(model: nn.Module, input_shape: tuple[int, ...], evaluate: Cal
                    latency_batch: int = 1, repeats: int = 10, threads: int | None = None,
                    progress: Callable[[int, int], None] | None = None) -> list[dict[str, Any]]:
     """One row per export threshold: ``{"threshold", "channels_removed", "channels_total", "params",
-    "param_reduction", "flops", "flop_reduction", "bytes", "test_acc", "latency_ms", "speedup"}``.
+    "param_reduction", "flops", "flop_reduction", "bytes", "test_acc", "latency_ms", "latency_p25",
+    "latency_p75", "speedup", "speedup_p25", "speedup_p75"}`` (latency: median and 25-75 % spread).
 
     Each point is physically pruned (:func:`pcd.train.export.prune_model`), saved with
     :func:`pcd.train.export.save_pruned`, *reloaded from that file* and evaluated with ``evaluate``
@@ -274,7 +275,9 @@ def tradeoff_curve(model: nn.Module, input_shape: tuple[int, ...], evaluate: Cal
                          "param_reduction": 1.0 - params / p0 if p0 else 0.0, "flops": flops,
                          "flop_reduction": 1.0 - flops / f0 if f0 else 0.0, "bytes": size,
                          "test_acc": float(evaluate(loaded)), "latency_ms": lat["ms"]["after"]["median"],
-                         "speedup": lat["speedup"]["after"]["median"]})
+                         "latency_p25": lat["ms"]["after"]["p25"], "latency_p75": lat["ms"]["after"]["p75"],
+                         "speedup": lat["speedup"]["after"]["median"],
+                         "speedup_p25": lat["speedup"]["after"]["p25"], "speedup_p75": lat["speedup"]["after"]["p75"]})
             if progress is not None:
                 progress(i + 1, len(thresholds))
     return rows
