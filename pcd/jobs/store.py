@@ -904,6 +904,14 @@ def _folder_run(folder: Path, rid: int) -> tuple[dict, builtins.list[dict], buil
     return row, rows, notes
 
 
+def _keep_copy(src: Path, dst: Path) -> None:
+    """A second name for ``src`` (a hard link; a copy where the file system has none)."""
+    try:
+        os.link(src, dst)
+    except OSError:
+        shutil.copy2(src, dst)
+
+
 def rebuild(data_dir: str | os.PathLike) -> dict:
     """Rebuild a missing, empty or damaged ``<data_dir>/pcd.sqlite3``, merging every row the old
     file still yields with the run folders; never drops a row and refuses to replace a database
@@ -975,26 +983,31 @@ def rebuild(data_dir: str | os.PathLike) -> dict:
         total = sum(counts.values())
         conn.close()
         conn = None
-        if exists:
+        # the old file (and its -wal/-shm) is kept as a backup by a second name; the live name is
+        # swapped only at the end, so a failure anywhere before leaves it where it was
+        sides_old = [root / (DB_NAME + ext) for ext in ("-wal", "-shm")]
+        if exists or any(p.exists() for p in sides_old):
             stamp = time.strftime("%Y%m%d-%H%M%S")
             backup = root / f"{DB_NAME}.damaged-{stamp}"
             i = 1
             while backup.exists():
                 backup = root / f"{DB_NAME}.damaged-{stamp}-{i}"
                 i += 1
-            os.replace(path, backup)
-        for ext in ("-wal", "-shm"):
-            side = root / (DB_NAME + ext)
-            if side.exists():
-                if backup is not None:
-                    os.replace(side, Path(str(backup) + ext))
-                else:
-                    side.unlink()
+            for src, ext in ((path, ""), (sides_old[0], "-wal"), (sides_old[1], "-shm")):
+                if src.exists():
+                    _keep_copy(src, Path(str(backup) + ext))
+        for side in sides_old:  # an old WAL must never be applied to the new file
+            side.unlink(missing_ok=True)
         try:
             os.replace(tmp, path)
         except OSError:
-            if backup is not None:  # put the old file back: a later rebuild merges it again
-                os.replace(backup, path)
+            if backup is not None:  # the old file never moved: its WAL back, the extra names gone
+                for side, ext in zip(sides_old, ("-wal", "-shm")):
+                    kept = Path(str(backup) + ext)
+                    if kept.exists() and not side.exists():
+                        os.replace(kept, side)
+                for ext in ("", "-wal", "-shm"):
+                    Path(str(backup) + ext).unlink(missing_ok=True)
                 backup = None
             raise
     except (OSError, sqlite3.OperationalError) as exc:
