@@ -26,8 +26,10 @@ class Job:
     token: str
     slot: Slot
     handle: Any
-    started: float = field(default_factory=time.time)
-    cancel_seen: float | None = None
+    started: float = field(default_factory=time.monotonic)  # monotonic: elapsed time only
+    cancel_seen: float | None = None     # monotonic time the cancel flag was first seen
+    progress_seen: Any = None            # the run's last progress marker the supervisor saw ...
+    progress_mono: float = field(default_factory=time.monotonic)  # ... and when (monotonic)
 
 
 @dataclass
