@@ -77,6 +77,15 @@ class Param:
 CLAIMS = ("non_conflicting", "linear_under_scaling", "weighted", "primary_anchored", "per_secondary_progress",
           "hierarchical")
 
+# The method families, in display order: the pages group the method picker by family
+# (:func:`pcd.methods.families`) and :mod:`pcd.viz.theme` gives each family its own hue band.
+#   hierarchical          objective 0 is the primary, the others constrain it (PCD, DBGD, AuxiNash)
+#   gradient aggregation  symmetric combination of the per-objective gradients (MGDA, UPGrad, ...)
+#   loss weighting        weights set from the loss values alone, i.e. a scalarization of the losses
+#                         (weighted sum, FAMO, UW, DWA, GLS, STCH)
+#   constrained           Lagrangian-type methods with multipliers as state
+FAMILIES = ("hierarchical", "gradient aggregation", "loss weighting", "constrained")
+
 # What a caller can hand a method besides the Gram matrix (checked once, by :func:`pcd.methods.resolve`).
 CAPABILITIES = ("losses", "jacobian")
 
@@ -152,6 +161,7 @@ class Method:
       paper           reference (title + arXiv/venue)
       params          tuple of :class:`Param`
       claims          the properties in :data:`CLAIMS` the method has (checked for every method)
+      family          one of :data:`FAMILIES` (checked by :func:`register`)
       primary_knob    the hyper-parameter that sets how much the secondaries get (PCD: ``"tau"``),
                       None for a method without one; pages and experiments ask for it, not the name
       needs_jacobian  the method needs ``J`` itself, not only ``G = J J^T`` (e.g. GradDrop)
@@ -169,6 +179,7 @@ class Method:
     paper: ClassVar[str] = ""
     params: ClassVar[tuple[Param, ...]] = ()
     claims: ClassVar[frozenset[str]] = frozenset()
+    family: ClassVar[str] = ""
     primary_knob: ClassVar[str | None] = None
     needs_jacobian: ClassVar[bool] = False
     needs_losses: ClassVar[bool] = False
@@ -338,12 +349,38 @@ def check_gram(gram: Any, who: str = "gram") -> np.ndarray:
     return g
 
 
+def check_losses(losses: Any, B: int, K: int, who: str) -> np.ndarray:
+    """The loss values ``[B, K]`` of a batch (a single ``[K]`` is promoted) as float64; a one-line
+    ``ValueError`` for anything else. Signs are the method's business (e.g. GLS needs ``L >= 0``)."""
+    try:
+        L = np.asarray(losses, dtype=np.float64)
+    except (TypeError, ValueError):
+        raise V.Invalid(f"{who}: losses must be numbers of shape [B, K] = [{B}, {K}], got {V.show(losses)}") from None
+    if L.ndim == 1:
+        L = L[None]
+    if L.shape != (B, K):
+        raise V.Invalid(f"{who}: losses must have shape [B, K] = [{B}, {K}], got {list(np.shape(losses))}")
+    return L
+
+
+def per_objective(value: Any, K: int, who: str) -> np.ndarray:
+    """A per-objective hyper-parameter (one number for every objective, or ``K`` values) as ``[K]``."""
+    v = np.asarray(value, dtype=np.float64)
+    if v.ndim == 0:
+        return np.full(K, float(v))
+    if v.shape != (K,):
+        raise V.Invalid(f"{who} needs one number or one value per objective ({K}), got {v.size} values")
+    return v
+
+
 _REGISTRY: dict[str, type[Method]] = {}
 
 
 def register(cls: type[Method]) -> type[Method]:
-    """Class decorator adding a method to the registry under ``cls.name``."""
+    """Class decorator adding a method to the registry under ``cls.name`` (a lower-case name and a
+    ``family`` from :data:`FAMILIES` are required)."""
     if not cls.name or cls.name != cls.name.lower():
         raise ValueError(f"method name must be a non-empty lower-case string, got {cls.name!r}")
+    V.choice(cls.family, f"{cls.name}: family", FAMILIES)
     _REGISTRY[cls.name] = cls
     return cls
