@@ -61,6 +61,7 @@ FAMILY_BANDS: dict[str, tuple[tuple[float, float], tuple[float, float], tuple[fl
 FAMILY_ANCHORS = {"hierarchical": "#d62728"}  # a family's first colour where it is fixed (PCD's red)
 FAMILY_SYMBOLS = {"hierarchical": "circle", "gradient aggregation": "square", "loss weighting": "diamond",
                   "constrained": "triangle-up"}
+FAMILY_GLYPHS = {"hierarchical": "●", "gradient aggregation": "■", "loss weighting": "◆", "constrained": "▲"}
 DASHES = ("solid", "dash", "dot", "dashdot", "longdash", "longdashdot")
 # The constrained baselines of pcd.train / pcd.experiments (page 07), not registry methods.
 CONSTRAINED_BASELINES = ("lagrangian", "auglag", "nupi", "gda", "penalty", "prox")
@@ -174,6 +175,31 @@ def method_style(name: str) -> dict[str, str]:
 def method_color(name: str) -> str:
     """The method's colour (one colour per method everywhere)."""
     return method_style(name)["color"]
+
+
+def by_family(names: Any) -> list[str]:
+    """``names`` grouped by family (:data:`pcd.methods.FAMILIES` order), each family's in its
+    display order; names of no family (references, unknown) last, as given."""
+    rank = {n: i for i, n in enumerate(n for names_ in family_members().values() for n in names_)}
+    names = list(names)
+    return sorted(names, key=lambda n: (rank.get(str(n).lower(), len(rank)), names.index(n)))
+
+
+def method_option_label(name: str) -> str:
+    """A method as a picker shows it: its family's glyph (the marker of its figures) and display name."""
+    fam = method_style(name)["family"]
+    return f"{FAMILY_GLYPHS[fam]} {method_label(name)}" if fam else method_label(name)
+
+
+def family_legend(names: Any = None) -> str:
+    """One line per family present in ``names`` (default: every method): glyph, family, members."""
+    names = [n for m in family_members().values() for n in m] if names is None else by_family(names)
+    lines = []
+    for fam in FAMILY_SYMBOLS:
+        members = [method_label(n) for n in names if method_style(n)["family"] == fam]
+        if members:
+            lines.append(f"{FAMILY_GLYPHS[fam]} {fam}: {', '.join(members)}")
+    return "  \n".join(lines)
 
 
 def method_label(name: str) -> str:

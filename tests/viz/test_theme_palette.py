@@ -118,3 +118,12 @@ def test_a_method_registered_later_gets_its_familys_next_style(monkeypatch):
     assert st["color"] == T.family_palette("gradient aggregation", n)[n - 1]
     assert st["color"] not in METHOD_COLORS.values()
     assert st["dash"] == T.DASHES[(n - 1) % len(T.DASHES)] and st["symbol"] == "square"
+
+
+def test_picker_helpers_group_and_label_by_family():
+    assert T.by_family(["ws", "unpruned", "lagrangian", "uw", "mgda", "pcd"]) == \
+        ["pcd", "mgda", "ws", "uw", "lagrangian", "unpruned"]
+    assert T.method_option_label("uw") == "◆ UW" and T.method_option_label("pcd") == "● PCD"
+    assert T.method_option_label("unpruned") == "Unpruned (primary only)"  # a reference: no family
+    legend = T.family_legend(["stch", "pcd"]).split("  \n")
+    assert legend == ["● hierarchical: PCD", "◆ loss weighting: STCH"]
