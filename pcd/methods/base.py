@@ -349,9 +349,10 @@ def check_gram(gram: Any, who: str = "gram") -> np.ndarray:
     return g
 
 
-def check_losses(losses: Any, B: int, K: int, who: str) -> np.ndarray:
+def check_losses(losses: Any, B: int, K: int, who: str, *, nonnegative: str | None = None) -> np.ndarray:
     """The loss values ``[B, K]`` of a batch (a single ``[K]`` is promoted) as float64; a one-line
-    ``ValueError`` for anything else. Signs are the method's business (e.g. GLS needs ``L >= 0``)."""
+    ``ValueError`` for anything else. ``nonnegative`` (the reason, e.g. GLS's "the geometric mean of
+    a negative loss is undefined") also refuses a negative (or NaN) loss, naming the objective."""
     try:
         L = np.asarray(losses, dtype=np.float64)
     except (TypeError, ValueError):
@@ -360,6 +361,9 @@ def check_losses(losses: Any, B: int, K: int, who: str) -> np.ndarray:
         L = L[None]
     if L.shape != (B, K):
         raise V.Invalid(f"{who}: losses must have shape [B, K] = [{B}, {K}], got {list(np.shape(losses))}")
+    if nonnegative is not None and not (L >= 0.0).all():
+        b, k = np.argwhere(~(L >= 0.0))[0]
+        raise V.Invalid(f"{who}: losses must be >= 0 ({nonnegative}), got {L[b, k]:.6g} for objective {int(k)}")
     return L
 
 

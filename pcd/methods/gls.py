@@ -22,7 +22,6 @@ from typing import Any
 
 import numpy as np
 
-from pcd import _validate as V
 from pcd.methods.base import Method, Step, check_losses, register
 
 
@@ -40,11 +39,7 @@ class GLS(Method):
     def update(self, gram: np.ndarray, state: Any = None, *, losses: Any = None, jacobian: Any = None,
                rng: Any = None) -> Step:
         B, K = gram.shape[0], gram.shape[-1]
-        L = check_losses(losses, B, K, self.name)
-        if not (L >= 0.0).all():
-            bad = np.argwhere(~(L >= 0.0))[0]
-            raise V.Invalid(f"gls: losses must be >= 0 (the geometric mean of a negative loss is undefined), "
-                            f"got {L[tuple(bad)]:.6g} for objective {int(bad[1])}")
+        L = check_losses(losses, B, K, self.name, nonnegative="the geometric mean of a negative loss is undefined")
         zero = (L == 0.0).any(axis=1, keepdims=True)
         with np.errstate(divide="ignore"):
             logs = np.log(np.where(zero, 1.0, L))

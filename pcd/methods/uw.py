@@ -16,10 +16,11 @@ the weights use the current ``s`` and then
 
 (the step taken with the same losses, at the same time as the model's step). For losses held fixed,
 ``s_i -> log L_i`` (the minimizer of ``S`` in ``s``), i.e. ``weights_i -> 1 / (2 L_i)``: each loss
-is divided by its own scale. UW assumes ``L_i > 0`` (sigma^2 is the task's noise level): a loss
-that stays at 0 lowers ``s_i`` by ``lr/2`` per call and its weight grows like ``e^{lr t / 2}``
-without bound (no fixed point); the weights are not refused for that, they are what UW does.
-Needs the loss values (``losses [B, K]``).
+is divided by its own scale. UW assumes ``L_i > 0`` (sigma^2 is the task's noise level): a
+negative loss is refused with a ``ValueError`` (``dS/ds_i > 1/2`` for every ``s_i``: no minimum, the
+weight grows without bound; TorchJD does not check); a loss that stays at 0 lowers ``s_i`` by
+``lr/2`` per call and its weight grows like ``e^{lr t / 2}`` -- not refused (a trajectory the engine
+has stopped has losses 0), it is what UW does. Needs the loss values (``losses [B, K]``).
 """
 from __future__ import annotations
 
@@ -56,7 +57,7 @@ class UW(Method):
     def update(self, gram: np.ndarray, state: Any = None, *, losses: Any = None, jacobian: Any = None,
                rng: Any = None) -> Step:
         B, K = gram.shape[0], gram.shape[-1]
-        L = check_losses(losses, B, K, self.name)
+        L = check_losses(losses, B, K, self.name, nonnegative="for L_i < 0 the log-variance s_i has no minimum")
         if state is None:
             state = self.init(B, K)
         s = state.log_var

@@ -83,6 +83,8 @@ def test_bad_input_refused_in_one_line():
         m(np.eye(2))
     with pytest.raises(ValueError, match=r"uw: losses must have shape \[B, K\] = \[1, 2\]"):
         m(np.eye(2), losses=np.ones(3))
+    with pytest.raises(ValueError, match=r"^uw: losses must be >= 0 \(.*no minimum\), got -0.5 for objective 1$"):
+        m(np.eye(2), losses=[1.0, -0.5])
     with pytest.raises(ValueError, match="state is for shape"):
         m(np.eye(2), losses=np.ones(2), state=m.init(2, 2))
 
