@@ -226,6 +226,16 @@ class Method:
             return self.weights(gram, losses=losses, jacobian=jacobian, state=state, rng=rng)
         raise NotImplementedError
 
+    def state_for(self, state: Any, B: int, K: int) -> Any:
+        """``state`` for a batch of ``B`` problems with ``K`` objectives (``init(B, K)`` when None); a
+        ``ValueError`` when it was made for another shape (its first field's, ``[B, K]``)."""
+        if state is None:
+            return self.init(B, K)
+        shape = np.shape(state[0])
+        if shape != (B, K):
+            raise ValueError(f"{self.name}: state is for shape {shape}, got a batch of [{B}, {K}]")
+        return state
+
     # ---- adapters of the first interface (kept while callers move) -----------------------------
     def init_state(self, batch: int, K: int) -> Any:
         return self.init(batch, K)

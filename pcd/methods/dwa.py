@@ -61,10 +61,7 @@ class DWA(Method):
                rng: Any = None) -> Step:
         B, K = gram.shape[0], gram.shape[-1]
         L = check_losses(losses, B, K, self.name)
-        if state is None:
-            state = self.init(B, K)
-        if state.loss_sum.shape != (B, K):
-            raise ValueError(f"dwa: state is for shape {state.loss_sum.shape}, got a batch of [{B}, {K}]")
+        state = self.state_for(state, B, K)
         if state.epochs < 2:
             w = np.ones((B, K))
         else:

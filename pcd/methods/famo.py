@@ -70,10 +70,7 @@ class FAMO(Method):
                rng: Any = None) -> Step:
         B, K = gram.shape[0], gram.shape[-1]
         L = check_losses(losses, B, K, self.name)
-        if state is None:
-            state = self.init(B, K)
-        if state.xi.shape != (B, K):
-            raise ValueError(f"famo: state is for shape {state.xi.shape}, got a batch of [{B}, {K}]")
+        state = self.state_for(state, B, K)
         if K == 2 and small_batch(B):
             out = self._weights_k2(L, state)
             if out is not None:

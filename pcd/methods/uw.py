@@ -58,11 +58,7 @@ class UW(Method):
                rng: Any = None) -> Step:
         B, K = gram.shape[0], gram.shape[-1]
         L = check_losses(losses, B, K, self.name, nonnegative="for L_i < 0 the log-variance s_i has no minimum")
-        if state is None:
-            state = self.init(B, K)
-        s = state.log_var
-        if s.shape != (B, K):
-            raise ValueError(f"uw: state is for shape {s.shape}, got a batch of [{B}, {K}]")
+        s = self.state_for(state, B, K).log_var
         w = 0.5 * np.exp(-s)
         new = s - self.hparams["lr"] * (0.5 - w * L)
         return Step(weights=w, state=UWState(log_var=new))

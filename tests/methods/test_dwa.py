@@ -10,16 +10,7 @@ import numpy as np
 import pytest
 
 import pcd.methods as methods
-
-
-def _losses(T, B, K, seed):
-    rng = np.random.default_rng(seed)
-    L = rng.uniform(0.5, 3.0, size=(B, K))
-    out = []
-    for _ in range(T):
-        out.append(L.copy())
-        L = L * rng.uniform(0.6, 1.1, size=(B, K))
-    return np.array(out)
+from tests.methods._samplers import loss_trajectory
 
 
 @pytest.mark.parametrize("K,T_,E", [(2, 2.0, 1), (3, 0.5, 3), (5, 10.0, 2)])
@@ -27,7 +18,7 @@ def test_oracle_torchjd_dwa(K, T_, E):
     torch = pytest.importorskip("torch")
     sc = pytest.importorskip("torchjd.scalarization")
     B, steps = 3, 24
-    Ls = _losses(steps, B, K, seed=K)
+    Ls = loss_trajectory(steps, B, K, seed=K, start=(0.5, 3.0), factor=(0.6, 1.1))
     refs = [sc.DWA(temperature=T_) for _ in range(B)]
     m = methods.make("dwa", temperature=T_, epoch_length=E)
     state = m.init(B, K)

@@ -12,16 +12,7 @@ import pytest
 
 import pcd.methods as methods
 from pcd.methods.base import state_fields, state_from_fields
-
-
-def _losses(T, B, K, seed):
-    rng = np.random.default_rng(seed)
-    L = rng.uniform(0.2, 3.0, size=(B, K))
-    out = []
-    for _ in range(T):
-        out.append(L.copy())
-        L = L * rng.uniform(0.8, 1.1, size=(B, K))
-    return np.array(out)  # [T, B, K]
+from tests.methods._samplers import loss_trajectory
 
 
 @pytest.mark.parametrize("K,lr,init", [(2, 0.1, 0.0), (3, 0.5, -0.5), (5, 0.02, 0.3)])
@@ -29,7 +20,7 @@ def test_oracle_torchjd_uw(K, lr, init):
     torch = pytest.importorskip("torch")
     sc = pytest.importorskip("torchjd.scalarization")
     B, T = 3, 20
-    Ls = _losses(T, B, K, seed=K)
+    Ls = loss_trajectory(T, B, K, seed=K, factor=(0.8, 1.1))
     refs = [sc.UW(K).double() for _ in range(B)]
     opts = []
     for r in refs:
