@@ -9,7 +9,14 @@ from pcd.methods.base import Method, register
 
 def test_every_method_declares_a_known_family():
     for name in registry.available():
-        assert registry.get(name).family in registry.FAMILIES, name
+        cls = registry.get(name)
+        assert cls.family in registry.FAMILIES, name
+        # the hierarchical family is the asymmetric one (the claim is checked by the shared claims test)
+        if cls.family == "hierarchical":
+            assert cls.hierarchical, name
+        # a loss-weighting method of this issue reads the losses (the weighted sum's are fixed)
+        if cls.family == "loss weighting" and name != "ws":
+            assert cls.needs_losses, name
 
 
 def test_families_partition_the_registry_in_display_order():
