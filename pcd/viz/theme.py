@@ -54,10 +54,14 @@ CVD: dict[str, np.ndarray] = {  # Machado et al. (2009), severity 1.0, applied i
 #: family -> ((hue low, hue high) in degrees, (L* low, high), (C* low, high)) of its colours
 FAMILY_BANDS: dict[str, tuple[tuple[float, float], tuple[float, float], tuple[float, float]]] = {
     "hierarchical": ((20.0, 75.0), (34.0, 52.0), (35.0, 90.0)),          # reds, dark oranges
-    "gradient aggregation": ((175.0, 295.0), (34.0, 64.0), (25.0, 80.0)),  # teals, blues, violets
-    "loss weighting": ((85.0, 160.0), (56.0, 72.0), (30.0, 80.0)),       # light yellow-greens
+    "gradient aggregation": ((170.0, 300.0), (31.0, 70.0), (20.0, 85.0)),  # teals, blues, violets
+    "loss weighting": ((85.0, 160.0), (56.0, 72.0), (30.0, 80.0)),       # light greens (no amber: g3)
     "constrained": ((0.0, 357.5), (40.0, 72.0), (0.0, 12.0)),            # muted greys and browns
 }
+# The objective colours a figure shows next to the methods (g1 ink, g2 blue, g3 amber: pages 01 and
+# 00) are kept out of every band: no method colour within this ΔE of them, in any of the four visions.
+RESERVED_OBJECTIVES = 3
+RESERVED_DISTANCE = 15.0
 FAMILY_ANCHORS = {"hierarchical": "#d62728"}  # a family's first colour where it is fixed (PCD's red)
 FAMILY_SYMBOLS = {"hierarchical": "circle", "gradient aggregation": "square", "loss weighting": "diamond",
                   "constrained": "triangle-up"}
@@ -119,6 +123,9 @@ def family_palette(family: str, n: int) -> tuple[str, ...]:
     V.choice(family, "method family", tuple(FAMILY_BANDS))
     n = V.integer(n, "palette size", low=0, high=256)
     srgb, labs = _band_candidates(family)
+    far = np.stack([lab(OBJECTIVE_COLORS[:RESERVED_OBJECTIVES], v) for v in ("normal", *CVD)])  # [4, R, 3]
+    keep = np.linalg.norm(labs[:, :, None] - far[:, None], axis=-1).min(axis=(0, 2)) >= RESERVED_DISTANCE
+    srgb, labs = srgb[keep], labs[:, keep]
     anchor = FAMILY_ANCHORS.get(family)
     if anchor is not None:
         first = np.stack([lab([anchor], v) for v in ("normal", *CVD)])  # [4, 1, 3]
