@@ -1,6 +1,7 @@
 """Every multi-objective method, batched over Gram matrices ``[B, K, K]`` -> a :class:`Step`.
 
-``available()`` lists registry names in display order; ``get(name)`` returns the class,
+``available()`` lists registry names in display order, ``families()`` groups them by family
+(hierarchical, gradient aggregation, loss weighting, constrained); ``get(name)`` returns the class,
 ``make(name, **hparams)`` a validated instance and ``resolve(...)`` an instance whose capabilities
 (losses, Jacobian) the caller has checked once, up front. One module per method family; modules
 register themselves with :func:`pcd.methods.base.register` and are imported automatically. The
