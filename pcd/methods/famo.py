@@ -15,6 +15,9 @@ eps 1e-8). The paper recomputes the losses on the same batch after the step; on 
 problems the next call's losses are exactly that. Needs the loss values (``losses [B, K]``).
 K = 2 with a small batch (:func:`pcd._fast.small_batch`, the toy engine) runs in Python floats (:meth:`FAMO._weights_k2`, the same
 operations and the same bits; non-finite or non-positive shifted losses use the vectorized code).
+Family: loss weighting -- the paper balances the tasks' *loss* decrease with weights learned from the
+losses alone (it never needs the per-task gradients: its point is O(1) cost), and TorchJD 0.18 files
+it under ``scalarization``.
 """
 from __future__ import annotations
 
