@@ -38,6 +38,7 @@ from pcd.ui import (
     url_sync,
 )
 from pcd.ui.chart import plotly_chart
+from pcd.ui.run_inside import config_diff_panel, inside_panel, parallel_panel
 from pcd.ui.runs_where import where_panel
 from pcd.ui.selection import selected_ids
 from pcd.viz.runs import curves_figure, method_bars, results_scatter, study_scatter
@@ -397,6 +398,7 @@ def _runs_view() -> None:
         meth = {f"run {r['id']}": r["config"].get("method", "") for r in sel}
         plotly_chart(curves_figure(series, meth), key="pl_compare_curves",
                         config={"displaylogo": False})
+        config_diff_panel(sel)
     where_panel(store, runs, DATA_DIR, pid, sel)  # issue 16: nodes, placement, worker.log (pcd.ui.runs_where)
     running = data.running
     if running:
@@ -560,6 +562,8 @@ def _results_view() -> None:
               "normalization", here=", ".join(f"{method_label(m)} {v:.3f}" for m, v in hv["methods"].items()),
               note="Different normalization and scale: compare the ratio between methods, not the values.")
 
+    parallel_panel(pts)
+
     st.subheader("Run detail")
     labels = {p["id"]: f"run {p['id']} · {method_label(p['method'])} {p['setting']} · seed {p['seed']}" for p in pts}
     rid = st.selectbox("run", list(labels), format_func=labels.get, key="pl_detail")
@@ -575,6 +579,8 @@ def _results_view() -> None:
         st.dataframe(pd.DataFrame([{"measure": r["measure"], "before": _fmt(r["before"], ",.6g"),
                                     "after": _fmt(r["after"], ",.6g")} for r in rep["rows"]]),
                      hide_index=True, key="pl_export_table")
+    if res:
+        inside_panel(store, rid, res)
     c1, c2, c3 = st.columns(3)
     cfg = res.get("config") or run["config"]
     with c1:
