@@ -514,7 +514,8 @@ def _results_view() -> None:
     min_x = c1.number_input(f"only baseline points with {R.X_AXES[x_key]} ≥", value=0.0, format="%g",
                             key=f"pl_minx_{x_key}", help="the paper counts pairs above ~80 % sparsity")
     comp = R.paired_comparison(rows, x_key, y_key, min_x=min_x)
-    line = R.pairs_line(comp) if comp["n"] else "no baseline point to pair (queue PCD and baseline runs)"
+    line = (R.pairs_line(comp) if comp["n"] else comp["nothing"] if comp.get("nothing")
+            else "no baseline point to pair (queue PCD and baseline runs)")
     st.markdown(f"**Matched comparisons** — {line}")
     st.caption("Each baseline point (mean over seeds of a method at one setting) is paired with the PCD setting whose "
                "x is closest — chosen on x alone, never on accuracy; tie = the accuracy difference is within the seed "
