@@ -119,6 +119,8 @@ ss.setdefault("pl_epochs", url_default("epochs", 3, low=1))
 ss.setdefault("pl_batch", 128)
 ss.setdefault("pl_lr", 1e-3)
 ss.setdefault("pl_subset", 0)
+ss.setdefault("pl_export_thr", 1e-4)
+ss.setdefault("pl_target", 0.0)
 ss.setdefault("pl_tau", float(url_default("tau", 0.02, low=0.0, high=1.0)))
 ss.setdefault("pl_sweep", url_default("sweep", False))
 ss.setdefault("pl_methods", url_default("methods", ["pcd"], allowed=METHODS))
@@ -222,6 +224,12 @@ with tab_queue:
         device = c2.selectbox("device", ["auto", "cpu", "cuda"], key="pl_device")
         subset_in = c3.number_input("training images (0 = all)", step=256, key="pl_subset",
                                     help="a CIFAR subset keeps CPU runs short")
+        c1, c2 = st.columns(2)
+        thr_in = c1.number_input("export: remove channels whose filter norm is below", step=1e-4, format="%g",
+                                 key="pl_export_thr", help="the paper's threshold is 1e-4")
+        target_in = c2.number_input("or: target parameter reduction, 0–0.99 (0 = use the threshold)", step=0.05,
+                                   format="%g", key="pl_target",
+                                   help="removes the weakest channels until this share of the parameters is gone")
         hparams: dict[str, dict] = {}
         for m in methods:
             spec = ([p for p in registry.get(m).params if p.name != registry.get(m).primary_knob]
@@ -242,9 +250,11 @@ with tab_queue:
         batch = V.integer(batch_in, "batch size", low=1, high=V.LIMITS["batch_size"], strict=False)
         lr = V.number(lr_in, "learning rate", low=0, high=10, open_low=True)
         subset = V.integer(subset_in, "training images", low=0, high=V.LIMITS["samples"], strict=False)
+        thr = V.number(thr_in, "export threshold", low=0.0, high=1e6)
+        target = V.number(target_in, "target parameter reduction", low=0.0, high=0.99)
         base = {"dataset": dataset, "arch": arch, "secondary": secondary, "grouping": grouping, "epochs": epochs,
                 "batch_size": batch, "lr": lr, "optimizer": optimizer, "device": device,
-                "max_train_samples": subset or None}
+                "max_train_samples": subset or None, "export_threshold": thr, "target_reduction": target or None}
         taus = parse_numbers(tau_text, name="τ", low=0.0, high=1.0)
         seeds = parse_numbers(seeds_text, name="seeds", low=0, integer=True)
         configs = build_sweep(base, methods, taus, seeds, hparams)
