@@ -50,6 +50,17 @@ METHOD_COLORS: dict[str, str] = {
     "rgw": "#bb9999",
     "dbgd": "#cc7711",
     "auxinash": "#446611",
+    # TorchJD's other aggregators (issue 27): a max-min search against the colours above (all four
+    # visions, lightness 30-75); the family palette replaces them
+    "config": "#8c2cfc",
+    "fairgrad": "#342cc4",
+    "gradvac": "#8c6cf4",
+    "excessmtl": "#00c8d4",
+    "crmogm": "#b81090",
+    "modo": "#f0a48c",
+    "sdmgrad": "#00709c",
+    "krum": "#705450",
+    "trimmedmean": "#1000fc",
     # constrained / specialised baselines (pcd.train, pcd.experiments, page 07)
     "lagrangian": "#7799ff",
     "auglag": "#558866",
