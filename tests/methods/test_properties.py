@@ -158,7 +158,8 @@ def test_zero_primary_gradient(name, K):
 
 CANCEL_ZERO = {"ws", "mgda", "pcgrad", "cagrad", "famo", "upgrad", "dualproj", "imtlg", "alignedmtl",
                "nashmtl", "auxinash",
-               "config"}
+               "config",
+               "fairgrad"}
 
 
 @pytest.mark.parametrize("name", DETERMINISTIC + ["pcgrad"])
