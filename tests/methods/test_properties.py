@@ -159,7 +159,8 @@ def test_zero_primary_gradient(name, K):
 CANCEL_ZERO = {"ws", "mgda", "pcgrad", "cagrad", "famo", "upgrad", "dualproj", "imtlg", "alignedmtl",
                "nashmtl", "auxinash",
                "config",
-               "fairgrad"}
+               "fairgrad",
+               "gradvac"}
 
 
 @pytest.mark.parametrize("name", DETERMINISTIC + ["pcgrad"])
