@@ -160,7 +160,8 @@ CANCEL_ZERO = {"ws", "mgda", "pcgrad", "cagrad", "famo", "upgrad", "dualproj", "
                "nashmtl", "auxinash",
                "config",
                "fairgrad",
-               "gradvac"}
+               "gradvac",
+               "excessmtl"}
 
 
 @pytest.mark.parametrize("name", DETERMINISTIC + ["pcgrad"])
