@@ -162,7 +162,8 @@ CANCEL_ZERO = {"ws", "mgda", "pcgrad", "cagrad", "famo", "upgrad", "dualproj", "
                "fairgrad",
                "gradvac",
                "excessmtl",
-               "crmogm"}
+               "crmogm",
+               "modo"}
 
 
 @pytest.mark.parametrize("name", DETERMINISTIC + ["pcgrad"])
