@@ -163,7 +163,8 @@ CANCEL_ZERO = {"ws", "mgda", "pcgrad", "cagrad", "famo", "upgrad", "dualproj", "
                "gradvac",
                "excessmtl",
                "crmogm",
-               "modo"}
+               "modo",
+               "sdmgrad"}
 
 
 @pytest.mark.parametrize("name", DETERMINISTIC + ["pcgrad"])
