@@ -164,7 +164,8 @@ CANCEL_ZERO = {"ws", "mgda", "pcgrad", "cagrad", "famo", "upgrad", "dualproj", "
                "excessmtl",
                "crmogm",
                "modo",
-               "sdmgrad"}
+               "sdmgrad",
+               "krum"}
 
 
 @pytest.mark.parametrize("name", DETERMINISTIC + ["pcgrad"])
