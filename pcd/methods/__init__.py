@@ -32,7 +32,7 @@ from pcd.methods.base import (
 ORDER = [
     "pcd", "ws", "mgda", "pcgrad", "cagrad", "famo", "upgrad", "dualproj", "imtlg",
     "alignedmtl", "nashmtl", "graddrop", "rgw", "dbgd", "auxinash",
-    "config", "fairgrad", "gradvac", "excessmtl", "crmogm", "modo", "sdmgrad", "krum",
+    "config", "fairgrad", "gradvac", "excessmtl", "crmogm", "modo", "sdmgrad", "krum", "trimmedmean",
 ]
 
 for _info in pkgutil.iter_modules(__path__):

@@ -165,7 +165,8 @@ CANCEL_ZERO = {"ws", "mgda", "pcgrad", "cagrad", "famo", "upgrad", "dualproj", "
                "crmogm",
                "modo",
                "sdmgrad",
-               "krum"}
+               "krum",
+               "trimmedmean"}
 
 
 @pytest.mark.parametrize("name", DETERMINISTIC + ["pcgrad"])
