@@ -113,7 +113,7 @@ def _apply_preset() -> None:
         ss["pl_sweep"] = False
 
 
-ss.setdefault("pl_preset", url_default("preset", "custom", PRESETS))
+ss.setdefault("pl_preset", url_default("preset", "digits-quick", PRESETS))  # a first visit: the laptop preset
 ss.setdefault("pl_dataset", url_default("dataset", "digits", ["digits", "cifar10", "cifar100"]))
 ss.setdefault("pl_epochs", url_default("epochs", 3, low=1))
 ss.setdefault("pl_batch", 128)

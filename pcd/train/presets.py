@@ -3,6 +3,8 @@ the seeds of one study. ``python -m pcd prune --preset NAME`` trains one run wit
 training settings, ``python -m pcd runs submit --preset NAME`` queues the whole study, and the
 Pruning lab's form offers the same presets. Importing this module does not import torch.
 
+- ``digits-quick`` (CPU, three runs, minutes): the first look a newcomer lands on -- PCD at τ = 0.2,
+  the weighted sum at its default weight and the unpruned network, one seed.
 - ``digits-demo`` (CPU, each run well under a minute): the paper's structured-pruning picture in
   miniature. Its training settings were chosen by measurement (see the README's Pruning lab
   section): with them PCD removes more than half of the parameters of the 8x8-digits CNN while
@@ -105,6 +107,20 @@ PRESETS: dict[str, Preset] = {}
 def _add(p: Preset) -> None:
     PRESETS[p.name] = p
 
+
+_add(Preset(
+    name="digits-quick",
+    title="first look (CPU, ~3 min): PCD vs weighted sum vs unpruned on digits",
+    description=("The paper's result in three runs that fit a laptop: the digits-demo network and training "
+                 "(40 epochs), one seed. PCD at τ = 0.2 removes most of the parameters at the unpruned accuracy; "
+                 "the weighted sum at its default weight (w = 1) collapses. Each run ends with a pruned model "
+                 "to download."),
+    base=_DIGITS,
+    grid=[("unpruned", {}), ("pcd", {"tau": 0.2}), ("ws", {"method_params": {"w": 1.0}})],
+    seeds=(0,),
+    measured=("on this project's 2-core machine under load: PCD τ = 0.2 99.4 % test accuracy with 81 % of the "
+              "parameters removed (~55 s of CPU per run), the weighted sum at w = 1 7.8 % with 99.8 % removed"),
+))
 
 _add(Preset(
     name="digits-demo",
