@@ -152,17 +152,16 @@ def _preset_panel(all_runs: list[dict]) -> None:
                           "seeds": len(preset.seeds)} for m, s in preset.grid])
     with c3.expander(f"{len(preset.grid)} (method, setting) pairs × seeds"):
         st.dataframe(grid, hide_index=True)
-    est = R.estimate_seconds(all_runs, study_base)
-    if est:
-        per, basis = est["seconds"], f"measured: {est['basis']} finished run(s) of this shape"
-    else:
-        nom = P.nominal_seconds(preset, epochs=study_base["epochs"])
-        per, basis = nom["per_run"], nom["basis"]
-    n = len(configs) or len(preset.configs())
-    hours = per * n / 3600
-    st.info(f"**{n} runs**, estimated ≈ {per:.0f} s per run, ≈ "
-            + (f"{hours:.1f} h" if hours >= 1 else f"{per * n / 60:.0f} min") + f" on one slot ({basis}).",
-            icon=":material/schedule:")
+    nom = P.nominal_seconds(preset, epochs=study_base["epochs"])
+    est = R.estimate_study(all_runs, configs or preset.configs(), nom["per_run"], nom["basis"])
+    n = est["n"]
+
+    def _dur(sec: float) -> str:
+        return f"{sec / 3600:.1f} h" if sec >= 3600 else f"{sec / 60:.0f} min"
+
+    spread = f" (25–75 %: {_dur(est['low'])}–{_dur(est['high'])})" if est["high"] > est["low"] else ""
+    st.info(f"**{n} runs**, estimated ≈ {est['total'] / max(n, 1):.0f} s per run, ≈ {_dur(est['total'])}{spread} "
+            f"on one slot ({est['basis']}).", icon=":material/schedule:")
     if err:
         show_error(err)
     if st.button(f"Queue the {preset.name} study ({n} runs)", type="primary", disabled=bool(err),
@@ -272,9 +271,11 @@ with tab_queue:
         st.markdown(msg)
         est = R.estimate_seconds(all_runs, base)
         if est:
-            st.caption(f"Estimated ≈ {est['seconds']:.0f} s per run ({est['per_epoch']:.1f} s/epoch + "
-                       f"{est['overhead']:.0f} s start-up/export, from {est['basis']} finished run(s) of the same "
-                       f"shape); ≈ {est['seconds'] * len(configs) / 60:.1f} min for all on one slot.")
+            st.caption(f"Estimated ≈ {est['seconds']:.0f} s per run (25–75 %: {est['low']:.0f}–{est['high']:.0f} s; "
+                       f"{est['per_epoch']:.1f} s/epoch + {est['overhead']:.0f} s start-up/export, from "
+                       f"{est['basis']} finished run(s) of the same shape"
+                       + (" and method" if est["same_method"] else ", any method") + f"); ≈ "
+                       f"{est['seconds'] * len(configs) / 60:.1f} min for all on one slot.")
         else:
             st.caption("No time estimate yet: no finished run of this shape (dataset, architecture, batch size, "
                        "subset, secondary, device). Queue a 1-epoch calibration run to get one.")
