@@ -18,6 +18,7 @@ import pcd.methods as registry
 from pcd import _validate as V
 from pcd.jobs import RunStore, default_data_dir, ensure_supervisor, eta_seconds, supervisor_pid, validate_for_queue
 from pcd.jobs import results as R
+from pcd.jobs.queue_view import PAGE_SIZE, done_points, estimate_basis, queue_page
 from pcd.jobs.sweep import build_sweep, describe, parse_numbers
 from pcd.train import presets as P
 from pcd.train.config import SPECIAL_METHODS, method_names
@@ -29,6 +30,7 @@ from pcd.ui import (
     download_csv,
     download_figure,
     download_json,
+    method_picker,
     param_widget,
     setup_page,
     show_error,
@@ -36,6 +38,7 @@ from pcd.ui import (
     url_sync,
 )
 from pcd.ui.chart import plotly_chart
+from pcd.ui.run_inside import config_diff_panel, inside_panel, parallel_panel
 from pcd.ui.runs_where import where_panel
 from pcd.ui.selection import selected_ids
 from pcd.viz.runs import curves_figure, method_bars, results_scatter, study_scatter
@@ -110,12 +113,14 @@ def _apply_preset() -> None:
         ss["pl_sweep"] = False
 
 
-ss.setdefault("pl_preset", url_default("preset", "custom", PRESETS))
+ss.setdefault("pl_preset", url_default("preset", "digits-quick", PRESETS))  # a first visit: the laptop preset
 ss.setdefault("pl_dataset", url_default("dataset", "digits", ["digits", "cifar10", "cifar100"]))
 ss.setdefault("pl_epochs", url_default("epochs", 3, low=1))
 ss.setdefault("pl_batch", 128)
 ss.setdefault("pl_lr", 1e-3)
 ss.setdefault("pl_subset", 0)
+ss.setdefault("pl_export_thr", 1e-4)
+ss.setdefault("pl_target", 0.0)
 ss.setdefault("pl_tau", float(url_default("tau", 0.02, low=0.0, high=1.0)))
 ss.setdefault("pl_sweep", url_default("sweep", False))
 ss.setdefault("pl_methods", url_default("methods", ["pcd"], allowed=METHODS))
@@ -147,17 +152,16 @@ def _preset_panel(all_runs: list[dict]) -> None:
                           "seeds": len(preset.seeds)} for m, s in preset.grid])
     with c3.expander(f"{len(preset.grid)} (method, setting) pairs × seeds"):
         st.dataframe(grid, hide_index=True)
-    est = R.estimate_seconds(all_runs, study_base)
-    if est:
-        per, basis = est["seconds"], f"measured: {est['basis']} finished run(s) of this shape"
-    else:
-        nom = P.nominal_seconds(preset, epochs=study_base["epochs"])
-        per, basis = nom["per_run"], nom["basis"]
-    n = len(configs) or len(preset.configs())
-    hours = per * n / 3600
-    st.info(f"**{n} runs**, estimated ≈ {per:.0f} s per run, ≈ "
-            + (f"{hours:.1f} h" if hours >= 1 else f"{per * n / 60:.0f} min") + f" on one slot ({basis}).",
-            icon=":material/schedule:")
+    nom = P.nominal_seconds(preset, epochs=study_base["epochs"])
+    est = R.estimate_study(all_runs, configs or preset.configs(), nom["per_run"], nom["basis"])
+    n = est["n"]
+
+    def _dur(sec: float) -> str:
+        return f"{sec / 3600:.1f} h" if sec >= 3600 else f"{sec / 60:.0f} min"
+
+    spread = f" (25–75 %: {_dur(est['low'])}–{_dur(est['high'])})" if est["high"] > est["low"] else ""
+    st.info(f"**{n} runs**, estimated ≈ {est['total'] / max(n, 1):.0f} s per run, ≈ {_dur(est['total'])}{spread} "
+            f"on one slot ({est['basis']}).", icon=":material/schedule:")
     if err:
         show_error(err)
     if st.button(f"Queue the {preset.name} study ({n} runs)", type="primary", disabled=bool(err),
@@ -173,7 +177,7 @@ with tab_queue:
                  help="a preset fills the form with its training settings and can queue its whole study")
     url_sync(preset=ss["pl_preset"])
     if ss["pl_preset"] != "custom":
-        _preset_panel(store.list())
+        _preset_panel(estimate_basis(store))
         st.divider()
         st.markdown("**Or queue single runs** with these training settings (the form below holds them):")
     left, right = st.columns([1, 1], gap="large")
@@ -193,7 +197,7 @@ with tab_queue:
         ss.setdefault(f"pl_arch_{dataset}", "smallcnn" if dataset == "digits" else
                       ("resnet20" if "resnet20" in ARCHS else arch_opts[0]))
         arch = st.selectbox("architecture", arch_opts, key=f"pl_arch_{dataset}")
-        methods = st.multiselect("method(s)", METHODS, key="pl_methods", format_func=method_label)
+        methods = method_picker("method(s)", METHODS, key="pl_methods")
         c1, c2 = st.columns(2)
         secondary = c1.selectbox("secondary objective(s)", list(SECONDARIES), key="pl_secondary",
                                  help="group_lasso: K = 2 (filters); l1+nuclear: K = 3 (sparse + low rank)")
@@ -219,6 +223,12 @@ with tab_queue:
         device = c2.selectbox("device", ["auto", "cpu", "cuda"], key="pl_device")
         subset_in = c3.number_input("training images (0 = all)", step=256, key="pl_subset",
                                     help="a CIFAR subset keeps CPU runs short")
+        c1, c2 = st.columns(2)
+        thr_in = c1.number_input("export: remove channels whose filter norm is below", step=1e-4, format="%g",
+                                 key="pl_export_thr", help="the paper's threshold is 1e-4")
+        target_in = c2.number_input("or: target parameter reduction, 0–0.99 (0 = use the threshold)", step=0.05,
+                                   format="%g", key="pl_target",
+                                   help="removes the weakest channels until this share of the parameters is gone")
         hparams: dict[str, dict] = {}
         for m in methods:
             spec = ([p for p in registry.get(m).params if p.name != registry.get(m).primary_knob]
@@ -239,9 +249,11 @@ with tab_queue:
         batch = V.integer(batch_in, "batch size", low=1, high=V.LIMITS["batch_size"], strict=False)
         lr = V.number(lr_in, "learning rate", low=0, high=10, open_low=True)
         subset = V.integer(subset_in, "training images", low=0, high=V.LIMITS["samples"], strict=False)
+        thr = V.number(thr_in, "export threshold", low=0.0, high=1e6)
+        target = V.number(target_in, "target parameter reduction", low=0.0, high=0.99)
         base = {"dataset": dataset, "arch": arch, "secondary": secondary, "grouping": grouping, "epochs": epochs,
                 "batch_size": batch, "lr": lr, "optimizer": optimizer, "device": device,
-                "max_train_samples": subset or None}
+                "max_train_samples": subset or None, "export_threshold": thr, "target_reduction": target or None}
         taus = parse_numbers(tau_text, name="τ", low=0.0, high=1.0)
         seeds = parse_numbers(seeds_text, name="seeds", low=0, integer=True)
         configs = build_sweep(base, methods, taus, seeds, hparams)
@@ -250,7 +262,7 @@ with tab_queue:
         form_error = exc
     url_sync(dataset=dataset, methods=methods, sweep=sweep,
              **({"epochs": epochs_in} if not form_error else {}), **({} if sweep else {"tau": tau_text}))
-    all_runs = store.list()
+    all_runs = estimate_basis(store)  # the newest finished runs: bounded however many the store holds
     if form_error:
         show_error(form_error)
     else:
@@ -259,9 +271,11 @@ with tab_queue:
         st.markdown(msg)
         est = R.estimate_seconds(all_runs, base)
         if est:
-            st.caption(f"Estimated ≈ {est['seconds']:.0f} s per run ({est['per_epoch']:.1f} s/epoch + "
-                       f"{est['overhead']:.0f} s start-up/export, from {est['basis']} finished run(s) of the same "
-                       f"shape); ≈ {est['seconds'] * len(configs) / 60:.1f} min for all on one slot.")
+            st.caption(f"Estimated ≈ {est['seconds']:.0f} s per run (25–75 %: {est['low']:.0f}–{est['high']:.0f} s; "
+                       f"{est['per_epoch']:.1f} s/epoch + {est['overhead']:.0f} s start-up/export, from "
+                       f"{est['basis']} finished run(s) of the same shape"
+                       + (" and method" if est["same_method"] else ", any method") + f"); ≈ "
+                       f"{est['seconds'] * len(configs) / 60:.1f} min for all on one slot.")
         else:
             st.caption("No time estimate yet: no finished run of this shape (dataset, architecture, batch size, "
                        "subset, secondary, device). Queue a 1-epoch calibration run to get one.")
@@ -333,8 +347,14 @@ def _runs_view() -> None:
         st.toast(m)
     if errors:
         show_error("; ".join(errors))
-    runs = store.list()
-    counts = {s: sum(r["status"] == s for r in runs) for s in ("queued", "running", "done", "failed", "cancelled")}
+    # counts (SQL) + the newest page only; an auto-refresh with nothing changed re-reads nothing
+    page_no = int(ss.get("pl_page", 1) or 1)
+    try:
+        data = queue_page(store, page=page_no, previous=ss.get("pl_queue_data"))
+    except ValueError:
+        data = queue_page(store, page=1)
+    ss["pl_queue_data"] = data
+    runs, counts = data.runs, data.counts
     pid = supervisor_pid(DATA_DIR)
     cols = st.columns(6)
     for col, (s, n) in zip(cols, counts.items()):
@@ -344,10 +364,16 @@ def _runs_view() -> None:
     if not pid:
         st.caption("No supervisor is serving this data folder: queued runs wait. It starts with the app, or run "
                    f"`python -m pcd worker --data-dir {DATA_DIR}`.")
-    if not runs:
+    if not data.total:
         st.info("No runs yet: queue one on the **Queue runs** tab.")
         return
-    shown = runs[::-1]  # newest first
+    if data.pages > 1:
+        c1, c2 = st.columns([1, 3])
+        c1.number_input(f"page (of {data.pages:,}; newest first)", min_value=1, max_value=data.pages, step=1,
+                        key="pl_page")
+        c2.caption(f"Runs {data.offset + 1:,}–{data.offset + len(runs):,} of {data.total:,}, {PAGE_SIZE} per page. "
+                   "`python -m pcd runs list --all` lists every run.")
+    shown = runs  # newest first
     ids = [r["id"] for r in shown]
     chosen = selected_ids("pl_table", ids)
     st.caption("Select rows (click the boxes at the left; shift-click for a range) to cancel, retry, delete or "
@@ -383,8 +409,9 @@ def _runs_view() -> None:
         meth = {f"run {r['id']}": r["config"].get("method", "") for r in sel}
         plotly_chart(curves_figure(series, meth), key="pl_compare_curves",
                         config={"displaylogo": False})
+        config_diff_panel(sel)
     where_panel(store, runs, DATA_DIR, pid, sel)  # issue 16: nodes, placement, worker.log (pcd.ui.runs_where)
-    running = [r for r in runs if r["status"] == "running"]
+    running = data.running
     if running:
         st.markdown("**Live curves of the running runs**")
         series = {f"run {r['id']}": store.metrics(r["id"]) for r in running}
@@ -398,7 +425,8 @@ def _runs_view() -> None:
     ss["pl_was_active"] = bool(running or counts["queued"])
 
 
-ACTIVE = bool(store.list(["running", "queued"]))
+_COUNTS = store.counts()
+ACTIVE = bool(_COUNTS["running"] or _COUNTS["queued"])
 ss.setdefault("pl_was_active", ACTIVE)
 with tab_runs:
     st.fragment(run_every=2.0 if ACTIVE else None)(_runs_view)()
@@ -437,9 +465,10 @@ def _summary_frame(rows: list[dict], ref_acc: float | None, k3: bool) -> pd.Data
 
 
 def _results_view() -> None:
-    done = store.list("done")
-    points = R.run_points(done)
-    pending = len(store.list(["running", "queued"]))
+    ss["pl_done_points"] = done_points(store, ss.get("pl_done_points"))  # re-read only when a run finished
+    points = ss["pl_done_points"][1]
+    counts = store.counts()
+    pending = counts["running"] + counts["queued"]
     if not points:
         st.info("No finished run yet. Finished runs appear here with their accuracy, sparsity, FLOPs, latency "
                 "and file size" + (f" ({pending} queued or running)." if pending else "."))
@@ -496,7 +525,8 @@ def _results_view() -> None:
     min_x = c1.number_input(f"only baseline points with {R.X_AXES[x_key]} ≥", value=0.0, format="%g",
                             key=f"pl_minx_{x_key}", help="the paper counts pairs above ~80 % sparsity")
     comp = R.paired_comparison(rows, x_key, y_key, min_x=min_x)
-    line = R.pairs_line(comp) if comp["n"] else "no baseline point to pair (queue PCD and baseline runs)"
+    line = (R.pairs_line(comp) if comp["n"] else comp["nothing"] if comp.get("nothing")
+            else "no baseline point to pair (queue PCD and baseline runs)")
     st.markdown(f"**Matched comparisons** — {line}")
     st.caption("Each baseline point (mean over seeds of a method at one setting) is paired with the PCD setting whose "
                "x is closest — chosen on x alone, never on accuracy; tie = the accuracy difference is within the seed "
@@ -544,6 +574,8 @@ def _results_view() -> None:
               "normalization", here=", ".join(f"{method_label(m)} {v:.3f}" for m, v in hv["methods"].items()),
               note="Different normalization and scale: compare the ratio between methods, not the values.")
 
+    parallel_panel(pts)
+
     st.subheader("Run detail")
     labels = {p["id"]: f"run {p['id']} · {method_label(p['method'])} {p['setting']} · seed {p['seed']}" for p in pts}
     rid = st.selectbox("run", list(labels), format_func=labels.get, key="pl_detail")
@@ -559,6 +591,8 @@ def _results_view() -> None:
         st.dataframe(pd.DataFrame([{"measure": r["measure"], "before": _fmt(r["before"], ",.6g"),
                                     "after": _fmt(r["after"], ",.6g")} for r in rep["rows"]]),
                      hide_index=True, key="pl_export_table")
+    if res:
+        inside_panel(store, rid, res)
     c1, c2, c3 = st.columns(3)
     cfg = res.get("config") or run["config"]
     with c1:
@@ -571,15 +605,14 @@ def _results_view() -> None:
         download_json({"id": rid, "config": cfg, "result": {k: v for k, v in res.items() if k != "history"},
                        "metrics": rows_m}, f"run_{rid}.json", "Download run JSON", key="pl_dl_json")
     with c3:
-        try:  # the stored path is served only when it resolves inside this run's folder
-            path = store.run_file(rid, (res.get("export") or {}).get("path"))
-        except ValueError as exc:
-            path = None
-            show_error(f"not serving the pruned model: {exc}")
-        if rep["offer_model"] and path is not None:
-            with open(path, "rb") as fh:
-                st.download_button("Download pruned model", fh.read(), file_name=f"run_{rid}_pruned.pt",
-                                   key="pl_dl_model")
+        blob = None
+        if rep["offer_model"]:
+            try:  # served only when it is a regular file inside this run's real folder (pcd._files)
+                blob = store.read_run_file(rid, (res.get("export") or {}).get("path"), kind="model")
+            except ValueError as exc:
+                show_error(f"not serving the pruned model: {exc}")
+        if blob is not None:
+            st.download_button("Download pruned model", blob, file_name=f"run_{rid}_pruned.pt", key="pl_dl_model")
         elif rep["offer_model"]:
             st.caption("The pruned model file is not on this machine (deleted, or written by a Ray node).")
 

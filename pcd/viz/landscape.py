@@ -22,6 +22,7 @@ from pcd.viz.theme import (
     figure_from_spec,
     method_color,
     method_label,
+    method_style,
     outcome_label,
     png_data_uri,
     rgba,
@@ -415,7 +416,7 @@ def landscape_figure(res: Any, grid: tuple[Any, Any, Any], pareto_set: Any = Non
         path_idx.append(len(traces))
         traces.append(dict(type="scatter", x=full[:, 0], y=full[:, 1], mode="lines",
                            name=method_label(name), legendgroup=name,
-                           line=dict(color=rgba(method_color(name), 0.5), width=2.5),
+                           line=dict(color=rgba(method_color(name), 0.5), width=2.5, dash=method_style(name)["dash"]),
                            text=txt, hovertemplate=f"{method_label(name)}{' · %{text}' if txt else ''}<br>"
                                                    f"(%{{x:.3f}}, %{{y:.3f}})<extra></extra>"))
         if end_labels:  # a small diamond where each path ends: its own trace of S points, in the

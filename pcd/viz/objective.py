@@ -13,7 +13,7 @@ from typing import Any
 import numpy as np
 
 from pcd.viz.landscape import fit_legend, frame_index, log_shift, path_so_far
-from pcd.viz.theme import base_layout, figure_from_spec, method_color, method_label, rgba
+from pcd.viz.theme import base_layout, figure_from_spec, method_color, method_label, method_style, rgba
 
 FLOOR = 1e-12  # a log axis draws an exact zero here (as the loss chart does)
 
@@ -73,7 +73,8 @@ def objective_space_figure(space: dict[str, Any], *, log: bool = True, plot_heig
         xy = path_so_far(P[m], fidx, 0 if animate else None)
         path_idx.append(len(traces))
         traces.append(dict(type="scatter", x=xy[:, 0], y=xy[:, 1], mode="lines", name=method_label(name),
-                           legendgroup=name, line=dict(color=rgba(method_color(name), 0.55), width=2.5),
+                           legendgroup=name, line=dict(color=rgba(method_color(name), 0.55), width=2.5,
+                                                       dash=method_style(name)["dash"]),
                            hovertemplate=f"{method_label(name)}<br>{names[0]} %{{x:.3e}}, {names[1]} %{{y:.3e}}"
                                          "<extra></extra>"))
     verdicts = space.get("verdicts") or [[""] * S for _ in range(M)]
