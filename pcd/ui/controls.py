@@ -110,9 +110,10 @@ export default function(component) {
   let shown = null;
   function ending(Pg, g, on) {
     const anns = {}, tr = [];
-    ((g.layout && g.layout.annotations) || []).forEach((a, k) => { if (a.name === 'end label') anns['annotations[' + k + '].visible'] = on; });
     (g.data || []).forEach((t, k) => { if (t.meta === 'end') tr.push(k); });
-    if (tr.length) Pg.restyle(g, {visible: on}, tr);
+    if (!tr.length) return;  // a figure that shows its ending throughout (no reveal): left as it is
+    ((g.layout && g.layout.annotations) || []).forEach((a, k) => { if (a.name === 'end label') anns['annotations[' + k + '].visible'] = on; });
+    Pg.restyle(g, {visible: on}, tr);
     if (Object.keys(anns).length) Pg.relayout(g, anns);
   }
   function showEnding(i) {
@@ -329,7 +330,9 @@ def frame_controls(chart_key: str, frames: Sequence[Any], frame_ms: int = 45, lo
     that second chart follow the frame shown (see :func:`pcd.viz.teaching.with_step_cursor`).
     A range input under the buttons scrubs to any frame (the chart needs no slider of its own).
     ``follow``: widget keys of more charts animated on frames of the same names (e.g. the toy page's
-    objective-space panel): each shows the frame the controls show, ending included.
+    objective-space panel): each shows the frame the controls show, ending included. A figure built
+    to reveal its ending (end markers with ``meta="end"``, end labels named ``"end label"``,
+    :func:`pcd.viz.landscape.landscape_figure` ``reveal=True``) shows them at the last frame only.
 
     ``width_classes = [("narrow", 700), ("wide", None)]`` (upper bounds in px, ``None`` = any):
     the component reports which class the page column's width falls in (one rerun when it differs
