@@ -465,7 +465,8 @@ TOY_STATE = """() => { const gd = document.querySelector('.st-key-toy_map .js-pl
   const obj = onow ? xs(onow) : null;
   const obj_ending = og && og._fullData ? og._fullData.filter(d => d.meta === 'end' && d.visible === true).length
                      + (og.layout.annotations || []).filter(a => a.name === 'end label' && a.visible !== false).length : 0;
-  return {frames: ((gd._transitionData || {})._frames || []).length, heads: heads ? xs(heads) : null, inset, ending,
+  const drawn = (document.querySelector('.st-key-toy_map .pcd-chart') || {dataset: {}}).dataset.drawn || '';
+  return {frames: ((gd._transitionData || {})._frames || []).length, heads: heads ? xs(heads) : null, inset, ending, drawn,
           obj, obj_ending, obj_frames: og ? ((og._transitionData || {})._frames || []).length : 0,
           plotly_controls: document.querySelectorAll('.js-plotly-plot .updatemenu-button, .js-plotly-plot .slider-container').length}; }"""
 
@@ -503,8 +504,15 @@ def test_toy_map_plays_and_steps_in_every_width_class(browser, warm, w, h, query
             v = page.evaluate(TOY_STATE) or {"frames": 0, "inset": ""}
             return dict(v, frame=int(player.get_attribute("data-frame") or 0))
 
-        first = wait_until(lambda: (lambda v: v if v and v["frames"] > 0 and v["inset"] and v["obj_frames"] > 0
-                                    else None)(state()), 60, f"the toy map's frames at {w}x{h}{query}")
+        seen: list[str] = []
+
+        def settled():  # frames in both charts, and no redraw (a rerun for the width class) for 2 s
+            v = state()
+            ok = v and v["frames"] > 0 and v["inset"] and v["obj_frames"] > 0
+            seen.append(v["drawn"] if ok else "")
+            return v if ok and len(seen) >= 9 and len(set(seen[-9:])) == 1 else None
+
+        first = wait_until(settled, 90, f"the toy map's frames at {w}x{h}{query}")
         assert first["frames"] >= 50 and first["frame"] == 0
         # one set of play controls: the page's (no Plotly buttons or slider in the chart)
         assert first["plotly_controls"] == 0 and page.locator(".pcd-play").count() == 1
