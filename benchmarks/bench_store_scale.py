@@ -6,7 +6,7 @@ queue-tab data function at 1k, 10k and 200k runs.
 Each store is built fast by inserting realistic rows directly (``executemany``: a validated config,
 and for finished runs a result with an export report and a 3-epoch history, ~2.5 KB a row; 80 %
 done, 1 % queued, a few running, the rest failed / cancelled). Each measure runs in its own fresh
-Python process (``python -c``), so its peak resident memory (``ru_maxrss``) is its own; the time
+Python process (``python -c``), so its peak resident memory (``VmHWM``) is its own; the time
 is wall time of the call inside that process (imports excluded). ``runs list`` is the default page
 (newest 50) as JSON; ``--all`` streams every run; ``runs summary`` streams the finished runs.
 """
@@ -35,7 +35,7 @@ MEASURES = {
 }
 
 PROBE = """
-import resource, sys, time
+import sys, time
 sys.path.insert(0, {here!r})
 D = {data!r}
 OUT = D + '/bench-out.json'
@@ -47,7 +47,9 @@ import pcd.cli.runs, pcd.jobs.results, pcd.train.catalog  # imports are not time
 T0 = time.perf_counter()
 {code}
 dt = time.perf_counter() - T0
-print(dt, resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024)
+# VmHWM: this process's own peak (ru_maxrss would carry the parent's over fork + exec)
+hwm = next(int(ln.split()[1]) for ln in open("/proc/self/status") if ln.startswith("VmHWM:"))
+print(dt, hwm / 1024)
 """
 
 
@@ -86,9 +88,12 @@ def build(data: Path, n: int, seed: int = 0) -> None:
                      created + 60 if status in ("done", "failed", "cancelled") else None,
                      1.0 if status == "done" else 0.0, json.dumps(res) if res else None,
                      "boom" if status == "failed" else None))
-    with sqlite3.connect(data / "pcd.sqlite3") as c:
+    c = sqlite3.connect(data / "pcd.sqlite3")
+    with c:
         c.executemany("INSERT INTO runs (id, config, status, created_at, started_at, finished_at, progress, result, "
                       "error) VALUES (?,?,?,?,?,?,?,?,?)", rows)
+    c.execute("PRAGMA wal_checkpoint(TRUNCATE)")  # the steady state: the rows in the main file
+    c.close()
 
 
 def measure(data: Path, setup: str, code: str) -> tuple[float, float]:

@@ -240,6 +240,13 @@ def dumps(obj: Any) -> str:
     return _json.dumps(obj)
 
 
+_CHECKED: set[tuple[int, int, int, int]] = set()  # database file versions that passed quick_check here
+
+
+def _check_key(st: os.stat_result) -> tuple[int, int, int, int]:
+    return (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns)
+
+
 class RunStore:
     """Access to one data folder's run store (``<data_dir>/pcd.sqlite3``, run files in
     ``<data_dir>/runs/<id>/``). Cheap to create; each instance opens its own connection."""
@@ -294,13 +301,19 @@ class RunStore:
             raise ValueError(f"could not put {self.path} in WAL mode (got {mode}); use a local folder")
         self._conn.execute("PRAGMA synchronous = NORMAL")
         self._conn.execute("PRAGMA foreign_keys = ON")
-        ok = self._conn.execute("PRAGMA quick_check(1)").fetchone()[0]
-        if ok != "ok":
-            self._conn.close()
-            raise sqlite3.DatabaseError(f"integrity check: {ok}")
+        st = os.stat(self.path)
+        if _check_key(st) not in _CHECKED:
+            # once per file version and process: the check reads every page (~1 s at 200,000 runs) and
+            # a page script opens the store on every rerun. The file changes (size, mtime) only when
+            # SQLite checkpoints its WAL; damage that appears in between fails the query that meets
+            # it (a DatabaseError, reported in one line)
+            ok = self._conn.execute("PRAGMA quick_check(1)").fetchone()[0]
+            if ok != "ok":
+                self._conn.close()
+                raise sqlite3.DatabaseError(f"integrity check: {ok}")
         self._conn.executescript(_SCHEMA)
         _add_missing_columns(self._conn)
-        st = os.stat(self.path)
+        _CHECKED.add(_check_key(os.stat(self.path)))
         self._identity = (st.st_dev, st.st_ino)
 
     def check_file(self) -> None:
