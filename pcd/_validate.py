@@ -338,30 +338,12 @@ def query_json(raw: Any, name: str) -> Any:
 # ---- files -------------------------------------------------------------------------------------
 
 def read_bytes(path: Any, name: str = "file", *, max_bytes: int = MAX_JSON_BYTES) -> bytes:
-    """At most ``max_bytes`` of a regular file (``-`` is not special here).
+    """At most ``max_bytes`` of a regular file (``-`` is not special here): the product's one
+    reader, :func:`pcd._files.read_bytes` (devices, FIFOs, folders and unreadable files are refused
+    in one line without blocking; a file larger than ``max_bytes`` is refused from its size)."""
+    from pcd import _files  # _files builds on this module
 
-    Devices, FIFOs, folders and unreadable files (``/dev/zero``, ``/proc/self/mem``, ``/sys/...``)
-    are refused in one line; a file larger than ``max_bytes`` is refused without reading it all.
-    """
-    p = str(path)
-    try:
-        st = os.stat(p)
-    except FileNotFoundError:
-        raise Invalid(f"{name} {p}: no such file") from None
-    except OSError as exc:
-        raise Invalid(f"{name} {p}: cannot read ({exc.strerror or exc.__class__.__name__})") from None
-    if stat.S_ISDIR(st.st_mode):
-        raise Invalid(f"{name} {p}: is a folder, not a file")
-    if not stat.S_ISREG(st.st_mode):
-        raise Invalid(f"{name} {p}: not a regular file (a device, pipe or socket cannot be read)")
-    try:
-        with open(p, "rb") as fh:
-            data = fh.read(max_bytes + 1)
-    except OSError as exc:
-        raise Invalid(f"{name} {p}: cannot read ({exc.strerror or exc.__class__.__name__})") from None
-    if len(data) > max_bytes:
-        raise Invalid(f"{name} {p}: larger than the {max_bytes}-byte limit")
-    return data
+    return _files.read_bytes(path, kind="json", max_bytes=max_bytes, name=name)
 
 
 def read_text(path: Any, name: str = "file", *, max_bytes: int = MAX_JSON_BYTES) -> str:

@@ -586,15 +586,14 @@ def _results_view() -> None:
         download_json({"id": rid, "config": cfg, "result": {k: v for k, v in res.items() if k != "history"},
                        "metrics": rows_m}, f"run_{rid}.json", "Download run JSON", key="pl_dl_json")
     with c3:
-        try:  # the stored path is served only when it resolves inside this run's folder
-            path = store.run_file(rid, (res.get("export") or {}).get("path"))
-        except ValueError as exc:
-            path = None
-            show_error(f"not serving the pruned model: {exc}")
-        if rep["offer_model"] and path is not None:
-            with open(path, "rb") as fh:
-                st.download_button("Download pruned model", fh.read(), file_name=f"run_{rid}_pruned.pt",
-                                   key="pl_dl_model")
+        blob = None
+        if rep["offer_model"]:
+            try:  # served only when it is a regular file inside this run's real folder (pcd._files)
+                blob = store.read_run_file(rid, (res.get("export") or {}).get("path"), kind="model")
+            except ValueError as exc:
+                show_error(f"not serving the pruned model: {exc}")
+        if blob is not None:
+            st.download_button("Download pruned model", blob, file_name=f"run_{rid}_pruned.pt", key="pl_dl_model")
         elif rep["offer_model"]:
             st.caption("The pruned model file is not on this machine (deleted, or written by a Ray node).")
 

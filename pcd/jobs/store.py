@@ -42,7 +42,7 @@ from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
-from pcd import _json
+from pcd import _files, _json
 from pcd import _validate as V
 
 STATUSES = ("queued", "running", "done", "failed", "cancelled")
@@ -363,24 +363,31 @@ class RunStore:
         return self.data_dir / "runs" / str(int(run_id))
 
     def run_file(self, run_id: Any, path: Any) -> Path | None:
-        """A file of run ``run_id`` named by a stored path (e.g. ``result.export.path``), resolved
-        (symlinks followed) and served only if it lies inside the run's folder: ``ValueError``
-        for anything else (``/etc/passwd``, ``../``, a link out); None when it does not exist."""
+        """A file of run ``run_id`` named by a stored path (e.g. ``result.export.path``:
+        relative to the run folder, or absolute into it), served only if it lies inside the run's
+        real folder (:func:`pcd._files.run_file`): ``ValueError`` for anything else (``/etc/passwd``,
+        ``../``, a link out, a run folder that is itself a link); None when it does not exist. Read it
+        with :meth:`read_run_file` (regular files only, bounded)."""
         if path is None or path == "":
             return None
         rid = self._check_id(run_id)
-        folder = self.run_dir(rid)
         if isinstance(path, str) and os.path.isabs(path):
             # a row of an older version stores absolute paths: one into this run's folder at another
             # data-folder location (copied or moved since) is taken by its part after runs/<id>/
             try:
-                V.inside(path, folder, "stored file path")
+                V.inside(path, self.run_dir(rid), "stored file path")
             except V.Invalid:
                 rest = moved_path(path, rid)
                 if rest is not None:
                     path = rest
-        p = V.inside(path, folder, "stored file path")
-        return p if p.is_file() else None
+        p = _files.run_file(self.data_dir, rid, path)
+        return p if os.path.lexists(p) else None
+
+    def read_run_file(self, run_id: Any, path: Any, *, kind: str = "model") -> bytes | None:
+        """The bytes of :meth:`run_file` through the one reader (regular file, the kind's size bound
+        from :data:`pcd._files.MAX_BYTES`); None when it does not exist. ``ValueError`` if refused."""
+        p = self.run_file(run_id, path)
+        return None if p is None else _files.read_bytes(p, p.parent, kind=kind, name="run file")
 
     @staticmethod
     def _row(row: sqlite3.Row | None) -> dict | None:
