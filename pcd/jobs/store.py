@@ -119,7 +119,7 @@ def run_folders(data_dir: str | os.PathLike, notes: builtins.list[str] | None = 
     out, odd, links = [], [], []
     for p in root.iterdir():
         name = p.name
-        if not (name.isascii() and name.isdigit() and len(name) <= 18 and int(name) >= 1):
+        if not (_files.is_plain_id(name) and int(name) >= 1):
             if not name.startswith("."):
                 odd.append(name)
             continue
@@ -480,9 +480,10 @@ class RunStore:
     def _mark_queue_file(self, run_id: int, **changes: Any) -> None:
         """Update a run's ``queue.json`` (cancelled / queued again) so a rebuild restores that state.
         Best effort for runs submitted before run folders held one (nothing to update then)."""
-        qfile = self.run_dir(run_id) / QUEUE_NAME
         try:
-            entry = V.load_json(qfile, QUEUE_NAME) if qfile.is_file() and not qfile.is_symlink() else None
+            folder = _files.run_folder(self.data_dir, run_id)
+            qfile = folder / QUEUE_NAME
+            entry = _files.read_json(qfile, folder, kind="config", name=QUEUE_NAME) if qfile.exists() else None
         except V.Invalid:
             entry = None
         if not isinstance(entry, dict):
@@ -925,28 +926,28 @@ def _folder_run(folder: Path, rid: int) -> tuple[dict, builtins.list[dict], buil
     ``final.json`` -> done; never started (only ``config.json`` / ``queue.json``) -> queued (or
     cancelled when its queue entry says so); otherwise failed, with the reason."""
     notes: builtins.list[str] = []
-    cfg = V.load_json(folder / "config.json", "config.json")
+    cfg = _files.read_json(folder / "config.json", folder, kind="config", name="config.json")
     if not isinstance(cfg, dict):
         raise V.Invalid("config.json is not a JSON object")
     entry: dict = {}
     qfile = folder / QUEUE_NAME
-    if qfile.is_file():
+    if os.path.lexists(qfile):
         try:
-            got = V.load_json(qfile, QUEUE_NAME)
+            got = _files.read_json(qfile, folder, kind="config", name=QUEUE_NAME)
             entry = got if isinstance(got, dict) else {}
         except V.Invalid as exc:
             notes.append(f"run {rid}: {exc} (priority and label not restored)")
     result = None
-    if (folder / "final.json").is_file():
+    if os.path.lexists(folder / "final.json"):
         try:
-            result = V.load_json(folder / "final.json", "final.json")
+            result = _files.read_json(folder / "final.json", folder, kind="json", name="final.json")
         except V.Invalid as exc:
             notes.append(f"run {rid}: {exc} (kept as failed)")
     rows = []
     mfile = folder / "metrics.jsonl"
-    if mfile.is_file():
+    if os.path.lexists(mfile):
         try:
-            for line in V.read_text(mfile, "metrics.jsonl", max_bytes=64 * 2**20).splitlines():
+            for line in _files.read_text(mfile, folder, kind="metrics", name="metrics.jsonl").splitlines():
                 if line.strip():
                     try:
                         rows.append(V.parse_json(line, "metrics row"))

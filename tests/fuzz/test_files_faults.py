@@ -256,7 +256,7 @@ def _claimed(data, **cfg):
     return s, run
 
 
-@pytest.mark.parametrize("kind", ["nested", "fifo", "binary", "huge"])
+@pytest.mark.parametrize("kind", ["nested", "fifo", "binary", "huge", "linked-folder"])
 def test_bad_metrics_file_is_recorded_on_its_run_and_the_queue_goes_on(tmp_path, kind, monkeypatch):
     data = tmp_path / "d"
     sup = Supervisor(data, runner="tests.jobs.runners:quick", poll_s=0.05)
@@ -269,8 +269,16 @@ def test_bad_metrics_file_is_recorded_on_its_run_and_the_queue_goes_on(tmp_path,
         os.mkfifo(path)
     elif kind == "binary":
         path.write_bytes(b"\xff\xfe" * 1000)
+    elif kind == "linked-folder":  # runs/<id> swapped for a link to a folder outside the data folder
+        outside = tmp_path / "outside"
+        outside.mkdir()
+        (outside / "metrics.jsonl").write_text(good + "\n")
+        folder = sup.store.run_dir(run["id"])
+        shutil.rmtree(folder)
+        os.symlink(outside, folder)
     else:
-        monkeypatch.setattr("pcd.jobs.supervisor.METRICS_MAX_BYTES", 1000)
+        from pcd import _files
+        monkeypatch.setitem(_files.MAX_BYTES, "metrics", 1000)
         path.write_text((good + "\n") * 100)
     n = sup.reconcile(run["id"], run["token"])  # never raises
     row = sup.store.get(run["id"])
