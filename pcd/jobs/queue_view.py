@@ -8,6 +8,7 @@ Plain data in, plain data out: the page draws it, a test or the benchmark calls 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any
 
 from pcd import _validate as V
 from pcd.jobs.store import RunStore
@@ -57,10 +58,15 @@ def queue_page(store: RunStore, *, page: int = 1, limit: int = PAGE_SIZE,
                      running=store.list("running", limit=RUNNING_SHOWN))
 
 
+#: what :func:`pcd.jobs.results.estimate_seconds` reads of a result (besides the config)
+ESTIMATE_PATHS = ("seconds", "epochs_completed")
+
+
 def estimate_basis(store: RunStore, n: int = ESTIMATE_BASIS) -> list[dict]:
-    """The newest ``n`` finished runs: what :func:`pcd.jobs.results.estimate_seconds` measures from
-    (bounded whatever the store holds; recent runs reflect this machine as it is now)."""
-    return store.list("done", limit=n, newest_first=True)
+    """The newest ``n`` finished runs, light (:meth:`RunStore.iter_done`): what
+    :func:`pcd.jobs.results.estimate_seconds` measures from (bounded whatever the store holds;
+    recent runs reflect this machine as it is now)."""
+    return list(store.iter_done(ESTIMATE_PATHS, newest_first=True, limit=n))
 
 
 def summary_rows(store: RunStore, study: str | None = None) -> list[dict]:
@@ -70,9 +76,28 @@ def summary_rows(store: RunStore, study: str | None = None) -> list[dict]:
     and memory stay small whatever the store holds."""
     from pcd.jobs import results as R
 
-    points = (p for p in map(R.run_point, store.iter_done(R.POINT_RESULT_PATHS))
+    points = (p for p in _points(store.iter_done(R.POINT_RESULT_PATHS))
               if p is not None and (not study or study in p["study"]))
     return R.aggregate(points)
+
+
+def _points(runs: Any) -> Any:
+    """:func:`pcd.jobs.results.run_point` of light runs (:meth:`RunStore.iter_done`), the setting and
+    study labels computed once per distinct config (they do not depend on the seed)."""
+    from pcd.jobs import results as R
+
+    labels: dict[str, tuple[str, str]] = {}
+    for run in runs:
+        key = run["config_key"]
+        lab = labels.get(key)
+        if lab is None:
+            if len(labels) > 10_000:
+                labels.clear()
+            try:  # run["config"] is already the result's own config where it has one
+                lab = labels[key] = (R.setting_label(run["config"]), R.study_label(run["config"]))
+            except (TypeError, ValueError):  # a config the labels cannot describe: left out
+                continue
+        yield R.run_point(run, lab)
 
 
 def done_points(store: RunStore, previous: tuple | None = None) -> tuple:
@@ -84,4 +109,4 @@ def done_points(store: RunStore, previous: tuple | None = None) -> tuple:
     marker = store.status_marker("done")
     if previous is not None and previous[0] == marker:
         return previous
-    return marker, R.run_points(store.iter_done(R.POINT_RESULT_PATHS))
+    return marker, [p for p in _points(store.iter_done(R.POINT_RESULT_PATHS)) if p is not None]

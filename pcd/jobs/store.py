@@ -751,26 +751,35 @@ class RunStore:
                 if r is not None:
                     yield r
 
-    def iter_done(self, result_paths: Iterable[str], *, batch: int = 5000) -> Iterator[dict]:
-        """Finished runs, light (oldest first): ``{"id", "status", "started_at", "finished_at",
-        "config", "result"}`` where ``result`` holds only ``result_paths`` (``"test_acc"``,
-        ``"export.params_after"``, ...), extracted by SQLite's JSON functions: the whole result
-        (history, latency tables) is never parsed in Python, and the config (the result's own when
-        it has one) is parsed once per distinct config-without-seed. Rows whose JSON SQLite does
-        not accept are left out (:meth:`list` shows them flagged invalid)."""
+    def iter_done(self, result_paths: Iterable[str], *, newest_first: bool = False, limit: int | None = None,
+                  batch: int = 5000) -> Iterator[dict]:
+        """Finished runs, light (oldest first, or newest first; at most ``limit``): ``{"id", "status",
+        "started_at", "finished_at", "config", "config_key", "result"}`` where ``result`` holds only
+        ``result_paths`` (``"test_acc"``, ``"export.params_after"``, ...), extracted by SQLite's JSON
+        functions in one pass per row: the whole result (history, latency tables) is never parsed in
+        Python. The config (the result's own when it has one) is parsed once per distinct
+        config-without-seed (``config_key``, for callers that cache what they derive from it). Rows
+        whose JSON SQLite does not accept are left out (:meth:`list` shows them flagged invalid)."""
         paths = builtins.list(result_paths)
+        if not paths:
+            raise ValueError("iter_done needs at least one result path")
         for p in paths:
             if not all(part.isidentifier() for part in p.split(".")):
                 raise ValueError(f"result path must be dotted names, got {p!r}")
+        if limit is not None:
+            V.integer(limit, "limit", low=0, high=V.LIMITS["run_id"])
         src = "COALESCE(json_extract(result, '$.config'), config)"
-        cols = ", ".join(f"json_extract(result, '$.{p}')" for p in paths)
-        q = (f"SELECT id, started_at, finished_at, json_remove({src}, '$.seed'), json_extract({src}, '$.seed')"
-             f"{', ' + cols if cols else ''} FROM runs WHERE status='done' AND result IS NOT NULL "
-             "AND json_valid(config) AND json_valid(result) AND id > ? ORDER BY id LIMIT ?")
+        values = "json_extract(result, " + ", ".join(f"'$.{p}'" for p in paths) + ")"
+        op, order = ("<", "DESC") if newest_first else (">", "ASC")
+        q = (f"SELECT id, started_at, finished_at, json_remove({src}, '$.seed'), json_extract({src}, '$.seed'), "
+             f"{values} FROM runs WHERE status='done' AND result IS NOT NULL AND json_valid(config) "
+             f"AND json_valid(result) AND (? IS NULL OR id {op} ?) ORDER BY id {order} LIMIT ?")
         configs: dict[str, dict | None] = {}
-        last = 0
-        while True:
-            rows = self._conn.execute(q, (last, int(batch))).fetchall()
+        last: int | None = None
+        left = limit
+        while left is None or left > 0:
+            n = batch if left is None else min(batch, left)
+            rows = self._conn.execute(q, (last, last, int(n))).fetchall()
             if not rows:
                 return
             last = int(rows[-1][0])
@@ -790,8 +799,9 @@ class RunStore:
                 cfg = dict(base)
                 if row[4] is not None:
                     cfg["seed"] = row[4]
+                got_values = json.loads(row[5]) if len(paths) > 1 else [row[5]]
                 res: dict[str, Any] = {}
-                for p, v in zip(paths, row[5:]):
+                for p, v in zip(paths, got_values):
                     if v is None:
                         continue
                     *parents, leaf = p.split(".")
@@ -800,7 +810,9 @@ class RunStore:
                         node = node.setdefault(part, {})
                     node[leaf] = v
                 yield {"id": int(row[0]), "status": "done", "started_at": row[1], "finished_at": row[2],
-                       "config": cfg, "result": res}
+                       "config": cfg, "config_key": key, "result": res}
+            if left is not None:
+                left -= len(rows)
 
     @staticmethod
     def _status_filter(status: str | Iterable[str] | None) -> tuple[str, builtins.list[str]]:

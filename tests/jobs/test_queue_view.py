@@ -102,3 +102,19 @@ def test_runs_list_pages_in_the_cli(tmp_path, capsys):
     assert [r["id"] for r in json.loads(capsys.readouterr().out)] == ids[::-1]
     assert cli_main(["runs", "list", "--data-dir", d, "--limit", "0"]) == 2
     assert "--limit" in capsys.readouterr().err
+
+
+def test_estimates_from_the_light_newest_runs_equal_the_full_read(tmp_path):
+    from pcd.jobs.queue_view import estimate_basis
+
+    s, ids = _store(tmp_path, n=8)
+    for i in range(6):
+        rid = _finish(s, {"seconds": 10.0 + i, "epochs_completed": 2, "test_acc": 1.0,
+                          "history": [{"epoch": 1}] * 3})
+        s._conn.execute("UPDATE runs SET started_at=?, finished_at=? WHERE id=?", (100.0, 130.0 + i, rid))
+    cfg = s.get(ids[0])["config"]
+    full = R.estimate_seconds(s.list(), cfg)
+    assert full is not None and R.estimate_seconds(estimate_basis(s), cfg) == full
+    newest = [r["id"] for r in s.iter_done(["seconds"], newest_first=True, limit=4, batch=3)]
+    assert newest == sorted((r["id"] for r in s.list("done")), reverse=True)[:4]
+    assert len(estimate_basis(s, n=2)) == 2
