@@ -772,7 +772,8 @@ class RunStore:
         values = "json_extract(result, " + ", ".join(f"'$.{p}'" for p in paths) + ")"
         op, order = ("<", "DESC") if newest_first else (">", "ASC")
         q = (f"SELECT id, started_at, finished_at, json_remove({src}, '$.seed'), json_extract({src}, '$.seed'), "
-             f"{values} FROM runs WHERE status='done' AND result IS NOT NULL AND json_valid(config) "
+             # `+status`: walk the rows in id order (stops after `limit`), not the status index + a sort
+             f"{values} FROM runs WHERE +status='done' AND result IS NOT NULL AND json_valid(config) "
              f"AND json_valid(result) AND (? IS NULL OR id {op} ?) ORDER BY id {order} LIMIT ?")
         configs: dict[str, dict | None] = {}
         last: int | None = None
