@@ -46,7 +46,7 @@ from pcd.jobs.child import DEFAULT_RUNNER, resolve_runner
 from pcd.jobs.executors.base import Job, Outcome, Slot, log_tail, package_root
 from pcd.jobs.executors.local import LocalExecutor
 from pcd.jobs.placement import CLUSTER_NAME
-from pcd.jobs.store import RunStore, StoreError, default_data_dir, rebuild_command
+from pcd.jobs.store import RunStore, StorageFault, StoreError, default_data_dir, rebuild_command, storage_fault
 
 LOCK_NAME = "supervisor.lock"
 # `python -m pcd worker` without importing the other CLI commands (some import torch at start-up)
@@ -363,6 +363,9 @@ class Supervisor:
             self.jobs.clear()
             if isinstance(exc, StoreError):
                 raise
+            fault = storage_fault(exc, self.store.path)  # a full disk or a read-only mount is not damage
+            if fault is not None:
+                raise StorageFault(f"{fault}; the supervisor stopped (its runs resume when it restarts)") from None
             raise StoreError(f"run database {self.store.path} failed while in use ({exc}); stopped. Rebuild "
                              f"it from the run folders with: {rebuild_command(self.data_dir)}") from None
 

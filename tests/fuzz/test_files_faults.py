@@ -373,3 +373,24 @@ def test_copied_data_folder_serves_everything_it_served(tmp_path):
                 str(tmp_path / "x" / "runs" / str(new_row) / "model_pruned.pt"), "/etc/passwd"):
         with pytest.raises(ValueError, match="must be inside"):
             c.run_file(old_row, bad)
+
+
+@pytest.mark.parametrize("message,word", [("database or disk is full", "disk is full"),
+                                          ("attempt to write a readonly database", "read-only")])
+def test_supervisor_names_a_storage_fault_in_use(tmp_path, message, word):
+    from pcd.jobs.executors.local import LocalExecutor, plan_slots
+
+    data = tmp_path / "d"
+    sup = Supervisor(data, runner="tests.jobs.runners:quick", poll_s=0.05)
+    sup.executor, sup.slots = LocalExecutor(sup.store, sup.runner, 0.5), plan_slots(1)
+    sup.store.submit({"method": "pcd"})
+
+    def claim(*args, **kwargs):
+        raise sqlite3.OperationalError(message)
+
+    sup.store.claim = claim  # the next write of the supervisor meets the fault
+    with pytest.raises(StorageFault) as e:
+        sup._guarded_tick()
+    assert word in str(e.value) and "\n" not in str(e.value)
+    _no_damage_words(str(e.value))
+    sup.store.close()
