@@ -394,3 +394,12 @@ def test_supervisor_names_a_storage_fault_in_use(tmp_path, message, word):
     assert word in str(e.value) and "\n" not in str(e.value)
     _no_damage_words(str(e.value))
     sup.store.close()
+
+
+def test_store_fault_sweep():
+    """Every storage fault x every place the store writes, odd run-folder names, bad metrics files,
+    a lost database (tests/fuzz/store_cases.py; a row of ``python -m tests.fuzz.measure``)."""
+    from tests.fuzz import store_cases
+
+    tried, failures = store_cases.sweep()
+    assert tried >= 40 and not failures, failures
