@@ -100,13 +100,42 @@ def _points(runs: Any) -> Any:
         yield R.run_point(run, lab)
 
 
-def done_points(store: RunStore, previous: tuple | None = None) -> tuple:
-    """``(marker, points)``: one :func:`pcd.jobs.results.run_point` per finished run, built from the
-    SQL-extracted fields (:meth:`RunStore.iter_done`). ``previous`` (the last answer) is returned
-    as it is while no run finished or was removed since (the results explorer's auto-refresh)."""
+STUDY_POINTS = 20_000  # the results explorer draws at most the newest 20,000 runs of a study
+
+
+def done_studies(store: RunStore, previous: tuple | None = None) -> tuple:
+    """``(marker, studies)``: ``{study label: {"keys": [configs without seed], "runs": n, "newest": id}}``
+    of the finished runs, newest study first, from one SQL aggregate (:meth:`RunStore.done_groups`);
+    ``previous`` is returned as it is while no run finished or was removed since."""
     from pcd.jobs import results as R
 
     marker = store.status_marker("done")
     if previous is not None and previous[0] == marker:
         return previous
-    return marker, [p for p in _points(store.iter_done(R.POINT_RESULT_PATHS)) if p is not None]
+    studies: dict[str, dict] = {}
+    for key, n, newest in store.done_groups():
+        try:
+            cfg = V.parse_json(key, "stored config")
+            label = R.study_label(cfg) if isinstance(cfg, dict) else None
+        except (TypeError, ValueError):
+            label = None
+        if label is None:
+            continue
+        st = studies.setdefault(label, {"keys": [], "runs": 0, "newest": 0})
+        st["keys"].append(key)
+        st["runs"] += n
+        st["newest"] = max(st["newest"], newest)
+    return marker, dict(sorted(studies.items(), key=lambda kv: -kv[1]["newest"]))
+
+
+def study_points(store: RunStore, study: dict, limit: int = STUDY_POINTS) -> tuple[list[dict], list[dict]]:
+    """``(points, rows)`` of one study of :func:`done_studies`: the points of its newest ``limit``
+    runs (for the charts) and the mean ± std rows over *all* its runs (streamed when it holds more)."""
+    from pcd.jobs import results as R
+
+    pts = [p for p in _points(store.iter_done(R.POINT_RESULT_PATHS, keys=study["keys"], newest_first=True,
+                                              limit=limit)) if p is not None][::-1]
+    if study["runs"] <= limit:
+        return pts, R.aggregate(pts)
+    everything = (p for p in _points(store.iter_done(R.POINT_RESULT_PATHS, keys=study["keys"])) if p is not None)
+    return pts, R.aggregate(everything)

@@ -751,8 +751,18 @@ class RunStore:
                 if r is not None:
                     yield r
 
+    _DONE_SRC = "COALESCE(json_extract(result, '$.config'), config)"  # the result's own config first
+    _DONE_WHERE = "+status='done' AND result IS NOT NULL AND json_valid(config) AND json_valid(result)"
+
+    def done_groups(self) -> builtins.list[tuple[str, int, int]]:
+        """``(config without seed, runs, newest id)`` per distinct config of the finished runs, one
+        SQL aggregate: what a results view groups into studies without reading a single run."""
+        return [(str(k), int(n), int(m)) for k, n, m in self._conn.execute(
+            f"SELECT json_remove({self._DONE_SRC}, '$.seed') AS k, COUNT(*), MAX(id) FROM runs "
+            f"WHERE {self._DONE_WHERE} GROUP BY k")]
+
     def iter_done(self, result_paths: Iterable[str], *, newest_first: bool = False, limit: int | None = None,
-                  batch: int = 5000) -> Iterator[dict]:
+                  keys: Iterable[str] | None = None, batch: int = 5000) -> Iterator[dict]:
         """Finished runs, light (oldest first, or newest first; at most ``limit``): ``{"id", "status",
         "started_at", "finished_at", "config", "config_key", "result"}`` where ``result`` holds only
         ``result_paths`` (``"test_acc"``, ``"export.params_after"``, ...), extracted by SQLite's JSON
@@ -768,19 +778,24 @@ class RunStore:
                 raise ValueError(f"result path must be dotted names, got {p!r}")
         if limit is not None:
             V.integer(limit, "limit", low=0, high=V.LIMITS["run_id"])
-        src = "COALESCE(json_extract(result, '$.config'), config)"
+        src = self._DONE_SRC
         values = "json_extract(result, " + ", ".join(f"'$.{p}'" for p in paths) + ")"
         op, order = ("<", "DESC") if newest_first else (">", "ASC")
+        wanted = None if keys is None else builtins.list(keys)
+        only = "" if wanted is None else \
+            f" AND json_remove({src}, '$.seed') IN (SELECT value FROM json_each(?))"
+        # `+status` (in _DONE_WHERE): walk the rows in id order (stops after `limit`), not the status
+        # index and a sort
         q = (f"SELECT id, started_at, finished_at, json_remove({src}, '$.seed'), json_extract({src}, '$.seed'), "
-             # `+status`: walk the rows in id order (stops after `limit`), not the status index + a sort
-             f"{values} FROM runs WHERE +status='done' AND result IS NOT NULL AND json_valid(config) "
-             f"AND json_valid(result) AND (? IS NULL OR id {op} ?) ORDER BY id {order} LIMIT ?")
+             f"{values} FROM runs WHERE {self._DONE_WHERE}{only} "
+             f"AND (? IS NULL OR id {op} ?) ORDER BY id {order} LIMIT ?")
+        extra = () if wanted is None else (json.dumps(wanted),)
         configs: dict[str, dict | None] = {}
         last: int | None = None
         left = limit
         while left is None or left > 0:
             n = batch if left is None else min(batch, left)
-            rows = self._conn.execute(q, (last, last, int(n))).fetchall()
+            rows = self._conn.execute(q, (*extra, last, last, int(n))).fetchall()
             if not rows:
                 return
             last = int(rows[-1][0])
