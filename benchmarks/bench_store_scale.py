@@ -35,6 +35,8 @@ MEASURES = {
     "open the store (quick_check)": ("", "s = RunStore(D)"),
     "queue tab data": ("s = RunStore(D)", "p = queue_page(s); e = estimate_basis(s); assert len(p.runs) == 50"),
     "queue tab refresh, unchanged": ("s = RunStore(D); p = queue_page(s)", "assert queue_page(s, previous=p) is p"),
+    "results tab: studies + newest study": ("s = RunStore(D)", "m, st = done_studies(s); "
+                                            "pts, rows = study_points(s, next(iter(st.values())))"),
 }
 
 PROBE = """
@@ -44,7 +46,7 @@ D = {data!r}
 OUT = D + '/bench-out.json'
 from pcd.cli import main
 from pcd.jobs.store import RunStore
-from pcd.jobs.queue_view import queue_page, estimate_basis
+from pcd.jobs.queue_view import done_studies, estimate_basis, queue_page, study_points
 import pcd.cli.runs, pcd.jobs.results, pcd.train.catalog  # imports are not timed
 {setup}
 T0 = time.perf_counter()
