@@ -48,8 +48,11 @@ def run(config, *, out_dir, on_progress=None, should_stop=None):
     import ray
     out = Path(out_dir)
     rows = []
+    until = config.get("until")  # held before its last epoch until the test says go (a file)
     for epoch in range(int(config.get("epochs", 2))):
         time.sleep(float(config.get("sleep", 0.2)))
+        while until and epoch == int(config.get("epochs", 2)) - 1 and not os.path.exists(until):
+            time.sleep(0.1)
         rows.append({"epoch": epoch + 1, "test_acc": 0.9})
         (out / "metrics.jsonl").write_text("".join(json.dumps(r) + "\\n" for r in rows))
         if on_progress:
@@ -192,16 +195,21 @@ def test_ray_cluster_listens_on_loopback_only(cluster):
     assert non_loopback_listeners() == []
 
 
+@pytest.mark.timeout(900)  # a bound for a loaded machine
 def test_runs_spread_over_both_nodes_custom_runner_on_the_second(cluster, supervisor, tmp_path):
     user = tmp_path / "userpkg"
     user.mkdir()
     (user / "pcd_user_runner.py").write_text(textwrap.dedent(USER_RUNNER))
     store = RunStore(tmp_path)
     supervisor(runner="pcd_user_runner:run", pythonpath=[str(user)])
-    wait_for(lambda: len(_ready_nodes(tmp_path)) == 2, 90, what="two nodes ready")
+    wait_for(lambda: len(_ready_nodes(tmp_path)) == 2, 180, what="two nodes ready")
     t0 = time.monotonic()
-    ids = store.submit_many([{"epochs": 6, "sleep": 0.5}, {"epochs": 6, "sleep": 0.5}])
-    wait_for(lambda: all(store.get(i)["status"] in ("done", "failed") for i in ids), 150, what="both runs finished")
+    release = tmp_path / "release"  # both runs wait before their last epoch until both run: they overlap
+    ids = store.submit_many([{"epochs": 6, "sleep": 0.5, "until": str(release)}] * 2)
+    wait_for(lambda: all(store.get(i)["status"] == "running" and (store.get(i)["epoch"] or 0) >= 1 for i in ids),
+             240, what="both runs running")
+    release.touch()
+    wait_for(lambda: all(store.get(i)["status"] in ("done", "failed") for i in ids), 300, what="both runs finished")
     took = time.monotonic() - t0
     runs = [store.get(i) for i in ids]
     assert [r["status"] for r in runs] == ["done", "done"], [r["error"] for r in runs]
@@ -227,17 +235,19 @@ def test_runs_spread_over_both_nodes_custom_runner_on_the_second(cluster, superv
                   f"{took:.1f} s to both done", _rows_lost(store, ids)))
 
 
+@pytest.mark.timeout(900)  # a bound for a loaded machine
 def test_a_node_added_later_gets_work_without_a_restart(cluster, supervisor, tmp_path):
     store = RunStore(tmp_path)
     supervisor()
-    wait_for(lambda: len(_ready_nodes(tmp_path)) == 2, 90, what="two nodes ready")
-    ids = store.submit_many([{"epochs": 30, "sleep": 0.5}] * 3)
-    wait_for(lambda: sum(store.get(i)["status"] == "running" for i in ids) == 2, 60, what="two runs running")
+    wait_for(lambda: len(_ready_nodes(tmp_path)) == 2, 180, what="two nodes ready")
+    # the runs train on until cancelled (`until` never appears): the third can only start on the new node
+    ids = store.submit_many([{"epochs": 30, "sleep": 0.5, "until": str(tmp_path / "never")}] * 3)
+    wait_for(lambda: sum(store.get(i)["status"] == "running" for i in ids) == 2, 180, what="two runs running")
     assert store.get(ids[2])["status"] == "queued"  # two slots only
     t0 = time.monotonic()
     node3 = cluster.add_node(num_cpus=1, node_ip_address="127.0.0.1", object_store_memory=80 * MiB)
     try:
-        wait_for(lambda: store.get(ids[2])["status"] == "running" and store.get(ids[2])["placement"], 90,
+        wait_for(lambda: store.get(ids[2])["status"] == "running" and store.get(ids[2])["placement"], 240,
                  what="the third run started on the new node")
         took = time.monotonic() - t0
         third = store.get(ids[2])
@@ -247,7 +257,7 @@ def test_a_node_added_later_gets_work_without_a_restart(cluster, supervisor, tmp
         assert non_loopback_listeners() == []
         for i in ids:
             store.cancel(i)
-        wait_for(lambda: all(store.get(i)["status"] == "cancelled" for i in ids), 30, what="cancelled")
+        wait_for(lambda: all(store.get(i)["status"] == "cancelled" for i in ids), 120, what="cancelled")
     finally:
         cluster.remove_node(node3, allow_graceful=True)
     TABLE.append(("node joins while 2 runs run and 1 waits", "new node probed, slot added, the waiting run starts there; "
