@@ -30,6 +30,7 @@ from pcd.ui import (
     download_csv,
     download_figure,
     download_json,
+    method_picker,
     param_widget,
     setup_page,
     show_error,
@@ -194,7 +195,7 @@ with tab_queue:
         ss.setdefault(f"pl_arch_{dataset}", "smallcnn" if dataset == "digits" else
                       ("resnet20" if "resnet20" in ARCHS else arch_opts[0]))
         arch = st.selectbox("architecture", arch_opts, key=f"pl_arch_{dataset}")
-        methods = st.multiselect("method(s)", METHODS, key="pl_methods", format_func=method_label)
+        methods = method_picker("method(s)", METHODS, key="pl_methods")
         c1, c2 = st.columns(2)
         secondary = c1.selectbox("secondary objective(s)", list(SECONDARIES), key="pl_secondary",
                                  help="group_lasso: K = 2 (filters); l1+nuclear: K = 3 (sparse + low rank)")

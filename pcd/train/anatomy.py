@@ -412,3 +412,40 @@ def inspect_run(out_dir: str | os.PathLike, *, points: int = 8, device: str | to
         tmp.write_text(dumps(out), encoding="utf-8")
         tmp.replace(Path(out_dir) / CURVE_FILE)
     return out
+
+
+def read_curve(out_dir: str | os.PathLike) -> dict[str, Any] | None:
+    """``<out_dir>/curve.json`` written by :func:`inspect_run`, through the one reader; None when absent."""
+    from pcd import _files
+
+    path = Path(out_dir) / CURVE_FILE
+    if not os.path.lexists(path):
+        return None
+    out = _files.read_json(path, out_dir, kind="json", name=CURVE_FILE)
+    if not isinstance(out, dict) or not isinstance(out.get("curve"), list):
+        raise ValueError(f"{path} is not a trade-off curve written by `python -m pcd anatomy`")
+    return out
+
+
+def export_point(out_dir: str | os.PathLike, *, threshold: float | None = None,
+                 target_reduction: float | None = None, device: str | torch.device = "cpu") -> dict[str, Any]:
+    """Re-export a finished run at another setting (an export ``threshold`` or a ``target_reduction``
+    of the parameters), without retraining: writes ``model_<setting>.pt`` into the run folder and
+    returns ``{"path", "bytes", "params", "flops", "test_acc", "threshold", "target_reduction"}``."""
+    from pcd.train import metrics as mt
+
+    if (threshold is None) == (target_reduction is None):
+        raise ValueError("give exactly one of threshold or target_reduction")
+    cfg, model, data = load_run_model(out_dir, device)
+    shape = data.input_shape
+    plan = ex.plan_pruning(model, shape, threshold=threshold, target_reduction=target_reduction)
+    pruned, history = ex.prune_model(ex.mask_model(model, shape, plan), shape, plan)
+    tag = f"t{threshold:.6g}" if threshold is not None else f"r{target_reduction:.4g}"
+    path = Path(out_dir) / f"model_{tag}.pt"
+    size = ex.save_pruned(path, pruned, arch=cfg["arch"], num_classes=data.num_classes, in_channels=shape[0],
+                          input_shape=shape, history=history)
+    loaded = ex.load_pruned(path, folder=out_dir)
+    return {"path": path.name, "bytes": size, "params": ex.count_params(loaded), "flops": ex.count_flops(loaded, shape),
+            "test_acc": float(mt.accuracy(loaded, data.test_batches())[0]), "threshold": threshold,
+            "target_reduction": target_reduction, "channels_removed": plan.channels_removed,
+            "channels_total": plan.channels_total}

@@ -47,3 +47,21 @@ def test_folder_without_a_run_is_one_line(tmp_path, capsys):
     assert main(["anatomy", str(tmp_path)]) == 2
     err = capsys.readouterr().err
     assert "config.json" in err and len(err.strip().splitlines()) == 1
+
+
+def test_reexport_at_a_target_reduction_and_read_curve(run_dir):
+    from pcd.train import anatomy as A
+
+    out = A.export_point(run_dir, target_reduction=0.5)
+    assert (run_dir / out["path"]).is_file() and out["params"] > 0
+    final = json.loads((run_dir / "final.json").read_text())
+    assert out["params"] <= 0.5 * final["export"]["params_before"] + 1e-9 or out["channels_removed"] == 0
+    with pytest.raises(ValueError, match="exactly one"):
+        A.export_point(run_dir)
+    curve = A.read_curve(run_dir)
+    assert curve is None or curve["curve"]
+    (run_dir / "curve.json").write_text('{"curve": 3}')
+    with pytest.raises(ValueError, match="not a trade-off curve"):
+        A.read_curve(run_dir)
+    (run_dir / "curve.json").unlink()
+    assert A.read_curve(run_dir) is None
