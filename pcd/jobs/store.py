@@ -215,7 +215,6 @@ CREATE TABLE IF NOT EXISTS metrics (
     PRIMARY KEY (run_id, epoch)
 );
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value INTEGER NOT NULL);
-INSERT OR IGNORE INTO meta (key, value) VALUES ('version', 0);
 CREATE TRIGGER IF NOT EXISTS runs_version_insert AFTER INSERT ON runs
     BEGIN UPDATE meta SET value = value + 1 WHERE key = 'version'; END;
 CREATE TRIGGER IF NOT EXISTS runs_version_update AFTER UPDATE ON runs
@@ -876,6 +875,8 @@ def _add_missing_columns(conn: sqlite3.Connection) -> None:
     have = {r[1] for r in conn.execute("PRAGMA table_info(runs)")}
     if "placement" not in have:
         conn.execute("ALTER TABLE runs ADD COLUMN placement TEXT")
+    if conn.execute("SELECT 1 FROM meta WHERE key='version'").fetchone() is None:  # no write when it is there
+        conn.execute("INSERT OR IGNORE INTO meta (key, value) VALUES ('version', 0)")
 
 
 def _readonly(path: Path, opts: str = "mode=ro") -> sqlite3.Connection:
@@ -1060,6 +1061,7 @@ def rebuild(data_dir: str | os.PathLike) -> dict:
             side.unlink(missing_ok=True)
         conn = sqlite3.connect(str(tmp), isolation_level=None)
         conn.executescript(_SCHEMA)
+        _add_missing_columns(conn)
         cols = [r[1] for r in conn.execute("PRAGMA table_info(runs)")]
         conn.execute("BEGIN")
         n_folder = 0

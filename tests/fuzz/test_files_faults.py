@@ -80,12 +80,17 @@ def test_unwritable_58_run_database_is_named_and_never_replaced(tmp_path, capsys
     db = data / DB_NAME
     before = db.read_bytes()
     _readonly_connect(monkeypatch)
-    with pytest.raises(StorageFault) as e:
-        RunStore(data)
+    s = RunStore(data)  # reading is fine: the runs can still be listed
+    assert len(s.list()) == 58
+    with pytest.raises(StorageFault) as e:  # a write names the fault
+        s.submit({"method": "pcd"})
     msg = str(e.value)
     assert str(db) in msg and "read-only" in msg and "\n" not in msg
     _no_damage_words(msg)
-    err = _one_line_error(capsys, "runs", "list", "--data-dir", data)
+    s.close()
+    assert cli_main(["runs", "list", "--all", "--data-dir", str(data)]) == 0
+    assert capsys.readouterr().out.count("queued") == 34
+    err = _one_line_error(capsys, "runs", "cancel", "--data-dir", data, 20)
     assert "read-only" in err
     _no_damage_words(err)
     # following the old advice anyway: the rebuild refuses, the 58 runs stay
