@@ -118,16 +118,16 @@ def main() -> None:
     args = ap.parse_args()
     sizes = [int(x) for x in args.rows.split(",")]
     base = Path(args.keep) if args.keep else Path(tempfile.mkdtemp(prefix="pcd-scale-"))
-    print(f"{'rows':>8}  {'measure':<32} {'seconds':>8} {'peak MB':>8}")
+    print(f"{'rows':>8}  {'measure':<38} {'seconds':>8} {'peak MB':>8}")
     for n in sizes:
         data = base / f"store-{n}"
         if not (data / "pcd.sqlite3").exists():
             t0 = time.perf_counter()
             build(data, n)
-            print(f"{n:>8}  {'(build with executemany)':<32} {time.perf_counter() - t0:8.1f}")
+            print(f"{n:>8}  {'(build with executemany)':<38} {time.perf_counter() - t0:8.1f}")
         for name, (setup, code) in MEASURES.items():
             dt, mb = measure(data, setup, code)
-            print(f"{n:>8}  {name:<32} {dt:8.2f} {mb:8.0f}", flush=True)
+            print(f"{n:>8}  {name:<38} {dt:8.2f} {mb:8.0f}", flush=True)
     if not args.keep:
         import shutil
         shutil.rmtree(base, ignore_errors=True)
