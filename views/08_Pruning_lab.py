@@ -341,6 +341,9 @@ def _runs_view() -> None:
         data = queue_page(store, page=page_no, previous=ss.get("pl_queue_data"))
     except ValueError:
         data = queue_page(store, page=1)
+    if page_no > data.pages:  # runs were deleted since: the last page that exists (before its widget is drawn)
+        ss["pl_page"] = data.pages
+        data = queue_page(store, page=data.pages)
     ss["pl_queue_data"] = data
     runs, counts = data.runs, data.counts
     pid = supervisor_pid(DATA_DIR)
