@@ -17,12 +17,25 @@ Claiming is one atomic statement, so two workers can never take the same run::
         ORDER BY priority DESC, id LIMIT 1) AND status='queued' RETURNING *
 
 Damage. A file that is not a SQLite database (or whose pages are corrupt) is reported in one line
-(:class:`StoreError`: path, what is wrong, the command that rebuilds it) and never replaced. A
-missing or empty database next to existing run folders is rebuilt from ``runs/*/config.json`` +
-``final.json`` + ``metrics.jsonl`` (:func:`rebuild`, the old file kept as a backup), so no finished
-run is lost; a worker calls :meth:`RunStore.check_file` to notice that its file was replaced or
-deleted. A stored row whose config no longer parses is returned with ``invalid`` set (a one-line
-reason) instead of raising, so a page can show it and offer to delete it.
+(:class:`StoreError`: path, what is wrong, the command that rebuilds it) and never replaced. Each run's
+folder holds its ``config.json`` and ``queue.json`` (priority, label, attempts, cancelled) from the
+moment it is submitted, so a missing or empty database next to run folders is rebuilt whole from
+them (:func:`rebuild`; queued runs included, finished ones from ``final.json`` + ``metrics.jsonl``);
+a rebuild of a damaged file merges every row that file still yields, never drops one, keeps the old
+file as a backup and refuses to replace a database that opens fine. A worker calls
+:meth:`RunStore.check_file` to notice that its file was replaced or deleted. A stored row whose
+config no longer parses is returned with ``invalid`` set (a one-line reason) instead of raising, so a
+page can show it and offer to delete it.
+
+Storage faults. A full disk, a read-only file system or a permission problem raises
+:class:`StorageFault` naming the fault, the path and what to do -- never "damaged", never rebuild
+advice (the file is fine). Opening writes nothing, so a read-only store can still be listed.
+
+Scale. ``list(limit=, offset=, newest_first=)`` and :meth:`RunStore.iter_runs` page in SQL; counts
+are one ``GROUP BY``; :meth:`RunStore.iter_done` extracts only the result fields a summary needs with
+SQLite's JSON functions; :meth:`RunStore.version` (a counter kept by triggers) tells a page whether
+anything changed. Paths stored in a result are relative to the run folder (a copied data folder
+serves what it served); old absolute rows are mapped by their ``runs/<id>/`` suffix.
 
 Every claim draws a fresh random ``token``; a worker's writes are conditioned on it, so a stale
 child of a dead supervisor can never overwrite the state of a run that was requeued meanwhile.
