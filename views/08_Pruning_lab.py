@@ -38,6 +38,7 @@ from pcd.ui import (
     url_sync,
 )
 from pcd.ui.chart import plotly_chart
+from pcd.ui.run_inside import config_diff_panel, inside_panel, parallel_panel
 from pcd.ui.runs_where import where_panel
 from pcd.ui.selection import selected_ids
 from pcd.viz.runs import curves_figure, method_bars, results_scatter, study_scatter
@@ -400,6 +401,7 @@ def _runs_view() -> None:
         meth = {f"run {r['id']}": r["config"].get("method", "") for r in sel}
         plotly_chart(curves_figure(series, meth), key="pl_compare_curves",
                         config={"displaylogo": False})
+        config_diff_panel(sel)
     where_panel(store, runs, DATA_DIR, pid, sel)  # issue 16: nodes, placement, worker.log (pcd.ui.runs_where)
     running = data.running
     if running:
@@ -520,7 +522,8 @@ def _results_view() -> None:
     min_x = c1.number_input(f"only baseline points with {R.X_AXES[x_key]} ≥", value=0.0, format="%g",
                             key=f"pl_minx_{x_key}", help="the paper counts pairs above ~80 % sparsity")
     comp = R.paired_comparison(rows, x_key, y_key, min_x=min_x)
-    line = R.pairs_line(comp) if comp["n"] else "no baseline point to pair (queue PCD and baseline runs)"
+    line = (R.pairs_line(comp) if comp["n"] else comp["nothing"] if comp.get("nothing")
+            else "no baseline point to pair (queue PCD and baseline runs)")
     st.markdown(f"**Matched comparisons** — {line}")
     st.caption("Each baseline point (mean over seeds of a method at one setting) is paired with the PCD setting whose "
                "x is closest — chosen on x alone, never on accuracy; tie = the accuracy difference is within the seed "
@@ -568,6 +571,8 @@ def _results_view() -> None:
               "normalization", here=", ".join(f"{method_label(m)} {v:.3f}" for m, v in hv["methods"].items()),
               note="Different normalization and scale: compare the ratio between methods, not the values.")
 
+    parallel_panel(pts)
+
     st.subheader("Run detail")
     labels = {p["id"]: f"run {p['id']} · {method_label(p['method'])} {p['setting']} · seed {p['seed']}" for p in pts}
     rid = st.selectbox("run", list(labels), format_func=labels.get, key="pl_detail")
@@ -583,6 +588,8 @@ def _results_view() -> None:
         st.dataframe(pd.DataFrame([{"measure": r["measure"], "before": _fmt(r["before"], ",.6g"),
                                     "after": _fmt(r["after"], ",.6g")} for r in rep["rows"]]),
                      hide_index=True, key="pl_export_table")
+    if res:
+        inside_panel(store, rid, res)
     c1, c2, c3 = st.columns(3)
     cfg = res.get("config") or run["config"]
     with c1:

@@ -349,6 +349,26 @@ def method_fronts(rows: Sequence[dict], x: str, y: str = "test_acc") -> dict[str
 
 PAPER_PAIRS = {"better": 28, "worse": 1, "tie": 18, "n": 47}
 
+# Below these, a point removed nothing worth comparing: 0.5 % of the parameters (or filters,
+# weights), or a before/after factor of 1.005.
+NOTHING_REMOVED = {"group_sparsity": 0.5, "param_reduction": 0.5, "param_sparsity": 0.5, "flops_factor": 1.005,
+                   "latency_factor": 1.005, "size_factor": 1.005}
+
+
+def nothing_to_compare(rows: Sequence[dict], x: str = "param_reduction") -> str | None:
+    """Why a matched-sparsity comparison would be empty of meaning, or None: no run removed anything
+    (every point's ``x`` at most :data:`NOTHING_REMOVED`), so every pair would be "matched" at zero
+    sparsity and its verdict would only rank the unpruned accuracies of single seeds."""
+    vals = [r[x] for r in rows if r.get(x) is not None and r.get("method") != "unpruned"]
+    if not vals:
+        return None
+    floor = NOTHING_REMOVED.get(x, 0.0)
+    if max(vals) <= floor:
+        return (f"no run removed anything (every {X_AXES.get(x, x)} is at most {floor:g}), so there is nothing "
+                "to compare at matched sparsity: train longer (the digits preset uses 40 epochs), raise τ or "
+                "the secondary's weight, or export with a target reduction")
+    return None
+
 
 def paired_comparison(rows: Sequence[dict], x: str = "param_reduction", y: str = "test_acc",
                       reference: str = "pcd", exclude: Sequence[str] = ("unpruned",),
@@ -363,7 +383,9 @@ def paired_comparison(rows: Sequence[dict], x: str = "param_reduction", y: str =
     seeds; a single-seed point contributes 0), else ``tie``. Independently, a baseline point is
     *dominated* when some reference point has ``x`` and ``y`` at least as large, one strictly.
 
-    Returns ``{"pairs": [...], "better", "worse", "tie", "n", "dominated", "x", "y"}``."""
+    Returns ``{"pairs": [...], "better", "worse", "tie", "n", "dominated", "x", "y", "single_seed",
+    "nothing"}``: ``single_seed`` when no point has two seeds (no noise estimate: a tie then needs
+    equal accuracy), ``nothing`` the reason of :func:`nothing_to_compare` (then no pair is made)."""
     if x not in X_AXES:
         raise ValueError(f"unknown x axis {x!r}; allowed: {', '.join(X_AXES)}")
     if y not in Y_AXES:
@@ -371,10 +393,12 @@ def paired_comparison(rows: Sequence[dict], x: str = "param_reduction", y: str =
     ref = [r for r in rows if r["method"] == reference and r.get(x) is not None and r.get(y) is not None]
     base = [r for r in rows if r["method"] != reference and r["method"] not in exclude
             and r.get(x) is not None and r.get(y) is not None and (min_x is None or r[x] >= min_x)]
-    pairs = []
+    pairs: list[dict] = []
     counts = {"better": 0, "worse": 0, "tie": 0}
     dominated = 0
-    for b in base if ref else []:
+    nothing = nothing_to_compare([*ref, *base], x)
+    single = all(len(r.get("seeds") or [0]) < 2 for r in [*ref, *base])
+    for b in base if ref and not nothing else []:
         p = min(ref, key=lambda q: abs(q[x] - b[x]))
         diff = p[y] - b[y]
         noise = math.hypot(p.get(f"{y}_std") or 0.0, b.get(f"{y}_std") or 0.0)
@@ -385,7 +409,8 @@ def paired_comparison(rows: Sequence[dict], x: str = "param_reduction", y: str =
         pairs.append({"method": b["method"], "setting": b["setting"], f"{x}": b[x], f"{y}": b[y],
                       "pcd_setting": p["setting"], f"pcd_{x}": p[x], f"pcd_{y}": p[y], "difference": diff,
                       "noise": noise, "verdict": verdict, "dominated_by_pcd": dom})
-    return {"pairs": pairs, **counts, "n": len(pairs), "dominated": dominated, "x": x, "y": y}
+    return {"pairs": pairs, **counts, "n": len(pairs), "dominated": dominated, "x": x, "y": y,
+            "single_seed": single, "nothing": nothing}
 
 
 def pairs_line(comp: dict) -> str:
@@ -393,7 +418,9 @@ def pairs_line(comp: dict) -> str:
     p = PAPER_PAIRS
     return (f"here: PCD better {comp['better']} / worse {comp['worse']} / tie {comp['tie']} of {comp['n']} "
             f"baseline points ({comp['dominated']} Pareto-dominated by a PCD point) · paper: "
-            f"{p['better']} / {p['worse']} / {p['tie']} of {p['n']}")
+            f"{p['better']} / {p['worse']} / {p['tie']} of {p['n']}"
+            + (" — one seed per point: no seed noise is known, so any accuracy difference counts; queue "
+               "more seeds before reading these verdicts" if comp.get("single_seed") else ""))
 
 
 # --------------------------------------------------------------------------- the export report

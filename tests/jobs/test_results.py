@@ -212,3 +212,14 @@ def test_best_above_is_the_most_accurate_setting_past_the_reduction():
                         _pt("mgda", "default", 0.0, 99.4)])
     got = R.best_above(rows, 80)
     assert got["pcd"]["row"]["setting"] == "a" and got["mgda"] == {"row": None, "max_x": 0.0}
+
+
+def test_nothing_removed_means_nothing_to_compare_and_one_seed_is_said():
+    rows = R.aggregate([_pt("pcd", "τ=0.2", 0.0, 96.0, 0), _pt("ws", "w=1", 0.0, 95.0, 0),
+                        _pt("mgda", "default", 0.2, 97.0, 0), _pt("unpruned", "—", 0, 96.5, 0)])
+    comp = R.paired_comparison(rows)
+    assert comp["n"] == 0 and comp["pairs"] == [] and "no run removed anything" in comp["nothing"]
+    rows = R.aggregate([_pt("pcd", "τ=0.2", 80.0, 96.0, 0), _pt("ws", "w=1", 85.0, 95.0, 0)])
+    comp = R.paired_comparison(rows)
+    assert comp["n"] == 1 and comp["single_seed"] and comp["nothing"] is None
+    assert "one seed per point: no seed noise is known" in R.pairs_line(comp)
