@@ -266,6 +266,7 @@ CASES: dict[str, Callable[[Path], str | None]] = {
 
 
 def run_case(name: str, tmp: Path) -> str | None:
+    tmp.mkdir(parents=True, exist_ok=True)
     try:
         return CASES[name](tmp)
     except Exception as exc:  # a crash in the set-up is a failure too
@@ -273,10 +274,7 @@ def run_case(name: str, tmp: Path) -> str | None:
 
 
 def sweep() -> tuple[int, list[str]]:
-    failures = []
-    for name in CASES:
-        with tempfile.TemporaryDirectory() as tmp:
-            res = run_case(name, Path(tmp))
-            if res is not None:
-                failures.append(f"{name}: {res}")
-    return len(CASES), failures
+    """Every case in its own folder under one temporary folder: ``(tried, failures)``."""
+    with tempfile.TemporaryDirectory() as tmp:
+        results = {name: run_case(name, Path(tmp) / f"case{i}") for i, name in enumerate(CASES)}
+    return len(CASES), [f"{name}: {res}" for name, res in results.items() if res is not None]
