@@ -475,7 +475,8 @@ def _results_view() -> None:
     _, pts, rows = cached
     n_runs = all_studies[study]["runs"]
     st.caption(f"{n_runs:,} finished run(s) in this study"
-               + (f" (the charts show the newest {len(pts):,}; the summary counts all)" if n_runs > len(pts) else "")
+               + (f" (shown: the newest {len(pts):,}; `python -m pcd runs summary` summarises all)"
+                  if n_runs > len(pts) else "")
                + (f"; {pending} queued or running — this view updates as they finish." if pending else "."))
     ref = [r["test_acc"] for r in rows if r["method"] == "unpruned" and r["test_acc"] is not None]
     ref_acc = ref[0] if ref else None

@@ -130,12 +130,10 @@ def done_studies(store: RunStore, previous: tuple | None = None) -> tuple:
 
 def study_points(store: RunStore, study: dict, limit: int = STUDY_POINTS) -> tuple[list[dict], list[dict]]:
     """``(points, rows)`` of one study of :func:`done_studies`: the points of its newest ``limit``
-    runs (for the charts) and the mean ± std rows over *all* its runs (streamed when it holds more)."""
+    runs and their mean ± std rows. Bounded work per refresh whatever the study holds; a study with
+    more runs is summarised whole by ``python -m pcd runs summary`` (:func:`summary_rows`)."""
     from pcd.jobs import results as R
 
     pts = [p for p in _points(store.iter_done(R.POINT_RESULT_PATHS, keys=study["keys"], newest_first=True,
                                               limit=limit)) if p is not None][::-1]
-    if study["runs"] <= limit:
-        return pts, R.aggregate(pts)
-    everything = (p for p in _points(store.iter_done(R.POINT_RESULT_PATHS, keys=study["keys"])) if p is not None)
-    return pts, R.aggregate(everything)
+    return pts, R.aggregate(pts)
