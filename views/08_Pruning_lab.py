@@ -113,12 +113,14 @@ def _apply_preset() -> None:
         ss["pl_sweep"] = False
 
 
-ss.setdefault("pl_preset", url_default("preset", "custom", PRESETS))
+ss.setdefault("pl_preset", url_default("preset", "digits-quick", PRESETS))  # a first visit: the laptop preset
 ss.setdefault("pl_dataset", url_default("dataset", "digits", ["digits", "cifar10", "cifar100"]))
 ss.setdefault("pl_epochs", url_default("epochs", 3, low=1))
 ss.setdefault("pl_batch", 128)
 ss.setdefault("pl_lr", 1e-3)
 ss.setdefault("pl_subset", 0)
+ss.setdefault("pl_export_thr", 1e-4)
+ss.setdefault("pl_target", 0.0)
 ss.setdefault("pl_tau", float(url_default("tau", 0.02, low=0.0, high=1.0)))
 ss.setdefault("pl_sweep", url_default("sweep", False))
 ss.setdefault("pl_methods", url_default("methods", ["pcd"], allowed=METHODS))
@@ -150,17 +152,16 @@ def _preset_panel(all_runs: list[dict]) -> None:
                           "seeds": len(preset.seeds)} for m, s in preset.grid])
     with c3.expander(f"{len(preset.grid)} (method, setting) pairs × seeds"):
         st.dataframe(grid, hide_index=True)
-    est = R.estimate_seconds(all_runs, study_base)
-    if est:
-        per, basis = est["seconds"], f"measured: {est['basis']} finished run(s) of this shape"
-    else:
-        nom = P.nominal_seconds(preset, epochs=study_base["epochs"])
-        per, basis = nom["per_run"], nom["basis"]
-    n = len(configs) or len(preset.configs())
-    hours = per * n / 3600
-    st.info(f"**{n} runs**, estimated ≈ {per:.0f} s per run, ≈ "
-            + (f"{hours:.1f} h" if hours >= 1 else f"{per * n / 60:.0f} min") + f" on one slot ({basis}).",
-            icon=":material/schedule:")
+    nom = P.nominal_seconds(preset, epochs=study_base["epochs"])
+    est = R.estimate_study(all_runs, configs or preset.configs(), nom["per_run"], nom["basis"])
+    n = est["n"]
+
+    def _dur(sec: float) -> str:
+        return f"{sec / 3600:.1f} h" if sec >= 3600 else f"{sec / 60:.0f} min"
+
+    spread = f" (25–75 %: {_dur(est['low'])}–{_dur(est['high'])})" if est["high"] > est["low"] else ""
+    st.info(f"**{n} runs**, estimated ≈ {est['total'] / max(n, 1):.0f} s per run, ≈ {_dur(est['total'])}{spread} "
+            f"on one slot ({est['basis']}).", icon=":material/schedule:")
     if err:
         show_error(err)
     if st.button(f"Queue the {preset.name} study ({n} runs)", type="primary", disabled=bool(err),
@@ -222,6 +223,12 @@ with tab_queue:
         device = c2.selectbox("device", ["auto", "cpu", "cuda"], key="pl_device")
         subset_in = c3.number_input("training images (0 = all)", step=256, key="pl_subset",
                                     help="a CIFAR subset keeps CPU runs short")
+        c1, c2 = st.columns(2)
+        thr_in = c1.number_input("export: remove channels whose filter norm is below", step=1e-4, format="%g",
+                                 key="pl_export_thr", help="the paper's threshold is 1e-4")
+        target_in = c2.number_input("or: target parameter reduction, 0–0.99 (0 = use the threshold)", step=0.05,
+                                   format="%g", key="pl_target",
+                                   help="removes the weakest channels until this share of the parameters is gone")
         hparams: dict[str, dict] = {}
         for m in methods:
             spec = ([p for p in registry.get(m).params if p.name != registry.get(m).primary_knob]
@@ -242,9 +249,11 @@ with tab_queue:
         batch = V.integer(batch_in, "batch size", low=1, high=V.LIMITS["batch_size"], strict=False)
         lr = V.number(lr_in, "learning rate", low=0, high=10, open_low=True)
         subset = V.integer(subset_in, "training images", low=0, high=V.LIMITS["samples"], strict=False)
+        thr = V.number(thr_in, "export threshold", low=0.0, high=1e6)
+        target = V.number(target_in, "target parameter reduction", low=0.0, high=0.99)
         base = {"dataset": dataset, "arch": arch, "secondary": secondary, "grouping": grouping, "epochs": epochs,
                 "batch_size": batch, "lr": lr, "optimizer": optimizer, "device": device,
-                "max_train_samples": subset or None}
+                "max_train_samples": subset or None, "export_threshold": thr, "target_reduction": target or None}
         taus = parse_numbers(tau_text, name="τ", low=0.0, high=1.0)
         seeds = parse_numbers(seeds_text, name="seeds", low=0, integer=True)
         configs = build_sweep(base, methods, taus, seeds, hparams)
@@ -262,9 +271,11 @@ with tab_queue:
         st.markdown(msg)
         est = R.estimate_seconds(all_runs, base)
         if est:
-            st.caption(f"Estimated ≈ {est['seconds']:.0f} s per run ({est['per_epoch']:.1f} s/epoch + "
-                       f"{est['overhead']:.0f} s start-up/export, from {est['basis']} finished run(s) of the same "
-                       f"shape); ≈ {est['seconds'] * len(configs) / 60:.1f} min for all on one slot.")
+            st.caption(f"Estimated ≈ {est['seconds']:.0f} s per run (25–75 %: {est['low']:.0f}–{est['high']:.0f} s; "
+                       f"{est['per_epoch']:.1f} s/epoch + {est['overhead']:.0f} s start-up/export, from "
+                       f"{est['basis']} finished run(s) of the same shape"
+                       + (" and method" if est["same_method"] else ", any method") + f"); ≈ "
+                       f"{est['seconds'] * len(configs) / 60:.1f} min for all on one slot.")
         else:
             st.caption("No time estimate yet: no finished run of this shape (dataset, architecture, batch size, "
                        "subset, secondary, device). Queue a 1-epoch calibration run to get one.")

@@ -205,12 +205,13 @@ _SHAPE_KEYS = ("dataset", "arch", "batch_size", "max_train_samples", "secondary"
 
 def estimate_seconds(runs: Iterable[dict], config: dict) -> dict | None:
     """Wall time estimate for ``config`` from finished runs of the same shape (dataset, arch, batch
-    size, training subset, secondary, device): median seconds per epoch x epochs + median fixed
-    overhead (start-up, evaluation, export). None when no comparable run exists (queue a
-    calibration run)."""
+    size, training subset, secondary, device), preferring runs of the same method (a Gram-based step
+    costs more than a weighted sum's) when there are any: median seconds per epoch x epochs + median
+    fixed overhead (start-up, evaluation, export), with the 25-75 % spread of the same sum over the
+    runs (``low``, ``high``). None when no comparable run exists (queue a calibration run)."""
     if not isinstance(config, dict):
         raise ValueError("config must be a dict")
-    per_epoch, overhead = [], []
+    samples: list[tuple[str, float, float]] = []  # (method, seconds per epoch, overhead)
     for r in runs:
         res = r.get("result") if isinstance(r, dict) else None
         if r.get("status") != "done" or not isinstance(res, dict):
@@ -222,16 +223,41 @@ def estimate_seconds(runs: Iterable[dict], config: dict) -> dict | None:
         sec = _num(res.get("seconds"))
         if not n or sec is None:
             continue
-        per_epoch.append(sec / n)
         wall = (_num(r.get("finished_at")) or 0) - (_num(r.get("started_at")) or 0)
-        if wall > 0:
-            overhead.append(max(0.0, wall - sec))
-    if not per_epoch:
+        samples.append((str(cfg.get("method")), sec / n, max(0.0, wall - sec) if wall > 0 else math.nan))
+    if not samples:
         return None
+    same = [x for x in samples if x[0] == str(config.get("method"))]
+    use = same or samples
     epochs = int(config.get("epochs") or 1)
-    pe = statistics.median(per_epoch)
-    oh = statistics.median(overhead) if overhead else 0.0
-    return {"seconds": pe * epochs + oh, "per_epoch": pe, "overhead": oh, "basis": len(per_epoch)}
+    pe = statistics.median(x[1] for x in use)
+    known = [x[2] for x in use if not math.isnan(x[2])]
+    oh = statistics.median(known) if known else 0.0
+    totals = sorted(x[1] * epochs + (x[2] if not math.isnan(x[2]) else oh) for x in use)
+    q = statistics.quantiles(totals, n=4, method="inclusive") if len(totals) >= 2 else [totals[0]] * 3
+    return {"seconds": pe * epochs + oh, "per_epoch": pe, "overhead": oh, "basis": len(use),
+            "low": q[0], "high": q[2], "same_method": bool(same)}
+
+
+def estimate_study(runs: Sequence[dict], configs: Sequence[dict], nominal_per_run: float,
+                   nominal_basis: str) -> dict:
+    """The wall time of a list of runs on one slot: each config's :func:`estimate_seconds` (its own
+    method's measured times where there are any), else ``nominal_per_run``. Returns ``{"total",
+    "low", "high", "measured", "n", "basis"}`` (``low``/``high``: the sums of the 25 % / 75 %
+    estimates; nominal configs count their nominal time in both)."""
+    total = low = high = 0.0
+    measured = 0
+    for cfg in configs:
+        est = estimate_seconds(runs, cfg)
+        if est is None:
+            total, low, high = total + nominal_per_run, low + nominal_per_run, high + nominal_per_run
+            continue
+        measured += 1
+        total, low, high = total + est["seconds"], low + est["low"], high + est["high"]
+    n = len(configs)
+    basis = (f"measured from finished runs of the same shape for {measured} of {n} run(s)"
+             + (f"; the other {n - measured}: {nominal_basis}" if measured < n else ""))
+    return {"total": total, "low": low, "high": high, "measured": measured, "n": n, "basis": basis}
 
 
 def calibration_config(config: dict) -> dict:

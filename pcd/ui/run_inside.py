@@ -93,11 +93,20 @@ def curve_panel(store: RunStore, rid: int, result: dict[str, Any]) -> None:
                           "exports, reloads and measures each point (the same as python -m pcd anatomy)"):
             bar = st.progress(0.0, text="exporting and measuring each point …")
             try:
-                data = A.inspect_run(folder, points=int(points),
-                                     progress=lambda i, n: bar.progress(i / n, text=f"point {i} of {n}"))
+                def step(i: int, n: int) -> None:
+                    bar.progress(i / n, text=f"point {i} of {n}")
+
+                data = A.inspect_run(folder, points=int(points), progress=step)
             except (ValueError, FileNotFoundError) as exc:
                 show_error(exc)
             bar.empty()
+        c1, c2 = st.columns([1, 3])
+        target = c1.number_input("re-export at a target parameter reduction", min_value=0.01, max_value=0.99,
+                                 value=0.5, step=0.05, format="%g", key=f"pl_reexport_t_{rid}")
+        if c2.button("Re-export at this reduction", key=f"pl_reexport_go_{rid}",
+                     help="removes the weakest channels of the run's final model until this share of the "
+                          "parameters is gone; no retraining"):
+            _offer_export(store, rid, folder, target_reduction=float(target))
         if data is None:
             st.caption("Not computed yet for this run. It needs the run's checkpoint.pt and dataset on this "
                        "machine; digits takes seconds, a CIFAR ResNet minutes.")
@@ -126,16 +135,24 @@ def curve_panel(store: RunStore, rid: int, result: dict[str, Any]) -> None:
                                                       f"parameters, {r['test_acc']:.1f} %)"
                                                       for r in curve if r["threshold"] == t))
         if st.button("Export this point", key=f"pl_curve_export_{rid}"):
-            try:
-                out = A.export_point(folder, threshold=float(thr))
-                blob = store.read_run_file(rid, out["path"], kind="model")
-            except (ValueError, FileNotFoundError) as exc:
-                show_error(exc)
-            else:
-                if blob is not None:
-                    st.download_button(f"Download {out['path']} ({out['bytes'] / 1e3:.1f} KB, "
-                                       f"{out['test_acc']:.1f} %)", blob, file_name=f"run_{rid}_{out['path']}",
-                                       key=f"pl_curve_dl_{rid}")
+            _offer_export(store, rid, folder, threshold=float(thr))
+
+
+def _offer_export(store: RunStore, rid: int, folder: Any, *, threshold: float | None = None,
+                  target_reduction: float | None = None) -> None:
+    """Re-export a finished run (:func:`pcd.train.anatomy.export_point`) and offer the file."""
+    try:
+        with st.spinner("exporting, reloading and measuring …"):
+            out = A.export_point(folder, threshold=threshold, target_reduction=target_reduction)
+        blob = store.read_run_file(rid, out["path"], kind="model")
+    except (ValueError, FileNotFoundError) as exc:
+        show_error(exc)
+        return
+    st.success(f"{out['channels_removed']} of {out['channels_total']} channels removed: {out['params']:,} "
+               f"parameters, {out['flops'] / 1e6:.3f} MFLOPs, {out['test_acc']:.1f} % test accuracy.")
+    if blob is not None:
+        st.download_button(f"Download {out['path']} ({out['bytes'] / 1e3:.1f} KB)", blob,
+                           file_name=f"run_{rid}_{out['path']}", key=f"pl_reexport_dl_{rid}")
 
 
 def parallel_panel(points: Sequence[dict[str, Any]]) -> None:

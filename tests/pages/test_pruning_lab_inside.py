@@ -65,6 +65,10 @@ def test_inside_view_and_curve_of_a_real_run(lab, monkeypatch):
     assert list(acc["y"]) == [r["test_acc"] for r in curve]
     at.number_input(key=f"pl_curve_kparams_{ids[0]}").set_value(1e9).run()
     assert any("Meets the budget:** threshold" in md.value for md in at.markdown)
+    at.button(key=f"pl_reexport_go_{ids[0]}").click().run()
+    assert not at.exception, at.exception
+    assert any("channels removed:" in s.value for s in at.success)
+    assert any(b.label.startswith("Download model_r0.5.pt") for b in at.get("download_button"))
 
 
 def test_config_diff_and_parallel_coordinates(lab, monkeypatch):
