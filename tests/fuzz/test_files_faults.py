@@ -408,3 +408,23 @@ def test_store_fault_sweep():
 
     tried, failures = store_cases.sweep()
     assert tried >= 40 and not failures, failures
+
+
+def test_a_run_whose_folder_became_a_link_fails_to_start_and_writes_nothing_outside(tmp_path):
+    """runs/<id> swapped for a link to a folder outside the data folder: the local executor refuses
+    to start it (the run fails with the reason), nothing is written through the link, the queue goes on."""
+    from pcd.jobs.executors.local import LocalExecutor
+
+    data = tmp_path / "d"
+    s = RunStore(data)
+    first = s.submit({"method": "pcd", "epochs": 1})
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    shutil.rmtree(s.run_dir(first))
+    os.symlink(outside, s.run_dir(first))
+    run = s.claim("w", "cpu:0")
+    ex = LocalExecutor(s, runner="tests.jobs.runners:quick", heartbeat_s=5.0)
+    with pytest.raises(ValueError, match="is a link"):
+        ex.start(run, ex.plan_slots(1)[0])
+    assert list(outside.iterdir()) == []
+    s.close()
