@@ -113,7 +113,10 @@ def _apply_preset() -> None:
         ss["pl_sweep"] = False
 
 
-ss.setdefault("pl_preset", url_default("preset", "digits-quick", PRESETS))  # a first visit: the laptop preset
+# A first visit lands on the laptop preset; a link that carries form settings opens the form with them.
+_FORM_KEYS = ("dataset", "epochs", "tau", "sweep", "methods")
+ss.setdefault("pl_preset", url_default("preset", "custom" if any(k in st.query_params for k in _FORM_KEYS)
+                                       else "digits-quick", PRESETS))
 ss.setdefault("pl_dataset", url_default("dataset", "digits", ["digits", "cifar10", "cifar100"]))
 ss.setdefault("pl_epochs", url_default("epochs", 3, low=1))
 ss.setdefault("pl_batch", 128)

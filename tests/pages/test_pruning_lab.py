@@ -79,6 +79,19 @@ def test_empty_store_renders_form_and_hints(data_dir):
         "Unpruned" in o for o in at.multiselect(key="pl_methods").options)
 
 
+def test_first_visit_lands_on_the_laptop_preset_and_a_form_link_on_the_form(data_dir):
+    at = _app()
+    assert at.selectbox(key="pl_preset").value == "digits-quick"
+    assert any("**3 runs**" in i.value for i in at.info)  # PCD, WS and unpruned, one seed
+    at.button(key="pl_submit_study").click().run()
+    runs = RunStore(data_dir).list()
+    assert sorted(r["config"]["method"] for r in runs) == ["pcd", "unpruned", "ws"]
+    at = AppTest.from_file(PAGE, default_timeout=120)
+    at.query_params["epochs"] = "3"
+    at.run()
+    assert at.selectbox(key="pl_preset").value == "custom" and at.number_input(key="pl_epochs").value == 3
+
+
 def test_sweep_queues_methods_x_taus_x_seeds_with_validated_configs(data_dir):
     at = _app()
     at.multiselect(key="pl_methods").set_value(["pcd", "ws"])
