@@ -157,7 +157,6 @@ class Recorder:
         self.states: dict[str, Any] = {}
         self.calls = 0
         self.K: int | None = None
-        self._fh: Any = None
         self._append = bool(append) and self.path.exists() and self.path.stat().st_size > 0
 
     # -- what the loop calls --
@@ -180,9 +179,10 @@ class Recorder:
         vals = np.array([float(f.detach()) if isinstance(f, torch.Tensor) else float(f) for f in losses])
         return self.record_gram(gram_matrix(pairs), vals, step=t)
 
-    def record_gram(self, gram: Any, losses: Any, *, step: int) -> dict:
+    def record_gram(self, gram: Any, losses: Any, *, step: int) -> dict | None:
         """Write one record from a Gram matrix ``[K, K]`` and the losses ``[K]`` the caller already
-        has (the pruning runs' :class:`pcd.train.step.GramStep` computes both anyway)."""
+        has (the pruning runs' :class:`pcd.train.step.GramStep` computes both anyway). A non-finite
+        Gram matrix or loss (a diverging step) is not recorded (None)."""
         G = np.asarray(gram, dtype=np.float64)
         L = np.asarray(losses, dtype=np.float64).reshape(-1)
         if G.ndim != 2 or G.shape[0] != G.shape[1] or L.shape != (G.shape[0],) or not 1 <= G.shape[0] <= MAX_K:
@@ -192,9 +192,10 @@ class Recorder:
             self.K = G.shape[0]
         elif G.shape[0] != self.K:
             raise ValueError(f"monitor: this recorder holds K = {self.K} objectives, got {G.shape[0]}")
-        rec: dict[str, Any] = {"step": int(step), "loss": L.tolist(), "gram": G.tolist(), "m": {}}
-        if np.isfinite(G).all() and np.isfinite(L).all():
-            rec["m"] = counterfactuals(G, L, self.methods, self.states, self.seed, int(step))
+        if not (np.isfinite(G).all() and np.isfinite(L).all()):
+            return None
+        rec: dict[str, Any] = {"step": int(step), "loss": L.tolist(), "gram": G.tolist(),
+                               "m": counterfactuals(G, L, self.methods, self.states, self.seed, int(step))}
         self._write(rec)
         return rec
 
@@ -207,18 +208,17 @@ class Recorder:
                 "skipped": self.skipped, "rule": rule()}
 
     def _write(self, rec: dict) -> None:
-        if self._fh is None:
+        """Append one line (opened per record: nothing stays open if the loop stops anywhere)."""
+        text = _line(rec)
+        if not self._append:
             self.path.parent.mkdir(parents=True, exist_ok=True)
-            self._fh = open(self.path, "a" if self._append else "w", encoding="utf-8")
-            if not self._append:
-                self._fh.write(_line(self.header()))
-        self._fh.write(_line(rec))
-        self._fh.flush()
+            text = _line(self.header()) + text
+        with open(self.path, "a" if self._append else "w", encoding="utf-8") as fh:
+            fh.write(text)
+        self._append = True
 
     def close(self) -> None:
-        if self._fh is not None:
-            self._fh.close()
-            self._fh = None
+        """Nothing to release (each record is appended and closed as written); kept for ``with``."""
 
     def __enter__(self) -> Recorder:
         return self
@@ -341,13 +341,13 @@ def parse(text: str, name: str = "recorder file") -> Trace:
         g = r.get("gram")
         if not isinstance(g, list) or len(g) != K:
             raise V.Invalid(f"{where}, gram: expected {K} rows of {K} numbers")
-        gram = [_number_list(row, K, f"{where}, gram") for row in g]
+        rows = [_number_list(row, K, f"{where}, gram") for row in g]
         m = r.get("m")
         if not isinstance(m, dict):
             raise V.Invalid(f"{where}: \"m\" must be an object")
         while recs and recs[-1]["step"] >= r["step"]:  # a resumed run wrote these steps again
             recs.pop()
-        recs.append({"step": r["step"], "loss": loss, "gram": gram, "m": m, "where": where})
+        recs.append({"step": r["step"], "loss": loss, "gram": rows, "m": m, "where": where})
     if not recs:
         raise V.Invalid(f"{name}: no records yet (header only)")
     T = len(recs)
