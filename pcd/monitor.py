@@ -32,9 +32,9 @@ is the one bounded reader (size, record count, K, strict JSON: one-line ``ValueE
 link, FIFO, truncated, huge or non-finite file).
 
 Collapse (:func:`collapsed`, the one home of the rule): a recorded step where a method's
-``||d|| / ||g_1|| < COLLAPSE_RATIO`` (10 %) while ``||g_1||`` is not small, ``||g_1|| >=
+``||d|| / ||g_1|| < COLLAPSE_RATIO`` (10 %) while ``||g_1||`` is not small: ``||g_1|| >=
 G1_FLOOR * max ||g_1||`` over the last ``SCALE_WINDOW`` records (10 % of its running scale, 50
-records) -- the update vanishing because the gradients cancel, not because the primary is
+records) and ``>= G1_RUN_FLOOR * max ||g_1||`` over every record so far (0.1 %) -- the update vanishing because the gradients cancel, not because the primary is
 stationary: a conflict equilibrium (PCD paper, arXiv 2606.29521, Sec. 2) in a real network.
 """
 from __future__ import annotations
@@ -54,7 +54,7 @@ from pcd import _validate as V
 from pcd._json import jsonable
 
 __all__ = ["Recorder", "Trace", "read", "summary", "finding", "collapsed", "stretches", "update_ratio",
-           "plan_methods", "counterfactuals", "snapshot_vectors", "COLLAPSE_RATIO", "G1_FLOOR", "SCALE_WINDOW"]
+           "plan_methods", "counterfactuals", "snapshot_vectors", "COLLAPSE_RATIO", "G1_FLOOR", "SCALE_WINDOW", "G1_RUN_FLOOR"]
 
 FORMAT = "pcd-monitor"
 VERSION = 1
@@ -64,6 +64,9 @@ COLLAPSE_RATIO = 0.1
 G1_FLOOR = 0.1
 #: The running scale of ``||g_1||``: its maximum over the last this-many records (this one included).
 SCALE_WINDOW = 50
+#: ... and never below this share of its maximum over every record so far (a network whose primary
+#: gradient has died, ``||g_1|| ~ 1e-8`` for a long stretch, is not "not small").
+G1_RUN_FLOOR = 1e-3
 MAX_BYTES = 64 * 1024 * 1024     # a recorder file read back: 64 MiB
 MAX_RECORDS = 200_000
 MAX_K = 16                       # objectives a recorder file may hold
@@ -233,7 +236,8 @@ def _line(obj: dict) -> str:
 
 def rule() -> dict[str, float]:
     """The collapse rule's numbers (written into every file's header and every summary)."""
-    return {"collapse_ratio": COLLAPSE_RATIO, "g1_floor": G1_FLOOR, "scale_window": SCALE_WINDOW}
+    return {"collapse_ratio": COLLAPSE_RATIO, "g1_floor": G1_FLOOR, "scale_window": SCALE_WINDOW,
+            "g1_run_floor": G1_RUN_FLOOR}
 
 
 # --------------------------------------------------------------------------- reading
@@ -385,7 +389,8 @@ def _json_line(line: str, where: str) -> Any:
 # --------------------------------------------------------------------------- the collapse rule
 
 def g1_not_small(g1: np.ndarray) -> np.ndarray:
-    """``||g_1||_t >= G1_FLOOR * max(||g_1||_{t-W+1..t})`` and ``> 0`` (W = SCALE_WINDOW) ``[T]``."""
+    """``||g_1||_t >= G1_FLOOR * max(||g_1||_{t-W+1..t})``, ``>= G1_RUN_FLOOR * max(||g_1||_{0..t})``
+    and ``> 0`` (W = SCALE_WINDOW) ``[T]``."""
     g1 = np.asarray(g1, dtype=np.float64)
     T = g1.shape[0]
     if T == 0:
@@ -394,7 +399,7 @@ def g1_not_small(g1: np.ndarray) -> np.ndarray:
 
     padded = np.concatenate([np.zeros(SCALE_WINDOW - 1), g1])
     scale = sliding_window_view(padded, SCALE_WINDOW).max(axis=1)
-    return (g1 > 0.0) & (g1 >= G1_FLOOR * scale)
+    return (g1 > 0.0) & (g1 >= G1_FLOOR * scale) & (g1 >= G1_RUN_FLOOR * np.maximum.accumulate(g1))
 
 
 def collapsed(trace: Trace) -> dict[str, np.ndarray]:
@@ -503,3 +508,41 @@ def snapshot_vectors(gram: Any) -> dict[str, Any]:
         out.update(angle3=math.degrees(math.atan2(y3, x3)), norm3=inplane / n1,
                    g3_out=math.sqrt(max(n3 * n3 - inplane * inplane, 0.0)) / n3 if n3 > 0 else 0.0)
     return out
+
+
+def snapshot_query(trace: Trace, index: int) -> dict[str, Any]:
+    """The Gradient geometry page's URL settings for record ``index`` (:func:`snapshot_vectors`,
+    rounded and clipped into the page's slider ranges: angle 0..180 degrees, norms 0.1..3 of
+    ``||g_1||``), the monitored PCD's tau when it is one number, and ``clipped`` (True when a norm
+    was outside the page's range, so the picture is not to scale)."""
+    T = len(trace.steps)
+    if not 0 <= int(index) < T:
+        raise ValueError(f"snapshot: record index must be in [0, {T - 1}], got {index}")
+    v = snapshot_vectors(trace.gram[int(index)])
+
+    def norm(x: float) -> float:
+        return round(min(max(round(x / 0.05) * 0.05, 0.1), 3.0), 2)
+
+    q: dict[str, Any] = {"angle": int(round(v["angle"])), "norm2": norm(v["norm2"])}
+    clipped = not 0.1 <= v["norm2"] <= 3.0
+    if "angle3" in v:
+        q.update(g3="true", angle3=int(round(v["angle3"])), norm3=norm(v["norm3"]))
+        clipped = clipped or not 0.1 <= v["norm3"] <= 3.0
+    tau = (trace.header.get("methods") or {}).get("pcd", {}).get("tau")
+    if isinstance(tau, (int, float)) and not isinstance(tau, bool) and 0.0 <= tau <= 1.0:
+        q["tau"] = round(float(tau), 2)
+    return {"query": q, "clipped": clipped, "g3_out": v.get("g3_out", 0.0)}
+
+
+def summary_rows(trace: Trace) -> list[dict[str, Any]]:
+    """:func:`summary`'s per-method figures as table rows (display names, steps A-B)."""
+    import pcd.methods as registry
+
+    s = summary(trace)["methods"]
+    rows = []
+    for n, v in s.items():
+        lg = v["longest"]
+        rows.append({"method": registry.get(n).display_name, "collapsed (% of records)": 100 * v["collapsed_fraction"],
+                     "longest collapse (steps)": "—" if lg is None else f"{lg['from_step']}–{lg['to_step']}",
+                     "median ‖d‖/‖g₁‖": v["median_ratio"]})
+    return rows
