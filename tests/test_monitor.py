@@ -13,7 +13,6 @@ from pcd import engine, monitor, teaching
 from pcd.cli import main as cli
 from pcd.train.step import gram_update
 
-
 # ---------------------------------------------------------------------------- loops that record
 
 def _mlp_loop(path, steps: int, record: bool, every: int = 1, seed: int = 0):
