@@ -38,7 +38,7 @@ def show_trace(trace: monitor.Trace, key: str) -> None:
                + (f"Not evaluable on a Gram matrix: {', '.join(method_label(n) for n in trace.header['skipped'])}."
                   if trace.header.get("skipped") else ""))
     html_table(pd.DataFrame(monitor.summary_rows(trace)),
-               formats={"collapsed (% of records)": ".0f", "median ‖d‖/‖g₁‖": ".3g"})
+               formats={"collapsed (% of records)": "{:.0f}", "median ‖d‖/‖g₁‖": "{:.3g}"})
     _snapshot(trace, steps.index(step), key)
 
 
