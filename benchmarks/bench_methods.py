@@ -1,6 +1,6 @@
 """Per-call cost of every registered method (microseconds per call), on random Gram matrices.
 
-    python benchmarks/bench_methods.py [--repeat N] [--quick]
+    python benchmarks/bench_methods.py [--repeat N] [--quick] [--methods uw,dwa,...]
 
 Cases: B=3, K=2 (the toy engine: 3 starts); B=1000, K=2 (a dense grid of starts); B=1, K=16 and
 B=1000, K=16 (many objectives). Stateful methods are called with their state carried along, as the
@@ -43,13 +43,14 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--repeat", type=int, default=200, help="calls per (method, case) for the small cases")
     ap.add_argument("--quick", action="store_true", help="skip the B=1000, K=16 case")
+    ap.add_argument("--methods", default=None, help="comma-separated registry names (default: all)")
     args = ap.parse_args()
     rng = np.random.default_rng(0)
     cases = [c for c in CASES if not (args.quick and c == (1000, 16))]
     header = f"{'method':<12}" + "".join(f"{f'B={B},K={K}':>16}" for B, K in cases)
     print("microseconds per call")
     print(header)
-    for name in methods.available():
+    for name in methods.parse_names(args.methods) if args.methods else methods.available():
         row = f"{name:<12}"
         for B, K in cases:
             small = B * K <= 64

@@ -5,7 +5,17 @@ import streamlit as st
 
 import pcd.methods as registry
 from pcd import studio, teaching
-from pcd.ui import claim, download_row, settings_panel, setup_page, show_error, url_default, url_sync, warmup
+from pcd.ui import (
+    claim,
+    download_row,
+    method_picker,
+    settings_panel,
+    setup_page,
+    show_error,
+    url_default,
+    url_sync,
+    warmup,
+)
 from pcd.ui.chart import plotly_chart
 from pcd.ui.controls import vector_drag
 from pcd.ui.table import html_table
@@ -29,8 +39,8 @@ ALL = registry.available()
 DEFAULT_METHODS = warmup.available(warmup.GEO_METHODS)
 
 panel = settings_panel()
-methods = panel.multiselect("methods", ALL, default=url_default("methods", DEFAULT_METHODS, allowed=ALL),
-                            format_func=lambda m: registry.get(m).display_name, key="geo_methods")
+methods = method_picker("methods", ALL, default=url_default("methods", DEFAULT_METHODS, allowed=ALL),
+                        key="geo_methods", container=panel)
 c1, c2, c3, c4 = panel.columns(4)
 with c1:
     angle = st.slider("angle ∠(g₁, g₂) in degrees", 0, 180, url_default("angle", warmup.GEO_ANGLE, low=0, high=180), key="geo_angle")

@@ -12,6 +12,7 @@ from pcd.ui import (
     claim,
     download_csv,
     download_figure,
+    method_picker,
     param_widget,
     png_export,
     settings_panel,
@@ -97,8 +98,8 @@ with settings:
             problem = studio.toy_problem("custom", f1, f2, bounds=custom_bounds, starts=custom_starts)
         except ValueError as exc:
             formula_error = exc
-    methods = st.multiselect("methods", ALL, default=url_default("methods", DEFAULT_METHODS, allowed=ALL),
-                             format_func=lambda m: registry.get(m).display_name, key="toy_methods")
+    methods = method_picker("methods", ALL, default=url_default("methods", DEFAULT_METHODS, allowed=ALL),
+                            key="toy_methods")
     tau = st.slider("τ (PCD)", 0.0, 1.0, url_default("tau", W.TOY_TAU, low=0.0, high=1.0), 0.01, key="toy_tau",
                     help="share of each secondary's own progress PCD guarantees per step")
     opt = st.radio("optimizer", ["adam", "sgd"], index=["adam", "sgd"].index(url_default("opt", W.TOY_OPT, ["adam", "sgd"])),

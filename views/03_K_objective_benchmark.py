@@ -5,7 +5,17 @@ import pandas as pd
 import streamlit as st
 
 import pcd.methods as registry
-from pcd.ui import claim, download_row, settings_panel, setup_page, show_error, url_default, url_sync, warmup
+from pcd.ui import (
+    claim,
+    download_row,
+    method_picker,
+    settings_panel,
+    setup_page,
+    show_error,
+    url_default,
+    url_sync,
+    warmup,
+)
 from pcd.ui.chart import plotly_chart
 from pcd.ui.table import html_table
 from pcd.viz.kbench import law_summary, residual_figure, residual_table
@@ -35,9 +45,9 @@ with c1:
     k_lo, k_hi = st.select_slider("K range", KS, value=(url_default("kmin", 2, KS), url_default("kmax", 65, KS)),
                                   key="kb_range")
 with c2:
-    methods = st.multiselect("methods", ALL, default=url_default("methods", DEFAULT_METHODS, allowed=ALL),
-                             format_func=lambda m: registry.get(m).display_name, key="kb_methods",
-                             help="CAGrad, UPGrad and Nash-MTL solve an inner problem per step: slow at large K")
+    methods = method_picker("methods", ALL, default=url_default("methods", DEFAULT_METHODS, allowed=ALL),
+                            key="kb_methods",
+                            help="CAGrad, UPGrad and Nash-MTL solve an inner problem per step: slow at large K")
 with c3:
     steps = st.select_slider("steps", STEPS, value=url_default("steps", warmup.KB_STEPS, STEPS), key="kb_steps")
 with c4:

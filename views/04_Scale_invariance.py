@@ -6,7 +6,17 @@ import streamlit as st
 
 import pcd.methods as registry
 from pcd.experiments import synthetic
-from pcd.ui import claim, download_row, settings_panel, setup_page, show_error, url_default, url_sync, warmup
+from pcd.ui import (
+    claim,
+    download_row,
+    method_picker,
+    settings_panel,
+    setup_page,
+    show_error,
+    url_default,
+    url_sync,
+    warmup,
+)
 from pcd.ui.chart import plotly_chart
 from pcd.ui.table import html_table
 from pcd.viz.scale import drift_table, eps_window_text, power_label, sweep_figure
@@ -35,8 +45,8 @@ PCD_EPS = warmup.PCD_EPS
 panel = settings_panel()
 c1, c2, c3, c4 = panel.columns([2, 1, 1, 1])
 with c1:
-    methods = st.multiselect("methods", ALL, default=url_default("methods", warmup.available(warmup.SC_METHODS), allowed=ALL),
-                             format_func=lambda m: registry.get(m).display_name, key="sc_methods")
+    methods = method_picker("methods", ALL, default=url_default("methods", warmup.available(warmup.SC_METHODS), allowed=ALL),
+                            key="sc_methods")
 with c2:
     tau = st.slider("τ (PCD)", 0.0, 1.0, url_default("tau", warmup.SC_TAU, low=0.0, high=1.0), 0.01, key="sc_tau")
 with c3:

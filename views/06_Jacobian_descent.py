@@ -12,6 +12,7 @@ from pcd.ui import (
     download_csv,
     download_figure,
     download_json,
+    method_picker,
     settings_panel,
     setup_page,
     show_error,
@@ -62,8 +63,7 @@ with tab_props:
     )
     c1, c2, c3 = settings_panel("properties").columns([2.2, 1, 1])
     with c1:
-        methods = st.multiselect("methods", ALL, default=url_default("methods", ALL, allowed=ALL),
-                                 format_func=_label, key="jd_methods")
+        methods = method_picker("methods", ALL, default=url_default("methods", ALL, allowed=ALL), key="jd_methods")
     with c2:
         samples = st.slider("Jacobians per family and K", 1, 10, url_default("samples", W.JD_SAMPLES, low=1, high=10), key="jd_samples")
     with c3:
@@ -122,9 +122,9 @@ with tab_iwrm:
     iwrm_default = [m for m in jd.IWRM_DEFAULT_METHODS if m in ALL]
     c1, c2, c3, c4, c5 = settings_panel("iwrm").columns([2.2, 1, 1, 1, 1])
     with c1:
-        i_methods = st.multiselect("methods", iwrm_all, default=url_default("iwrm_methods", iwrm_default,
-                                                                            allowed=iwrm_all),
-                                   format_func=_label, key="jd_iwrm_methods")
+        i_methods = method_picker("methods", iwrm_all, default=url_default("iwrm_methods", iwrm_default,
+                                                                           allowed=iwrm_all),
+                                  key="jd_iwrm_methods")
     with c2:
         i_seeds = st.slider("seeds", 1, 5, url_default("iwrm_seeds", 2, low=1, high=5), key="jd_iwrm_seeds")
     with c3:

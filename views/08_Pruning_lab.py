@@ -18,6 +18,7 @@ import pcd.methods as registry
 from pcd import _validate as V
 from pcd.jobs import RunStore, default_data_dir, ensure_supervisor, eta_seconds, supervisor_pid, validate_for_queue
 from pcd.jobs import results as R
+from pcd.jobs.queue_view import PAGE_SIZE, done_points, estimate_basis, queue_page
 from pcd.jobs.sweep import build_sweep, describe, parse_numbers
 from pcd.train import presets as P
 from pcd.train.config import SPECIAL_METHODS, method_names
@@ -29,6 +30,7 @@ from pcd.ui import (
     download_csv,
     download_figure,
     download_json,
+    method_picker,
     param_widget,
     setup_page,
     show_error,
@@ -174,7 +176,7 @@ with tab_queue:
                  help="a preset fills the form with its training settings and can queue its whole study")
     url_sync(preset=ss["pl_preset"])
     if ss["pl_preset"] != "custom":
-        _preset_panel(store.list())
+        _preset_panel(estimate_basis(store))
         st.divider()
         st.markdown("**Or queue single runs** with these training settings (the form below holds them):")
     left, right = st.columns([1, 1], gap="large")
@@ -194,7 +196,7 @@ with tab_queue:
         ss.setdefault(f"pl_arch_{dataset}", "smallcnn" if dataset == "digits" else
                       ("resnet20" if "resnet20" in ARCHS else arch_opts[0]))
         arch = st.selectbox("architecture", arch_opts, key=f"pl_arch_{dataset}")
-        methods = st.multiselect("method(s)", METHODS, key="pl_methods", format_func=method_label)
+        methods = method_picker("method(s)", METHODS, key="pl_methods")
         c1, c2 = st.columns(2)
         secondary = c1.selectbox("secondary objective(s)", list(SECONDARIES), key="pl_secondary",
                                  help="group_lasso: K = 2 (filters); l1+nuclear: K = 3 (sparse + low rank)")
@@ -251,7 +253,7 @@ with tab_queue:
         form_error = exc
     url_sync(dataset=dataset, methods=methods, sweep=sweep,
              **({"epochs": epochs_in} if not form_error else {}), **({} if sweep else {"tau": tau_text}))
-    all_runs = store.list()
+    all_runs = estimate_basis(store)  # the newest finished runs: bounded however many the store holds
     if form_error:
         show_error(form_error)
     else:
@@ -334,8 +336,14 @@ def _runs_view() -> None:
         st.toast(m)
     if errors:
         show_error("; ".join(errors))
-    runs = store.list()
-    counts = {s: sum(r["status"] == s for r in runs) for s in ("queued", "running", "done", "failed", "cancelled")}
+    # counts (SQL) + the newest page only; an auto-refresh with nothing changed re-reads nothing
+    page_no = int(ss.get("pl_page", 1) or 1)
+    try:
+        data = queue_page(store, page=page_no, previous=ss.get("pl_queue_data"))
+    except ValueError:
+        data = queue_page(store, page=1)
+    ss["pl_queue_data"] = data
+    runs, counts = data.runs, data.counts
     pid = supervisor_pid(DATA_DIR)
     cols = st.columns(6)
     for col, (s, n) in zip(cols, counts.items()):
@@ -345,10 +353,16 @@ def _runs_view() -> None:
     if not pid:
         st.caption("No supervisor is serving this data folder: queued runs wait. It starts with the app, or run "
                    f"`python -m pcd worker --data-dir {DATA_DIR}`.")
-    if not runs:
+    if not data.total:
         st.info("No runs yet: queue one on the **Queue runs** tab.")
         return
-    shown = runs[::-1]  # newest first
+    if data.pages > 1:
+        c1, c2 = st.columns([1, 3])
+        c1.number_input(f"page (of {data.pages:,}; newest first)", min_value=1, max_value=data.pages, step=1,
+                        key="pl_page")
+        c2.caption(f"Runs {data.offset + 1:,}–{data.offset + len(runs):,} of {data.total:,}, {PAGE_SIZE} per page. "
+                   "`python -m pcd runs list --all` lists every run.")
+    shown = runs  # newest first
     ids = [r["id"] for r in shown]
     chosen = selected_ids("pl_table", ids)
     st.caption("Select rows (click the boxes at the left; shift-click for a range) to cancel, retry, delete or "
@@ -385,7 +399,7 @@ def _runs_view() -> None:
         plotly_chart(curves_figure(series, meth), key="pl_compare_curves",
                         config={"displaylogo": False})
     where_panel(store, runs, DATA_DIR, pid, sel)  # issue 16: nodes, placement, worker.log (pcd.ui.runs_where)
-    running = [r for r in runs if r["status"] == "running"]
+    running = data.running
     if running:
         st.markdown("**Live curves of the running runs**")
         series = {f"run {r['id']}": store.metrics(r["id"]) for r in running}
@@ -399,7 +413,8 @@ def _runs_view() -> None:
     ss["pl_was_active"] = bool(running or counts["queued"])
 
 
-ACTIVE = bool(store.list(["running", "queued"]))
+_COUNTS = store.counts()
+ACTIVE = bool(_COUNTS["running"] or _COUNTS["queued"])
 ss.setdefault("pl_was_active", ACTIVE)
 with tab_runs:
     st.fragment(run_every=2.0 if ACTIVE else None)(_runs_view)()
@@ -438,9 +453,10 @@ def _summary_frame(rows: list[dict], ref_acc: float | None, k3: bool) -> pd.Data
 
 
 def _results_view() -> None:
-    done = store.list("done")
-    points = R.run_points(done)
-    pending = len(store.list(["running", "queued"]))
+    ss["pl_done_points"] = done_points(store, ss.get("pl_done_points"))  # re-read only when a run finished
+    points = ss["pl_done_points"][1]
+    counts = store.counts()
+    pending = counts["running"] + counts["queued"]
     if not points:
         st.info("No finished run yet. Finished runs appear here with their accuracy, sparsity, FLOPs, latency "
                 "and file size" + (f" ({pending} queued or running)." if pending else "."))
@@ -575,15 +591,14 @@ def _results_view() -> None:
         download_json({"id": rid, "config": cfg, "result": {k: v for k, v in res.items() if k != "history"},
                        "metrics": rows_m}, f"run_{rid}.json", "Download run JSON", key="pl_dl_json")
     with c3:
-        try:  # the stored path is served only when it resolves inside this run's folder
-            path = store.run_file(rid, (res.get("export") or {}).get("path"))
-        except ValueError as exc:
-            path = None
-            show_error(f"not serving the pruned model: {exc}")
-        if rep["offer_model"] and path is not None:
-            with open(path, "rb") as fh:
-                st.download_button("Download pruned model", fh.read(), file_name=f"run_{rid}_pruned.pt",
-                                   key="pl_dl_model")
+        blob = None
+        if rep["offer_model"]:
+            try:  # served only when it is a regular file inside this run's real folder (pcd._files)
+                blob = store.read_run_file(rid, (res.get("export") or {}).get("path"), kind="model")
+            except ValueError as exc:
+                show_error(f"not serving the pruned model: {exc}")
+        if blob is not None:
+            st.download_button("Download pruned model", blob, file_name=f"run_{rid}_pruned.pt", key="pl_dl_model")
         elif rep["offer_model"]:
             st.caption("The pruned model file is not on this machine (deleted, or written by a Ray node).")
 

@@ -9,7 +9,16 @@ import streamlit as st
 import pcd.methods as registry
 from pcd import studio
 from pcd.experiments.basin import BASIN_METHODS, basin, merge_basins
-from pcd.ui import download_csv, download_json, settings_panel, setup_page, show_error, url_default, url_sync
+from pcd.ui import (
+    download_csv,
+    download_json,
+    method_picker,
+    settings_panel,
+    setup_page,
+    show_error,
+    url_default,
+    url_sync,
+)
 from pcd.ui.table import html_table
 from pcd.viz.basin import basin_figure, legend_html
 
@@ -39,8 +48,8 @@ with settings_panel(flow=True):
     if problem_name == "custom":
         f1 = st.text_input("primary f₁(x, y)", url_default("f1", DEFAULT_F1), key="basin_f1")
         f2 = st.text_input("secondary f₂(x, y)", url_default("f2", DEFAULT_F2), key="basin_f2")
-    methods = st.multiselect("methods", ALL, default=url_default("methods", list(BASIN_METHODS), allowed=ALL),
-                             format_func=lambda m: registry.get(m).display_name, key="basin_methods")
+    methods = method_picker("methods", ALL, default=url_default("methods", list(BASIN_METHODS), allowed=ALL),
+                            key="basin_methods")
     tau = st.slider("τ (PCD)", 0.0, 1.0, url_default("tau", 0.02, low=0.0, high=1.0), 0.01, key="basin_tau")
     opt = st.radio("optimizer", ["adam", "sgd"], index=["adam", "sgd"].index(url_default("opt", "adam", ["adam", "sgd"])),
                    horizontal=True, format_func={"adam": "Adam", "sgd": "SGD"}.get, key="basin_opt")

@@ -12,6 +12,8 @@ from typing import Any
 from pcd import _validate as V
 from pcd.cli import UsageError, read_json, write_json
 
+LIST_PAGE = 50  # `runs list` shows the newest 50 runs unless told otherwise
+
 
 def register(subparsers: argparse._SubParsersAction) -> None:
     p = subparsers.add_parser("runs", help="queue, list and cancel pruning runs",
@@ -50,9 +52,13 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                     help="write the aggregated rows and the comparison as JSON to FILE or stdout")
     sm.set_defaults(func=_summary)
 
-    ls = sub.add_parser("list", help="list runs")
+    ls = sub.add_parser("list", help="list runs, newest first, one page at a time")
     common(ls)
     ls.add_argument("--status", choices=["queued", "running", "done", "failed", "cancelled"], default=None)
+    ls.add_argument("--limit", type=int, default=LIST_PAGE,
+                    help=f"how many runs, newest first (default {LIST_PAGE})")
+    ls.add_argument("--offset", type=int, default=0, help="skip this many of the newest runs (the next page)")
+    ls.add_argument("--all", action="store_true", help="every run, newest first (read a page at a time)")
     ls.add_argument("--json", nargs="?", const="-", default=None, metavar="FILE",
                     help="write a JSON list (id, status, progress, config, result, error, ...) to FILE or stdout")
     ls.set_defaults(func=_list)
@@ -146,18 +152,48 @@ def _submit(args: argparse.Namespace) -> int:
 
 
 def _list(args: argparse.Namespace) -> int:
+    if not args.all:
+        V.integer(args.limit, "--limit", low=1, high=V.LIMITS["run_id"])
+    V.integer(args.offset, "--offset", low=0, high=V.LIMITS["run_id"])
     with _store(args) as store:
-        runs = [_public(r) for r in store.list(args.status)]
-    if args.json is not None:
-        write_json(runs, args.json)
-        return 0
-    from pcd.jobs.placement import where
-    print(f"{'id':>5}  {'status':<10} {'progress':>8}  {'device':<9} {'method':<10} {'tau':>6}  {'where':<34} error")
-    for r in runs:
-        cfg = r["config"] or {}
-        print(f"{r['id']:>5}  {r['status']:<10} {100 * (r['progress'] or 0):7.0f}%  {str(r['device'] or ''):<9} "
-              f"{str(cfg.get('method', '')):<10} {str(cfg.get('tau', '')):>6}  {where(r):<34} {r['error'] or ''}")
+        counts = store.counts()
+        total = counts[args.status] if args.status else sum(counts.values())
+        runs = (store.iter_runs(args.status, newest_first=True) if args.all else
+                store.list(args.status, limit=args.limit, offset=args.offset, newest_first=True))
+        if args.json is not None:
+            _write_json_rows((_public(r) for r in runs), args.json)
+            return 0
+        from pcd.jobs.placement import where
+        print(f"{'id':>5}  {'status':<10} {'progress':>8}  {'device':<9} {'method':<10} {'tau':>6}  "
+              f"{'where':<34} error")
+        shown = 0
+        for r in runs:
+            cfg = r["config"] or {}
+            print(f"{r['id']:>5}  {r['status']:<10} {100 * (r['progress'] or 0):7.0f}%  {str(r['device'] or ''):<9} "
+                  f"{str(cfg.get('method', '')):<10} {str(cfg.get('tau', '')):>6}  {where(r):<34} {r['error'] or ''}")
+            shown += 1
+    if shown < total:
+        first = args.offset + 1 if shown else args.offset
+        print(f"runs {first}-{args.offset + shown} of {total:,}, newest first; more with --offset "
+              f"{args.offset + shown}, or --all")
     return 0
+
+
+def _write_json_rows(rows: Any, path: str | None) -> None:
+    """A JSON list written one run at a time (``--all`` over 200,000 runs never holds them all)."""
+    import sys
+
+    from pcd._json import dumps
+
+    fh = sys.stdout if path in (None, "-") else open(path, "w", encoding="utf-8")
+    try:
+        fh.write("[")
+        for i, r in enumerate(rows):
+            fh.write(("," if i else "") + "\n" + dumps(r))
+        fh.write("\n]\n")
+    finally:
+        if fh is not sys.stdout:
+            fh.close()
 
 
 def _cluster(args: argparse.Namespace) -> int:
@@ -238,12 +274,10 @@ def _presets(args: argparse.Namespace) -> int:
 
 def _summary(args: argparse.Namespace) -> int:
     from pcd.jobs import results as R
+    from pcd.jobs.queue_view import summary_rows
 
-    with _store(args) as store:
-        points = R.run_points(store.list("done"))
-    if args.study:
-        points = [p for p in points if args.study in p["study"]]
-    rows = R.aggregate(points)
+    with _store(args) as store:  # streamed: memory stays bounded however many runs are done
+        rows = summary_rows(store, args.study)
     studies = list(dict.fromkeys(r["study"] for r in rows))
     comps = {st: R.paired_comparison([r for r in rows if r["study"] == st]) for st in studies}
     if args.json is not None:
@@ -288,8 +322,9 @@ def _rebuild(args: argparse.Namespace) -> int:
     if pid:
         raise UsageError(f"a worker (pid {pid}) serves {folder}; stop it before rebuilding its database")
     out = rebuild(folder)
-    print(f"rebuilt {folder}: {out['runs']} run(s) ({out['done']} done)"
+    print(f"rebuilt {folder}: {out['runs']} run(s) ({out['done']} done, {out['queued']} queued; "
+          f"{out['kept']} row(s) kept from the old database)"
           + (f"; old database kept as {out['backup']}" if out["backup"] else ""))
     for line in out["skipped"]:
-        print(f"skipped {line}")
+        print(f"note: {line}")
     return 0

@@ -3,11 +3,9 @@
 list|cluster|log`` and the Pruning lab page, which show the same data."""
 from __future__ import annotations
 
-import json
 import os
-from pathlib import Path
 
-from pcd.jobs.executors.base import tail_lines
+from pcd import _files
 from pcd.jobs.store import RunStore
 
 CLUSTER_NAME = "cluster.json"
@@ -35,8 +33,8 @@ def read_cluster(data_dir: str | os.PathLike, live_pid: int | None) -> dict | No
     if not live_pid:
         return None
     try:
-        info = json.loads((Path(data_dir) / CLUSTER_NAME).read_text(encoding="utf-8"))
-    except (OSError, ValueError):
+        info = _files.read_json(os.path.join(data_dir, CLUSTER_NAME), data_dir, kind="json", name=CLUSTER_NAME)
+    except ValueError:
         return None
     if not isinstance(info, dict) or info.get("pid") != live_pid:
         return None
@@ -71,5 +69,14 @@ def cluster_summary(info: dict | None) -> str:
 
 
 def log_tail(store: RunStore, run_id: int, lines: int = 40) -> str:
-    """The last ``lines`` lines of ``runs/<id>/worker.log`` ('' when there is none)."""
-    return "\n".join(tail_lines(store.run_dir(run_id) / "worker.log", lines))
+    """The last ``lines`` lines of ``runs/<id>/worker.log`` through the one reader (:mod:`pcd._files`:
+    at most its last 256 KiB are read, whatever its size); '' when there is none. A log that may not
+    be read (a link out of the run folder, a FIFO, a device) gives one line saying why, not its text."""
+    try:
+        folder = _files.run_folder(store.data_dir, run_id)
+        text = _files.read_tail(folder / "worker.log", folder, kind="log", name="worker.log")
+    except _files.FileRefused as exc:
+        if str(exc).endswith("no such file"):
+            return ""
+        return f"worker.log not shown: {exc}"
+    return "\n".join(text.splitlines()[-max(1, int(lines)):])

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import math
 import statistics
+from array import array
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
@@ -37,6 +38,14 @@ def _num(v: Any) -> float | None:
 def _ratio(a: Any, b: Any) -> float | None:
     a, b = _num(a), _num(b)
     return a / b if a is not None and b not in (None, 0.0) else None
+
+
+#: what :func:`run_point` reads of a result (dotted: inside ``export``); a store extracts just these
+#: in SQL for the study summaries (:meth:`pcd.jobs.store.RunStore.iter_done`). Keep in step with it.
+POINT_RESULT_PATHS = ("test_acc", "group_sparsity", "param_sparsity", "effective_rank", "seconds", "diverged",
+                      "grouping", "export.params_before", "export.params_after", "export.test_acc",
+                      "export.flops_before", "export.flops_after", "export.latency_ms_before",
+                      "export.latency_ms_after", "export.file_bytes_before", "export.file_bytes_after")
 
 
 def run_point(run: dict) -> dict | None:
@@ -297,23 +306,33 @@ def _mean_std(values: list[float]) -> tuple[float | None, float | None]:
     return statistics.fmean(values), (statistics.stdev(values) if len(values) > 1 else None)
 
 
-def aggregate(points: Sequence[dict]) -> list[dict]:
+def aggregate(points: Iterable[dict]) -> list[dict]:
     """Mean and standard deviation over seeds per (study, method, setting): one row per group with
     ``n`` (seeds), ``seeds``, ``run_ids`` and for each measure ``m`` of :data:`AGG_KEYS` the keys
     ``m`` (mean) and ``m_std`` (sample std, None for a single seed). Rows keep the order in which
-    their first run appears."""
-    groups: dict[tuple, list[dict]] = {}
+    their first run appears. ``points`` may be a stream (a generator over a large store): only the
+    measures are kept per group, never the points."""
+    groups: dict[tuple, dict[str, Any]] = {}
     for p in points:
-        groups.setdefault((p.get("study"), p.get("method"), p.get("setting")), []).append(p)
-    rows = []
-    for (study, method, setting), pts in groups.items():
-        row: dict[str, Any] = {"study": study, "method": method, "setting": setting, "n": len(pts),
-                               "seeds": sorted(p.get("seed") for p in pts if p.get("seed") is not None),
-                               "run_ids": [p.get("id") for p in pts],
-                               "diverged": sum(bool(p.get("diverged")) for p in pts)}
+        key = (p.get("study"), p.get("method"), p.get("setting"))
+        g = groups.get(key)
+        if g is None:
+            g = groups[key] = {"n": 0, "seeds": [], "run_ids": [], "diverged": 0,
+                               "values": {k: array("d") for k in AGG_KEYS}}
+        g["n"] += 1
+        if p.get("seed") is not None:
+            g["seeds"].append(p.get("seed"))
+        g["run_ids"].append(p.get("id"))
+        g["diverged"] += bool(p.get("diverged"))
         for k in AGG_KEYS:
-            vals = [p[k] for p in pts if p.get(k) is not None]
-            row[k], row[f"{k}_std"] = _mean_std(vals)
+            if p.get(k) is not None:
+                g["values"][k].append(p[k])
+    rows = []
+    for (study, method, setting), g in groups.items():
+        row: dict[str, Any] = {"study": study, "method": method, "setting": setting, "n": g["n"],
+                               "seeds": sorted(g["seeds"]), "run_ids": g["run_ids"], "diverged": g["diverged"]}
+        for k in AGG_KEYS:
+            row[k], row[f"{k}_std"] = _mean_std(list(g["values"][k]))
         rows.append(row)
     return rows
 

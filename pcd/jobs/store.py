@@ -38,11 +38,11 @@ import secrets
 import shutil
 import sqlite3
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
-from pcd import _json
+from pcd import _files, _json
 from pcd import _validate as V
 
 STATUSES = ("queued", "running", "done", "failed", "cancelled")
@@ -56,27 +56,36 @@ class StoreError(ValueError):
     with the path, what is wrong and what to do. Never raised for bad user input."""
 
 
+class StorageFault(StoreError):
+    """The storage under the data folder refuses a read or write (disk full, read-only file system,
+    permission denied): one line naming the fault, the path and what to do. Never called damage and
+    never answered with rebuild advice: the database itself is fine."""
+
+
+def storage_fault(exc: BaseException, path: str | os.PathLike) -> StorageFault | None:
+    """``exc`` (an ``OSError`` or a SQLite error) as a :class:`StorageFault` when it is one
+    (:func:`pcd._validate.storage_fault` names it), else None."""
+    msg = V.storage_fault(exc, path)
+    return StorageFault(msg) if msg else None
+
+
 def rebuild_command(data_dir: str | os.PathLike) -> str:
     return f"python -m pcd runs rebuild --data-dir {data_dir}"
 
 
 def _file_problem(path: Path) -> str | None:
-    """``"missing"``, ``"empty"``, a reason the file is not a database, or None (looks fine)."""
+    """``"missing"``, ``"empty"``, a reason the file is not a database, or None (looks fine).
+    Raises ``OSError`` when the file cannot be read (a storage fault, not damage)."""
     try:
         st = os.stat(path)
     except FileNotFoundError:
         return "missing"
-    except OSError as exc:
-        return f"cannot be read ({exc.strerror})"
     if not os.path.isfile(path):
         return "is not a regular file"
     if st.st_size == 0:
         return "empty"
-    try:
-        with open(path, "rb") as fh:
-            head = fh.read(len(SQLITE_HEADER))
-    except OSError as exc:
-        return f"cannot be read ({exc.strerror})"
+    with open(path, "rb") as fh:  # an OSError (permission denied, ...) is the caller's storage fault
+        head = fh.read(len(SQLITE_HEADER))
     if head != SQLITE_HEADER:
         return "is not a SQLite database (wrong file header)"
     return None
@@ -97,16 +106,77 @@ def stored_config_problem(config: dict) -> str | None:
     return None
 
 
-def run_folders(data_dir: str | os.PathLike) -> list[Path]:
-    """``<data_dir>/runs/<id>/`` folders holding a ``config.json`` (id order)."""
+QUEUE_NAME = "queue.json"  # a run's queue entry (priority, label, attempts, cancelled), next to config.json
+
+
+def run_folders(data_dir: str | os.PathLike, notes: builtins.list[str] | None = None) -> builtins.list[Path]:
+    """``<data_dir>/runs/<id>/`` folders holding a ``config.json`` (id order). Names that are not
+    plain ASCII digits (``runs/²``: ``str.isdigit`` accepts it) and run folders that are symlinks
+    are skipped; when ``notes`` is given, one line naming them is appended to it."""
     root = Path(data_dir) / "runs"
     if not root.is_dir():
         return []
-    out = []
+    out, odd, links = [], [], []
     for p in root.iterdir():
-        if p.name.isdigit() and len(p.name) <= 18 and (p / "config.json").is_file():
+        name = p.name
+        if not (name.isascii() and name.isdigit() and len(name) <= 18 and int(name) >= 1):
+            if not name.startswith("."):
+                odd.append(name)
+            continue
+        if p.is_symlink():
+            links.append(name)
+        elif (p / "config.json").is_file():
             out.append(p)
+    if notes is not None and odd:
+        notes.append(f"ignored {len(odd)} folder(s) in {root} not named by a run id (ASCII digits): "
+                     + ", ".join(repr(n) for n in sorted(odd)[:10]) + (" ..." if len(odd) > 10 else ""))
+    if notes is not None and links:
+        notes.append(f"ignored {len(links)} run folder(s) in {root} that are symlinks (a run folder must be a "
+                     "real folder inside the data folder): " + ", ".join(sorted(links, key=int)[:10]))
     return sorted(out, key=lambda q: int(q.name))
+
+
+def _write_atomic(path: Path, text: str) -> None:
+    """Write ``text`` to ``path`` through a temporary file + rename (never a half-written file)."""
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    try:
+        tmp.write_text(text, encoding="utf-8")
+        os.replace(tmp, path)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
+
+
+def _portable(value: Any, folder: Path) -> Any:
+    """``value`` with every absolute ``path`` / ``*_path`` string inside ``folder`` made relative to it
+    (a stored path keeps working when the data folder is copied or moved)."""
+    if isinstance(value, dict):
+        out = {}
+        for k, v in value.items():
+            if isinstance(v, str) and isinstance(k, str) and (k == "path" or k.endswith("_path")) \
+                    and os.path.isabs(v):
+                try:
+                    rel = os.path.relpath(os.path.abspath(v), os.path.abspath(folder))
+                except ValueError:
+                    rel = os.pardir
+                out[k] = v if rel == os.pardir or rel.startswith(os.pardir + os.sep) else rel
+            else:
+                out[k] = _portable(v, folder)
+        return out
+    if isinstance(value, list):
+        return [_portable(v, folder) for v in value]
+    return value
+
+
+def moved_path(path: str, run_id: int) -> str | None:
+    """An absolute path stored by an older version for run ``run_id`` in a data folder that has
+    since been copied or moved: its part after the last ``runs/<run_id>/``, else None."""
+    parts = Path(path).parts
+    for i in range(len(parts) - 2, -1, -1):
+        if parts[i] == "runs" and parts[i + 1] == str(run_id):
+            rest = parts[i + 2:]
+            return os.path.join(*rest) if rest else None
+    return None
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS runs (
@@ -144,6 +214,14 @@ CREATE TABLE IF NOT EXISTS metrics (
     created_at REAL    NOT NULL,
     PRIMARY KEY (run_id, epoch)
 );
+CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value INTEGER NOT NULL);
+INSERT OR IGNORE INTO meta (key, value) VALUES ('version', 0);
+CREATE TRIGGER IF NOT EXISTS runs_version_insert AFTER INSERT ON runs
+    BEGIN UPDATE meta SET value = value + 1 WHERE key = 'version'; END;
+CREATE TRIGGER IF NOT EXISTS runs_version_update AFTER UPDATE ON runs
+    BEGIN UPDATE meta SET value = value + 1 WHERE key = 'version'; END;
+CREATE TRIGGER IF NOT EXISTS runs_version_delete AFTER DELETE ON runs
+    BEGIN UPDATE meta SET value = value + 1 WHERE key = 'version'; END;
 """
 
 
@@ -178,10 +256,16 @@ class RunStore:
         try:
             self.data_dir.mkdir(parents=True, exist_ok=True)
         except OSError as exc:
-            raise ValueError(f"data_dir {self.data_dir}: cannot create it ({exc.strerror})") from None
+            raise (storage_fault(exc, self.data_dir)
+                   or ValueError(f"data_dir {self.data_dir}: cannot create it ({exc.strerror})")) from None
         self.path = self.data_dir / DB_NAME
         self.rebuilt: dict | None = None
-        problem = _file_problem(self.path)
+        try:
+            problem = _file_problem(self.path)
+        except OSError as exc:
+            raise (storage_fault(exc, self.path)
+                   or StoreError(f"run database {self.path} cannot be read ({exc.strerror}); nothing was "
+                                 "changed")) from None
         if problem in ("missing", "empty") and run_folders(self.data_dir):
             n = len(run_folders(self.data_dir))
             if not auto_rebuild:
@@ -194,6 +278,9 @@ class RunStore:
         try:
             self._connect(timeout)
         except sqlite3.DatabaseError as exc:
+            fault = storage_fault(exc, self.path)
+            if fault is not None:
+                raise fault from None
             raise StoreError(f"run database {self.path} is damaged ({exc}); nothing was changed. Rebuild it "
                              f"from the run folders with: {rebuild_command(self.data_dir)}") from None
 
@@ -243,26 +330,51 @@ class RunStore:
     def _tx(self, fn: Callable[[sqlite3.Connection], Any]) -> Any:
         """Run ``fn`` in one write transaction (BEGIN IMMEDIATE takes the write lock up front)."""
         c = self._conn
-        c.execute("BEGIN IMMEDIATE")
         try:
-            out = fn(c)
-        except BaseException:
-            c.execute("ROLLBACK")
+            c.execute("BEGIN IMMEDIATE")
+            try:
+                out = fn(c)
+                c.execute("COMMIT")
+            except BaseException:
+                if c.in_transaction:
+                    c.execute("ROLLBACK")
+                raise
+        except (sqlite3.OperationalError, OSError) as exc:
+            fault = storage_fault(exc, getattr(exc, "filename", None) or self.path)
+            if fault is not None:
+                raise fault from None
             raise
-        c.execute("COMMIT")
         return out
 
     def run_dir(self, run_id: int) -> Path:
         return self.data_dir / "runs" / str(int(run_id))
 
     def run_file(self, run_id: Any, path: Any) -> Path | None:
-        """A file of run ``run_id`` named by a stored path (e.g. ``result.export.path``), resolved
-        (symlinks followed) and served only if it lies inside the run's folder: ``ValueError``
-        for anything else (``/etc/passwd``, ``../``, a link out); None when it does not exist."""
+        """A file of run ``run_id`` named by a stored path (e.g. ``result.export.path``:
+        relative to the run folder, or absolute into it), served only if it lies inside the run's
+        real folder (:func:`pcd._files.run_file`): ``ValueError`` for anything else (``/etc/passwd``,
+        ``../``, a link out, a run folder that is itself a link); None when it does not exist. Read it
+        with :meth:`read_run_file` (regular files only, bounded)."""
         if path is None or path == "":
             return None
-        p = V.inside(path, self.run_dir(self._check_id(run_id)), "stored file path")
-        return p if p.is_file() else None
+        rid = self._check_id(run_id)
+        if isinstance(path, str) and os.path.isabs(path):
+            # a row of an older version stores absolute paths: one into this run's folder at another
+            # data-folder location (copied or moved since) is taken by its part after runs/<id>/
+            try:
+                V.inside(path, self.run_dir(rid), "stored file path")
+            except V.Invalid:
+                rest = moved_path(path, rid)
+                if rest is not None:
+                    path = rest
+        p = _files.run_file(self.data_dir, rid, path)
+        return p if os.path.lexists(p) else None
+
+    def read_run_file(self, run_id: Any, path: Any, *, kind: str = "model") -> bytes | None:
+        """The bytes of :meth:`run_file` through the one reader (regular file, the kind's size bound
+        from :data:`pcd._files.MAX_BYTES`); None when it does not exist. ``ValueError`` if refused."""
+        p = self.run_file(run_id, path)
+        return None if p is None else _files.read_bytes(p, p.parent, kind=kind, name="run file")
 
     @staticmethod
     def _row(row: sqlite3.Row | None) -> dict | None:
@@ -324,6 +436,8 @@ class RunStore:
             raise ValueError(f"config is not JSON-serialisable: {exc}") from None
         now = time.time()
 
+        made: list[Path] = []
+
         def fn(c: sqlite3.Connection) -> list[int]:
             ids = []
             for text, lab in zip(texts, labels):
@@ -331,9 +445,40 @@ class RunStore:
                     "INSERT INTO runs (config, priority, max_attempts, label, created_at) VALUES (?,?,?,?,?)",
                     (text, priority, max_attempts, lab, now))
                 ids.append(int(cur.lastrowid or 0))  # sqlite3 always sets it after an INSERT
+            # each run's folder holds its config and queue entry before the runs are committed, so a
+            # lost database comes back whole from the folders (queued runs included)
+            for rid, text, lab in zip(ids, texts, labels):
+                folder = self.run_dir(rid)
+                if not folder.exists():
+                    made.append(folder)
+                folder.mkdir(parents=True, exist_ok=True)
+                _write_atomic(folder / "config.json", text)
+                _write_atomic(folder / QUEUE_NAME, dumps({"priority": priority, "label": lab,
+                                                         "max_attempts": max_attempts, "created_at": now}))
             return ids
 
-        return self._tx(fn)
+        try:
+            return self._tx(fn)
+        except BaseException:
+            for folder in made:  # an aborted submit leaves no run folder behind
+                shutil.rmtree(folder, ignore_errors=True)
+            raise
+
+    def _mark_queue_file(self, run_id: int, **changes: Any) -> None:
+        """Update a run's ``queue.json`` (cancelled / queued again) so a rebuild restores that state.
+        Best effort for runs submitted before run folders held one (nothing to update then)."""
+        qfile = self.run_dir(run_id) / QUEUE_NAME
+        try:
+            entry = V.load_json(qfile, QUEUE_NAME) if qfile.is_file() and not qfile.is_symlink() else None
+        except V.Invalid:
+            entry = None
+        if not isinstance(entry, dict):
+            return
+        entry.update(changes)
+        try:
+            _write_atomic(qfile, dumps(entry))
+        except OSError as exc:
+            raise storage_fault(exc, qfile) or StoreError(f"cannot write {qfile}: {exc.strerror}") from None
 
     # ---- worker side -------------------------------------------------------------------------
 
@@ -420,6 +565,13 @@ class RunStore:
 
         return self._tx(fn)
 
+    def note(self, run_id: int, token: str, text: str) -> bool:
+        """Record a problem on a running run (e.g. its ``metrics.jsonl`` could not be read) without
+        stopping it: shown as its error, kept when it finishes done. False if not ours any more."""
+        cur = self._conn.execute("UPDATE runs SET error=? WHERE id=? AND token=? AND status='running'",
+                                 (str(text)[:2000], int(run_id), token))
+        return cur.rowcount == 1
+
     def cancel_requested(self, run_id: int) -> bool:
         row = self._conn.execute("SELECT cancel_requested, status FROM runs WHERE id=?", (int(run_id),)).fetchone()
         return row is None or bool(row["cancel_requested"]) or row["status"] != "running"
@@ -429,10 +581,10 @@ class RunStore:
         """Mark a running run finished (only if ``token`` still owns it). Returns True if written."""
         if status not in FINISHED:
             raise ValueError(f"finish status must be one of {list(FINISHED)}, got {status!r}")
-        res = dumps(result) if result is not None else None
+        res = dumps(_portable(result, self.run_dir(run_id))) if result is not None else None
         prog = 1.0 if status == "done" else None
         cur = self._conn.execute(
-            """UPDATE runs SET status=?, result=COALESCE(?, result), error=?, finished_at=?,
+            """UPDATE runs SET status=?, result=COALESCE(?, result), error=COALESCE(?, error), finished_at=?,
                    progress=COALESCE(?, progress), heartbeat=?
                WHERE id=? AND token=? AND status='running'""",
             (status, res, error, time.time(), prog, time.time(), int(run_id), token))
@@ -495,6 +647,7 @@ class RunStore:
             if st == "queued":
                 c.execute("UPDATE runs SET status='cancelled', finished_at=?, cancel_requested=1 WHERE id=?",
                           (time.time(), rid))
+                self._mark_queue_file(rid, cancelled=True)
                 return "cancelled"
             if st == "running":
                 c.execute("UPDATE runs SET cancel_requested=1 WHERE id=?", (rid,))
@@ -515,6 +668,7 @@ class RunStore:
                 raise ValueError(f"run {rid} is {row['status']}; only failed or cancelled runs can be retried")
             c.execute("""UPDATE runs SET status='queued', attempts=0, cancel_requested=0, error=NULL,
                              finished_at=NULL, token=NULL, pid=NULL WHERE id=?""", (rid,))
+            self._mark_queue_file(rid, cancelled=False)
 
         self._tx(fn)
 
@@ -532,7 +686,16 @@ class RunStore:
             c.execute("DELETE FROM runs WHERE id=?", (rid,))
 
         self._tx(fn)
-        shutil.rmtree(self.run_dir(rid), ignore_errors=True)
+        folder = self.run_dir(rid)
+        if folder.is_symlink():  # the link goes, never what it points to
+            folder.unlink(missing_ok=True)
+            return
+        for name in (QUEUE_NAME, "config.json"):  # first: a half-removed folder is never rebuilt as a run
+            try:
+                (folder / name).unlink(missing_ok=True)
+            except OSError:
+                pass
+        shutil.rmtree(folder, ignore_errors=True)
 
     # ---- reading -----------------------------------------------------------------------------
 
@@ -543,18 +706,111 @@ class RunStore:
             raise ValueError(f"no run with id {rid}")
         return row
 
-    def list(self, status: str | Iterable[str] | None = None) -> builtins.list[dict]:
-        """Runs, oldest first (optionally only those with the given status(es))."""
-        if status is None:
-            rows = self._conn.execute("SELECT * FROM runs ORDER BY id").fetchall()
-        else:
-            wanted = [status] if isinstance(status, str) else list(status)
-            bad = [s for s in wanted if s not in STATUSES]
-            if bad:
-                raise ValueError(f"unknown status {bad}; allowed: {', '.join(STATUSES)}")
-            q = f"SELECT * FROM runs WHERE status IN ({','.join('?' * len(wanted))}) ORDER BY id"
-            rows = self._conn.execute(q, wanted).fetchall()
+    def list(self, status: str | Iterable[str] | None = None, *, limit: int | None = None, offset: int = 0,
+             newest_first: bool = False) -> builtins.list[dict]:
+        """Runs, oldest first (``newest_first``: newest first), optionally only those with the given
+        status(es); ``limit`` / ``offset`` page through them in SQL (None = all)."""
+        where, args = self._status_filter(status)
+        if limit is not None:
+            V.integer(limit, "limit", low=0, high=V.LIMITS["run_id"])
+        V.integer(offset, "offset", low=0, high=V.LIMITS["run_id"])
+        q = (f"SELECT * FROM runs{where} ORDER BY id {'DESC' if newest_first else 'ASC'}"
+             f" LIMIT {-1 if limit is None else int(limit)} OFFSET {int(offset)}")
+        rows = self._conn.execute(q, args).fetchall()
         return [r for r in map(self._row, rows) if r is not None]
+
+    def iter_runs(self, status: str | Iterable[str] | None = None, *, newest_first: bool = False,
+                  batch: int = 1000) -> Iterator[dict]:
+        """Every run (oldest first, or newest first), read ``batch`` rows at a time: memory stays
+        bounded however many runs the store holds (``runs list --all``, ``runs summary``)."""
+        where, args = self._status_filter(status)
+        last: int | None = None
+        op, order = ("<", "DESC") if newest_first else (">", "ASC")
+        while True:
+            cond = "" if last is None else f"{' WHERE' if not where else ' AND'} id {op} ?"
+            rows = self._conn.execute(f"SELECT * FROM runs{where}{cond} ORDER BY id {order} LIMIT {int(batch)}",
+                                      [*args] if last is None else [*args, last]).fetchall()
+            if not rows:
+                return
+            last = int(rows[-1]["id"])
+            for r in map(self._row, rows):
+                if r is not None:
+                    yield r
+
+    def iter_done(self, result_paths: Iterable[str], *, batch: int = 5000) -> Iterator[dict]:
+        """Finished runs, light (oldest first): ``{"id", "status", "started_at", "finished_at",
+        "config", "result"}`` where ``result`` holds only ``result_paths`` (``"test_acc"``,
+        ``"export.params_after"``, ...), extracted by SQLite's JSON functions: the whole result
+        (history, latency tables) is never parsed in Python, and the config (the result's own when
+        it has one) is parsed once per distinct config-without-seed. Rows whose JSON SQLite does
+        not accept are left out (:meth:`list` shows them flagged invalid)."""
+        paths = builtins.list(result_paths)
+        for p in paths:
+            if not all(part.isidentifier() for part in p.split(".")):
+                raise ValueError(f"result path must be dotted names, got {p!r}")
+        src = "COALESCE(json_extract(result, '$.config'), config)"
+        cols = ", ".join(f"json_extract(result, '$.{p}')" for p in paths)
+        q = (f"SELECT id, started_at, finished_at, json_remove({src}, '$.seed'), json_extract({src}, '$.seed')"
+             f"{', ' + cols if cols else ''} FROM runs WHERE status='done' AND result IS NOT NULL "
+             "AND json_valid(config) AND json_valid(result) AND id > ? ORDER BY id LIMIT ?")
+        configs: dict[str, dict | None] = {}
+        last = 0
+        while True:
+            rows = self._conn.execute(q, (last, int(batch))).fetchall()
+            if not rows:
+                return
+            last = int(rows[-1][0])
+            for row in rows:
+                key = row[3]
+                if key not in configs:
+                    if len(configs) > 10_000:  # bounded whatever the store holds
+                        configs.clear()
+                    try:
+                        got = V.parse_json(key, "stored config")
+                        configs[key] = got if isinstance(got, dict) else None
+                    except V.Invalid:
+                        configs[key] = None
+                base = configs[key]
+                if base is None:
+                    continue
+                cfg = dict(base)
+                if row[4] is not None:
+                    cfg["seed"] = row[4]
+                res: dict[str, Any] = {}
+                for p, v in zip(paths, row[5:]):
+                    if v is None:
+                        continue
+                    *parents, leaf = p.split(".")
+                    node = res
+                    for part in parents:
+                        node = node.setdefault(part, {})
+                    node[leaf] = v
+                yield {"id": int(row[0]), "status": "done", "started_at": row[1], "finished_at": row[2],
+                       "config": cfg, "result": res}
+
+    @staticmethod
+    def _status_filter(status: str | Iterable[str] | None) -> tuple[str, builtins.list[str]]:
+        if status is None:
+            return "", []
+        wanted = [status] if isinstance(status, str) else builtins.list(status)
+        bad = [s for s in wanted if s not in STATUSES]
+        if bad:
+            raise ValueError(f"unknown status {bad}; allowed: {', '.join(STATUSES)}")
+        return f" WHERE status IN ({','.join('?' * len(wanted))})", wanted
+
+    def version(self) -> int:
+        """A counter that grows whenever a run is added, changed or deleted (by any process; triggers
+        keep it): a page re-reads its tables only when it differs from the one it last showed."""
+        row = self._conn.execute("SELECT value FROM meta WHERE key='version'").fetchone()
+        return int(row[0]) if row else 0
+
+    def status_marker(self, status: str) -> tuple:
+        """``(count, max id, max finished_at)`` of the runs with ``status``: changes when one of them
+        is added, removed or finishes again (cheaper to compare than the runs themselves)."""
+        self._status_filter(status)
+        row = self._conn.execute("SELECT COUNT(*), MAX(id), MAX(finished_at) FROM runs WHERE status=?",
+                                 (status,)).fetchone()
+        return tuple(row)
 
     def queue_order(self) -> builtins.list[int]:
         """Ids of the queued runs in the order the workers will take them."""
@@ -580,88 +836,265 @@ def _add_missing_columns(conn: sqlite3.Connection) -> None:
         conn.execute("ALTER TABLE runs ADD COLUMN placement TEXT")
 
 
+def _readonly(path: Path, opts: str = "mode=ro") -> sqlite3.Connection:
+    conn = sqlite3.connect(f"{path.resolve().as_uri()}?{opts}", uri=True)
+    conn.row_factory = sqlite3.Row
+    return conn
+
+
+def opens_fine(path: str | os.PathLike) -> int | None:
+    """How many runs the database at ``path`` holds when it opens fine (read-only, SQLite's quick
+    check passes, table ``runs`` is there), else None. A storage fault (permission denied, ...)
+    raises :class:`StorageFault`: a file that cannot be read cannot be judged damaged."""
+    p = Path(path)
+    try:
+        if _file_problem(p) is not None:
+            return None
+        conn = _readonly(p)
+    except (OSError, sqlite3.OperationalError) as exc:
+        raise storage_fault(exc, p) or StoreError(f"run database {p} cannot be opened ({exc})") from None
+    try:
+        if conn.execute("PRAGMA quick_check(1)").fetchone()[0] != "ok":
+            return None
+        return int(conn.execute("SELECT COUNT(*) FROM runs").fetchone()[0])
+    except sqlite3.OperationalError as exc:
+        fault = storage_fault(exc, p)
+        if fault is not None:
+            raise fault from None
+        return None
+    except sqlite3.DatabaseError:
+        return None
+    finally:
+        conn.close()
+
+
+def _salvage(path: Path) -> tuple[builtins.list[dict], builtins.list[tuple], str | None]:
+    """The run rows and metric rows a damaged database still yields (read-only, row by row when a
+    whole-table read fails), and a note on what could not be read."""
+    rows: builtins.list[dict] = []
+    metrics: builtins.list[tuple] = []
+    note = None
+    for opts in ("mode=ro", "immutable=1"):
+        try:
+            conn = _readonly(path, opts)
+        except sqlite3.Error as exc:
+            note = str(exc)
+            continue
+        try:
+            try:
+                rows = [dict(r) for r in conn.execute("SELECT * FROM runs ORDER BY id")]
+            except sqlite3.DatabaseError as exc:
+                note = str(exc)
+                try:
+                    ids = [int(r[0]) for r in conn.execute("SELECT id FROM runs")]
+                except sqlite3.DatabaseError:
+                    ids = []
+                for i in ids:
+                    try:
+                        got = conn.execute("SELECT * FROM runs WHERE id=?", (i,)).fetchone()
+                    except sqlite3.DatabaseError:
+                        continue
+                    if got is not None:
+                        rows.append(dict(got))
+            try:
+                metrics = [tuple(r) for r in conn.execute("SELECT run_id, epoch, data, created_at FROM metrics")]
+            except sqlite3.DatabaseError:
+                metrics = []
+        finally:
+            conn.close()
+        if rows:
+            break
+    return rows, metrics, note
+
+
+def _folder_run(folder: Path, rid: int) -> tuple[dict, builtins.list[dict], builtins.list[str]]:
+    """One run folder as a ``runs`` row (+ its metric rows and notes). Status from the folder:
+    ``final.json`` -> done; never started (only ``config.json`` / ``queue.json``) -> queued (or
+    cancelled when its queue entry says so); otherwise failed, with the reason."""
+    notes: builtins.list[str] = []
+    cfg = V.load_json(folder / "config.json", "config.json")
+    if not isinstance(cfg, dict):
+        raise V.Invalid("config.json is not a JSON object")
+    entry: dict = {}
+    qfile = folder / QUEUE_NAME
+    if qfile.is_file():
+        try:
+            got = V.load_json(qfile, QUEUE_NAME)
+            entry = got if isinstance(got, dict) else {}
+        except V.Invalid as exc:
+            notes.append(f"run {rid}: {exc} (priority and label not restored)")
+    result = None
+    if (folder / "final.json").is_file():
+        try:
+            result = V.load_json(folder / "final.json", "final.json")
+        except V.Invalid as exc:
+            notes.append(f"run {rid}: {exc} (kept as failed)")
+    rows = []
+    mfile = folder / "metrics.jsonl"
+    if mfile.is_file():
+        try:
+            for line in V.read_text(mfile, "metrics.jsonl", max_bytes=64 * 2**20).splitlines():
+                if line.strip():
+                    try:
+                        rows.append(V.parse_json(line, "metrics row"))
+                    except V.Invalid:
+                        continue
+        except V.Invalid as exc:
+            notes.append(f"run {rid}: {exc} (metrics skipped)")
+    created = (folder / "config.json").stat().st_mtime
+
+    def num(key: str, default: Any, low: float, high: float) -> Any:
+        v = entry.get(key)
+        ok = isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v) and low <= v <= high
+        return v if ok else default
+
+    started = any((folder / n).exists() for n in ("metrics.jsonl", "checkpoint.pt", "worker.log", "final.json"))
+    if result is not None:
+        status, err = "done", None
+        finished: float | None = (folder / "final.json").stat().st_mtime
+    elif not started:
+        status = "cancelled" if entry.get("cancelled") is True else "queued"
+        err, finished = None, (created if status == "cancelled" else None)
+    else:
+        status, finished = "failed", created
+        err = ("recovered after the run database was lost: it had started but left no final.json; "
+               "retry resumes from its checkpoint")
+    label = entry.get("label")
+    row = {"id": rid, "config": dumps(cfg), "status": status, "created_at": num("created_at", created, 0, 1e11),
+           "started_at": created if started else None, "finished_at": finished,
+           "progress": 1.0 if result is not None else 0.0,
+           "epochs": cfg.get("epochs") if isinstance(cfg.get("epochs"), int) else None,
+           "epoch": len(rows) or None, "error": err,
+           "result": dumps(_portable(result, folder)) if result is not None else None,
+           "label": label if isinstance(label, str) else ("recovered" if started else None),
+           "priority": int(num("priority", 0, -(2**62), 2**62)),
+           "max_attempts": int(num("max_attempts", 3, 1, 100)),
+           "cancel_requested": int(status == "cancelled")}
+    return row, rows, notes
+
+
+def _keep_copy(src: Path, dst: Path) -> None:
+    """A second name for ``src`` (a hard link; a copy where the file system has none)."""
+    try:
+        os.link(src, dst)
+    except OSError:
+        shutil.copy2(src, dst)
+
+
 def rebuild(data_dir: str | os.PathLike) -> dict:
-    """Rebuild ``<data_dir>/pcd.sqlite3`` from the run folders; the old file (and its -wal/-shm)
-    is kept as ``pcd.sqlite3.damaged-<time>``. Each ``runs/<id>/`` with a ``config.json`` becomes
-    run ``<id>``: ``done`` with its result when ``final.json`` is there, else ``failed`` (retry resumes
-    from its checkpoint); ``metrics.jsonl`` gives the per-epoch rows. Returns
-    ``{"backup": path or None, "runs": n, "done": n, "skipped": [reasons]}``."""
+    """Rebuild a missing, empty or damaged ``<data_dir>/pcd.sqlite3``, merging every row the old
+    file still yields with the run folders; never drops a row and refuses to replace a database
+    that opens fine (:class:`StoreError`). Storage faults raise :class:`StorageFault` and change
+    nothing.
+
+    Each ``runs/<id>/`` with a ``config.json`` is run ``<id>`` (status as :func:`_folder_run` says);
+    a row the old database still holds wins over its folder (it knows the status, priority and
+    attempts exactly). The new file is built beside the old one and only then swapped in; the old
+    file (and its -wal/-shm) is kept as ``pcd.sqlite3.damaged-<time>``. Returns ``{"backup": path or
+    None, "runs": n, "done": n, "queued": n, "kept": rows from the old file, "skipped": [notes]}``."""
     root = Path(data_dir).expanduser()
     path = root / DB_NAME
-    backup = None
-    stamp = time.strftime("%Y%m%d-%H%M%S")
-    if path.exists():
-        backup = root / f"{DB_NAME}.damaged-{stamp}"
-        i = 1
-        while backup.exists():
-            backup = root / f"{DB_NAME}.damaged-{stamp}-{i}"
-            i += 1
-        os.replace(path, backup)
-    for ext in ("-wal", "-shm"):
-        side = root / (DB_NAME + ext)
-        if side.exists():
-            if backup is not None:
-                os.replace(side, Path(str(backup) + ext))
-            else:
-                side.unlink()
+    held = opens_fine(path)
+    if held is not None:
+        raise StoreError(f"run database {path} opens fine ({held} run(s)); nothing was rebuilt. A rebuild only "
+                         "replaces a missing, empty or damaged database")
+    skipped: builtins.list[str] = []
+    folders = run_folders(root, skipped)
+    try:
+        exists = os.path.lexists(path) and _file_problem(path) != "missing"
+    except OSError as exc:
+        raise storage_fault(exc, path) or StoreError(f"run database {path} cannot be read ({exc})") from None
+    old_rows, old_metrics, note = _salvage(path) if exists else ([], [], None)
+    if exists and note and old_rows:
+        skipped.append(f"old database: {len(old_rows)} run row(s) read back, some could not be ({note})")
+    elif exists and note:
+        skipped.append(f"old database: no run row could be read back ({note})")
     tmp = root / f"{DB_NAME}.rebuild-{os.getpid()}"
-    for ext in ("", "-wal", "-shm", "-journal"):
-        Path(str(tmp) + ext).unlink(missing_ok=True)
-    conn = sqlite3.connect(str(tmp), isolation_level=None)
-    conn.executescript(_SCHEMA)
-    n = done = 0
-    skipped: list[str] = []
-    conn.execute("BEGIN")
-    for folder in run_folders(root):
-        rid = int(folder.name)
+    sides = [Path(str(tmp) + ext) for ext in ("", "-wal", "-shm", "-journal")]
+    conn = None
+    backup = None
+    try:
+        for side in sides:
+            side.unlink(missing_ok=True)
+        conn = sqlite3.connect(str(tmp), isolation_level=None)
+        conn.executescript(_SCHEMA)
+        cols = [r[1] for r in conn.execute("PRAGMA table_info(runs)")]
+        conn.execute("BEGIN")
+        n_folder = 0
+        for folder in folders:
+            rid = int(folder.name)
+            try:
+                row, mrows, notes = _folder_run(folder, rid)
+            except (V.Invalid, OSError) as exc:
+                skipped.append(f"run {rid}: {exc}")
+                continue
+            skipped.extend(notes)
+            conn.execute(f"INSERT INTO runs ({','.join(row)}) VALUES ({','.join('?' * len(row))})", list(row.values()))
+            for i, r in enumerate(mrows):
+                if isinstance(r, dict):
+                    ep = r.get("epoch", i + 1)
+                    if isinstance(ep, int) and not isinstance(ep, bool) and 0 <= ep <= V.LIMITS["epochs"]:
+                        conn.execute("INSERT OR REPLACE INTO metrics (run_id, epoch, data, created_at) "
+                                     "VALUES (?,?,?,?)", (rid, ep, dumps(r), row["created_at"]))
+            n_folder += 1
+        for old in old_rows:  # what the old database still holds wins over the folders
+            keep = {k: v for k, v in old.items() if k in cols}
+            if not isinstance(keep.get("id"), int) or keep.get("config") is None:
+                skipped.append(f"old database: a row without id or config ({V.show(old.get('id'))}) not kept")
+                continue
+            conn.execute(f"INSERT OR REPLACE INTO runs ({','.join(keep)}) VALUES ({','.join('?' * len(keep))})",
+                         list(keep.values()))
+        have = {int(r[0]) for r in conn.execute("SELECT id FROM runs")}
+        conn.executemany("INSERT OR REPLACE INTO metrics (run_id, epoch, data, created_at) VALUES (?,?,?,?)",
+                         [m for m in old_metrics if m[0] in have])
+        conn.execute("COMMIT")
+        counts = dict(conn.execute("SELECT status, COUNT(*) FROM runs GROUP BY status").fetchall())
+        total = sum(counts.values())
+        conn.close()
+        conn = None
+        # the old file (and its -wal/-shm) is kept as a backup by a second name; the live name is
+        # swapped only at the end, so a failure anywhere before leaves it where it was
+        sides_old = [root / (DB_NAME + ext) for ext in ("-wal", "-shm")]
+        if exists or any(p.exists() for p in sides_old):
+            stamp = time.strftime("%Y%m%d-%H%M%S")
+            backup = root / f"{DB_NAME}.damaged-{stamp}"
+            i = 1
+            while backup.exists():
+                backup = root / f"{DB_NAME}.damaged-{stamp}-{i}"
+                i += 1
+            for src, ext in ((path, ""), (sides_old[0], "-wal"), (sides_old[1], "-shm")):
+                if src.exists():
+                    _keep_copy(src, Path(str(backup) + ext))
+        for side in sides_old:  # an old WAL must never be applied to the new file
+            side.unlink(missing_ok=True)
         try:
-            cfg = V.load_json(folder / "config.json", "config.json")
-            if not isinstance(cfg, dict):
-                raise V.Invalid("config.json is not a JSON object")
-        except V.Invalid as exc:
-            skipped.append(f"run {rid}: {exc}")
-            continue
-        result = None
-        if (folder / "final.json").is_file():
+            os.replace(tmp, path)
+        except OSError:
+            if backup is not None:  # the old file never moved: its WAL back, the extra names gone
+                for side, ext in zip(sides_old, ("-wal", "-shm")):
+                    kept = Path(str(backup) + ext)
+                    if kept.exists() and not side.exists():
+                        os.replace(kept, side)
+                for ext in ("", "-wal", "-shm"):
+                    Path(str(backup) + ext).unlink(missing_ok=True)
+                backup = None
+            raise
+    except (OSError, sqlite3.OperationalError) as exc:
+        fault = storage_fault(exc, getattr(exc, "filename", None) or root)
+        if fault is not None:
+            raise fault from None
+        raise
+    finally:
+        if conn is not None:
+            conn.close()
+        for side in sides:
             try:
-                result = V.load_json(folder / "final.json", "final.json")
-            except V.Invalid as exc:
-                skipped.append(f"run {rid}: {exc} (kept as failed)")
-        created = (folder / "config.json").stat().st_mtime
-        finished = (folder / "final.json").stat().st_mtime if result is not None else created
-        status = "done" if result is not None else "failed"
-        err = None if result is not None else (
-            "recovered after the run database was lost: no final.json; retry resumes from its checkpoint")
-        rows = []
-        mfile = folder / "metrics.jsonl"
-        if mfile.is_file():
-            try:
-                for line in V.read_text(mfile, "metrics.jsonl", max_bytes=64 * 2**20).splitlines():
-                    if line.strip():
-                        try:
-                            rows.append(V.parse_json(line, "metrics row"))
-                        except V.Invalid:
-                            continue
-            except V.Invalid as exc:
-                skipped.append(f"run {rid}: {exc} (metrics skipped)")
-        epochs = cfg.get("epochs") if isinstance(cfg.get("epochs"), int) else None
-        conn.execute(
-            "INSERT INTO runs (id, config, status, created_at, started_at, finished_at, progress, epochs, epoch, "
-            "error, result, label) VALUES (?,?,?,?,?,?,?,?,?,?,?,?)",
-            (rid, dumps(cfg), status, created, created, finished, 1.0 if result is not None else 0.0, epochs,
-             len(rows) or None, err, dumps(result) if result is not None else None, "recovered"))
-        for i, r in enumerate(rows):
-            if isinstance(r, dict):
-                ep = r.get("epoch", i + 1)
-                if isinstance(ep, int) and not isinstance(ep, bool) and 0 <= ep <= V.LIMITS["epochs"]:
-                    conn.execute("INSERT OR REPLACE INTO metrics (run_id, epoch, data, created_at) VALUES (?,?,?,?)",
-                                 (rid, ep, dumps(r), created))
-        n += 1
-        done += result is not None
-    conn.execute("COMMIT")
-    conn.close()
-    os.replace(tmp, path)
-    return {"backup": None if backup is None else str(backup), "runs": n, "done": done, "skipped": skipped}
+                side.unlink(missing_ok=True)
+            except OSError:
+                pass
+    return {"backup": None if backup is None else str(backup), "runs": total, "done": int(counts.get("done", 0)),
+            "queued": int(counts.get("queued", 0)), "kept": len(old_rows), "from_folders": n_folder,
+            "skipped": skipped}
 
 
 def eta_seconds(run: dict, now: float | None = None) -> float | None:

@@ -48,6 +48,7 @@ from pcd.jobs.placement import CLUSTER_NAME
 from pcd.jobs.store import RunStore, StoreError, default_data_dir, rebuild_command
 
 LOCK_NAME = "supervisor.lock"
+METRICS_MAX_BYTES = 64 * 2**20  # a run's metrics.jsonl read by the reconcile (one row per epoch)
 # `python -m pcd worker` without importing the other CLI commands (some import torch at start-up)
 WORKER_CMD = [sys.executable, "-c", "import sys; from pcd.cli.worker import main; sys.exit(main())"]
 BACKENDS = ("local", "ray")
@@ -203,6 +204,7 @@ class Supervisor:
         self.executor: Any = None
         self._next_resync = self._next_reconcile = 0.0
         self._cluster_info: dict | None = None
+        self._noted: set[tuple[int, str]] = set()
 
     def log(self, msg: str) -> None:
         self._log(f"[pcd worker {time.strftime('%H:%M:%S')}] {msg}")
@@ -299,26 +301,49 @@ class Supervisor:
         except OSError as exc:  # a status file never stops the supervisor
             self.log(f"could not write {CLUSTER_NAME}: {exc}")
 
-    def reconcile(self, run_id: int) -> int:
+    def reconcile(self, run_id: int, token: str | None = None) -> int:
         """Copy the per-epoch rows of ``runs/<id>/metrics.jsonl`` that the store lacks (a progress
-        message that never arrived) into the store. Returns how many rows were added."""
+        message that never arrived) into the store. Returns how many rows were added.
+
+        Whatever goes wrong reading that one run's file (too large, too deeply nested, not UTF-8,
+        a FIFO, ...) is caught here, logged and recorded on the run (its ``error``, with ``token``)
+        and the queue goes on: one run's files never stop the supervisor."""
         path = self.store.run_dir(run_id) / "metrics.jsonl"
         try:
-            lines = path.read_text(encoding="utf-8").splitlines()
-        except OSError:
-            return 0
-        rows = []
-        for ln in lines:
-            try:
-                row = json.loads(ln)
-            except ValueError:
-                continue  # a line being written right now
-            if isinstance(row, dict):
-                rows.append(row)
-        try:
+            if not path.exists():
+                return 0
+            rows, bad = [], None
+            lines = V.read_text(path, "metrics.jsonl", max_bytes=METRICS_MAX_BYTES).split("\n")
+            for i, ln in enumerate(lines):
+                if not ln.strip():
+                    continue
+                try:
+                    row = V.parse_json(ln, "metrics row", max_bytes=V.MAX_JSON_BYTES)
+                except V.Invalid as exc:
+                    if i < len(lines) - 1 and bad is None:  # a complete line (the last may be mid-write)
+                        bad = f"line {i + 1} of {path} skipped: {exc}"
+                    continue
+                if isinstance(row, dict):
+                    rows.append(row)
             n = self.store.add_metrics(run_id, rows)
+            if bad is not None and (run_id, bad) not in self._noted:  # once, not every 5 s
+                self._noted.add((run_id, bad))
+                self.log(f"run {run_id}: {bad}")
+                if token is not None:
+                    self.store.note(run_id, token, bad)
+        except (StoreError, sqlite3.DatabaseError):
+            raise  # the database itself: _guarded_tick reports it
         except Exception as exc:
-            self.log(f"run {run_id}: metrics reconcile failed: {exc}")
+            why = f"could not read {path}: {V.show(str(exc), 300)}"
+            if (run_id, why) in self._noted:
+                return 0
+            self._noted.add((run_id, why))
+            self.log(f"run {run_id}: {why}")
+            if token is not None:
+                try:
+                    self.store.note(run_id, token, why)
+                except sqlite3.Error:
+                    pass
             return 0
         if n:
             self.log(f"run {run_id}: {n} metric row(s) reconciled from metrics.jsonl")
@@ -345,8 +370,8 @@ class Supervisor:
         now = time.monotonic()
         if now >= self._next_reconcile:
             self._next_reconcile = now + 5.0
-            for rid in list(self.jobs):
-                self.reconcile(rid)
+            for job in list(self.jobs.values()):
+                self.reconcile(job.run_id, job.token)
         for job in list(self.jobs.values()):
             self._check(job)
         self._resync()  # after the checks: a node that just lost a run gets no new one
@@ -380,9 +405,12 @@ class Supervisor:
             return
         if row["status"] != "running" or row["token"] != job.token:
             return  # the child wrote its verdict; we will see it exit on a later tick
-        now = time.time()
+        now = time.monotonic()  # elapsed time only: a wall-clock step never fails a healthy run
         if self.backend == "ray":
             self.store.heartbeat(job.run_id, job.token)
+        marker = (row.get("progress_at"), row.get("started_at"), row.get("pid"))
+        if marker != job.progress_seen:  # progress (or the worker coming up) since the last look
+            job.progress_seen, job.progress_mono = marker, now
         if row["cancel_requested"]:
             self.executor.request_cancel(job)
             if job.cancel_seen is None:
@@ -394,18 +422,17 @@ class Supervisor:
                 self.jobs.pop(job.run_id, None)
                 self.log(f"run {job.run_id} cancelled (killed)")
             return
-        last = max(float(row.get("progress_at") or 0), float(row.get("started_at") or 0))
-        if now - last > self.stall_timeout_s:
+        if now - job.progress_mono > self.stall_timeout_s:
             self.executor.kill(job)
             self.store.finish(job.run_id, job.token, "failed",
-                              error=f"watchdog: no progress for {now - last:.0f} s "
+                              error=f"watchdog: no progress for {now - job.progress_mono:.0f} s "
                                     f"(limit {self.stall_timeout_s:g} s); worker killed")
             self.jobs.pop(job.run_id, None)
             self.log(f"run {job.run_id} failed: no progress (watchdog)")
 
     def _finish(self, job: Job, out: Outcome) -> None:
         self.jobs.pop(job.run_id, None)
-        self.reconcile(job.run_id)
+        self.reconcile(job.run_id, job.token)
         if out.kind in ("lost", "released"):
             if out.kind == "lost":
                 new = self.store.requeue_or_fail(job.run_id, job.token, str(out.value))
@@ -432,7 +459,10 @@ class Supervisor:
                 else:
                     rc = out.value
                     why = f"killed by signal {-rc}" if isinstance(rc, int) and rc < 0 else f"exit code {rc}"
-                    tail = log_tail(self.store.run_dir(job.run_id) / "worker.log")
+                    try:
+                        tail = log_tail(self.store.run_dir(job.run_id) / "worker.log")
+                    except Exception as exc:  # one run's log never stops the queue
+                        tail = f"(its worker.log could not be read: {V.show(str(exc), 200)})"
                     self.store.finish(job.run_id, job.token, "failed",
                                       error=f"worker process died ({why})" + (f": {tail}" if tail else ""))
         st = self.store.get(job.run_id)["status"] if self._exists(job.run_id) else "deleted"

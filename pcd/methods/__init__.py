@@ -1,6 +1,7 @@
 """Every multi-objective method, batched over Gram matrices ``[B, K, K]`` -> a :class:`Step`.
 
-``available()`` lists registry names in display order; ``get(name)`` returns the class,
+``available()`` lists registry names in display order, ``families()`` groups them by family
+(hierarchical, gradient aggregation, loss weighting, constrained); ``get(name)`` returns the class,
 ``make(name, **hparams)`` a validated instance and ``resolve(...)`` an instance whose capabilities
 (losses, Jacobian) the caller has checked once, up front. One module per method family; modules
 register themselves with :func:`pcd.methods.base.register` and are imported automatically. The
@@ -18,6 +19,7 @@ from pcd.methods.base import (
     _REGISTRY,
     CAPABILITIES,
     CLAIMS,
+    FAMILIES,
     DirectionMethod,
     Method,
     MethodOutput,
@@ -32,6 +34,7 @@ from pcd.methods.base import (
 ORDER = [
     "pcd", "ws", "mgda", "pcgrad", "cagrad", "famo", "upgrad", "dualproj", "imtlg",
     "alignedmtl", "nashmtl", "graddrop", "rgw", "dbgd", "auxinash",
+    "uw", "dwa", "gls", "stch",
 ]
 
 for _info in pkgutil.iter_modules(__path__):
@@ -43,6 +46,15 @@ def available() -> list[str]:
     """Registry names, in display order."""
     names = list(_REGISTRY)
     return sorted(names, key=lambda n: (ORDER.index(n) if n in ORDER else len(ORDER), n))
+
+
+def families() -> dict[str, list[str]]:
+    """Family (:data:`FAMILIES`, in that order) -> its registry names in display order; every
+    family is a key, an empty list when no method of it is registered (e.g. ``"constrained"``)."""
+    out: dict[str, list[str]] = {f: [] for f in FAMILIES}
+    for n in available():
+        out[_REGISTRY[n].family].append(n)
+    return out
 
 
 def get(name: str) -> type[Method]:
@@ -93,5 +105,6 @@ def resolve(method: str | Method, hparams: dict | None = None, *,
     return inst
 
 
-__all__ = ["Method", "DirectionMethod", "Step", "MethodOutput", "Param", "CLAIMS", "CAPABILITIES", "available", "get",
+__all__ = ["Method", "DirectionMethod", "Step", "MethodOutput", "Param", "CLAIMS", "CAPABILITIES", "FAMILIES",
+           "available", "families", "get",
            "make", "resolve", "parse_names", "register", "check_gram", "check_capabilities"]

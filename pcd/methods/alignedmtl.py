@@ -96,6 +96,7 @@ def _balance(G: np.ndarray, w: np.ndarray, scale_mode: str = "min") -> np.ndarra
 @register
 class AlignedMTL(Method):
     name = "alignedmtl"
+    family = "gradient aggregation"
     display_name = "Aligned-MTL"
     claims = frozenset({"weighted"})
     description = "Rescales the gradients' principal components to equal size, then averages."

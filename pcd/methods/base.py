@@ -77,6 +77,15 @@ class Param:
 CLAIMS = ("non_conflicting", "linear_under_scaling", "weighted", "primary_anchored", "per_secondary_progress",
           "hierarchical")
 
+# The method families, in display order: the pages group the method picker by family
+# (:func:`pcd.methods.families`) and :mod:`pcd.viz.theme` gives each family its own hue band.
+#   hierarchical          objective 0 is the primary, the others constrain it (PCD, DBGD, AuxiNash)
+#   gradient aggregation  symmetric combination of the per-objective gradients (MGDA, UPGrad, ...)
+#   loss weighting        weights set from the loss values alone, i.e. a scalarization of the losses
+#                         (weighted sum, FAMO, UW, DWA, GLS, STCH)
+#   constrained           Lagrangian-type methods with multipliers as state
+FAMILIES = ("hierarchical", "gradient aggregation", "loss weighting", "constrained")
+
 # What a caller can hand a method besides the Gram matrix (checked once, by :func:`pcd.methods.resolve`).
 CAPABILITIES = ("losses", "jacobian")
 
@@ -152,6 +161,7 @@ class Method:
       paper           reference (title + arXiv/venue)
       params          tuple of :class:`Param`
       claims          the properties in :data:`CLAIMS` the method has (checked for every method)
+      family          one of :data:`FAMILIES` (checked by :func:`register`)
       primary_knob    the hyper-parameter that sets how much the secondaries get (PCD: ``"tau"``),
                       None for a method without one; pages and experiments ask for it, not the name
       needs_jacobian  the method needs ``J`` itself, not only ``G = J J^T`` (e.g. GradDrop)
@@ -169,6 +179,7 @@ class Method:
     paper: ClassVar[str] = ""
     params: ClassVar[tuple[Param, ...]] = ()
     claims: ClassVar[frozenset[str]] = frozenset()
+    family: ClassVar[str] = ""
     primary_knob: ClassVar[str | None] = None
     needs_jacobian: ClassVar[bool] = False
     needs_losses: ClassVar[bool] = False
@@ -214,6 +225,16 @@ class Method:
         if type(self).weights is not Method.weights:  # a method written against the first interface
             return self.weights(gram, losses=losses, jacobian=jacobian, state=state, rng=rng)
         raise NotImplementedError
+
+    def state_for(self, state: Any, B: int, K: int) -> Any:
+        """``state`` for a batch of ``B`` problems with ``K`` objectives (``init(B, K)`` when None); a
+        ``ValueError`` when it was made for another shape (its first field's, ``[B, K]``)."""
+        if state is None:
+            return self.init(B, K)
+        shape = np.shape(state[0])
+        if shape != (B, K):
+            raise ValueError(f"{self.name}: state is for shape {shape}, got a batch of [{B}, {K}]")
+        return state
 
     # ---- adapters of the first interface (kept while callers move) -----------------------------
     def init_state(self, batch: int, K: int) -> Any:
@@ -338,12 +359,42 @@ def check_gram(gram: Any, who: str = "gram") -> np.ndarray:
     return g
 
 
+def check_losses(losses: Any, B: int, K: int, who: str, *, nonnegative: str | None = None) -> np.ndarray:
+    """The loss values ``[B, K]`` of a batch (a single ``[K]`` is promoted) as float64; a one-line
+    ``ValueError`` for anything else. ``nonnegative`` (the reason, e.g. GLS's "the geometric mean of
+    a negative loss is undefined") also refuses a negative (or NaN) loss, naming the objective."""
+    try:
+        L = np.asarray(losses, dtype=np.float64)
+    except (TypeError, ValueError):
+        raise V.Invalid(f"{who}: losses must be numbers of shape [B, K] = [{B}, {K}], got {V.show(losses)}") from None
+    if L.ndim == 1:
+        L = L[None]
+    if L.shape != (B, K):
+        raise V.Invalid(f"{who}: losses must have shape [B, K] = [{B}, {K}], got {list(np.shape(losses))}")
+    if nonnegative is not None and not (L >= 0.0).all():
+        b, k = np.argwhere(~(L >= 0.0))[0]
+        raise V.Invalid(f"{who}: losses must be >= 0 ({nonnegative}), got {L[b, k]:.6g} for objective {int(k)}")
+    return L
+
+
+def per_objective(value: Any, K: int, who: str) -> np.ndarray:
+    """A per-objective hyper-parameter (one number for every objective, or ``K`` values) as ``[K]``."""
+    v = np.asarray(value, dtype=np.float64)
+    if v.ndim == 0:
+        return np.full(K, float(v))
+    if v.shape != (K,):
+        raise V.Invalid(f"{who} needs one number or one value per objective ({K}), got {v.size} values")
+    return v
+
+
 _REGISTRY: dict[str, type[Method]] = {}
 
 
 def register(cls: type[Method]) -> type[Method]:
-    """Class decorator adding a method to the registry under ``cls.name``."""
+    """Class decorator adding a method to the registry under ``cls.name`` (a lower-case name and a
+    ``family`` from :data:`FAMILIES` are required)."""
     if not cls.name or cls.name != cls.name.lower():
         raise ValueError(f"method name must be a non-empty lower-case string, got {cls.name!r}")
+    V.choice(cls.family, f"{cls.name}: family", FAMILIES)
     _REGISTRY[cls.name] = cls
     return cls

@@ -331,6 +331,7 @@ def _cagrad(G: np.ndarray, c: float, norm_eps: float,
 @register
 class CAGrad(Method):
     name = "cagrad"
+    family = "gradient aggregation"
     display_name = "CAGrad"
     claims = frozenset({"weighted"})
     description = "Best worst-case improvement within a ball of radius c around the mean gradient."

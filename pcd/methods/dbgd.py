@@ -25,6 +25,7 @@ from pcd.qp import check_tau, k2_mu_rescaled_scalars, solve_qp
 @register
 class DBGD(Method):
     name = "dbgd"
+    family = "hierarchical"
     display_name = "DBGD"
     claims = frozenset({"weighted", "hierarchical"})
     description = "PCD's constrained direction on raw (un-normalized) gradients: a dynamic barrier."

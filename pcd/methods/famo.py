@@ -15,6 +15,9 @@ eps 1e-8). The paper recomputes the losses on the same batch after the step; on 
 problems the next call's losses are exactly that. Needs the loss values (``losses [B, K]``).
 K = 2 with a small batch (:func:`pcd._fast.small_batch`, the toy engine) runs in Python floats (:meth:`FAMO._weights_k2`, the same
 operations and the same bits; non-finite or non-positive shifted losses use the vectorized code).
+Family: loss weighting -- the paper balances the tasks' *loss* decrease with weights learned from the
+losses alone (it never needs the per-task gradients: its point is O(1) cost), and TorchJD 0.18 files
+it under ``scalarization``.
 """
 from __future__ import annotations
 
@@ -24,7 +27,7 @@ from typing import Any, NamedTuple
 import numpy as np
 
 from pcd._fast import small_batch
-from pcd.methods.base import Method, Param, Step, register
+from pcd.methods.base import Method, Param, Step, check_losses, per_objective, register
 
 _EPS = 1e-8
 
@@ -47,6 +50,7 @@ def _softmax(x: np.ndarray) -> np.ndarray:
 @register
 class FAMO(Method):
     name = "famo"
+    family = "loss weighting"
     display_name = "FAMO"
     claims = frozenset({"weighted"})
     description = "Reweights objectives from their recent log-loss decrease so all improve at a similar rate."
@@ -63,23 +67,13 @@ class FAMO(Method):
         return FAMOState(xi=z.copy(), m=z.copy(), v=z.copy(), t=0, prev=None)
 
     def _shift(self, losses: np.ndarray) -> np.ndarray:
-        b = np.asarray(self.hparams["min_loss"], dtype=np.float64)
-        if b.ndim == 1 and b.shape[0] != losses.shape[-1]:
-            raise ValueError(f"famo: min_loss needs one value per objective ({losses.shape[-1]}), got {b.shape[0]}")
-        return losses - b + _EPS
+        return losses - per_objective(self.hparams["min_loss"], losses.shape[-1], "famo: min_loss") + _EPS
 
     def update(self, gram: np.ndarray, state: Any = None, *, losses: Any = None, jacobian: Any = None,
                rng: Any = None) -> Step:
         B, K = gram.shape[0], gram.shape[-1]
-        L = np.asarray(losses, dtype=np.float64)
-        if L.ndim == 1:
-            L = L[None]
-        if L.shape != (B, K):
-            raise ValueError(f"famo: losses must have shape [B, K] = [{B}, {K}], got {list(L.shape)}")
-        if state is None:
-            state = self.init(B, K)
-        if state.xi.shape != (B, K):
-            raise ValueError(f"famo: state is for shape {state.xi.shape}, got a batch of [{B}, {K}]")
+        L = check_losses(losses, B, K, self.name)
+        state = self.state_for(state, B, K)
         if K == 2 and small_batch(B):
             out = self._weights_k2(L, state)
             if out is not None:

@@ -40,6 +40,7 @@ def graddrop_direction(J: np.ndarray, U: np.ndarray, leak: np.ndarray) -> np.nda
 @register
 class GradDrop(DirectionMethod):
     name = "graddrop"
+    family = "gradient aggregation"
     display_name = "GradDrop"
     claims = frozenset()
     description = "Per coordinate, randomly keeps only the gradients whose sign wins a purity-weighted draw."

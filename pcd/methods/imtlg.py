@@ -23,6 +23,7 @@ from pcd.methods.base import Method, Step, register
 @register
 class IMTLG(Method):
     name = "imtlg"
+    family = "gradient aggregation"
     display_name = "IMTL-G"
     claims = frozenset({"weighted"})
     description = "Weights that give the update equal projections onto every normalized gradient."

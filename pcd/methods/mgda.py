@@ -50,6 +50,7 @@ def frank_wolfe(G: np.ndarray, epsilon: float = 1e-3, max_iters: int = 100) -> n
 @register
 class MGDA(Method):
     name = "mgda"
+    family = "gradient aggregation"
     display_name = "MGDA"
     claims = frozenset({"non_conflicting", "weighted"})
     description = "Min-norm point of the convex hull of the gradients: a common descent direction."

@@ -114,6 +114,7 @@ _COMMON = (
 @register
 class NashMTL(Method):
     name = "nashmtl"
+    family = "gradient aggregation"
     gram_scaling = -0.5  # G a = 1 / a: a(c G) = a(G) / sqrt(c)
     display_name = "Nash-MTL"
     claims = frozenset({"non_conflicting", "weighted"})
@@ -138,6 +139,7 @@ class NashMTL(Method):
 @register
 class AuxiNash(Method):
     name = "auxinash"
+    family = "hierarchical"
     gram_scaling = -0.5
     display_name = "AuxiNash"
     claims = frozenset({"non_conflicting", "weighted", "hierarchical"})

@@ -33,6 +33,7 @@ class PCDState(NamedTuple):
 @register
 class PCDMethod(Method):
     name = "pcd"
+    family = "hierarchical"
     display_name = "PCD"
     claims = frozenset({"linear_under_scaling", "weighted", "primary_anchored", "per_secondary_progress",
                         "hierarchical"})

@@ -64,6 +64,7 @@ def _pcgrad_k2_scalar(G: np.ndarray) -> np.ndarray:
 @register
 class PCGrad(Method):
     name = "pcgrad"
+    family = "gradient aggregation"
     display_name = "PCGrad"
     claims = frozenset({"linear_under_scaling", "weighted"})
     description = "Projects each gradient off the others it conflicts with, in random order, then sums."

@@ -22,6 +22,7 @@ def softmax(z: np.ndarray) -> np.ndarray:
 @register
 class RGW(Method):
     name = "rgw"
+    family = "gradient aggregation"
     display_name = "RGW"
     claims = frozenset({"linear_under_scaling", "weighted"})
     description = "Random positive weights (softmax of Gaussian draws) at every step."

@@ -29,6 +29,7 @@ _REG = Param("reg_eps", 0.0, 0.0, 1e-2, help="Tikhonov term added to G / trace(G
 @register
 class UPGrad(Method):
     name = "upgrad"
+    family = "gradient aggregation"
     display_name = "UPGrad"
     claims = frozenset({"non_conflicting", "linear_under_scaling", "weighted"})
     description = "Projects each gradient onto the cone of non-conflicting directions and averages."
@@ -56,6 +57,7 @@ class UPGrad(Method):
 @register
 class DualProj(Method):
     name = "dualproj"
+    family = "gradient aggregation"
     display_name = "DualProj"
     claims = frozenset({"non_conflicting", "weighted"})
     description = "Projects the mean gradient onto the cone of non-conflicting directions."

@@ -35,6 +35,7 @@ def user_weights(w: Any, K: int, who: str) -> np.ndarray:
 @register
 class WeightedSum(Method):
     name = "ws"
+    family = "loss weighting"
     display_name = "Weighted sum"
     claims = frozenset({"linear_under_scaling", "weighted"})
     description = "Adds the gradients with fixed weights (Mean by default): the classic scalarization."

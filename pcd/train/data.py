@@ -31,6 +31,8 @@ from pathlib import Path
 import numpy as np
 import torch
 
+from pcd import _files
+
 DATASETS = ("digits", "cifar10", "cifar100")
 
 # name -> (archive file, folder inside it, url, md5, train members, test member, label key)
@@ -153,6 +155,83 @@ def _labels(raw: object, where: str) -> np.ndarray:
     return arr.astype(np.int64)
 
 
+# --------------------------------------------------------------------------- sizes before reading
+
+_ROW_BYTES = 3 * 32 * 32  # one image: 3 channels x 32 x 32 uint8
+_ROW_SLACK = 128          # per image: its label(s) and file name in the pickle (~30 bytes in practice)
+_BATCH_SLACK = 64 * 2**10  # per batch: the dict, keys, batch label and pickle framing
+_MAX_MEMBERS = 64         # tar members looked at before giving up (the real archives have 8 and 5)
+
+
+def _batch_rows(name: str, member: str) -> int:
+    """Images in a CIFAR member: 10,000 per CIFAR-10 batch and test set, 50,000 in CIFAR-100's train."""
+    return 50_000 if (name, member) == ("cifar100", "train") else 10_000
+
+
+def member_bound(name: str, member: str) -> int:
+    """The largest size (bytes) a CIFAR member of this shape can have:
+    ``rows * (3072 + 128) + 64 KiB`` -- 32.07 MB for a CIFAR-10 batch (the real ones are 31.04 MB)
+    and 160.07 MB for CIFAR-100's train file (the real one is 155.25 MB). A smaller member (a
+    subset, a generated test archive) is fine; a larger one is refused before it is decompressed."""
+    return _batch_rows(name, member) * (_ROW_BYTES + _ROW_SLACK) + _BATCH_SLACK
+
+
+def _size_message(name: str, where: str, size: int, bound: int) -> str:
+    rows = _batch_rows(name, where.rsplit("/", 1)[-1].rsplit(":", 1)[-1])
+    return (f"{where} is {size:,} bytes; a {name} member of at most {rows:,} images of 32x32x3 bytes is at most "
+            f"{bound:,} bytes ({rows * _ROW_BYTES:,} of pixels); not read -- delete the file and download "
+            "the dataset again")
+
+
+def _read_archive_members(name: str, src: Path, folder: str, bounds: dict[str, int],
+                          data_dir: str | os.PathLike | None) -> dict[str, bytes]:
+    """The wanted members of a CIFAR archive, each checked against :func:`member_bound` from its tar
+    header before a byte of it is decompressed. The archive itself is read through :mod:`pcd._files`
+    (a regular file of at most 256 MiB); members are read in archive order (no rewinds), any member
+    larger than the largest CIFAR member is refused from its header (never skipped by inflating it),
+    and at most 64 members are looked at."""
+    biggest = max(bounds.values())
+    out: dict[str, bytes] = {}
+    try:
+        with _files.open_file(src, src.parent, kind="cifar-archive", name=f"{name} archive") as (fh, _):
+            try:
+                tf = tarfile.open(fileobj=fh, mode="r:*")
+            except (tarfile.TarError, OSError, EOFError, zlib.error) as exc:
+                first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+                raise ValueError(f"{src} is not a readable tar archive ({first.rstrip(':')}); "
+                                 "delete it and download it again") from None
+            with tf:
+                for _ in range(_MAX_MEMBERS):
+                    info = tf.next()
+                    if info is None:
+                        break
+                    member = info.name[len(folder) + 1:] if info.name.startswith(folder + "/") else None
+                    if member in bounds:
+                        if not info.isfile():
+                            raise ValueError(f"{src}: {info.name} is not a regular file in the archive")
+                        if info.size > bounds[member]:
+                            raise ValueError(_size_message(name, f"{src}:{info.name}", info.size, bounds[member]))
+                    elif info.size > biggest:
+                        raise ValueError(f"{src}: member {info.name} is {info.size:,} bytes, larger than any "
+                                         f"{name} member ({biggest:,}); not read -- this is not a CIFAR archive")
+                    if member in bounds and member not in out:
+                        ef = tf.extractfile(info)
+                        data = ef.read(info.size) if ef is not None else b""
+                        if len(data) != info.size:
+                            raise EOFError(f"member {info.name} ends after {len(data)} of {info.size} bytes")
+                        out[member] = data
+                        if len(out) == len(bounds):
+                            break
+    except (tarfile.TarError, EOFError, OSError, zlib.error) as exc:
+        first = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
+        raise ValueError(f"{src} is truncated or corrupt ({type(exc).__name__}: {first}); "
+                         "delete it and download it again") from None
+    missing = [m for m in bounds if m not in out]
+    if missing:
+        raise FileNotFoundError(f"{src} lacks {folder}/{missing[0]}; " + missing_data_message(name, data_dir))
+    return out
+
+
 # --------------------------------------------------------------------------- locating / downloading
 
 
@@ -225,6 +304,8 @@ def load_cifar_arrays(
             raise FileNotFoundError(missing_data_message(name, data_dir))
         src = download_cifar(name, data_dir)
 
+    bounds = {m: member_bound(name, m) for m in [*train_members, test_member]}
+
     def read_all(read) -> tuple:
         parts = [_batch_arrays(safe_unpickle(read(m)), label_key, f"{src}:{m}") for m in train_members]
         xt, yt = _batch_arrays(safe_unpickle(read(test_member)), label_key, f"{src}:{test_member}")
@@ -235,32 +316,14 @@ def load_cifar_arrays(
             path = src / member
             if not path.is_file():
                 raise FileNotFoundError(f"{path} is missing; " + missing_data_message(name, data_dir))
-            return path.read_bytes()
+            size = path.stat().st_size
+            if size > bounds[member]:
+                raise ValueError(_size_message(name, f"{path}", size, bounds[member]))
+            return _files.read_bytes(path, src, kind="cifar-batch", max_bytes=bounds[member], name=f"{name} batch")
         out = read_all(read)
     else:
-        try:
-            tf = tarfile.open(src, "r:*")
-        except (tarfile.TarError, OSError, EOFError, zlib.error) as exc:
-            first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-            raise ValueError(f"{src} is not a readable tar archive ({first.rstrip(':')}); "
-                             "delete it and download it again") from None
-        with tf:
-            def read(member: str) -> bytes:
-                try:
-                    fh = tf.extractfile(f"{folder}/{member}")
-                except KeyError:
-                    fh = None
-                if fh is None:
-                    raise FileNotFoundError(f"{src} lacks {folder}/{member}; " + missing_data_message(name, data_dir))
-                return fh.read()
-            try:
-                out = read_all(read)
-            except (tarfile.TarError, EOFError, OSError, zlib.error) as exc:
-                if isinstance(exc, FileNotFoundError):
-                    raise
-                first = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
-                raise ValueError(f"{src} is truncated or corrupt ({type(exc).__name__}: {first}); "
-                                 "delete it and download it again") from None
+        members = _read_archive_members(name, src, folder, bounds, data_dir)
+        out = read_all(members.__getitem__)
     if out[0].shape[0] == 0 or out[2].shape[0] == 0:
         raise ValueError(f"{src}: the {'training' if out[0].shape[0] == 0 else 'test'} set has no images (0 rows)")
     for y in (out[1], out[3]):

@@ -24,8 +24,8 @@ from __future__ import annotations
 import copy
 import io
 import os
-import statistics
-import time
+import pickle
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import cast
@@ -33,6 +33,7 @@ from typing import cast
 import torch
 from torch import nn
 
+from pcd import _files
 from pcd.train.models import build_model
 from pcd.train.objectives import channel_groups, dependency_graph
 
@@ -201,9 +202,35 @@ def save_pruned(path: str | os.PathLike | io.BytesIO, model: nn.Module, *, arch:
     return Path(path).stat().st_size
 
 
-def load_pruned(path: str | os.PathLike, map_location: str | torch.device = "cpu") -> nn.Module:
-    """Load a model written by :func:`save_pruned` (``weights_only=True``; no pickled code)."""
-    blob = torch.load(path, map_location=map_location, weights_only=True)
+_GLOBAL = re.compile(r"GLOBAL ([\w.]+)", re.IGNORECASE)
+
+
+def load_tensors(path: str | os.PathLike, folder: str | os.PathLike | None = None, *, kind: str = "model",
+                 map_location: str | torch.device = "cpu") -> object:
+    """``torch.load(..., weights_only=True)`` of a file opened through the one reader (:mod:`pcd._files`:
+    a regular file inside ``folder``, at most the kind's size bound). A file that holds more than
+    tensors, numbers, strings and containers (a pickled object: code could run) is refused in one line
+    naming the object; a file that is not a ``torch.save`` file is refused as damaged. The message
+    never suggests loading it with ``weights_only=False``."""
+    label = "checkpoint" if kind == "checkpoint" else "model file"
+    with _files.open_file(path, folder, kind=kind, name=label) as (fh, _):
+        try:
+            return torch.load(fh, map_location=map_location, weights_only=True)
+        except (pickle.UnpicklingError, RuntimeError, EOFError, ValueError, KeyError, TypeError,
+                AttributeError, IndexError) as exc:
+            m = _GLOBAL.search(str(exc))
+            if m:
+                raise ValueError(f"{label} {path} refused: it holds more than tensors (a pickled Python object, "
+                                 f"{m.group(1)}, whose loading could run code); it was not loaded") from None
+            raise ValueError(f"{label} {path} refused: not a file written by torch.save, or damaged "
+                             f"({type(exc).__name__}); it was not loaded") from None
+
+
+def load_pruned(path: str | os.PathLike, map_location: str | torch.device = "cpu",
+                folder: str | os.PathLike | None = None) -> nn.Module:
+    """Load a model written by :func:`save_pruned` through :func:`load_tensors` (``weights_only=True``;
+    no pickled code; a regular file inside ``folder`` when given, at most 1 GiB)."""
+    blob = cast(dict, load_tensors(path, folder, kind="model", map_location=map_location))
     if not isinstance(blob, dict) or blob.get("format") != FORMAT:
         raise ValueError(f"{path} is not a {FORMAT} file")
     model = build_model(blob["arch"], blob["num_classes"], blob["in_channels"])
@@ -224,34 +251,6 @@ def count_flops(model: nn.Module, input_shape: tuple[int, ...], device: str | to
         model(torch.zeros(1, *input_shape, device=device))
     model.train(was)
     return int(fc.get_total_flops())
-
-
-@torch.no_grad()
-def measure_latency_ms(model: nn.Module, input_shape: tuple[int, ...], batch: int, device: str | torch.device = "cpu",
-                       repeats: int = 10, warmup: int = 2) -> float:
-    """Median wall time (ms) of ``repeats`` eval forwards of a ``batch`` on ``device``."""
-    if repeats < 1:
-        raise ValueError(f"repeats must be >= 1, got {repeats}")
-    dev = torch.device(device)
-    m = copy.deepcopy(model).to(dev).eval()
-    x = torch.randn(batch, *input_shape, device=dev)
-    times = []
-    for i in range(warmup + repeats):
-        if dev.type == "cuda":
-            torch.cuda.synchronize(dev)
-        t = time.perf_counter()
-        m(x)
-        if dev.type == "cuda":
-            torch.cuda.synchronize(dev)
-        if i >= warmup:
-            times.append((time.perf_counter() - t) * 1e3)
-    return float(statistics.median(times))
-
-
-def state_bytes(model: nn.Module) -> int:
-    buf = io.BytesIO()
-    torch.save({k: v.detach().cpu() for k, v in model.state_dict().items()}, buf)
-    return buf.getbuffer().nbytes
 
 
 @torch.no_grad()

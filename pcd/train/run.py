@@ -43,7 +43,9 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
+from pcd import _files
 from pcd._json import dumps, jsonable
+from pcd.train import anatomy as an
 from pcd.train import export as ex
 from pcd.train import metrics as mt
 from pcd.train.baselines import _make_cooper, _prox_step
@@ -148,7 +150,9 @@ def train(
     out.mkdir(parents=True, exist_ok=True)
     ckpt_path, cfg_path = out / "checkpoint.pt", out / "config.json"
     if ckpt_path.exists() and cfg_path.exists():
-        old = json.loads(cfg_path.read_text(encoding="utf-8"))
+        old = _files.read_json(cfg_path, out, kind="config", name="config.json")
+        if not isinstance(old, dict):
+            raise ValueError(f"{cfg_path} is not a JSON object; use a new out_dir")
         diff = sorted(k for k in set(old) | set(cfg) if k not in _RESUME_FREE and old.get(k) != json.loads(json.dumps(cfg.get(k))))
         if diff:
             raise ValueError(f"{out} holds a checkpoint of a different run (config differs in {diff}); use a new out_dir")
@@ -206,7 +210,7 @@ def train(
     start_epoch, elapsed, diverged = 0, 0.0, False
     mid = None
     if ckpt_path.exists():
-        ck = torch.load(ckpt_path, map_location=device, weights_only=True)
+        ck = cast(dict, ex.load_tensors(ckpt_path, out, kind="checkpoint", map_location=device))
         model.load_state_dict(ck["model"])
         opt.load_state_dict(ck["optimizer"])
         sched.load_state_dict(ck["scheduler"])
@@ -372,6 +376,7 @@ def _finish(cfg: dict, model, data, rows: list[dict], elapsed: float, diverged: 
         "epochs_completed": len(rows),
         "diverged": diverged,
         "device": str(device),
+        "provenance": an.provenance(device),
         "history": rows,
         "export": None,
     }
@@ -391,15 +396,23 @@ def _finish(cfg: dict, model, data, rows: list[dict], elapsed: float, diverged: 
     ex.save_pruned(buf, model, arch=cfg["arch"], num_classes=data.num_classes, in_channels=in_shape[0],
                    input_shape=in_shape, history=[])
     size_before = buf.getbuffer().nbytes
-    loaded = ex.load_pruned(path, map_location=device)
+    loaded = ex.load_pruned(path, map_location=device, folder=out)
     x0 = next(data.test_batches(64))[0]
     masked_acc, _ = mt.accuracy(masked, data.test_batches())
     exp_acc, _ = mt.accuracy(loaded, data.test_batches())
-    reps = cfg["latency_repeats"]
+    # The latency protocol (pcd.train.anatomy.latency): before and after timed interleaved in this
+    # process, threads pinned, median + 25-75 % spread; speed-up = median of per-round ratios.
+    reps = max(3, cfg["latency_repeats"])
     lat: dict[str, dict[str, list[float]]] = {}
+    protocol: dict[str, dict[str, Any]] = {}
     for dev in sorted({str(device), "cpu"}):
-        lat[dev] = {f"batch_{b}": [ex.measure_latency_ms(model, in_shape, b, dev, reps),
-                                   ex.measure_latency_ms(loaded, in_shape, b, dev, reps)] for b in (1, 128)}
+        lat[dev], protocol[dev] = {}, {}
+        for b in (1, 128):
+            m = an.latency({"before": model, "after": loaded}, in_shape, batch=b, device=dev, repeats=reps,
+                           warmup=3, threads=cfg["threads"])
+            lat[dev][f"batch_{b}"] = [m["ms"]["before"]["median"], m["ms"]["after"]["median"]]
+            protocol[dev][f"batch_{b}"] = m
+    layers = an.layer_table(model, loaded, in_shape)
     result["removable_fraction"] = plan.channels_removed / max(plan.channels_total, 1)
     result["export"] = {
         "threshold": cfg["export_threshold"],
@@ -416,6 +429,10 @@ def _finish(cfg: dict, model, data, rows: list[dict], elapsed: float, diverged: 
         "latency_ms_after": lat[str(device)]["batch_1"][1],
         "latency_ms": lat,
         "latency_unit": "median ms over repeated eval forwards; [before, after] per device and batch",
+        "latency_protocol": protocol,
+        "speedup_reason": an.speedup_reason(layers, protocol[str(device)]["batch_1"]),
+        "layers": layers,
+        "channel_norms": [round(r["norm"], 9) for r in an.channel_norms(model, in_shape)],
         "file_bytes_before": size_before,
         "file_bytes_after": size_after,
         "test_acc": exp_acc,

@@ -286,6 +286,21 @@ def param_widget(p: Any, key: str, value: Any = None, *, label: str | None = Non
                                  max_value=float(p.high) if p.high is not None else None))
 
 
+def method_picker(label: str, options: Sequence[str], *, key: str, default: Sequence[str] | None = None,
+                  container: Any = None, help: str | None = None) -> list[str]:
+    """THE method multiselect of every page: the options grouped by family (hierarchical · gradient
+    aggregation · loss weighting · constrained, :func:`pcd.viz.theme.by_family`), each shown with its
+    family's glyph (the marker of its figures) and display name; the tooltip lists the families.
+    ``default`` None leaves the widget to its session state (a page that sets it itself)."""
+    from pcd.viz import theme
+
+    opts = theme.by_family(options)
+    tip = theme.family_legend(opts) + (f"  \n\n{help}" if help else "")
+    kw: dict[str, Any] = {} if default is None else {"default": list(default)}
+    return list((container or st).multiselect(label, opts, format_func=theme.method_option_label, key=key,
+                                              help=tip, **kw))
+
+
 def show_error(exc: BaseException | str) -> None:
     """A friendly error box (the message says what is wrong and what is allowed)."""
     msg = str(exc) if str(exc) else exc.__class__.__name__

@@ -13,7 +13,7 @@ from typing import Any
 import numpy as np
 import plotly.graph_objects as go
 
-from pcd.viz.theme import base_layout, method_color, method_label, outcome_label, style_axes
+from pcd.viz.theme import base_layout, method_label, method_style, outcome_label, style_axes
 
 LAW_COEF = 1.536
 
@@ -66,12 +66,13 @@ def residual_figure(records: Sequence[dict], floor: float = 1e-16, height: int =
         below = np.isfinite(raw) & (raw < floor)
         y = np.where(np.isfinite(raw), np.where(below, floor * 10.0 ** (-FLOOR_STEP * (j + 1)), raw), np.nan)
         diag = [outcome_label(str(r.get("diagnosis", "")), m) for r in rows]
-        sym = SYMBOLS[j % len(SYMBOLS)]
+        st = method_style(m)  # colour, dash (its place in its family), marker (its family's)
+        sym = st["symbol"] if st["family"] else SYMBOLS[j % len(SYMBOLS)]
         fig.add_trace(go.Scatter(
             x=x, y=y, mode="lines+markers", name=method_label(m), legendgroup=m,
-            line=dict(color=method_color(m), width=2.5),
-            marker=dict(color=method_color(m), size=11, symbol=[f"{sym}-open" if b else sym for b in below],
-                        line=dict(width=2, color=method_color(m))),
+            line=dict(color=st["color"], width=2.5, dash=st["dash"]),
+            marker=dict(color=st["color"], size=11, symbol=[f"{sym}-open" if b else sym for b in below],
+                        line=dict(width=2, color=st["color"])),
             customdata=np.c_[raw, np.array(diag, dtype=object)],
             hovertemplate=f"<b>{method_label(m)}</b><br>K = %{{x:.0f}}<br>‖∇f₁‖ = %{{customdata[0]:.3e}}"
                           "<br>%{customdata[1]}<extra></extra>"))

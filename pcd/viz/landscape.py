@@ -22,6 +22,7 @@ from pcd.viz.theme import (
     figure_from_spec,
     method_color,
     method_label,
+    method_style,
     outcome_label,
     png_data_uri,
     rgba,
@@ -378,7 +379,7 @@ def landscape_figure(res: Any, grid: tuple[Any, Any, Any], pareto_set: Any = Non
         txt = [f"start {s + 1} · step {int(k)}" for s in range(S) for k in list(record) + [-1]]
         traces.append(dict(type="scatter", x=full[:, 0], y=full[:, 1], mode="lines",
                            name=method_label(name), legendgroup=name,
-                           line=dict(color=rgba(method_color(name), 0.5), width=2.5),
+                           line=dict(color=rgba(method_color(name), 0.5), width=2.5, dash=method_style(name)["dash"]),
                            text=txt, hovertemplate=f"{method_label(name)} · %{{text}}<br>"
                                                    f"(%{{x:.3f}}, %{{y:.3f}})<extra></extra>"))
         if end_labels:  # a small diamond where each path ends: its own trace of S points, in the

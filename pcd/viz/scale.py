@@ -11,7 +11,7 @@ from __future__ import annotations
 import numpy as np
 import plotly.graph_objects as go
 
-from pcd.viz.theme import base_layout, method_color, method_label, rgba, style_axes
+from pcd.viz.theme import base_layout, method_color, method_label, method_style, rgba, style_axes
 
 EPS_REGION = "#bf8700"   # amber: where the normalizer's eps takes over
 _SUP = str.maketrans("-0123456789.", "⁻⁰¹²³⁴⁵⁶⁷⁸⁹·")
@@ -159,8 +159,10 @@ def drift_figure(result: dict, height: int = 330) -> go.Figure:
     for name, r in methods.items():
         P = np.asarray(r["endpoints"], dtype=float)
         dist = np.linalg.norm(P - P[mid], axis=1)
+        st = method_style(name)  # colour, dash (its place in its family), marker (its family's)
         fig.add_trace(go.Scatter(x=exps, y=dist, mode="lines+markers", name=method_label(name), legendgroup=name,
-                                 line=dict(color=method_color(name), width=2.5), marker=dict(size=8),
+                                 line=dict(color=st["color"], width=2.5, dash=st["dash"]),
+                                 marker=dict(size=8, symbol=st["symbol"]),
                                  hovertemplate=f"{method_label(name)}<br>k = %{{x:g}}<br>distance %{{y:.4f}}<extra></extra>"))
     fig.update_layout(**base_layout(height=height))
     style_axes(fig)

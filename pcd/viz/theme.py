@@ -1,12 +1,13 @@
-"""The visual identity shared by every figure: fonts, light layout, one colour per method,
+"""The visual identity shared by every figure: fonts, light layout, one colour (and dash, marker) per method,
 objective colours, and a NumPy -> PNG data-URI renderer for landscape backgrounds.
 
-Pure helpers (no Streamlit). Method colours live here (:data:`METHOD_COLORS`) so a method has
-the same colour on every page, table and plot.
+Pure helpers (no Streamlit). Method colours live here (:data:`METHOD_COLORS`, :func:`method_style`)
+so a method has the same colour on every page, table and plot.
 """
 from __future__ import annotations
 
 import base64
+import functools
 import io
 from typing import Any
 
@@ -14,6 +15,7 @@ import numpy as np
 import plotly.graph_objects as go
 
 import pcd.methods as registry
+from pcd import _validate as V
 
 FONT = "Inter, -apple-system, 'Segoe UI', Roboto, Helvetica, Arial, sans-serif"
 WIDTH = 1100          # figures are sized for a laptop screen (the page is ~1250 px wide)
@@ -29,43 +31,182 @@ _CMAP = np.array([
 ], dtype=np.float64)
 
 
-# One colour per method -- the symmetric baselines, PCD and the constrained baselines of page 07 --
-# used on every page, table and figure. Chosen by farthest-point search in CIELAB under normal
-# vision and simulated deuteranopia, protanopia and tritanopia (Machado et al. 2009), lightness
-# 30-72 and moderate chroma so every colour reads on white; tests/viz/test_theme_palette.py checks
-# the minimum pairwise distances. PCD keeps the strongest accent (red), the weighted sum grey.
-METHOD_COLORS: dict[str, str] = {
-    "pcd": "#d62728",
-    "ws": "#6e7781",
-    "mgda": "#3355cc",
-    "pcgrad": "#ccaa00",
-    "cagrad": "#33bb77",
-    "famo": "#662299",
-    "upgrad": "#ff88cc",
-    "dualproj": "#99bb55",
-    "imtlg": "#66aaee",
-    "alignedmtl": "#5599aa",
-    "nashmtl": "#554477",
-    "graddrop": "#888844",
-    "rgw": "#bb9999",
-    "dbgd": "#cc7711",
-    "auxinash": "#446611",
-    # constrained / specialised baselines (pcd.train, pcd.experiments, page 07)
-    "lagrangian": "#7799ff",
-    "auglag": "#558866",
-    "nupi": "#aa66bb",
-    "gda": "#882233",
-    "penalty": "#995544",
-    "prox": "#773355",
-    # references, not methods: the unpruned network (pruning lab)
-    "unpruned": "#24292f",
+# ---- method colours and styles -------------------------------------------------------------
+# Every method family (:data:`pcd.methods.FAMILIES`) has its own band of CIELAB colours (hue,
+# lightness and chroma ranges, below); a family's methods take, in the family's display order, the
+# points of a greedy farthest-point sequence in that band (Gonzalez 1985), the distance being the
+# smallest ΔE*ab under normal vision and simulated deuteranopia, protanopia and tritanopia (Machado,
+# Oliveira & Fernandes 2009, severity 1). The sequence does not depend on the family's size, so a new
+# method takes the next point of its family's sequence: no hand-picked entry. The bands keep the
+# families apart under the three simulations too (red-green deficiencies see lightness and the
+# blue-yellow axis: hierarchical is dark and saturated, loss weighting light, constrained muted);
+# tests/viz/test_theme_palette.py checks the distances. PCD keeps its red (the hierarchical
+# family's first point). Each method also gets a line dash (its position in its family) and a
+# marker symbol (its family's), so methods stay distinguishable where colours are close.
+CVD: dict[str, np.ndarray] = {  # Machado et al. (2009), severity 1.0, applied in linear sRGB
+    "deuteranopia": np.array([[0.367322, 0.860646, -0.227968], [0.280085, 0.672501, 0.047413],
+                              [-0.011820, 0.042940, 0.968881]]),
+    "protanopia": np.array([[0.152286, 1.052583, -0.204868], [0.114503, 0.786281, 0.099216],
+                            [-0.003882, -0.048116, 1.051998]]),
+    "tritanopia": np.array([[1.255528, -0.076749, -0.178779], [-0.078411, 0.930809, 0.147602],
+                            [0.004733, 0.691367, 0.303900]]),
 }
+#: family -> ((hue low, hue high) in degrees, (L* low, high), (C* low, high)) of its colours
+FAMILY_BANDS: dict[str, tuple[tuple[float, float], tuple[float, float], tuple[float, float]]] = {
+    "hierarchical": ((20.0, 75.0), (34.0, 52.0), (35.0, 90.0)),          # reds, dark oranges
+    "gradient aggregation": ((170.0, 300.0), (31.0, 70.0), (20.0, 85.0)),  # teals, blues, violets
+    "loss weighting": ((85.0, 160.0), (56.0, 72.0), (30.0, 80.0)),       # light greens (no amber: g3)
+    "constrained": ((0.0, 357.5), (40.0, 72.0), (0.0, 12.0)),            # muted greys and browns
+}
+# The objective colours a figure shows next to the methods (g1 ink, g2 blue, g3 amber: pages 01 and
+# 00) are kept out of every band: no method colour within this ΔE of them, in any of the four visions.
+RESERVED_OBJECTIVES = 3
+RESERVED_DISTANCE = 15.0
+FAMILY_ANCHORS = {"hierarchical": "#d62728"}  # a family's first colour where it is fixed (PCD's red)
+FAMILY_SYMBOLS = {"hierarchical": "circle", "gradient aggregation": "square", "loss weighting": "diamond",
+                  "constrained": "triangle-up"}
+FAMILY_GLYPHS = {"hierarchical": "●", "gradient aggregation": "■", "loss weighting": "◆", "constrained": "▲"}
+DASHES = ("solid", "dash", "dot", "dashdot", "longdash", "longdashdot")
+# The constrained baselines of pcd.train / pcd.experiments (page 07), not registry methods.
+CONSTRAINED_BASELINES = ("lagrangian", "auglag", "nupi", "gda", "penalty", "prox")
+REFERENCE_COLORS = {"unpruned": "#24292f"}  # references, not methods: the unpruned network (pruning lab)
 UNKNOWN_COLOR = "#444444"
+_XYZ = np.array([[0.4124, 0.3576, 0.1805], [0.2126, 0.7152, 0.0722], [0.0193, 0.1192, 0.9505]])
+_WHITE = np.array([0.95047, 1.0, 1.08883])  # D65
+
+
+def _linear(rgb: np.ndarray) -> np.ndarray:
+    return np.where(rgb <= 0.04045, rgb / 12.92, ((rgb + 0.055) / 1.055) ** 2.4)
+
+
+def lab(hexes: Any, vision: str = "normal") -> np.ndarray:
+    """CIELAB (D65) ``[N, 3]`` of ``"#rrggbb"`` colours as seen with ``vision`` (``"normal"`` or a
+    key of :data:`CVD`: the simulation is applied in linear sRGB, then clipped)."""
+    rgb = np.array([[int(str(h)[i:i + 2], 16) for i in (1, 3, 5)] for h in hexes], dtype=np.float64) / 255.0
+    return _lab_of_linear(_linear(rgb).reshape(-1, 3), vision)
+
+
+def _lab_of_linear(lin: np.ndarray, vision: str) -> np.ndarray:
+    if vision != "normal":
+        lin = np.clip(lin @ CVD[vision].T, 0.0, 1.0)
+    t = (lin @ _XYZ.T) / _WHITE
+    f = np.where(t > 0.008856, np.cbrt(t), 7.787 * t + 16 / 116)
+    return np.stack([116 * f[:, 1] - 16, 500 * (f[:, 0] - f[:, 1]), 200 * (f[:, 1] - f[:, 2])], axis=-1)
+
+
+def _band_candidates(family: str) -> tuple[np.ndarray, np.ndarray]:
+    """The band's sRGB colours on a grid (2 L*, 5 C*, 2.5 degrees), rounded to 8 bits: ``[N, 3]`` in
+    [0, 1] and their CIELAB under the four visions ``[4, N, 3]``."""
+    (h0, h1), (l0, l1), (c0, c1) = FAMILY_BANDS[family]
+    L, C, H = np.meshgrid(np.arange(l0, l1 + 1e-9, 2.0), np.arange(c0, c1 + 1e-9, 5.0),
+                          np.arange(h0, h1 + 1e-9, 2.5), indexing="ij")
+    fy = (L.ravel() + 16) / 116
+    f = np.stack([fy + C.ravel() * np.cos(np.radians(H.ravel())) / 500, fy,
+                  fy - C.ravel() * np.sin(np.radians(H.ravel())) / 200], axis=-1)
+    lin = (np.where(f > 0.206893, f ** 3, (f - 16 / 116) / 7.787) * _WHITE) @ np.linalg.inv(_XYZ).T
+    lin = lin[((lin >= 0.0) & (lin <= 1.0)).all(axis=1)]  # inside the sRGB gamut
+    srgb = np.where(lin <= 0.0031308, 12.92 * lin, 1.055 * lin ** (1 / 2.4) - 0.055)
+    srgb = np.unique(np.round(srgb * 255.0), axis=0) / 255.0
+    labs = np.stack([_lab_of_linear(_linear(srgb), v) for v in ("normal", *CVD)])
+    return srgb, labs
+
+
+def _hex(rgb: np.ndarray) -> str:
+    return "#" + "".join(f"{int(round(float(v) * 255)):02x}" for v in rgb)
+
+
+@functools.cache
+def family_palette(family: str, n: int) -> tuple[str, ...]:
+    """The first ``n`` colours of ``family``'s sequence (farthest-point in its band, see above):
+    the first is the family's anchor (PCD's red) or the band's most saturated colour near L* = 50;
+    each next one is the candidate farthest, in the worst of the four visions, from those before."""
+    V.choice(family, "method family", tuple(FAMILY_BANDS))
+    n = V.integer(n, "palette size", low=0, high=256)
+    srgb, labs = _band_candidates(family)
+    far = np.stack([lab(OBJECTIVE_COLORS[:RESERVED_OBJECTIVES], v) for v in ("normal", *CVD)])  # [4, R, 3]
+    keep = np.linalg.norm(labs[:, :, None] - far[:, None], axis=-1).min(axis=(0, 2)) >= RESERVED_DISTANCE
+    srgb, labs = srgb[keep], labs[:, keep]
+    anchor = FAMILY_ANCHORS.get(family)
+    if anchor is not None:
+        first = np.stack([lab([anchor], v) for v in ("normal", *CVD)])  # [4, 1, 3]
+        out = [anchor]
+    else:
+        i0 = int(np.argmax(np.hypot(labs[0, :, 1], labs[0, :, 2]) - np.abs(labs[0, :, 0] - 50.0)))
+        first = labs[:, i0:i0 + 1]
+        out = [_hex(srgb[i0])]
+    dmin = np.linalg.norm(labs - first, axis=-1).min(axis=0)
+    while len(out) < n:
+        i = int(np.argmax(dmin))
+        out.append(_hex(srgb[i]))
+        dmin = np.minimum(dmin, np.linalg.norm(labs - labs[:, i:i + 1], axis=-1).min(axis=0))
+    return tuple(out[:n])
+
+
+def family_members() -> dict[str, list[str]]:
+    """Family -> the names that take its colours, in order: the registry's methods
+    (:func:`pcd.methods.families`), then, for ``"constrained"``, :data:`CONSTRAINED_BASELINES`."""
+    out = registry.families()
+    out["constrained"] = out["constrained"] + [n for n in CONSTRAINED_BASELINES if n not in out["constrained"]]
+    return out
+
+
+def _styles() -> dict[str, dict[str, str]]:
+    styles: dict[str, dict[str, str]] = {}
+    for fam, names in family_members().items():
+        for i, (name, color) in enumerate(zip(names, family_palette(fam, len(names)))):
+            styles[name] = {"color": color, "dash": DASHES[i % len(DASHES)], "symbol": FAMILY_SYMBOLS[fam],
+                            "family": fam}
+    return styles
+
+
+#: name -> {"color", "dash", "symbol", "family"} for every method and constrained baseline
+METHOD_STYLES: dict[str, dict[str, str]] = _styles()
+#: name -> colour (one colour per method on every page, table and figure), references included
+METHOD_COLORS: dict[str, str] = {**{n: s["color"] for n, s in METHOD_STYLES.items()}, **REFERENCE_COLORS}
+
+
+def method_style(name: str) -> dict[str, str]:
+    """The method's ``{"color", "dash", "symbol", "family"}``; a method registered after this module
+    was imported takes its family's next style (recomputed), an unknown name a neutral one."""
+    key = str(name).lower()
+    if key not in METHOD_STYLES:
+        try:
+            registry.get(key)
+        except ValueError:
+            return {"color": REFERENCE_COLORS.get(key, UNKNOWN_COLOR), "dash": "solid", "symbol": "circle",
+                    "family": ""}
+        return _styles()[key]
+    return METHOD_STYLES[key]
 
 
 def method_color(name: str) -> str:
     """The method's colour (one colour per method everywhere)."""
-    return METHOD_COLORS.get(str(name).lower(), UNKNOWN_COLOR)
+    return method_style(name)["color"]
+
+
+def by_family(names: Any) -> list[str]:
+    """``names`` grouped by family (:data:`pcd.methods.FAMILIES` order), each family's in its
+    display order; names of no family (references, unknown) last, as given."""
+    rank = {n: i for i, n in enumerate(n for names_ in family_members().values() for n in names_)}
+    names = list(names)
+    return sorted(names, key=lambda n: (rank.get(str(n).lower(), len(rank)), names.index(n)))
+
+
+def method_option_label(name: str) -> str:
+    """A method as a picker shows it: its family's glyph (the marker of its figures) and display name."""
+    fam = method_style(name)["family"]
+    return f"{FAMILY_GLYPHS[fam]} {method_label(name)}" if fam else method_label(name)
+
+
+def family_legend(names: Any = None) -> str:
+    """One line per family present in ``names`` (default: every method): glyph, family, members."""
+    names = [n for m in family_members().values() for n in m] if names is None else by_family(names)
+    lines = []
+    for fam in FAMILY_SYMBOLS:
+        members = [method_label(n) for n in names if method_style(n)["family"] == fam]
+        if members:
+            lines.append(f"{FAMILY_GLYPHS[fam]} {fam}: {', '.join(members)}")
+    return "  \n".join(lines)
 
 
 def method_label(name: str) -> str:

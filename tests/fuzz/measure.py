@@ -1,4 +1,4 @@
-"""Re-measure the hardening table of issue 12: ``python -m tests.fuzz.measure`` (a few minutes).
+"""Re-measure the hardening tables of issues 12 and 24: ``python -m tests.fuzz.measure`` (a few minutes).
 
 Prints one row per boundary: inputs tried -> failures, using the same case generators as the
 fuzz tests (tests/fuzz/*_cases.py). A failure is a traceback, a hang, a silently accepted bad
@@ -12,7 +12,7 @@ from pathlib import Path
 
 
 def main() -> int:
-    from tests.fuzz import cli_cases, config_cases, formula_cases, method_cases, qp_cases
+    from tests.fuzz import cli_cases, config_cases, file_cases, formula_cases, method_cases, qp_cases
 
     rows = []
     t = time.time()
@@ -36,6 +36,10 @@ def main() -> int:
     t = time.time()
     n, f = method_cases.sweep()
     rows.append(("every method at 1e+-300 / subnormal / tiny (finite or ValueError)", n, f, time.time() - t))
+    t = time.time()
+    n, f = file_cases.sweep()
+    rows.append(("files and faults: links out, FIFOs, devices, bombs, huge files, tampered checkpoints", n, f,
+                 time.time() - t))
     print("| boundary | tried | failures | seconds |")
     print("|---|---|---|---|")
     for name, n, f, s in rows:

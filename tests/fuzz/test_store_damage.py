@@ -18,7 +18,7 @@ def _finished_run(data, rid_cfg=None):
     ids = s.submit_many([{"method": "pcd", "epochs": 2}, {"method": "ws", "epochs": 2}])
     for rid in ids:
         folder = s.run_dir(rid)
-        folder.mkdir(parents=True)
+        folder.mkdir(parents=True, exist_ok=True)
         cfg = s.get(rid)["config"]
         (folder / "config.json").write_text(json.dumps(cfg))
         (folder / "metrics.jsonl").write_text("\n".join(json.dumps({"epoch": e, "acc": 0.5 + e / 10})
@@ -169,7 +169,7 @@ def test_download_path_must_stay_inside_the_run_folder(tmp_path):
     s = RunStore(tmp_path / "d")
     rid = s.submit({"method": "pcd"})
     folder = s.run_dir(rid)
-    folder.mkdir(parents=True)
+    folder.mkdir(parents=True, exist_ok=True)
     (folder / "model_pruned.pt").write_bytes(b"model")
     assert s.run_file(rid, str(folder / "model_pruned.pt")) == (folder / "model_pruned.pt").resolve()
     assert s.run_file(rid, "model_pruned.pt") == (folder / "model_pruned.pt").resolve()

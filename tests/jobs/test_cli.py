@@ -24,11 +24,11 @@ def test_submit_list_show_cancel_retry_delete(tmp_path, capsys):
     assert rc == 0 and out.split() == ["1", "2"]
     rc, out, _ = _run(capsys, "runs", "list", "--data-dir", d, "--json")
     runs = json.loads(out)
-    assert [r["id"] for r in runs] == [1, 2]
+    assert [r["id"] for r in runs] == [2, 1]  # newest first
     for r in runs:
         assert {"id", "status", "progress", "config", "result", "error"} <= set(r)
         assert r["status"] == "queued" and r["progress"] == 0.0 and r["result"] is None
-    assert runs[0]["config"]["tau"] == 0.05 and runs[0]["config"]["batch_size"] == 128  # validated + defaults
+    assert runs[1]["config"]["tau"] == 0.05 and runs[1]["config"]["batch_size"] == 128  # validated + defaults
     rc, out, _ = _run(capsys, "runs", "cancel", "--data-dir", d, 1)
     assert rc == 0 and out.strip() == "1: cancelled"
     rc, out, _ = _run(capsys, "runs", "show", "--data-dir", d, 1)

@@ -55,7 +55,7 @@ def test_reconcile_copies_only_the_missing_epoch_rows(tmp_path):
     run = store.claim("w", "cpu:0")
     store.report_progress(rid, run["token"], {"epoch": 1, "metrics": {"epoch": 1, "test_acc": 0.5}})
     rows = [{"epoch": e, "test_acc": 0.5 + e / 100} for e in (1, 2, 3)]
-    store.run_dir(rid).mkdir(parents=True)
+    store.run_dir(rid).mkdir(parents=True, exist_ok=True)
     (store.run_dir(rid) / "metrics.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows) + '{"epoch": 4, "te')
     sup = Supervisor(tmp_path, log=lambda m: None)
     assert sup.reconcile(rid) == 2  # epochs 2 and 3; the torn last line is skipped
@@ -92,7 +92,7 @@ def test_cluster_file_is_read_only_from_the_live_supervisor(tmp_path):
 def test_runs_log_and_cluster_cli(tmp_path):
     store = RunStore(tmp_path)
     rid = store.submit({"epochs": 1})
-    store.run_dir(rid).mkdir(parents=True)
+    store.run_dir(rid).mkdir(parents=True, exist_ok=True)
     (store.run_dir(rid) / "worker.log").write_text("".join(f"line {i}\n" for i in range(100)))
     assert log_tail(store, rid, 3) == "line 97\nline 98\nline 99"
     env = dict(os.environ, PYTHONPATH=str(REPO))

@@ -165,7 +165,7 @@ def test_retry_and_delete(tmp_path):
     s.retry(rid)
     r = s.get(rid)
     assert r["status"] == "queued" and r["attempts"] == 0 and r["error"] is None
-    s.run_dir(rid).mkdir(parents=True)
+    s.run_dir(rid).mkdir(parents=True, exist_ok=True)
     (s.run_dir(rid) / "f").write_text("x")
     s.cancel(rid)
     s.delete(rid)

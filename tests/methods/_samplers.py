@@ -6,6 +6,8 @@ Each returns a Jacobian ``J [B, K, n]``; ``gram(J)`` gives ``G = J J^T [B, K, K]
 * ``scaled``     random rows multiplied by factors spread over 1e-3 ... 1e3 (diag-scaled Gram)
 * ``rank_def``   rank K - 1 (rows are combinations of K - 1 random vectors); K = 2: parallel rows
 * ``cancel``     exact cancellation ``g_2 = -g_1`` (other rows random)
+
+``loss_trajectory`` gives positive losses ``[T, B, K]`` that mostly decrease (the loss-based methods).
 """
 from __future__ import annotations
 
@@ -35,3 +37,16 @@ def jacobian(kind: str, B: int, K: int, n: int | None = None, seed: int = 0) -> 
 
 def gram(J: np.ndarray) -> np.ndarray:
     return np.einsum("bkn,bln->bkl", J, J)
+
+
+def loss_trajectory(T: int, B: int, K: int, seed: int = 0, start: tuple[float, float] = (0.2, 3.0),
+                    factor: tuple[float, float] = (0.7, 1.1)) -> np.ndarray:
+    """Losses ``[T, B, K]``: uniform in ``start`` at first, then each multiplied by a factor drawn
+    uniformly in ``factor`` per step (positive, mostly decreasing, each objective at its own rate)."""
+    rng = np.random.default_rng(seed)
+    L = rng.uniform(*start, size=(B, K))
+    out = []
+    for _ in range(T):
+        out.append(L.copy())
+        L = L * rng.uniform(*factor, size=(B, K))
+    return np.array(out)

@@ -157,7 +157,7 @@ def test_zero_primary_gradient(name, K):
 
 
 CANCEL_ZERO = {"ws", "mgda", "pcgrad", "cagrad", "famo", "upgrad", "dualproj", "imtlg", "alignedmtl",
-               "nashmtl", "auxinash"}
+               "nashmtl", "auxinash", "uw", "dwa", "gls", "stch"}
 
 
 @pytest.mark.parametrize("name", DETERMINISTIC + ["pcgrad"])

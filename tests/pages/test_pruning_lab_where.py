@@ -23,7 +23,7 @@ def test_where_panel_shows_nodes_placement_and_the_log(tmp_path, monkeypatch):
     run = store.claim("head:1", f"ray:gpu0@gpu-2:{NODE_B[:8]}")
     store.set_pid(rid, run["token"], 4242, placement={"backend": "ray", "node": NODE_B, "host": "gpu-2",
                                                       "ip": "10.0.0.2", "gpu": ["1"], "pid": 4242})
-    store.run_dir(rid).mkdir(parents=True)
+    store.run_dir(rid).mkdir(parents=True, exist_ok=True)
     (store.run_dir(rid) / "worker.log").write_text("--- attempt 1 on Ray node 9f8e7d6c1111 (host gpu-2)\nepoch 1 ok\n")
     lock = SupervisorLock(tmp_path).acquire()  # this process plays the live supervisor
     try:

@@ -305,3 +305,24 @@ def test_png_export_toggle_offers_a_png_or_says_why_not():
         assert any("kaleido" in c.value for c in at.caption)
     else:
         assert png[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_method_picker_groups_methods_by_family():
+    """Every page's method picker (pcd.ui.method_picker): options grouped by family, each with its
+    family's glyph; the tooltip names the families and their methods."""
+    import pcd.methods as registry
+    from pcd.viz.theme import FAMILY_GLYPHS
+
+    at = _app("01_Gradient_geometry.py")
+    _ok(at)
+    box = at.multiselect(key="geo_methods")
+    opts = list(box.options)
+    assert len(opts) == len(registry.available())
+    glyphs = [o.split(" ", 1)[0] for o in opts]
+    order = [FAMILY_GLYPHS[f] for f in registry.FAMILIES]
+    assert glyphs == sorted(glyphs, key=order.index)  # contiguous, in family order
+    assert opts[0] == "● PCD" and "◆ UW" in opts and "◆ STCH" in opts and "■ MGDA" in opts
+    assert "◆ loss weighting: Weighted sum, FAMO, UW, DWA, GLS, STCH" in box.help
+    from pcd.ui import warmup
+
+    assert box.value == warmup.available(warmup.GEO_METHODS)  # the default keeps the page's order

@@ -8,7 +8,7 @@ import pytest
 
 from pcd.experiments import synthetic
 from pcd.viz.kbench import FLOOR_STEP, law, residual_figure, residual_table
-from pcd.viz.theme import method_color
+from pcd.viz.theme import method_color, method_style
 
 
 @pytest.fixture(scope="module")
@@ -32,6 +32,8 @@ def test_residual_figure_axes_law_and_colours(records):
     np.testing.assert_allclose(lawtr.y, 1.536 * np.sqrt(np.asarray(lawtr.x) - 1))
     mg = next(t for t in fig.data if t.name == "MGDA")
     assert mg.line.color == method_color("mgda")
+    # each method's dash and its family's marker (theme.method_style): MGDA square, PCD circle
+    assert mg.line.dash == method_style("mgda")["dash"] and set(mg.marker.symbol) <= {"square", "square-open"}
     np.testing.assert_allclose(mg.y, law(mg.x), rtol=1e-3)  # MGDA sits on the law
     pc = next(t for t in fig.data if t.name == "PCD")
     assert np.all(np.asarray(pc.y) < 1e-2 * law(pc.x))

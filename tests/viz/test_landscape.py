@@ -9,7 +9,7 @@ from pcd import studio, teaching
 from pcd.engine import run, sample_steps
 from pcd.viz import toy as toy_map
 from pcd.viz.landscape import TRAIL, background_image, landscape_figure, loss_figure, zero_set_mask
-from pcd.viz.theme import method_color
+from pcd.viz.theme import method_color, method_style
 
 
 @pytest.fixture(scope="module")
@@ -77,6 +77,7 @@ def test_landscape_figure_frames_traces_and_static_layers(saddle_run):
         tr = next(t for t in fig.data if t.legendgroup == name and t.mode.startswith("lines"))
         r, g, b = (int(method_color(name)[i:i + 2], 16) for i in (1, 3, 5))
         assert tr.line.color.startswith(f"rgba({r},{g},{b},")
+        assert tr.line.dash == method_style(name)["dash"]  # its dash in its family (theme.method_style)
         assert len(tr.x) == S * (T + 1)
     assert not any(t.type in ("contour", "heatmap") for t in fig.data)
     assert len(fig.layout.images) == 1 and fig.layout.images[0].source.startswith("data:image/png;base64,")

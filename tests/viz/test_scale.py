@@ -6,7 +6,7 @@ import pytest
 
 from pcd.experiments import synthetic
 from pcd.viz.scale import drift_figure, drift_table, eps_window_text, power_label, sweep_figure
-from pcd.viz.theme import method_color
+from pcd.viz.theme import method_color, method_style
 
 
 @pytest.fixture(scope="module")
@@ -51,6 +51,7 @@ def test_drift_figure_and_table(result):
         assert min(tr.y) == 0.0
         assert max(tr.y) <= result["methods"][m]["drift"] + 1e-12
         assert tr.line.color == method_color(m)
+        assert tr.line.dash == method_style(m)["dash"] and tr.marker.symbol == method_style(m)["symbol"]
     t = drift_table(result).set_index("method")
     assert t.loc["Weighted sum", "drift (operating point)"] == pytest.approx(result["methods"]["ws"]["drift"])
     # WS slides along the front, PCD much less (here the scales stay above the normalizer's eps)

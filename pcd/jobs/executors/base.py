@@ -1,11 +1,12 @@
 """What every executor shares: slots, jobs, outcomes and the executor protocol."""
 from __future__ import annotations
 
-import os
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
+
+from pcd import _files
 
 
 @dataclass
@@ -25,8 +26,10 @@ class Job:
     token: str
     slot: Slot
     handle: Any
-    started: float = field(default_factory=time.time)
-    cancel_seen: float | None = None
+    started: float = field(default_factory=time.monotonic)  # monotonic: elapsed time only
+    cancel_seen: float | None = None     # monotonic time the cancel flag was first seen
+    progress_seen: Any = None            # the run's last progress marker the supervisor saw ...
+    progress_mono: float = field(default_factory=time.monotonic)  # ... and when (monotonic)
 
 
 @dataclass
@@ -58,19 +61,8 @@ def package_root() -> str:
     return str(Path(__file__).resolve().parents[3])
 
 
-def tail_lines(path: Path, lines: int, nbytes: int = 64_000) -> list[str]:
-    """The last ``lines`` lines of a text file (read from its last ``nbytes``); [] when unreadable."""
-    try:
-        with open(path, "rb") as fh:
-            fh.seek(0, os.SEEK_END)
-            fh.seek(max(0, fh.tell() - nbytes))
-            text = fh.read().decode(errors="replace")
-    except OSError:
-        return []
-    return text.splitlines()[-max(1, int(lines)):]
-
-
 def log_tail(path: Path, n: int = 4000) -> str:
-    """The last non-empty line of a log file ('' when there is none)."""
-    found = [ln.strip() for ln in tail_lines(path, 200, nbytes=n) if ln.strip()]
+    """The last non-empty line of a log file among its last ``n`` bytes ('' when there is none, or
+    when the file is refused by the one reader :mod:`pcd._files`: a FIFO, a device, a link out)."""
+    found = [ln.strip() for ln in _files.tail_lines(path, path.parent, 200, max_bytes=n) if ln.strip()]
     return found[-1] if found else ""
