@@ -28,8 +28,8 @@ were, so training is bit-identical with and without the recorder -- tested) it w
 The file is JSON lines, append-only: a header line ``{"format": "pcd-monitor", ...}``, then one
 compact line per record, flushed as written (floats round-trip exactly). A run resumed from an
 earlier step appends records from that step again; :func:`read` keeps the later ones. :func:`read`
-is the one bounded reader (size, record count, K, strict JSON: one-line ``ValueError`` for a
-link, FIFO, truncated, huge or non-finite file).
+is the one bounded reader (:mod:`pcd._files` for the file itself; record count, K, strict JSON:
+one-line ``ValueError`` for a link out of its folder, a FIFO, a truncated, huge or non-finite file).
 
 Collapse (:func:`collapsed`, the one home of the rule): a recorded step where a method's
 ``||d|| / ||g_1|| < COLLAPSE_RATIO`` (10 %) while ``||g_1||`` is not small: ``||g_1|| >=
@@ -42,7 +42,6 @@ from __future__ import annotations
 import json
 import math
 import os
-import stat
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -50,6 +49,7 @@ from typing import Any
 
 import numpy as np
 
+from pcd import _files
 from pcd import _validate as V
 from pcd._json import jsonable
 
@@ -67,7 +67,7 @@ SCALE_WINDOW = 50
 #: ... and never below this share of its maximum over every record so far (a network whose primary
 #: gradient has died, ``||g_1|| ~ 1e-8`` for a long stretch, is not "not small").
 G1_RUN_FLOOR = 1e-3
-MAX_BYTES = 64 * 1024 * 1024     # a recorder file read back: 64 MiB
+MAX_BYTES = _files.MAX_BYTES["recorder"]  # a recorder file read back (the product's bound per kind of file)
 MAX_RECORDS = 200_000
 MAX_K = 16                       # objectives a recorder file may hold
 MAX_LINE = 64 * 1024             # one record line
@@ -293,20 +293,14 @@ def _number_list(v: Any, n: int, what: str) -> list[float]:
     return out
 
 
-def read(path: str | os.PathLike, name: str = "recorder file") -> Trace:
-    """Read a recorder file (bounded; one-line ``ValueError`` for anything else than a complete,
-    finite pcd-monitor file). A run resumed from an earlier step wrote those steps again: the later
-    records win."""
-    p = str(path)
-    try:
-        if stat.S_ISLNK(os.lstat(p).st_mode):
-            raise V.Invalid(f"{name} {p}: is a symbolic link; open the file it points to")
-    except FileNotFoundError:
-        raise V.Invalid(f"{name} {p}: no such file") from None
-    except OSError as exc:
-        raise V.Invalid(f"{name} {p}: cannot read ({exc.strerror or exc.__class__.__name__})") from None
-    text = V.read_text(p, name, max_bytes=MAX_BYTES)
-    return parse(text, f"{name} {p}")
+def read(path: str | os.PathLike, name: str = "recorder file", folder: Any = None) -> Trace:
+    """Read a recorder file through the product's one file reader (:func:`pcd._files.read_text`,
+    kind ``"recorder"``: a regular file, at most :data:`MAX_BYTES`, with ``folder`` no link out of
+    it) and :func:`parse` it: one-line ``ValueError`` for anything else than a complete, finite
+    pcd-monitor file. A run resumed from an earlier step wrote those steps again: the later records
+    win."""
+    text = _files.read_text(path, folder, kind="recorder", max_bytes=MAX_BYTES, name=name)
+    return parse(text, f"{name} {path}")
 
 
 def parse(text: str, name: str = "recorder file") -> Trace:

@@ -571,7 +571,7 @@ def _results_view() -> None:
                     key="pl_detail_curves", config={"displaylogo": False})
     if (store.run_dir(rid) / "monitor.jsonl").is_file():  # Gram-based runs record their training geometry
         with st.expander("Training geometry: what every method would have done with this run's gradients"):
-            show_geometry(store.run_dir(rid) / "monitor.jsonl", key=f"pl_geo_{rid}")
+            show_geometry(store.run_dir(rid) / "monitor.jsonl", key=f"pl_geo_{rid}", folder=store.run_dir(rid))
     rep = R.export_report(res)
     st.markdown("**Export report** (physical pruning; `after` = the exported network)")
     (st.success if rep["removed"] else st.warning)(rep["message"])

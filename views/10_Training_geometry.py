@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import streamlit as st
 
-from pcd import monitor
+from pcd import _files, monitor
 from pcd.jobs import default_data_dir
 from pcd.jobs.store import run_folders
 from pcd.ui import setup_page, show_error
@@ -47,7 +47,8 @@ try:
     else:
         ids = [p.name for p in folders]
         rid = st.selectbox("run", ids, index=len(ids) - 1, format_func=lambda i: f"run {i}", key="tg_run")
-        trace = monitor.read(folders[ids.index(rid)] / "monitor.jsonl")
+        folder = _files.run_folder(default_data_dir(), int(rid))  # a linked run folder is refused
+        trace = monitor.read(folder / "monitor.jsonl", folder=folder)
 except ValueError as exc:
     show_error(exc)
     st.stop()

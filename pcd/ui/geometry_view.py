@@ -67,10 +67,11 @@ def _snapshot(trace: monitor.Trace, index: int, key: str) -> None:
         st.caption("; ".join(note).capitalize() + ".")
 
 
-def show_file(path: Any, key: str) -> None:
-    """:func:`show_trace` of a recorder file (one-line error when it cannot be read)."""
+def show_file(path: Any, key: str, folder: Any = None) -> None:
+    """:func:`show_trace` of a recorder file (read from inside ``folder``; one-line error when it
+    cannot be read)."""
     try:
-        trace = monitor.read(path)
+        trace = monitor.read(path, folder=folder)
     except ValueError as exc:
         show_error(exc)
         return
