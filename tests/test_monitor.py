@@ -243,3 +243,34 @@ def test_cli_summary_json(tmp_path, capsys):
     s = json.loads(capsys.readouterr().out)
     assert s["records"] == 3 and s["rule"]["collapse_ratio"] == monitor.COLLAPSE_RATIO
     assert set(s["methods"]) == {"pcd", "ws"} and s["methods"]["ws"]["median_ratio"] == pytest.approx((0.5 * 0.5 - 0.5 * 0.25) / 0.5)  # Mean: d = (g1 + g2) / 2
+
+
+# ---------------------------------------------------------------------------- the pruning runs record it
+
+SMALL = dict(dataset="digits", epochs=2, batch_size=64, max_train_samples=256, max_test_samples=120,
+             latency_repeats=1, lr=1e-2, method="pcd")
+
+
+def test_gram_based_run_records_and_trains_the_same(tmp_path):
+    from pcd.train.run import train
+
+    torch.set_num_threads(1)
+    a = train(SMALL, out_dir=tmp_path / "a", monitor_every=None)
+    b = train(SMALL, out_dir=tmp_path / "b", monitor_every=3)
+    assert not (tmp_path / "a" / "monitor.jsonl").exists()
+    ma = torch.load(tmp_path / "a" / "checkpoint.pt", weights_only=True)["model"]
+    mb = torch.load(tmp_path / "b" / "checkpoint.pt", weights_only=True)["model"]
+    assert all(torch.equal(ma[k], mb[k]) for k in ma)
+    assert a["test_acc"] == b["test_acc"] and a["group_sparsity"] == b["group_sparsity"]
+    tr = monitor.read(tmp_path / "b" / "monitor.jsonl", folder=tmp_path / "b")
+    assert list(tr.steps) == [0, 3, 6]  # 4 steps per epoch, 2 epochs
+    assert tr.header["objectives"] == ["cross-entropy", "group_lasso"] and tr.header["methods"]["pcd"]["tau"] == 0.02
+    assert np.all(tr.gram[:, 0, 0] > 0) and tr.K == 2
+
+
+def test_non_gram_run_writes_no_recorder_file(tmp_path):
+    from pcd.train.run import train
+
+    torch.set_num_threads(1)
+    train({**SMALL, "method": "prox", "epochs": 1}, out_dir=tmp_path)
+    assert not (tmp_path / "monitor.jsonl").exists()
