@@ -9,7 +9,7 @@ import pandas as pd
 import streamlit as st
 
 from pcd import monitor
-from pcd.ui import page_link, show_error
+from pcd.ui import method_picker, page_link, show_error
 from pcd.ui.chart import plotly_chart
 from pcd.ui.table import html_table
 from pcd.viz.theme import method_label
@@ -25,8 +25,7 @@ def show_trace(trace: monitor.Trace, key: str) -> None:
         st.caption("No symmetric method's counterfactual update collapsed for two recorded steps in a row "
                    f"(collapse: ‖d‖/‖g₁‖ < {monitor.COLLAPSE_RATIO:g} while ‖g₁‖ is not small).")
     names = trace.methods
-    shown = st.multiselect("methods (one row each)", names, default=names, format_func=method_label,
-                           key=f"{key}_methods")
+    shown = method_picker("methods (one row each)", names, default=names, key=f"{key}_methods")
     steps = [int(s) for s in trace.steps]
     step = st.select_slider("Gram snapshot at step", steps, value=steps[-1], key=f"{key}_step") if len(steps) > 1 \
         else steps[0]
