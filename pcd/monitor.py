@@ -159,27 +159,65 @@ class Recorder:
         self.objectives = None if objectives is None else [str(o)[:80] for o in objectives]
         self.states: dict[str, Any] = {}
         self.calls = 0
+        self._pending: Any = None
         self.K: int | None = None
         self._append = bool(append) and self.path.exists() and self.path.stat().st_size > 0
 
     # -- what the loop calls --
-    def step(self, losses: Sequence[Any], grads: Sequence[Sequence[Any]] | None = None) -> dict | None:
-        """Call once per training step. ``losses``: the K per-objective losses (tensors with their
-        graph, before ``backward``); ``grads``: optionally the per-objective gradients the loop
-        already has (a list per objective, one tensor -- or None -- per parameter), then
-        ``losses`` may be plain numbers. Returns the record on recorded steps, else None."""
+    def step(self, losses: Sequence[Any], grads: Sequence[Sequence[Any]] | None = None, *,
+             weights: Sequence[float] | None = None) -> dict | None:
+        """Call once per training step, before ``backward``. ``losses``: the K per-objective losses
+        (tensors with their graph); on a recorded step each one's gradient is read with
+        ``torch.autograd.grad(retain_graph=True)``. ``grads``: the per-objective gradients the loop
+        already has (a list per objective, one tensor -- or None -- per parameter); ``losses`` may
+        then be plain numbers. ``weights``: the loop backpropagates ``sum_i w_i f_i`` (``w_1 != 0``):
+        only the secondaries' gradients are read here, and :meth:`after_backward` (call it after
+        ``backward``) takes ``g_1 = (p.grad - sum_{i>=2} w_i g_i) / w_1`` from the loop's own
+        gradient -- no second backward through the network (exact up to rounding, ~1e-7 of
+        ``||w_i g_i||``). Returns the record on recorded steps (None with ``weights``, or unrecorded)."""
         t = self.calls
         self.calls += 1
         if t % self.every:
             return None
         import torch
 
-        from pcd.train.step import gram_matrix
-
+        vals = np.array([float(f.detach()) if isinstance(f, torch.Tensor) else float(f) for f in losses])
+        if weights is not None:
+            w = np.asarray(weights, dtype=np.float64).reshape(-1)
+            if w.shape != (len(losses),) or not np.isfinite(w).all() or w[0] == 0.0:
+                raise ValueError(f"monitor: weights must be {len(losses)} finite numbers with w_1 != 0, got {list(w)}")
+            sec = [torch.autograd.grad(f, self.params, retain_graph=True, allow_unused=True) for f in losses[1:]]
+            self._pending = (t, w, vals, sec)
+            return None
         if grads is None:
             grads = [torch.autograd.grad(f, self.params, retain_graph=True, allow_unused=True) for f in losses]
+        return self._record_grads(grads, vals, t)
+
+    def after_backward(self) -> dict | None:
+        """Finish the record :meth:`step` started with ``weights`` (a no-op otherwise): the primary's
+        gradient is the loop's ``p.grad`` less the weighted secondaries'."""
+        if self._pending is None:
+            return None
+        t, w, vals, sec = self._pending
+        self._pending = None
+        g1: list[Any] = []
+        for k, p in enumerate(self.params):
+            if p.grad is None:
+                g1.append(None)
+                continue
+            d = p.grad.detach().clone()
+            for wi, gs in zip(w[1:], sec):
+                if gs[k] is not None and wi != 0.0:
+                    d.sub_(gs[k], alpha=float(wi))
+            if w[0] != 1.0:
+                d.div_(float(w[0]))
+            g1.append(d)
+        return self._record_grads([g1] + [list(gs) for gs in sec], vals, t)
+
+    def _record_grads(self, grads: Sequence[Sequence[Any]], vals: np.ndarray, t: int) -> dict | None:
+        from pcd.train.step import gram_matrix
+
         pairs = [[(k, g.detach()) for k, g in enumerate(gs) if g is not None] for gs in grads]
-        vals = np.array([float(f.detach()) if isinstance(f, torch.Tensor) else float(f) for f in losses])
         return self.record_gram(gram_matrix(pairs), vals, step=t)
 
     def record_gram(self, gram: Any, losses: Any, *, step: int) -> dict | None:

@@ -15,8 +15,9 @@ from pcd.train.step import gram_update
 
 # ---------------------------------------------------------------------------- loops that record
 
-def _mlp_loop(path, steps: int, record: bool, every: int = 1, seed: int = 0):
-    """A plain two-loss loop (cross-entropy + group lasso, SGD on their sum), optionally recorded."""
+def _mlp_loop(path, steps: int, record: bool, every: int = 1, seed: int = 0, from_grad: bool = False):
+    """A plain two-loss loop (cross-entropy + group lasso, SGD on their sum), optionally recorded
+    (``from_grad``: the primary's gradient taken from the loop's own ``p.grad``)."""
     torch.manual_seed(seed)
     X, y = torch.randn(64, 8), torch.randint(0, 3, (64,))
     model = torch.nn.Sequential(torch.nn.Linear(8, 16), torch.nn.Tanh(), torch.nn.Dropout(0.1), torch.nn.Linear(16, 3))
@@ -26,9 +27,11 @@ def _mlp_loop(path, steps: int, record: bool, every: int = 1, seed: int = 0):
         ce = torch.nn.functional.cross_entropy(model(X), y)
         gl = model[0].weight.norm(dim=0).sum()
         if rec is not None:
-            rec.step([ce, gl])
+            rec.step([ce, gl], weights=[1.0, 0.05] if from_grad else None)
         opt.zero_grad()
         (ce + 0.05 * gl).backward()
+        if rec is not None:
+            rec.after_backward()
         opt.step()
     return [p.detach().clone() for p in model.parameters()]
 
@@ -66,6 +69,21 @@ def test_recorder_leaves_training_bit_identical(tmp_path):
     b = _mlp_loop(tmp_path / "b.jsonl", 25, record=True, every=1)
     assert all(torch.equal(p, q) for p, q in zip(a, b))
     assert len(monitor.read(tmp_path / "b.jsonl").steps) == 25
+
+
+def test_primary_gradient_from_the_loops_own_backward(tmp_path):
+    """``step(weights=...)`` + ``after_backward()``: g_1 = p.grad - w_2 g_2, no second backward; the
+    same Gram matrix as autograd's to rounding, and training still bit-identical."""
+    a = _mlp_loop(tmp_path / "a.jsonl", 12, record=True, every=4)
+    b = _mlp_loop(tmp_path / "b.jsonl", 12, record=True, every=4, from_grad=True)
+    c = _mlp_loop(tmp_path / "c.jsonl", 12, record=False)
+    assert all(torch.equal(p, q) and torch.equal(p, r) for p, q, r in zip(a, b, c))
+    ta, tb = monitor.read(tmp_path / "a.jsonl"), monitor.read(tmp_path / "b.jsonl")
+    assert list(tb.steps) == [0, 4, 8] and np.array_equal(ta.losses, tb.losses)
+    assert np.allclose(ta.gram, tb.gram, rtol=1e-5, atol=1e-9)
+    assert np.allclose(ta.ratio["ws"], tb.ratio["ws"], rtol=1e-4)
+    with pytest.raises(ValueError, match="w_1 != 0"):
+        monitor.Recorder(tmp_path / "d.jsonl", []).step([1.0, 2.0], weights=[0.0, 1.0])
 
 
 def test_counterfactual_weights_equal_each_methods_own_call(tmp_path):
