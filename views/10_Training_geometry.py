@@ -6,7 +6,7 @@ import streamlit as st
 from pcd import _files, monitor
 from pcd.jobs import default_data_dir
 from pcd.jobs.store import run_folders
-from pcd.ui import setup_page, show_error
+from pcd.ui import settings_panel, setup_page, show_error
 from pcd.ui.geometry_view import show_trace
 
 setup_page(
@@ -22,12 +22,13 @@ setup_page(
 )
 
 folders = [p for p in run_folders(default_data_dir()) if (p / "monitor.jsonl").is_file()]
-source = st.radio("recorder file", ["a run of the Pruning lab", "upload a file"],
+panel = settings_panel()
+source = panel.radio("recorder file", ["a run of the Pruning lab", "upload a file"],
                   index=0 if folders else 1, horizontal=True, key="tg_source")
 trace = None
 try:
     if source == "upload a file":
-        up = st.file_uploader("recorder file (JSON lines, `pcd.monitor`)", type=["jsonl", "json"], key="tg_upload",
+        up = panel.file_uploader("recorder file (JSON lines, `pcd.monitor`)", type=["jsonl", "json"], key="tg_upload",
                               max_upload_size=monitor.MAX_BYTES // (1024 * 1024))
         if up is None:
             st.caption("Record one with `pcd.monitor.Recorder` (see the README's digits example), or summarise it "
@@ -46,11 +47,11 @@ try:
         st.stop()
     else:
         ids = [p.name for p in folders]
-        rid = st.selectbox("run", ids, index=len(ids) - 1, format_func=lambda i: f"run {i}", key="tg_run")
+        rid = panel.selectbox("run", ids, index=len(ids) - 1, format_func=lambda i: f"run {i}", key="tg_run")
         folder = _files.run_folder(default_data_dir(), int(rid))  # a linked run folder is refused
         trace = monitor.read(folder / "monitor.jsonl", folder=folder)
 except ValueError as exc:
     show_error(exc)
     st.stop()
 
-show_trace(trace, "tg")
+show_trace(trace, "tg", panel)

@@ -9,15 +9,17 @@ import pandas as pd
 import streamlit as st
 
 from pcd import monitor
-from pcd.ui import method_picker, page_link, show_error
+from pcd.ui import method_picker, page_link, settings_panel, show_error
 from pcd.ui.chart import plotly_chart
 from pcd.ui.table import html_table
 from pcd.viz.theme import method_label
 from pcd.viz.training_geometry import geometry_figure
 
 
-def show_trace(trace: monitor.Trace, key: str) -> None:
-    """Draw one recorder file's view (widgets keyed by ``key``)."""
+def show_trace(trace: monitor.Trace, key: str, panel: Any = None) -> None:
+    """Draw one recorder file's view (widgets keyed by ``key``, in the page's settings ``panel``;
+    None: a settings panel of its own)."""
+    panel = settings_panel(key) if panel is None else panel
     text = monitor.finding(trace)
     if text:
         st.info(text, icon=":material/insights:")
@@ -25,9 +27,9 @@ def show_trace(trace: monitor.Trace, key: str) -> None:
         st.caption("No symmetric method's counterfactual update collapsed for two recorded steps in a row "
                    f"(collapse: ‖d‖/‖g₁‖ < {monitor.COLLAPSE_RATIO:g} while ‖g₁‖ is not small).")
     names = trace.methods
-    shown = method_picker("methods (one row each)", names, default=names, key=f"{key}_methods")
+    shown = method_picker("methods (one row each)", names, default=names, key=f"{key}_methods", container=panel)
     steps = [int(s) for s in trace.steps]
-    step = st.select_slider("Gram snapshot at step", steps, value=steps[-1], key=f"{key}_step") if len(steps) > 1 \
+    step = panel.select_slider("Gram snapshot at step", steps, value=steps[-1], key=f"{key}_step") if len(steps) > 1 \
         else steps[0]
     plotly_chart(geometry_figure(trace, shown, step=step), key=f"{key}_chart")
     st.caption(f"Collapse (shaded): ‖d‖/‖g₁‖ < {monitor.COLLAPSE_RATIO:g} while ‖g₁‖ ≥ {monitor.G1_FLOOR:g} × its "
@@ -66,7 +68,7 @@ def _snapshot(trace: monitor.Trace, index: int, key: str) -> None:
         st.caption("; ".join(note).capitalize() + ".")
 
 
-def show_file(path: Any, key: str, folder: Any = None) -> None:
+def show_file(path: Any, key: str, folder: Any = None, panel: Any = None) -> None:
     """:func:`show_trace` of a recorder file (read from inside ``folder``; one-line error when it
     cannot be read)."""
     try:
@@ -74,4 +76,4 @@ def show_file(path: Any, key: str, folder: Any = None) -> None:
     except ValueError as exc:
         show_error(exc)
         return
-    show_trace(trace, key)
+    show_trace(trace, key, panel)

@@ -31,6 +31,9 @@ def test_page_shows_a_runs_geometry(tmp_path, monkeypatch):
     at = open_page(PAGE, {}, tmp_path, monkeypatch)
     assert not at.exception, at.exception
     assert not at.error, [e.value for e in at.error]
+    # the settings (run, methods, snapshot step) are in the page's settings panel, not the sidebar
+    assert [w.key for w in at.sidebar.toggle] == ["pcd_present"] and not at.sidebar.selectbox
+    assert [len(at.main.radio), len(at.main.selectbox), len(at.main.multiselect), len(at.main.select_slider)] == [1] * 4
     finding = monitor.finding(monitor.read(path))
     assert finding and [i.value for i in at.info] == [finding]
     assert "PCD's did not" in finding
