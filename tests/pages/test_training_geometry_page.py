@@ -65,3 +65,24 @@ def test_page_without_runs_offers_an_upload(tmp_path, monkeypatch):
     at = open_page(PAGE, {}, tmp_path, monkeypatch)
     assert not at.exception and not at.error
     assert at.radio[0].value == "upload a file"
+
+
+def test_pruning_lab_run_detail_shows_the_runs_geometry(tmp_path, monkeypatch):
+    from pcd.jobs import RunStore
+    from tests.pages.test_pruning_lab import _add_done
+
+    monkeypatch.setenv("PCD_DATA_DIR", str(tmp_path))
+    store = RunStore(tmp_path)
+    rid, = _add_done(store, ("pcd", 0.02, 95.0, 50.0, 500))
+    folder = store.run_dir(rid)
+    folder.mkdir(parents=True, exist_ok=True)
+    x = torch.nn.Parameter(torch.tensor([1.0], dtype=torch.float64))
+    rec = monitor.Recorder(folder / "monitor.jsonl", [x], every=1, methods=["pcd", "ws"])
+    for _ in range(4):
+        rec.step([0.5 * x.sum(), -0.5 * x.sum()])
+    at = open_page("08_Pruning_lab.py", {}, tmp_path, monkeypatch)
+    assert not at.exception, at.exception
+    assert [e.label for e in at.expander if "Training geometry" in e.label]
+    assert monitor.finding(monitor.read(folder / "monitor.jsonl")) in [i.value for i in at.info]
+    assert any(t["layout"].get("annotations") and any("Weighted sum: ‖d‖/‖g₁‖" in a["text"] for a in t["layout"]["annotations"])
+               for t in figure_specs(at))
