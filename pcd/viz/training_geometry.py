@@ -46,12 +46,13 @@ def geometry_figure(trace: monitor.Trace, methods: list[str] | None = None, step
         fig.add_trace(go.Scatter(x=x, y=cos[:, j], mode="lines", name=f"cos(g₁, g{j + 2})",
                                  line=dict(color=objective_color(j + 1), width=2), legendgroup="geo"), row=1, col=1)
     fig.add_hline(y=0.0, line=dict(color="#999", width=1, dash="dot"), row=1, col=1)
+    fig.update_yaxes(range=[-1.08, 1.08], tickvals=[-1, 0, 1], row=1, col=1)
     norms = trace.norms
     for i in range(K):
         fig.add_trace(go.Scatter(x=x, y=np.where(norms[:, i] > 0, norms[:, i], np.nan), mode="lines",
                                  name=f"‖g{i + 1}‖ ({objs[i] if i < len(objs) else i + 1})",
                                  line=dict(color=objective_color(i), width=2), legendgroup="geo"), row=2, col=1)
-    fig.update_yaxes(type="log", nticks=4, tickformat=".1e", row=2, col=1)
+    fig.update_yaxes(type="log", dtick=1, tickformat=".0e", row=2, col=1)  # one tick per decade
     r0 = 3
     if has_mu:
         mu = trace.mu["pcd"]
@@ -77,8 +78,11 @@ def geometry_figure(trace: monitor.Trace, methods: list[str] | None = None, step
             fig.add_vrect(x0=float(x[a]) - every / 2, x1=float(x[b]) + every / 2, fillcolor=rgba(c, 0.22),
                           line_width=0, row=r, col=1)
         fig.add_hline(y=monitor.COLLAPSE_RATIO, line=dict(color="#888", width=1, dash="dash"), row=r, col=1)
-        fig.update_yaxes(type="log", range=[np.log10(RATIO_FLOOR) - 0.2, 1.2], tickvals=[RATIO_FLOOR, 1e-2, 1.0],
-                         ticktext=["≤1e-4", "0.01", "1"], row=r, col=1)
+        top = float(np.nanmax(y)) if np.isfinite(y).any() else 1.0
+        hi = max(1.0, min(np.log10(max(top, 1.0)), 12.0)) + 0.2  # a method far above ||g_1|| stays in view
+        vals = [RATIO_FLOOR, 1e-2, 1.0] + [10.0 ** e for e in range(2, int(hi) + 1, 2)]
+        fig.update_yaxes(type="log", range=[np.log10(RATIO_FLOOR) - 0.2, hi], tickvals=vals,
+                         ticktext=["≤1e-4", "0.01", "1"] + [f"1e{e}" for e in range(2, int(hi) + 1, 2)], row=r, col=1)
     if step is not None:
         for r in range(1, rows + 1):
             fig.add_vline(x=float(step), line=dict(color="#24292f", width=1, dash="dot"), row=r, col=1)
