@@ -23,7 +23,13 @@ were, so training is bit-identical with and without the recorder -- tested) it w
   ``||d|| / ||g_1||`` with ``||d||^2 = w^T G w`` (:func:`update_ratio`); PCD/DBGD's ``mu`` and
   active constraints too. A method that needs the Jacobian itself (GradDrop) is skipped, with the
   reason in the header; a stochastic one (PCGrad's order, RGW) gets ``default_rng([seed, step])``;
-  a stateful one (PCD's normalizer, FAMO, ...) keeps its own state, advanced on recorded steps only.
+  a stateful one (PCD's normalizer, FAMO, ...) keeps its own state, advanced on recorded steps only
+  (a resumed run starts it afresh); a method that refuses a step (e.g. UW on a negative loss) has
+  ``{"error": ...}`` there.
+
+For a large network, ``rec.step([ce, gl], weights=[1, lam])`` before ``backward`` and
+``rec.after_backward()`` after it read only the secondaries' gradients and take ``g_1`` from the
+loop's own ``p.grad`` (no second backward; ``benchmarks/bench_monitor.py`` measures both).
 
 The file is JSON lines, append-only: a header line ``{"format": "pcd-monitor", ...}``, then one
 compact line per record, flushed as written (floats round-trip exactly). A run resumed from an
@@ -34,8 +40,9 @@ one-line ``ValueError`` for a link out of its folder, a FIFO, a truncated, huge 
 Collapse (:func:`collapsed`, the one home of the rule): a recorded step where a method's
 ``||d|| / ||g_1|| < COLLAPSE_RATIO`` (10 %) while ``||g_1||`` is not small: ``||g_1|| >=
 G1_FLOOR * max ||g_1||`` over the last ``SCALE_WINDOW`` records (10 % of its running scale, 50
-records) and ``>= G1_RUN_FLOOR * max ||g_1||`` over every record so far (0.1 %) -- the update vanishing because the gradients cancel, not because the primary is
-stationary: a conflict equilibrium (PCD paper, arXiv 2606.29521, Sec. 2) in a real network.
+records) and ``>= G1_RUN_FLOOR * max ||g_1||`` over every record so far (0.1 %) -- the update
+vanishing because the gradients cancel, not because the primary is stationary: a conflict
+equilibrium (PCD paper, arXiv 2606.29521, Sec. 2) in a real network.
 """
 from __future__ import annotations
 
