@@ -18,7 +18,7 @@ import pcd.methods as registry
 from pcd import _validate as V
 from pcd.jobs import RunStore, default_data_dir, ensure_supervisor, eta_seconds, supervisor_pid, validate_for_queue
 from pcd.jobs import results as R
-from pcd.jobs.queue_view import PAGE_SIZE, done_points, estimate_basis, queue_page
+from pcd.jobs.queue_view import PAGE_SIZE, done_studies, estimate_basis, queue_page, study_points
 from pcd.jobs.sweep import build_sweep, describe, parse_numbers
 from pcd.train import presets as P
 from pcd.train.config import SPECIAL_METHODS, method_names
@@ -39,6 +39,7 @@ from pcd.ui import (
 )
 from pcd.ui.chart import plotly_chart
 from pcd.ui.geometry_view import show_file as show_geometry
+from pcd.ui.run_inside import config_diff_panel, inside_panel, parallel_panel
 from pcd.ui.runs_where import where_panel
 from pcd.ui.selection import selected_ids
 from pcd.viz.runs import curves_figure, method_bars, results_scatter, study_scatter
@@ -113,12 +114,14 @@ def _apply_preset() -> None:
         ss["pl_sweep"] = False
 
 
-ss.setdefault("pl_preset", url_default("preset", "custom", PRESETS))
+ss.setdefault("pl_preset", url_default("preset", "digits-quick", PRESETS))  # a first visit: the laptop preset
 ss.setdefault("pl_dataset", url_default("dataset", "digits", ["digits", "cifar10", "cifar100"]))
 ss.setdefault("pl_epochs", url_default("epochs", 3, low=1))
 ss.setdefault("pl_batch", 128)
 ss.setdefault("pl_lr", 1e-3)
 ss.setdefault("pl_subset", 0)
+ss.setdefault("pl_export_thr", 1e-4)
+ss.setdefault("pl_target", 0.0)
 ss.setdefault("pl_tau", float(url_default("tau", 0.02, low=0.0, high=1.0)))
 ss.setdefault("pl_sweep", url_default("sweep", False))
 ss.setdefault("pl_methods", url_default("methods", ["pcd"], allowed=METHODS))
@@ -150,17 +153,16 @@ def _preset_panel(all_runs: list[dict]) -> None:
                           "seeds": len(preset.seeds)} for m, s in preset.grid])
     with c3.expander(f"{len(preset.grid)} (method, setting) pairs × seeds"):
         st.dataframe(grid, hide_index=True)
-    est = R.estimate_seconds(all_runs, study_base)
-    if est:
-        per, basis = est["seconds"], f"measured: {est['basis']} finished run(s) of this shape"
-    else:
-        nom = P.nominal_seconds(preset, epochs=study_base["epochs"])
-        per, basis = nom["per_run"], nom["basis"]
-    n = len(configs) or len(preset.configs())
-    hours = per * n / 3600
-    st.info(f"**{n} runs**, estimated ≈ {per:.0f} s per run, ≈ "
-            + (f"{hours:.1f} h" if hours >= 1 else f"{per * n / 60:.0f} min") + f" on one slot ({basis}).",
-            icon=":material/schedule:")
+    nom = P.nominal_seconds(preset, epochs=study_base["epochs"])
+    est = R.estimate_study(all_runs, configs or preset.configs(), nom["per_run"], nom["basis"])
+    n = est["n"]
+
+    def _dur(sec: float) -> str:
+        return f"{sec / 3600:.1f} h" if sec >= 3600 else f"{sec / 60:.0f} min"
+
+    spread = f" (25–75 %: {_dur(est['low'])}–{_dur(est['high'])})" if est["high"] > est["low"] else ""
+    st.info(f"**{n} runs**, estimated ≈ {est['total'] / max(n, 1):.0f} s per run, ≈ {_dur(est['total'])}{spread} "
+            f"on one slot ({est['basis']}).", icon=":material/schedule:")
     if err:
         show_error(err)
     if st.button(f"Queue the {preset.name} study ({n} runs)", type="primary", disabled=bool(err),
@@ -222,6 +224,12 @@ with tab_queue:
         device = c2.selectbox("device", ["auto", "cpu", "cuda"], key="pl_device")
         subset_in = c3.number_input("training images (0 = all)", step=256, key="pl_subset",
                                     help="a CIFAR subset keeps CPU runs short")
+        c1, c2 = st.columns(2)
+        thr_in = c1.number_input("export: remove channels whose filter norm is below", step=1e-4, format="%g",
+                                 key="pl_export_thr", help="the paper's threshold is 1e-4")
+        target_in = c2.number_input("or: target parameter reduction, 0–0.99 (0 = use the threshold)", step=0.05,
+                                   format="%g", key="pl_target",
+                                   help="removes the weakest channels until this share of the parameters is gone")
         hparams: dict[str, dict] = {}
         for m in methods:
             spec = ([p for p in registry.get(m).params if p.name != registry.get(m).primary_knob]
@@ -242,9 +250,11 @@ with tab_queue:
         batch = V.integer(batch_in, "batch size", low=1, high=V.LIMITS["batch_size"], strict=False)
         lr = V.number(lr_in, "learning rate", low=0, high=10, open_low=True)
         subset = V.integer(subset_in, "training images", low=0, high=V.LIMITS["samples"], strict=False)
+        thr = V.number(thr_in, "export threshold", low=0.0, high=1e6)
+        target = V.number(target_in, "target parameter reduction", low=0.0, high=0.99)
         base = {"dataset": dataset, "arch": arch, "secondary": secondary, "grouping": grouping, "epochs": epochs,
                 "batch_size": batch, "lr": lr, "optimizer": optimizer, "device": device,
-                "max_train_samples": subset or None}
+                "max_train_samples": subset or None, "export_threshold": thr, "target_reduction": target or None}
         taus = parse_numbers(tau_text, name="τ", low=0.0, high=1.0)
         seeds = parse_numbers(seeds_text, name="seeds", low=0, integer=True)
         configs = build_sweep(base, methods, taus, seeds, hparams)
@@ -262,9 +272,11 @@ with tab_queue:
         st.markdown(msg)
         est = R.estimate_seconds(all_runs, base)
         if est:
-            st.caption(f"Estimated ≈ {est['seconds']:.0f} s per run ({est['per_epoch']:.1f} s/epoch + "
-                       f"{est['overhead']:.0f} s start-up/export, from {est['basis']} finished run(s) of the same "
-                       f"shape); ≈ {est['seconds'] * len(configs) / 60:.1f} min for all on one slot.")
+            st.caption(f"Estimated ≈ {est['seconds']:.0f} s per run (25–75 %: {est['low']:.0f}–{est['high']:.0f} s; "
+                       f"{est['per_epoch']:.1f} s/epoch + {est['overhead']:.0f} s start-up/export, from "
+                       f"{est['basis']} finished run(s) of the same shape"
+                       + (" and method" if est["same_method"] else ", any method") + f"); ≈ "
+                       f"{est['seconds'] * len(configs) / 60:.1f} min for all on one slot.")
         else:
             st.caption("No time estimate yet: no finished run of this shape (dataset, architecture, batch size, "
                        "subset, secondary, device). Queue a 1-epoch calibration run to get one.")
@@ -342,6 +354,9 @@ def _runs_view() -> None:
         data = queue_page(store, page=page_no, previous=ss.get("pl_queue_data"))
     except ValueError:
         data = queue_page(store, page=1)
+    if page_no > data.pages:  # runs were deleted since: the last page that exists (before its widget is drawn)
+        ss["pl_page"] = data.pages
+        data = queue_page(store, page=data.pages)
     ss["pl_queue_data"] = data
     runs, counts = data.runs, data.counts
     pid = supervisor_pid(DATA_DIR)
@@ -398,6 +413,7 @@ def _runs_view() -> None:
         meth = {f"run {r['id']}": r["config"].get("method", "") for r in sel}
         plotly_chart(curves_figure(series, meth), key="pl_compare_curves",
                         config={"displaylogo": False})
+        config_diff_panel(sel)
     where_panel(store, runs, DATA_DIR, pid, sel)  # issue 16: nodes, placement, worker.log (pcd.ui.runs_where)
     running = data.running
     if running:
@@ -453,21 +469,27 @@ def _summary_frame(rows: list[dict], ref_acc: float | None, k3: bool) -> pd.Data
 
 
 def _results_view() -> None:
-    ss["pl_done_points"] = done_points(store, ss.get("pl_done_points"))  # re-read only when a run finished
-    points = ss["pl_done_points"][1]
+    # studies from one SQL aggregate, re-read only when a run finished; points of the chosen study only
+    ss["pl_done_studies"] = done_studies(store, ss.get("pl_done_studies"))
+    marker, all_studies = ss["pl_done_studies"]
     counts = store.counts()
     pending = counts["running"] + counts["queued"]
-    if not points:
+    if not all_studies:
         st.info("No finished run yet. Finished runs appear here with their accuracy, sparsity, FLOPs, latency "
                 "and file size" + (f" ({pending} queued or running)." if pending else "."))
         return
-    studies = list(dict.fromkeys(p["study"] for p in sorted(points, key=lambda p: -p["id"])))
-    study = st.selectbox("study (runs that share everything but method, setting and seed)", studies,
+    study = st.selectbox("study (runs that share everything but method, setting and seed)", list(all_studies),
                          key="pl_study")
-    pts = [p for p in points if p["study"] == study]
-    st.caption(f"{len(pts)} finished run(s) in this study" + (f"; {pending} queued or running — this view "
-                                                               "updates as they finish." if pending else "."))
-    rows = R.aggregate(pts)
+    cached = ss.get("pl_study_points")
+    if cached is None or cached[0] != (marker, study):
+        cached = ((marker, study), *study_points(store, all_studies[study]))
+        ss["pl_study_points"] = cached
+    _, pts, rows = cached
+    n_runs = all_studies[study]["runs"]
+    st.caption(f"{n_runs:,} finished run(s) in this study"
+               + (f" (shown: the newest {len(pts):,}; `python -m pcd runs summary` summarises all)"
+                  if n_runs > len(pts) else "")
+               + (f"; {pending} queued or running — this view updates as they finish." if pending else "."))
     ref = [r["test_acc"] for r in rows if r["method"] == "unpruned" and r["test_acc"] is not None]
     ref_acc = ref[0] if ref else None
     k3 = any(p["secondary"] == "l1+nuclear" for p in pts)
@@ -513,7 +535,8 @@ def _results_view() -> None:
     min_x = c1.number_input(f"only baseline points with {R.X_AXES[x_key]} ≥", value=0.0, format="%g",
                             key=f"pl_minx_{x_key}", help="the paper counts pairs above ~80 % sparsity")
     comp = R.paired_comparison(rows, x_key, y_key, min_x=min_x)
-    line = R.pairs_line(comp) if comp["n"] else "no baseline point to pair (queue PCD and baseline runs)"
+    line = (R.pairs_line(comp) if comp["n"] else comp["nothing"] if comp.get("nothing")
+            else "no baseline point to pair (queue PCD and baseline runs)")
     st.markdown(f"**Matched comparisons** — {line}")
     st.caption("Each baseline point (mean over seeds of a method at one setting) is paired with the PCD setting whose "
                "x is closest — chosen on x alone, never on accuracy; tie = the accuracy difference is within the seed "
@@ -561,6 +584,8 @@ def _results_view() -> None:
               "normalization", here=", ".join(f"{method_label(m)} {v:.3f}" for m, v in hv["methods"].items()),
               note="Different normalization and scale: compare the ratio between methods, not the values.")
 
+    parallel_panel(pts)
+
     st.subheader("Run detail")
     labels = {p["id"]: f"run {p['id']} · {method_label(p['method'])} {p['setting']} · seed {p['seed']}" for p in pts}
     rid = st.selectbox("run", list(labels), format_func=labels.get, key="pl_detail")
@@ -579,6 +604,8 @@ def _results_view() -> None:
         st.dataframe(pd.DataFrame([{"measure": r["measure"], "before": _fmt(r["before"], ",.6g"),
                                     "after": _fmt(r["after"], ",.6g")} for r in rep["rows"]]),
                      hide_index=True, key="pl_export_table")
+    if res:
+        inside_panel(store, rid, res)
     c1, c2, c3 = st.columns(3)
     cfg = res.get("config") or run["config"]
     with c1:

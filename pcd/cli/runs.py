@@ -306,7 +306,7 @@ def _summary(args: argparse.Namespace) -> int:
                   f"{f(r['params_after'], ',.0f')} | {f(r['flops_after'], ',.0f')} | {f(kb)} | "
                   f"{f(r['seconds'], '.0f')} | {f(r['wall_seconds'], '.0f')} | {R.landing(r, ref)} |")
         c = comps[st]
-        print(R.pairs_line(c) if c["n"] else "no PCD / baseline pairs")
+        print(R.pairs_line(c) if c["n"] else c.get("nothing") or "no PCD / baseline pairs")
         for line in R.findings(sub):
             print(f"- {line}")
         print()

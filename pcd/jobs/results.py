@@ -48,8 +48,9 @@ POINT_RESULT_PATHS = ("test_acc", "group_sparsity", "param_sparsity", "effective
                       "export.latency_ms_after", "export.file_bytes_before", "export.file_bytes_after")
 
 
-def run_point(run: dict) -> dict | None:
-    """One finished run -> a flat point (None for runs without a result)."""
+def run_point(run: dict, labels: tuple[str, str] | None = None) -> dict | None:
+    """One finished run -> a flat point (None for runs without a result). ``labels``: its
+    ``(setting, study)`` labels when the caller already has them (one per config, not per run)."""
     if not isinstance(run, dict):
         raise ValueError(f"a run must be a dict, got {type(run).__name__}")
     res = run.get("result")
@@ -62,8 +63,8 @@ def run_point(run: dict) -> dict | None:
     return {
         "id": run.get("id"),
         "method": str(cfg.get("method", "?")),
-        "setting": setting_label(cfg),
-        "study": study_label(cfg),
+        "setting": setting_label(cfg) if labels is None else labels[0],
+        "study": study_label(cfg) if labels is None else labels[1],
         "config": cfg,
         "tau": _num(cfg.get("tau")),
         "seed": cfg.get("seed"),
@@ -204,12 +205,13 @@ _SHAPE_KEYS = ("dataset", "arch", "batch_size", "max_train_samples", "secondary"
 
 def estimate_seconds(runs: Iterable[dict], config: dict) -> dict | None:
     """Wall time estimate for ``config`` from finished runs of the same shape (dataset, arch, batch
-    size, training subset, secondary, device): median seconds per epoch x epochs + median fixed
-    overhead (start-up, evaluation, export). None when no comparable run exists (queue a
-    calibration run)."""
+    size, training subset, secondary, device), preferring runs of the same method (a Gram-based step
+    costs more than a weighted sum's) when there are any: median seconds per epoch x epochs + median
+    fixed overhead (start-up, evaluation, export), with the 25-75 % spread of the same sum over the
+    runs (``low``, ``high``). None when no comparable run exists (queue a calibration run)."""
     if not isinstance(config, dict):
         raise ValueError("config must be a dict")
-    per_epoch, overhead = [], []
+    samples: list[tuple[str, float, float]] = []  # (method, seconds per epoch, overhead)
     for r in runs:
         res = r.get("result") if isinstance(r, dict) else None
         if r.get("status") != "done" or not isinstance(res, dict):
@@ -221,16 +223,41 @@ def estimate_seconds(runs: Iterable[dict], config: dict) -> dict | None:
         sec = _num(res.get("seconds"))
         if not n or sec is None:
             continue
-        per_epoch.append(sec / n)
         wall = (_num(r.get("finished_at")) or 0) - (_num(r.get("started_at")) or 0)
-        if wall > 0:
-            overhead.append(max(0.0, wall - sec))
-    if not per_epoch:
+        samples.append((str(cfg.get("method")), sec / n, max(0.0, wall - sec) if wall > 0 else math.nan))
+    if not samples:
         return None
+    same = [x for x in samples if x[0] == str(config.get("method"))]
+    use = same or samples
     epochs = int(config.get("epochs") or 1)
-    pe = statistics.median(per_epoch)
-    oh = statistics.median(overhead) if overhead else 0.0
-    return {"seconds": pe * epochs + oh, "per_epoch": pe, "overhead": oh, "basis": len(per_epoch)}
+    pe = statistics.median(x[1] for x in use)
+    known = [x[2] for x in use if not math.isnan(x[2])]
+    oh = statistics.median(known) if known else 0.0
+    totals = sorted(x[1] * epochs + (x[2] if not math.isnan(x[2]) else oh) for x in use)
+    q = statistics.quantiles(totals, n=4, method="inclusive") if len(totals) >= 2 else [totals[0]] * 3
+    return {"seconds": pe * epochs + oh, "per_epoch": pe, "overhead": oh, "basis": len(use),
+            "low": q[0], "high": q[2], "same_method": bool(same)}
+
+
+def estimate_study(runs: Sequence[dict], configs: Sequence[dict], nominal_per_run: float,
+                   nominal_basis: str) -> dict:
+    """The wall time of a list of runs on one slot: each config's :func:`estimate_seconds` (its own
+    method's measured times where there are any), else ``nominal_per_run``. Returns ``{"total",
+    "low", "high", "measured", "n", "basis"}`` (``low``/``high``: the sums of the 25 % / 75 %
+    estimates; nominal configs count their nominal time in both)."""
+    total = low = high = 0.0
+    measured = 0
+    for cfg in configs:
+        est = estimate_seconds(runs, cfg)
+        if est is None:
+            total, low, high = total + nominal_per_run, low + nominal_per_run, high + nominal_per_run
+            continue
+        measured += 1
+        total, low, high = total + est["seconds"], low + est["low"], high + est["high"]
+    n = len(configs)
+    basis = (f"measured from finished runs of the same shape for {measured} of {n} run(s)"
+             + (f"; the other {n - measured}: {nominal_basis}" if measured < n else ""))
+    return {"total": total, "low": low, "high": high, "measured": measured, "n": n, "basis": basis}
 
 
 def calibration_config(config: dict) -> dict:
@@ -348,6 +375,26 @@ def method_fronts(rows: Sequence[dict], x: str, y: str = "test_acc") -> dict[str
 
 PAPER_PAIRS = {"better": 28, "worse": 1, "tie": 18, "n": 47}
 
+# Below these, a point removed nothing worth comparing: 0.5 % of the parameters (or filters,
+# weights), or a before/after factor of 1.005.
+NOTHING_REMOVED = {"group_sparsity": 0.5, "param_reduction": 0.5, "param_sparsity": 0.5, "flops_factor": 1.005,
+                   "latency_factor": 1.005, "size_factor": 1.005}
+
+
+def nothing_to_compare(rows: Sequence[dict], x: str = "param_reduction") -> str | None:
+    """Why a matched-sparsity comparison would be empty of meaning, or None: no run removed anything
+    (every point's ``x`` at most :data:`NOTHING_REMOVED`), so every pair would be "matched" at zero
+    sparsity and its verdict would only rank the unpruned accuracies of single seeds."""
+    vals = [r[x] for r in rows if r.get(x) is not None and r.get("method") != "unpruned"]
+    if not vals:
+        return None
+    floor = NOTHING_REMOVED.get(x, 0.0)
+    if max(vals) <= floor:
+        return (f"no run removed anything (every {X_AXES.get(x, x)} is at most {floor:g}), so there is nothing "
+                "to compare at matched sparsity: train longer (the digits preset uses 40 epochs), raise τ or "
+                "the secondary's weight, or export with a target reduction")
+    return None
+
 
 def paired_comparison(rows: Sequence[dict], x: str = "param_reduction", y: str = "test_acc",
                       reference: str = "pcd", exclude: Sequence[str] = ("unpruned",),
@@ -362,7 +409,9 @@ def paired_comparison(rows: Sequence[dict], x: str = "param_reduction", y: str =
     seeds; a single-seed point contributes 0), else ``tie``. Independently, a baseline point is
     *dominated* when some reference point has ``x`` and ``y`` at least as large, one strictly.
 
-    Returns ``{"pairs": [...], "better", "worse", "tie", "n", "dominated", "x", "y"}``."""
+    Returns ``{"pairs": [...], "better", "worse", "tie", "n", "dominated", "x", "y", "single_seed",
+    "nothing"}``: ``single_seed`` when no point has two seeds (no noise estimate: a tie then needs
+    equal accuracy), ``nothing`` the reason of :func:`nothing_to_compare` (then no pair is made)."""
     if x not in X_AXES:
         raise ValueError(f"unknown x axis {x!r}; allowed: {', '.join(X_AXES)}")
     if y not in Y_AXES:
@@ -370,10 +419,12 @@ def paired_comparison(rows: Sequence[dict], x: str = "param_reduction", y: str =
     ref = [r for r in rows if r["method"] == reference and r.get(x) is not None and r.get(y) is not None]
     base = [r for r in rows if r["method"] != reference and r["method"] not in exclude
             and r.get(x) is not None and r.get(y) is not None and (min_x is None or r[x] >= min_x)]
-    pairs = []
+    pairs: list[dict] = []
     counts = {"better": 0, "worse": 0, "tie": 0}
     dominated = 0
-    for b in base if ref else []:
+    nothing = nothing_to_compare([*ref, *base], x)
+    single = all(len(r.get("seeds") or [0]) < 2 for r in [*ref, *base])
+    for b in base if ref and not nothing else []:
         p = min(ref, key=lambda q: abs(q[x] - b[x]))
         diff = p[y] - b[y]
         noise = math.hypot(p.get(f"{y}_std") or 0.0, b.get(f"{y}_std") or 0.0)
@@ -384,7 +435,8 @@ def paired_comparison(rows: Sequence[dict], x: str = "param_reduction", y: str =
         pairs.append({"method": b["method"], "setting": b["setting"], f"{x}": b[x], f"{y}": b[y],
                       "pcd_setting": p["setting"], f"pcd_{x}": p[x], f"pcd_{y}": p[y], "difference": diff,
                       "noise": noise, "verdict": verdict, "dominated_by_pcd": dom})
-    return {"pairs": pairs, **counts, "n": len(pairs), "dominated": dominated, "x": x, "y": y}
+    return {"pairs": pairs, **counts, "n": len(pairs), "dominated": dominated, "x": x, "y": y,
+            "single_seed": single, "nothing": nothing}
 
 
 def pairs_line(comp: dict) -> str:
@@ -392,7 +444,9 @@ def pairs_line(comp: dict) -> str:
     p = PAPER_PAIRS
     return (f"here: PCD better {comp['better']} / worse {comp['worse']} / tie {comp['tie']} of {comp['n']} "
             f"baseline points ({comp['dominated']} Pareto-dominated by a PCD point) · paper: "
-            f"{p['better']} / {p['worse']} / {p['tie']} of {p['n']}")
+            f"{p['better']} / {p['worse']} / {p['tie']} of {p['n']}"
+            + (" — one seed per point: no seed noise is known, so any accuracy difference counts; queue "
+               "more seeds before reading these verdicts" if comp.get("single_seed") else ""))
 
 
 # --------------------------------------------------------------------------- the export report

@@ -35,6 +35,7 @@ ORDER = [
     "pcd", "ws", "mgda", "pcgrad", "cagrad", "famo", "upgrad", "dualproj", "imtlg",
     "alignedmtl", "nashmtl", "graddrop", "rgw", "dbgd", "auxinash",
     "uw", "dwa", "gls", "stch",
+    "config", "fairgrad", "gradvac", "excessmtl", "crmogm", "modo", "sdmgrad", "krum", "trimmedmean",
 ]
 
 for _info in pkgutil.iter_modules(__path__):

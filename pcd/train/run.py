@@ -31,6 +31,7 @@ on CPU),
 """
 from __future__ import annotations
 
+import contextlib
 import json
 import math
 import os
@@ -243,7 +244,7 @@ def train(
 
     skip = int(mid["batches"]) if mid else 0
     step = start_epoch * steps_per_epoch + skip
-    autocast = torch.autocast("cuda", dtype=torch.bfloat16) if cuda else _nullcontext()
+    autocast = torch.autocast("cuda", dtype=torch.bfloat16) if cuda else contextlib.nullcontext()
     for epoch in range(start_epoch, cfg["epochs"]):
         if diverged:
             break
@@ -314,14 +315,6 @@ def train(
     result = _finish(cfg, model, data, rows, elapsed, diverged, out, device, groups)
     _write_json(out / "final.json", result)
     return json.loads(json.dumps(_clean(result), allow_nan=False))
-
-
-class _nullcontext:
-    def __enter__(self) -> None:
-        return None
-
-    def __exit__(self, *a: Any) -> None:
-        return None
 
 
 def _clean(obj: Any) -> Any:

@@ -4,6 +4,8 @@ counterfactual ``||d|| / ||g_1||`` with the collapse stretches shaded and counte
 :class:`pcd.monitor.Trace` in, ``go.Figure`` out."""
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
@@ -78,8 +80,8 @@ def geometry_figure(trace: monitor.Trace, methods: list[str] | None = None, step
             fig.add_vrect(x0=float(x[a]) - every / 2, x1=float(x[b]) + every / 2, fillcolor=rgba(c, 0.22),
                           line_width=0, row=r, col=1)
         fig.add_hline(y=monitor.COLLAPSE_RATIO, line=dict(color="#888", width=1, dash="dash"), row=r, col=1)
-        top = float(np.nanmax(y)) if np.isfinite(y).any() else 1.0
-        hi = max(1.0, min(np.log10(max(top, 1.0)), 12.0)) + 0.2  # a method far above ||g_1|| stays in view
+        peak = float(np.nanmax(y)) if np.isfinite(y).any() else 1.0
+        hi = max(1.0, min(math.log10(max(peak, 1.0)), 12.0)) + 0.2  # a method far above ||g_1|| stays in view
         vals = [RATIO_FLOOR, 1e-2, 1.0] + [10.0 ** e for e in range(2, int(hi) + 1, 2)]
         fig.update_yaxes(type="log", range=[np.log10(RATIO_FLOOR) - 0.2, hi], tickvals=vals,
                          ticktext=["≤1e-4", "0.01", "1"] + [f"1e{e}" for e in range(2, int(hi) + 1, 2)], row=r, col=1)

@@ -98,9 +98,19 @@ def test_hypervolume_by_method_states_normalization():
 def test_estimate_from_runs_of_the_same_shape():
     runs = [_run(1, "pcd", 1, 1, seconds=10.0, epochs=2, started=0, finished=14),
             _run(2, "ws", 1, 1, seconds=20.0, epochs=4, started=0, finished=24)]
-    cfg = dict(runs[0]["config"], epochs=10)
+    cfg = dict(runs[0]["config"], epochs=10, method="mgda")  # no mgda run: every run of the shape
     est = R.estimate_seconds(runs, cfg)
     assert est["per_epoch"] == 5.0 and est["overhead"] == 4.0 and est["seconds"] == 54.0 and est["basis"] == 2
+    assert not est["same_method"] and est["low"] == 54.0 and est["high"] == 54.0
+    runs.append(_run(3, "pcd", 1, 1, seconds=30.0, epochs=2, started=0, finished=34))  # a slow pcd run
+    est = R.estimate_seconds(runs, dict(cfg, method="pcd"))  # pcd's own runs: 5 and 15 s/epoch
+    assert est["same_method"] and est["basis"] == 2 and est["per_epoch"] == 10.0 and est["seconds"] == 104.0
+    assert est["low"] < est["seconds"] < est["high"]
+    study = R.estimate_study(runs, [dict(cfg, method="pcd"), dict(cfg, method="ws"), dict(cfg, arch="x")], 7.0,
+                             "nominal")
+    assert study["measured"] == 2 and study["n"] == 3 and study["total"] == 104.0 + 54.0 + 7.0
+    assert "2 of 3" in study["basis"] and "the other 1: nominal" in study["basis"]
+    cfg = dict(cfg, method="pcd")
     assert R.estimate_seconds(runs, dict(cfg, arch="resnet18")) is None
     cal = R.calibration_config(cfg)
     assert cal["epochs"] == 1 and cal["export"] is False and cal["method"] == "pcd"
@@ -212,3 +222,14 @@ def test_best_above_is_the_most_accurate_setting_past_the_reduction():
                         _pt("mgda", "default", 0.0, 99.4)])
     got = R.best_above(rows, 80)
     assert got["pcd"]["row"]["setting"] == "a" and got["mgda"] == {"row": None, "max_x": 0.0}
+
+
+def test_nothing_removed_means_nothing_to_compare_and_one_seed_is_said():
+    rows = R.aggregate([_pt("pcd", "τ=0.2", 0.0, 96.0, 0), _pt("ws", "w=1", 0.0, 95.0, 0),
+                        _pt("mgda", "default", 0.2, 97.0, 0), _pt("unpruned", "—", 0, 96.5, 0)])
+    comp = R.paired_comparison(rows)
+    assert comp["n"] == 0 and comp["pairs"] == [] and "no run removed anything" in comp["nothing"]
+    rows = R.aggregate([_pt("pcd", "τ=0.2", 80.0, 96.0, 0), _pt("ws", "w=1", 85.0, 95.0, 0)])
+    comp = R.paired_comparison(rows)
+    assert comp["n"] == 1 and comp["single_seed"] and comp["nothing"] is None
+    assert "one seed per point: no seed noise is known" in R.pairs_line(comp)

@@ -334,3 +334,23 @@ def test_k3_hypervolume_warns_when_parameter_sparsity_is_flat(data_dir):
     at = _app()
     assert any("hypervolume" in s.value for s in at.subheader)
     assert any("stays at or below 1.5 % for every method" in w.value for w in at.warning)
+
+
+def test_queue_tab_shows_counts_and_one_page_newest_first(data_dir):
+    store = RunStore(data_dir)
+    ids = store.submit_many([{"dataset": "digits", "method": "pcd", "seed": i} for i in range(120)])
+    store.cancel(ids[0])
+    at = _app()
+    df = _table(at, "ETA")
+    assert list(df["run"]) == ids[::-1][:50]  # the newest page only, never the whole store
+    metrics = {m.label: m.value for m in at.metric}
+    assert metrics["queued"] == "119" and metrics["cancelled"] == "1"
+    assert any("of 120" in c.value for c in at.caption)
+    at.number_input(key="pl_page").set_value(3).run()
+    assert list(_table(at, "ETA")["run"]) == ids[::-1][100:]
+    for rid in ids[:30]:  # page 3 no longer exists: the last page is shown
+        if rid != ids[0]:  # ids[0] is cancelled already
+            store.cancel(rid)
+        store.delete(rid)
+    at.run()
+    assert not at.exception and list(_table(at, "ETA")["run"]) == ids[::-1][50:90]

@@ -44,7 +44,7 @@ def test_paper_protocol_is_the_published_one():
 
 
 def test_unknown_preset_lists_the_allowed_ones():
-    with pytest.raises(ValueError, match="unknown preset 'nope'; allowed: digits-demo, digits-k3"):
+    with pytest.raises(ValueError, match="unknown preset 'nope'; allowed: digits-quick, digits-demo, digits-k3"):
         P.get("nope")
 
 
@@ -74,3 +74,12 @@ def test_unpruned_is_primary_only_training(tmp_path):
     assert a["test_acc"] == b["test_acc"] and a["history"][0]["train_loss"] == b["history"][0]["train_loss"]
     assert a["history"][0]["train_loss"] != c["history"][0]["train_loss"]
     assert json.loads((tmp_path / "a" / "config.json").read_text())["method"] == "unpruned"
+
+
+def test_first_look_preset_is_small_and_shows_the_claim():
+    q = P.get("digits-quick")
+    cfgs = q.configs()
+    assert [(c["method"], c.get("tau"), c["method_params"]) for c in cfgs] == [
+        ("unpruned", 0.2, {}), ("pcd", 0.2, {}), ("ws", 0.2, {"w": 1.0})]
+    assert all(c["epochs"] == 40 and c["dataset"] == "digits" and c.get("export", True) for c in cfgs)
+    assert P.nominal_seconds(q)["total"] < 5 * 60
