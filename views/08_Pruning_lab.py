@@ -38,6 +38,7 @@ from pcd.ui import (
     url_sync,
 )
 from pcd.ui.chart import plotly_chart
+from pcd.ui.geometry_view import show_file as show_geometry
 from pcd.ui.run_inside import config_diff_panel, inside_panel, parallel_panel
 from pcd.ui.runs_where import where_panel
 from pcd.ui.selection import selected_ids
@@ -596,6 +597,9 @@ def _results_view() -> None:
     rows_m = store.metrics(rid) or res.get("history") or []
     plotly_chart(curves_figure({f"run {rid}": rows_m}, {f"run {rid}": run["config"].get("method", "")}),
                     key="pl_detail_curves", config={"displaylogo": False})
+    if (store.run_dir(rid) / "monitor.jsonl").is_file():  # Gram-based runs record their training geometry
+        with st.expander("Training geometry: what every method would have done with this run's gradients"):
+            show_geometry(store.run_dir(rid) / "monitor.jsonl", key=f"pl_geo_{rid}", folder=store.run_dir(rid))
     rep = R.export_report(res)
     st.markdown("**Export report** (physical pruning; `after` = the exported network)")
     (st.success if rep["removed"] else st.warning)(rep["message"])

@@ -121,12 +121,18 @@ def _write_json(path: Path, data: Any) -> None:
     tmp.replace(path)
 
 
+#: Every Gram-based run records its training geometry (:mod:`pcd.monitor`) every this many steps
+#: into ``monitor.jsonl``: the Gram matrix and losses are computed by :class:`GramStep` anyway.
+MONITOR_EVERY = 10
+
+
 def train(
     config: dict,
     *,
     out_dir: str | os.PathLike,
     on_progress: Callable[[dict], None] | None = None,
     should_stop: Callable[[], bool] | None = None,
+    monitor_every: int | None = MONITOR_EVERY,
 ) -> dict:
     """Run one training run into ``out_dir``; resume from ``out_dir/checkpoint.pt`` if present.
 
@@ -136,6 +142,8 @@ def train(
     returns True, :class:`Cancelled` is raised after saving a mid-epoch checkpoint (model, optimizer,
     method state, the epoch's RNG state and running averages), so the next call resumes at that batch.
     Divergence (NaN/inf) ends training early and is reported (``"diverged": true``), not raised.
+    A Gram-based method's run records its training geometry every ``monitor_every`` steps into
+    ``monitor.jsonl`` (:mod:`pcd.monitor`; None: not recorded; the training is the same either way).
     Returns the result dict (also written to ``final.json``).
     """
     cfg = validate_config(config)
@@ -191,6 +199,13 @@ def train(
         import pcd.methods as M
 
         gram_step = GramStep(params, secondaries, M.make(method_name, **mp), K)
+    recorder = None
+    if gram_step is not None and monitor_every:
+        from pcd.monitor import Recorder
+
+        recorder = Recorder(out / "monitor.jsonl", every=monitor_every, hparams={method_name: mp},
+                            objectives=["cross-entropy"] + [s.name for s in secondaries], seed=cfg["seed"],
+                            append=ckpt_path.exists())
 
     rows: list[dict] = []
     start_epoch, elapsed, diverged = 0, 0.0, False
@@ -265,6 +280,8 @@ def train(
                 if gram_step is not None:
                     diag = gram_step(loss, rng)
                     _record(stats, diag, K)
+                    if recorder is not None and step % recorder.every == 0:
+                        recorder.record_gram(diag["gram"], diag["losses"], step=step)
                     if diag.get("diverged"):
                         diverged = True
                         break
