@@ -33,6 +33,7 @@ BLURBS = {
     "Constraints_vs_penalties": "Lagrangian methods vs fixed penalties vs PCD",
     "Pruning_lab": "queue CIFAR / digits pruning runs and compare the results",
     "Basin_maps": "which start leads where: outcome maps per method",
+    "Training_geometry": "a real training run's gradient conflict: which methods would have stalled",
 }
 
 

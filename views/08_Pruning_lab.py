@@ -18,7 +18,7 @@ import pcd.methods as registry
 from pcd import _validate as V
 from pcd.jobs import RunStore, default_data_dir, ensure_supervisor, eta_seconds, supervisor_pid, validate_for_queue
 from pcd.jobs import results as R
-from pcd.jobs.queue_view import PAGE_SIZE, done_points, estimate_basis, queue_page
+from pcd.jobs.queue_view import PAGE_SIZE, done_studies, estimate_basis, queue_page, study_points
 from pcd.jobs.sweep import build_sweep, describe, parse_numbers
 from pcd.train import presets as P
 from pcd.train.config import SPECIAL_METHODS, method_names
@@ -38,6 +38,7 @@ from pcd.ui import (
     url_sync,
 )
 from pcd.ui.chart import plotly_chart
+from pcd.ui.geometry_view import show_file as show_geometry
 from pcd.ui.run_inside import config_diff_panel, inside_panel, parallel_panel
 from pcd.ui.runs_where import where_panel
 from pcd.ui.selection import selected_ids
@@ -113,7 +114,10 @@ def _apply_preset() -> None:
         ss["pl_sweep"] = False
 
 
-ss.setdefault("pl_preset", url_default("preset", "digits-quick", PRESETS))  # a first visit: the laptop preset
+# A first visit lands on the laptop preset; a link that carries form settings opens the form with them.
+_FORM_KEYS = ("dataset", "epochs", "tau", "sweep", "methods")
+ss.setdefault("pl_preset", url_default("preset", "custom" if any(k in st.query_params for k in _FORM_KEYS)
+                                       else "digits-quick", PRESETS))
 ss.setdefault("pl_dataset", url_default("dataset", "digits", ["digits", "cifar10", "cifar100"]))
 ss.setdefault("pl_epochs", url_default("epochs", 3, low=1))
 ss.setdefault("pl_batch", 128)
@@ -353,6 +357,9 @@ def _runs_view() -> None:
         data = queue_page(store, page=page_no, previous=ss.get("pl_queue_data"))
     except ValueError:
         data = queue_page(store, page=1)
+    if page_no > data.pages:  # runs were deleted since: the last page that exists (before its widget is drawn)
+        ss["pl_page"] = data.pages
+        data = queue_page(store, page=data.pages)
     ss["pl_queue_data"] = data
     runs, counts = data.runs, data.counts
     pid = supervisor_pid(DATA_DIR)
@@ -465,21 +472,27 @@ def _summary_frame(rows: list[dict], ref_acc: float | None, k3: bool) -> pd.Data
 
 
 def _results_view() -> None:
-    ss["pl_done_points"] = done_points(store, ss.get("pl_done_points"))  # re-read only when a run finished
-    points = ss["pl_done_points"][1]
+    # studies from one SQL aggregate, re-read only when a run finished; points of the chosen study only
+    ss["pl_done_studies"] = done_studies(store, ss.get("pl_done_studies"))
+    marker, all_studies = ss["pl_done_studies"]
     counts = store.counts()
     pending = counts["running"] + counts["queued"]
-    if not points:
+    if not all_studies:
         st.info("No finished run yet. Finished runs appear here with their accuracy, sparsity, FLOPs, latency "
                 "and file size" + (f" ({pending} queued or running)." if pending else "."))
         return
-    studies = list(dict.fromkeys(p["study"] for p in sorted(points, key=lambda p: -p["id"])))
-    study = st.selectbox("study (runs that share everything but method, setting and seed)", studies,
+    study = st.selectbox("study (runs that share everything but method, setting and seed)", list(all_studies),
                          key="pl_study")
-    pts = [p for p in points if p["study"] == study]
-    st.caption(f"{len(pts)} finished run(s) in this study" + (f"; {pending} queued or running — this view "
-                                                               "updates as they finish." if pending else "."))
-    rows = R.aggregate(pts)
+    cached = ss.get("pl_study_points")
+    if cached is None or cached[0] != (marker, study):
+        cached = ((marker, study), *study_points(store, all_studies[study]))
+        ss["pl_study_points"] = cached
+    _, pts, rows = cached
+    n_runs = all_studies[study]["runs"]
+    st.caption(f"{n_runs:,} finished run(s) in this study"
+               + (f" (shown: the newest {len(pts):,}; `python -m pcd runs summary` summarises all)"
+                  if n_runs > len(pts) else "")
+               + (f"; {pending} queued or running — this view updates as they finish." if pending else "."))
     ref = [r["test_acc"] for r in rows if r["method"] == "unpruned" and r["test_acc"] is not None]
     ref_acc = ref[0] if ref else None
     k3 = any(p["secondary"] == "l1+nuclear" for p in pts)
@@ -584,6 +597,9 @@ def _results_view() -> None:
     rows_m = store.metrics(rid) or res.get("history") or []
     plotly_chart(curves_figure({f"run {rid}": rows_m}, {f"run {rid}": run["config"].get("method", "")}),
                     key="pl_detail_curves", config={"displaylogo": False})
+    if (store.run_dir(rid) / "monitor.jsonl").is_file():  # Gram-based runs record their training geometry
+        with st.expander("Training geometry: what every method would have done with this run's gradients"):
+            show_geometry(store.run_dir(rid) / "monitor.jsonl", key=f"pl_geo_{rid}", folder=store.run_dir(rid))
     rep = R.export_report(res)
     st.markdown("**Export report** (physical pruning; `after` = the exported network)")
     (st.success if rep["removed"] else st.warning)(rep["message"])

@@ -8,6 +8,7 @@ Plain data in, plain data out: the page draws it, a test or the benchmark calls 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any
 
 from pcd import _validate as V
 from pcd.jobs.store import RunStore
@@ -57,10 +58,15 @@ def queue_page(store: RunStore, *, page: int = 1, limit: int = PAGE_SIZE,
                      running=store.list("running", limit=RUNNING_SHOWN))
 
 
+#: what :func:`pcd.jobs.results.estimate_seconds` reads of a result (besides the config)
+ESTIMATE_PATHS = ("seconds", "epochs_completed")
+
+
 def estimate_basis(store: RunStore, n: int = ESTIMATE_BASIS) -> list[dict]:
-    """The newest ``n`` finished runs: what :func:`pcd.jobs.results.estimate_seconds` measures from
-    (bounded whatever the store holds; recent runs reflect this machine as it is now)."""
-    return store.list("done", limit=n, newest_first=True)
+    """The newest ``n`` finished runs, light (:meth:`RunStore.iter_done`): what
+    :func:`pcd.jobs.results.estimate_seconds` measures from (bounded whatever the store holds;
+    recent runs reflect this machine as it is now)."""
+    return list(store.iter_done(ESTIMATE_PATHS, newest_first=True, limit=n))
 
 
 def summary_rows(store: RunStore, study: str | None = None) -> list[dict]:
@@ -70,18 +76,64 @@ def summary_rows(store: RunStore, study: str | None = None) -> list[dict]:
     and memory stay small whatever the store holds."""
     from pcd.jobs import results as R
 
-    points = (p for p in map(R.run_point, store.iter_done(R.POINT_RESULT_PATHS))
+    points = (p for p in _points(store.iter_done(R.POINT_RESULT_PATHS))
               if p is not None and (not study or study in p["study"]))
     return R.aggregate(points)
 
 
-def done_points(store: RunStore, previous: tuple | None = None) -> tuple:
-    """``(marker, points)``: one :func:`pcd.jobs.results.run_point` per finished run, built from the
-    SQL-extracted fields (:meth:`RunStore.iter_done`). ``previous`` (the last answer) is returned
-    as it is while no run finished or was removed since (the results explorer's auto-refresh)."""
+def _points(runs: Any) -> Any:
+    """:func:`pcd.jobs.results.run_point` of light runs (:meth:`RunStore.iter_done`), the setting and
+    study labels computed once per distinct config (they do not depend on the seed)."""
+    from pcd.jobs import results as R
+
+    labels: dict[str, tuple[str, str]] = {}
+    for run in runs:
+        key = run["config_key"]
+        lab = labels.get(key)
+        if lab is None:
+            if len(labels) > 10_000:
+                labels.clear()
+            try:  # run["config"] is already the result's own config where it has one
+                lab = labels[key] = (R.setting_label(run["config"]), R.study_label(run["config"]))
+            except (TypeError, ValueError):  # a config the labels cannot describe: left out
+                continue
+        yield R.run_point(run, lab)
+
+
+STUDY_POINTS = 20_000  # the results explorer draws at most the newest 20,000 runs of a study
+
+
+def done_studies(store: RunStore, previous: tuple | None = None) -> tuple:
+    """``(marker, studies)``: ``{study label: {"keys": [configs without seed], "runs": n, "newest": id}}``
+    of the finished runs, newest study first, from one SQL aggregate (:meth:`RunStore.done_groups`);
+    ``previous`` is returned as it is while no run finished or was removed since."""
     from pcd.jobs import results as R
 
     marker = store.status_marker("done")
     if previous is not None and previous[0] == marker:
         return previous
-    return marker, R.run_points(store.iter_done(R.POINT_RESULT_PATHS))
+    studies: dict[str, dict] = {}
+    for key, n, newest in store.done_groups():
+        try:
+            cfg = V.parse_json(key, "stored config")
+            label = R.study_label(cfg) if isinstance(cfg, dict) else None
+        except (TypeError, ValueError):
+            label = None
+        if label is None:
+            continue
+        st = studies.setdefault(label, {"keys": [], "runs": 0, "newest": 0})
+        st["keys"].append(key)
+        st["runs"] += n
+        st["newest"] = max(st["newest"], newest)
+    return marker, dict(sorted(studies.items(), key=lambda kv: -kv[1]["newest"]))
+
+
+def study_points(store: RunStore, study: dict, limit: int = STUDY_POINTS) -> tuple[list[dict], list[dict]]:
+    """``(points, rows)`` of one study of :func:`done_studies`: the points of its newest ``limit``
+    runs and their mean ± std rows. Bounded work per refresh whatever the study holds; a study with
+    more runs is summarised whole by ``python -m pcd runs summary`` (:func:`summary_rows`)."""
+    from pcd.jobs import results as R
+
+    pts = [p for p in _points(store.iter_done(R.POINT_RESULT_PATHS, keys=study["keys"], newest_first=True,
+                                              limit=limit)) if p is not None][::-1]
+    return pts, R.aggregate(pts)

@@ -48,8 +48,9 @@ POINT_RESULT_PATHS = ("test_acc", "group_sparsity", "param_sparsity", "effective
                       "export.latency_ms_after", "export.file_bytes_before", "export.file_bytes_after")
 
 
-def run_point(run: dict) -> dict | None:
-    """One finished run -> a flat point (None for runs without a result)."""
+def run_point(run: dict, labels: tuple[str, str] | None = None) -> dict | None:
+    """One finished run -> a flat point (None for runs without a result). ``labels``: its
+    ``(setting, study)`` labels when the caller already has them (one per config, not per run)."""
     if not isinstance(run, dict):
         raise ValueError(f"a run must be a dict, got {type(run).__name__}")
     res = run.get("result")
@@ -62,8 +63,8 @@ def run_point(run: dict) -> dict | None:
     return {
         "id": run.get("id"),
         "method": str(cfg.get("method", "?")),
-        "setting": setting_label(cfg),
-        "study": study_label(cfg),
+        "setting": setting_label(cfg) if labels is None else labels[0],
+        "study": study_label(cfg) if labels is None else labels[1],
         "config": cfg,
         "tau": _num(cfg.get("tau")),
         "seed": cfg.get("seed"),

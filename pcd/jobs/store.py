@@ -17,12 +17,25 @@ Claiming is one atomic statement, so two workers can never take the same run::
         ORDER BY priority DESC, id LIMIT 1) AND status='queued' RETURNING *
 
 Damage. A file that is not a SQLite database (or whose pages are corrupt) is reported in one line
-(:class:`StoreError`: path, what is wrong, the command that rebuilds it) and never replaced. A
-missing or empty database next to existing run folders is rebuilt from ``runs/*/config.json`` +
-``final.json`` + ``metrics.jsonl`` (:func:`rebuild`, the old file kept as a backup), so no finished
-run is lost; a worker calls :meth:`RunStore.check_file` to notice that its file was replaced or
-deleted. A stored row whose config no longer parses is returned with ``invalid`` set (a one-line
-reason) instead of raising, so a page can show it and offer to delete it.
+(:class:`StoreError`: path, what is wrong, the command that rebuilds it) and never replaced. Each run's
+folder holds its ``config.json`` and ``queue.json`` (priority, label, attempts, cancelled) from the
+moment it is submitted, so a missing or empty database next to run folders is rebuilt whole from
+them (:func:`rebuild`; queued runs included, finished ones from ``final.json`` + ``metrics.jsonl``);
+a rebuild of a damaged file merges every row that file still yields, never drops one, keeps the old
+file as a backup and refuses to replace a database that opens fine. A worker calls
+:meth:`RunStore.check_file` to notice that its file was replaced or deleted. A stored row whose
+config no longer parses is returned with ``invalid`` set (a one-line reason) instead of raising, so a
+page can show it and offer to delete it.
+
+Storage faults. A full disk, a read-only file system or a permission problem raises
+:class:`StorageFault` naming the fault, the path and what to do -- never "damaged", never rebuild
+advice (the file is fine). Opening writes nothing, so a read-only store can still be listed.
+
+Scale. ``list(limit=, offset=, newest_first=)`` and :meth:`RunStore.iter_runs` page in SQL; counts
+are one ``GROUP BY``; :meth:`RunStore.iter_done` extracts only the result fields a summary needs with
+SQLite's JSON functions; :meth:`RunStore.version` (a counter kept by triggers) tells a page whether
+anything changed. Paths stored in a result are relative to the run folder (a copied data folder
+serves what it served); old absolute rows are mapped by their ``runs/<id>/`` suffix.
 
 Every claim draws a fresh random ``token``; a worker's writes are conditioned on it, so a stale
 child of a dead supervisor can never overwrite the state of a run that was requeued meanwhile.
@@ -119,7 +132,7 @@ def run_folders(data_dir: str | os.PathLike, notes: builtins.list[str] | None = 
     out, odd, links = [], [], []
     for p in root.iterdir():
         name = p.name
-        if not (name.isascii() and name.isdigit() and len(name) <= 18 and int(name) >= 1):
+        if not (_files.is_plain_id(name) and int(name) >= 1):
             if not name.startswith("."):
                 odd.append(name)
             continue
@@ -215,7 +228,6 @@ CREATE TABLE IF NOT EXISTS metrics (
     PRIMARY KEY (run_id, epoch)
 );
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value INTEGER NOT NULL);
-INSERT OR IGNORE INTO meta (key, value) VALUES ('version', 0);
 CREATE TRIGGER IF NOT EXISTS runs_version_insert AFTER INSERT ON runs
     BEGIN UPDATE meta SET value = value + 1 WHERE key = 'version'; END;
 CREATE TRIGGER IF NOT EXISTS runs_version_update AFTER UPDATE ON runs
@@ -238,6 +250,13 @@ def default_data_dir() -> Path:
 def dumps(obj: Any) -> str:
     """Strict JSON text (NumPy values converted, NaN/inf -> null): :func:`pcd._json.dumps`."""
     return _json.dumps(obj)
+
+
+_CHECKED: set[tuple[int, int, int, int]] = set()  # database file versions that passed quick_check here
+
+
+def _check_key(st: os.stat_result) -> tuple[int, int, int, int]:
+    return (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns)
 
 
 class RunStore:
@@ -294,13 +313,19 @@ class RunStore:
             raise ValueError(f"could not put {self.path} in WAL mode (got {mode}); use a local folder")
         self._conn.execute("PRAGMA synchronous = NORMAL")
         self._conn.execute("PRAGMA foreign_keys = ON")
-        ok = self._conn.execute("PRAGMA quick_check(1)").fetchone()[0]
-        if ok != "ok":
-            self._conn.close()
-            raise sqlite3.DatabaseError(f"integrity check: {ok}")
+        st = os.stat(self.path)
+        if _check_key(st) not in _CHECKED:
+            # once per file version and process: the check reads every page (~1 s at 200,000 runs) and
+            # a page script opens the store on every rerun. The file changes (size, mtime) only when
+            # SQLite checkpoints its WAL; damage that appears in between fails the query that meets
+            # it (a DatabaseError, reported in one line)
+            ok = self._conn.execute("PRAGMA quick_check(1)").fetchone()[0]
+            if ok != "ok":
+                self._conn.close()
+                raise sqlite3.DatabaseError(f"integrity check: {ok}")
         self._conn.executescript(_SCHEMA)
         _add_missing_columns(self._conn)
-        st = os.stat(self.path)
+        _CHECKED.add(_check_key(os.stat(self.path)))
         self._identity = (st.st_dev, st.st_ino)
 
     def check_file(self) -> None:
@@ -467,9 +492,10 @@ class RunStore:
     def _mark_queue_file(self, run_id: int, **changes: Any) -> None:
         """Update a run's ``queue.json`` (cancelled / queued again) so a rebuild restores that state.
         Best effort for runs submitted before run folders held one (nothing to update then)."""
-        qfile = self.run_dir(run_id) / QUEUE_NAME
         try:
-            entry = V.load_json(qfile, QUEUE_NAME) if qfile.is_file() and not qfile.is_symlink() else None
+            folder = _files.run_folder(self.data_dir, run_id)
+            qfile = folder / QUEUE_NAME
+            entry = _files.read_json(qfile, folder, kind="config", name=QUEUE_NAME) if qfile.exists() else None
         except V.Invalid:
             entry = None
         if not isinstance(entry, dict):
@@ -737,26 +763,51 @@ class RunStore:
                 if r is not None:
                     yield r
 
-    def iter_done(self, result_paths: Iterable[str], *, batch: int = 5000) -> Iterator[dict]:
-        """Finished runs, light (oldest first): ``{"id", "status", "started_at", "finished_at",
-        "config", "result"}`` where ``result`` holds only ``result_paths`` (``"test_acc"``,
-        ``"export.params_after"``, ...), extracted by SQLite's JSON functions: the whole result
-        (history, latency tables) is never parsed in Python, and the config (the result's own when
-        it has one) is parsed once per distinct config-without-seed. Rows whose JSON SQLite does
-        not accept are left out (:meth:`list` shows them flagged invalid)."""
+    _DONE_SRC = "COALESCE(json_extract(result, '$.config'), config)"  # the result's own config first
+    _DONE_WHERE = "+status='done' AND result IS NOT NULL AND json_valid(config) AND json_valid(result)"
+
+    def done_groups(self) -> builtins.list[tuple[str, int, int]]:
+        """``(config without seed, runs, newest id)`` per distinct config of the finished runs, one
+        SQL aggregate: what a results view groups into studies without reading a single run."""
+        return [(str(k), int(n), int(m)) for k, n, m in self._conn.execute(
+            f"SELECT json_remove({self._DONE_SRC}, '$.seed') AS k, COUNT(*), MAX(id) FROM runs "
+            f"WHERE {self._DONE_WHERE} GROUP BY k")]
+
+    def iter_done(self, result_paths: Iterable[str], *, newest_first: bool = False, limit: int | None = None,
+                  keys: Iterable[str] | None = None, batch: int = 5000) -> Iterator[dict]:
+        """Finished runs, light (oldest first, or newest first; at most ``limit``): ``{"id", "status",
+        "started_at", "finished_at", "config", "config_key", "result"}`` where ``result`` holds only
+        ``result_paths`` (``"test_acc"``, ``"export.params_after"``, ...), extracted by SQLite's JSON
+        functions in one pass per row: the whole result (history, latency tables) is never parsed in
+        Python. The config (the result's own when it has one) is parsed once per distinct
+        config-without-seed (``config_key``, for callers that cache what they derive from it). Rows
+        whose JSON SQLite does not accept are left out (:meth:`list` shows them flagged invalid)."""
         paths = builtins.list(result_paths)
+        if not paths:
+            raise ValueError("iter_done needs at least one result path")
         for p in paths:
             if not all(part.isidentifier() for part in p.split(".")):
                 raise ValueError(f"result path must be dotted names, got {p!r}")
-        src = "COALESCE(json_extract(result, '$.config'), config)"
-        cols = ", ".join(f"json_extract(result, '$.{p}')" for p in paths)
-        q = (f"SELECT id, started_at, finished_at, json_remove({src}, '$.seed'), json_extract({src}, '$.seed')"
-             f"{', ' + cols if cols else ''} FROM runs WHERE status='done' AND result IS NOT NULL "
-             "AND json_valid(config) AND json_valid(result) AND id > ? ORDER BY id LIMIT ?")
+        if limit is not None:
+            V.integer(limit, "limit", low=0, high=V.LIMITS["run_id"])
+        src = self._DONE_SRC
+        values = "json_extract(result, " + ", ".join(f"'$.{p}'" for p in paths) + ")"
+        op, order = ("<", "DESC") if newest_first else (">", "ASC")
+        wanted = None if keys is None else builtins.list(keys)
+        only = "" if wanted is None else \
+            f" AND json_remove({src}, '$.seed') IN (SELECT value FROM json_each(?))"
+        # `+status` (in _DONE_WHERE): walk the rows in id order (stops after `limit`), not the status
+        # index and a sort
+        q = (f"SELECT id, started_at, finished_at, json_remove({src}, '$.seed'), json_extract({src}, '$.seed'), "
+             f"{values} FROM runs WHERE {self._DONE_WHERE}{only} "
+             f"AND (? IS NULL OR id {op} ?) ORDER BY id {order} LIMIT ?")
+        extra = () if wanted is None else (json.dumps(wanted),)
         configs: dict[str, dict | None] = {}
-        last = 0
-        while True:
-            rows = self._conn.execute(q, (last, int(batch))).fetchall()
+        last: int | None = None
+        left = limit
+        while left is None or left > 0:
+            n = batch if left is None else min(batch, left)
+            rows = self._conn.execute(q, (*extra, last, last, int(n))).fetchall()
             if not rows:
                 return
             last = int(rows[-1][0])
@@ -776,8 +827,9 @@ class RunStore:
                 cfg = dict(base)
                 if row[4] is not None:
                     cfg["seed"] = row[4]
+                got_values = json.loads(row[5]) if len(paths) > 1 else [row[5]]
                 res: dict[str, Any] = {}
-                for p, v in zip(paths, row[5:]):
+                for p, v in zip(paths, got_values):
                     if v is None:
                         continue
                     *parents, leaf = p.split(".")
@@ -786,7 +838,9 @@ class RunStore:
                         node = node.setdefault(part, {})
                     node[leaf] = v
                 yield {"id": int(row[0]), "status": "done", "started_at": row[1], "finished_at": row[2],
-                       "config": cfg, "result": res}
+                       "config": cfg, "config_key": key, "result": res}
+            if left is not None:
+                left -= len(rows)
 
     @staticmethod
     def _status_filter(status: str | Iterable[str] | None) -> tuple[str, builtins.list[str]]:
@@ -834,6 +888,8 @@ def _add_missing_columns(conn: sqlite3.Connection) -> None:
     have = {r[1] for r in conn.execute("PRAGMA table_info(runs)")}
     if "placement" not in have:
         conn.execute("ALTER TABLE runs ADD COLUMN placement TEXT")
+    if conn.execute("SELECT 1 FROM meta WHERE key='version'").fetchone() is None:  # no write when it is there
+        conn.execute("INSERT OR IGNORE INTO meta (key, value) VALUES ('version', 0)")
 
 
 def _readonly(path: Path, opts: str = "mode=ro") -> sqlite3.Connection:
@@ -912,28 +968,28 @@ def _folder_run(folder: Path, rid: int) -> tuple[dict, builtins.list[dict], buil
     ``final.json`` -> done; never started (only ``config.json`` / ``queue.json``) -> queued (or
     cancelled when its queue entry says so); otherwise failed, with the reason."""
     notes: builtins.list[str] = []
-    cfg = V.load_json(folder / "config.json", "config.json")
+    cfg = _files.read_json(folder / "config.json", folder, kind="config", name="config.json")
     if not isinstance(cfg, dict):
         raise V.Invalid("config.json is not a JSON object")
     entry: dict = {}
     qfile = folder / QUEUE_NAME
-    if qfile.is_file():
+    if os.path.lexists(qfile):
         try:
-            got = V.load_json(qfile, QUEUE_NAME)
+            got = _files.read_json(qfile, folder, kind="config", name=QUEUE_NAME)
             entry = got if isinstance(got, dict) else {}
         except V.Invalid as exc:
             notes.append(f"run {rid}: {exc} (priority and label not restored)")
     result = None
-    if (folder / "final.json").is_file():
+    if os.path.lexists(folder / "final.json"):
         try:
-            result = V.load_json(folder / "final.json", "final.json")
+            result = _files.read_json(folder / "final.json", folder, kind="json", name="final.json")
         except V.Invalid as exc:
             notes.append(f"run {rid}: {exc} (kept as failed)")
     rows = []
     mfile = folder / "metrics.jsonl"
-    if mfile.is_file():
+    if os.path.lexists(mfile):
         try:
-            for line in V.read_text(mfile, "metrics.jsonl", max_bytes=64 * 2**20).splitlines():
+            for line in _files.read_text(mfile, folder, kind="metrics", name="metrics.jsonl").splitlines():
                 if line.strip():
                     try:
                         rows.append(V.parse_json(line, "metrics row"))
@@ -1018,6 +1074,7 @@ def rebuild(data_dir: str | os.PathLike) -> dict:
             side.unlink(missing_ok=True)
         conn = sqlite3.connect(str(tmp), isolation_level=None)
         conn.executescript(_SCHEMA)
+        _add_missing_columns(conn)
         cols = [r[1] for r in conn.execute("PRAGMA table_info(runs)")]
         conn.execute("BEGIN")
         n_folder = 0

@@ -40,15 +40,15 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from pcd import _files
 from pcd import _validate as V
 from pcd.jobs.child import DEFAULT_RUNNER, resolve_runner
 from pcd.jobs.executors.base import Job, Outcome, Slot, log_tail, package_root
 from pcd.jobs.executors.local import LocalExecutor
 from pcd.jobs.placement import CLUSTER_NAME
-from pcd.jobs.store import RunStore, StoreError, default_data_dir, rebuild_command
+from pcd.jobs.store import RunStore, StorageFault, StoreError, default_data_dir, rebuild_command, storage_fault
 
 LOCK_NAME = "supervisor.lock"
-METRICS_MAX_BYTES = 64 * 2**20  # a run's metrics.jsonl read by the reconcile (one row per epoch)
 # `python -m pcd worker` without importing the other CLI commands (some import torch at start-up)
 WORKER_CMD = [sys.executable, "-c", "import sys; from pcd.cli.worker import main; sys.exit(main())"]
 BACKENDS = ("local", "ray")
@@ -310,10 +310,11 @@ class Supervisor:
         and the queue goes on: one run's files never stop the supervisor."""
         path = self.store.run_dir(run_id) / "metrics.jsonl"
         try:
-            if not path.exists():
+            folder = _files.run_folder(self.data_dir, run_id)  # a run folder that is a link is refused
+            if not os.path.lexists(path):
                 return 0
             rows, bad = [], None
-            lines = V.read_text(path, "metrics.jsonl", max_bytes=METRICS_MAX_BYTES).split("\n")
+            lines = _files.read_text(path, folder, kind="metrics", name="metrics.jsonl").split("\n")
             for i, ln in enumerate(lines):
                 if not ln.strip():
                     continue
@@ -362,6 +363,9 @@ class Supervisor:
             self.jobs.clear()
             if isinstance(exc, StoreError):
                 raise
+            fault = storage_fault(exc, self.store.path)  # a full disk or a read-only mount is not damage
+            if fault is not None:
+                raise StorageFault(f"{fault}; the supervisor stopped (its runs resume when it restarts)") from None
             raise StoreError(f"run database {self.store.path} failed while in use ({exc}); stopped. Rebuild "
                              f"it from the run folders with: {rebuild_command(self.data_dir)}") from None
 
@@ -470,9 +474,10 @@ class Supervisor:
 
     def _note(self, run_id: int, line: str) -> None:
         try:
-            with open(self.store.run_dir(run_id) / "worker.log", "a", encoding="utf-8") as fh:
+            folder = _files.run_folder(self.data_dir, run_id)  # never through a link out of the data folder
+            with open(folder / "worker.log", "a", encoding="utf-8") as fh:
                 fh.write(f"{line} at {time.ctime()}\n")
-        except OSError:
+        except (OSError, ValueError):
             pass
 
     def _exists(self, run_id: int) -> bool:

@@ -72,7 +72,7 @@ class Param:
 # The vocabulary of ``Method.claims``: the aggregator properties of Jacobian descent (arXiv
 # 2406.16232, Sec. 2.2), PCD's own two (arXiv 2606.29521, eq. (3)), and "hierarchical" (objective 0
 # is the primary: the update is not symmetric in the objectives). One shared test
-# (tests/methods/test_claims.py) checks every method's claims with :mod:`pcd.methods.properties`:
+# (tests/methods/test_aggregator_properties.py) checks every method's claims with :mod:`pcd.methods.properties`:
 # a property is claimed exactly when it holds.
 CLAIMS = ("non_conflicting", "linear_under_scaling", "weighted", "primary_anchored", "per_secondary_progress",
           "hierarchical")

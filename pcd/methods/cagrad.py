@@ -67,32 +67,6 @@ def _solve_enum(Gr: np.ndarray, b: np.ndarray, phi: np.ndarray) -> np.ndarray:
     return out / out.sum(-1, keepdims=True)
 
 
-def _solve_k2(Gr: np.ndarray, b: np.ndarray, phi: np.ndarray) -> np.ndarray:
-    """K = 2: the same three supports as :func:`_solve_enum`, with explicit 2x2 inverses."""
-    a, o, c = Gr[:, 0, 0], Gr[:, 0, 1], Gr[:, 1, 1]
-    b1, b2 = b[:, 0], b[:, 1]
-    # singletons w = e_i: objective b_i + phi sqrt(G_ii)
-    f1 = b1 + phi * np.sqrt(a)
-    f2 = b2 + phi * np.sqrt(c)
-    # full support: x = Gr^-1 1, y = Gr^-1 b (Gr is positive definite)
-    det = a * c - o * o
-    x1, x2 = (c - o) / det, (a - o) / det
-    y1, y2 = (c * b1 - o * b2) / det, (a * b2 - o * b1) / det
-    ox, oy = x1 + x2, y1 + y2
-    disc = oy * oy - ox * (b1 * y1 + b2 * y2 - phi * phi)
-    ok = (disc > 0) & (det > 0)
-    sd = np.sqrt(np.where(ok, disc, 1.0))
-    nu = (oy + sd) / ox
-    w1 = (nu * x1 - y1) / sd
-    w2 = (nu * x2 - y2) / sd
-    ok &= (w1 >= -1e-10) & (w2 >= -1e-10)
-    f3 = np.where(ok, b1 * w1 + b2 * w2 + phi * phi / sd, np.inf)
-    use1 = (f1 <= f2) & (f1 <= f3)
-    use2 = ~use1 & (f2 <= f3)
-    t = np.where(use1, 1.0, np.where(use2, 0.0, np.clip(w1, 0.0, 1.0)))
-    return np.stack([t, 1.0 - t], axis=-1)
-
-
 def _solve_bpp(Gr: np.ndarray, b: np.ndarray, phi: float, maxiter: int = 60,
                free: np.ndarray | None = None) -> np.ndarray | None:
     """One problem, any K: block principal pivoting on the support with the closed-form candidate
@@ -298,9 +272,7 @@ def _cagrad(G: np.ndarray, c: float, norm_eps: float,
     b = Gn.sum(-1) / K
     phi = c * np.sqrt(np.maximum(Gn.sum((-1, -2)), 0.0)) / K
     Gr = ridge(Gn)
-    if K == 2:
-        w = _solve_k2(Gr, b, phi)
-    elif K <= 5:
+    if K <= 5:
         w = _solve_enum(Gr, b, phi)
     else:
         w = np.full((B, K), 1.0 / K)

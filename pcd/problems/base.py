@@ -50,11 +50,6 @@ def check_float(value: Any, name: str, low: float | None = None, high: float | N
                     open_low=strict_low, strict=False)
 
 
-def relu_grad(z: np.ndarray) -> np.ndarray:
-    """Min-norm subgradient of ``relu``: 1 for z > 0, 0 for z <= 0 (``relu'(0) = 0``)."""
-    return (z > 0).astype(np.float64)
-
-
 class Problem:
     """Base class of a batched multi-objective landscape (objective 0 = primary).
 

@@ -67,11 +67,6 @@ def method_names() -> list[str]:
     return M.available() + list(SPECIAL_METHODS)
 
 
-def _int(cfg: dict, key: str, low: int, allow_none: bool = False, high: int | None = None) -> None:
-    """Typed (``"3"``, ``True`` and ``3.0`` are not integers) and bounded (see ``pcd._validate.LIMITS``)."""
-    cfg[key] = V.integer(cfg[key], key, low=low, high=high, allow_none=allow_none)
-
-
 def _float(cfg: dict, key: str, low: float, high: float, allow_none: bool = False, open_low: bool = False) -> None:
     """Typed (``"0.1"`` is not a number), finite, in ``[low, high]`` (``(low, high]`` with ``open_low``)."""
     cfg[key] = V.number(cfg[key], key, low=low, high=high, allow_none=allow_none, open_low=open_low)

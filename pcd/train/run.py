@@ -31,6 +31,7 @@ on CPU),
 """
 from __future__ import annotations
 
+import contextlib
 import json
 import math
 import os
@@ -120,12 +121,18 @@ def _write_json(path: Path, data: Any) -> None:
     tmp.replace(path)
 
 
+#: Every Gram-based run records its training geometry (:mod:`pcd.monitor`) every this many steps
+#: into ``monitor.jsonl``: the Gram matrix and losses are computed by :class:`GramStep` anyway.
+MONITOR_EVERY = 10
+
+
 def train(
     config: dict,
     *,
     out_dir: str | os.PathLike,
     on_progress: Callable[[dict], None] | None = None,
     should_stop: Callable[[], bool] | None = None,
+    monitor_every: int | None = MONITOR_EVERY,
 ) -> dict:
     """Run one training run into ``out_dir``; resume from ``out_dir/checkpoint.pt`` if present.
 
@@ -135,6 +142,8 @@ def train(
     returns True, :class:`Cancelled` is raised after saving a mid-epoch checkpoint (model, optimizer,
     method state, the epoch's RNG state and running averages), so the next call resumes at that batch.
     Divergence (NaN/inf) ends training early and is reported (``"diverged": true``), not raised.
+    A Gram-based method's run records its training geometry every ``monitor_every`` steps into
+    ``monitor.jsonl`` (:mod:`pcd.monitor`; None: not recorded; the training is the same either way).
     Returns the result dict (also written to ``final.json``).
     """
     cfg = validate_config(config)
@@ -190,6 +199,13 @@ def train(
         import pcd.methods as M
 
         gram_step = GramStep(params, secondaries, M.make(method_name, **mp), K)
+    recorder = None
+    if gram_step is not None and monitor_every:
+        from pcd.monitor import Recorder
+
+        recorder = Recorder(out / "monitor.jsonl", every=monitor_every, hparams={method_name: mp},
+                            objectives=["cross-entropy"] + [s.name for s in secondaries], seed=cfg["seed"],
+                            append=ckpt_path.exists())
 
     rows: list[dict] = []
     start_epoch, elapsed, diverged = 0, 0.0, False
@@ -228,7 +244,7 @@ def train(
 
     skip = int(mid["batches"]) if mid else 0
     step = start_epoch * steps_per_epoch + skip
-    autocast = torch.autocast("cuda", dtype=torch.bfloat16) if cuda else _nullcontext()
+    autocast = torch.autocast("cuda", dtype=torch.bfloat16) if cuda else contextlib.nullcontext()
     for epoch in range(start_epoch, cfg["epochs"]):
         if diverged:
             break
@@ -264,6 +280,8 @@ def train(
                 if gram_step is not None:
                     diag = gram_step(loss, rng)
                     _record(stats, diag, K)
+                    if recorder is not None and step % recorder.every == 0:
+                        recorder.record_gram(diag["gram"], diag["losses"], step=step)
                     if diag.get("diverged"):
                         diverged = True
                         break
@@ -297,14 +315,6 @@ def train(
     result = _finish(cfg, model, data, rows, elapsed, diverged, out, device, groups)
     _write_json(out / "final.json", result)
     return json.loads(json.dumps(_clean(result), allow_nan=False))
-
-
-class _nullcontext:
-    def __enter__(self) -> None:
-        return None
-
-    def __exit__(self, *a: Any) -> None:
-        return None
 
 
 def _clean(obj: Any) -> Any:

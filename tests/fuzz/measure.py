@@ -12,7 +12,7 @@ from pathlib import Path
 
 
 def main() -> int:
-    from tests.fuzz import cli_cases, config_cases, file_cases, formula_cases, method_cases, qp_cases
+    from tests.fuzz import cli_cases, config_cases, file_cases, formula_cases, method_cases, qp_cases, store_cases
 
     rows = []
     t = time.time()
@@ -40,6 +40,10 @@ def main() -> int:
     n, f = file_cases.sweep()
     rows.append(("files and faults: links out, FIFOs, devices, bombs, huge files, tampered checkpoints", n, f,
                  time.time() - t))
+    t = time.time()
+    n, f = store_cases.sweep()
+    rows.append(("store faults: disk full / read-only / permission x every write, lost database, odd run "
+                 "folders, bad metrics.jsonl", n, f, time.time() - t))
     print("| boundary | tried | failures | seconds |")
     print("|---|---|---|---|")
     for name, n, f, s in rows:

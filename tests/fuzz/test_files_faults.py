@@ -80,12 +80,17 @@ def test_unwritable_58_run_database_is_named_and_never_replaced(tmp_path, capsys
     db = data / DB_NAME
     before = db.read_bytes()
     _readonly_connect(monkeypatch)
-    with pytest.raises(StorageFault) as e:
-        RunStore(data)
+    s = RunStore(data)  # reading is fine: the runs can still be listed
+    assert len(s.list()) == 58
+    with pytest.raises(StorageFault) as e:  # a write names the fault
+        s.submit({"method": "pcd"})
     msg = str(e.value)
     assert str(db) in msg and "read-only" in msg and "\n" not in msg
     _no_damage_words(msg)
-    err = _one_line_error(capsys, "runs", "list", "--data-dir", data)
+    s.close()
+    assert cli_main(["runs", "list", "--all", "--data-dir", str(data)]) == 0
+    assert capsys.readouterr().out.count("queued") == 34
+    err = _one_line_error(capsys, "runs", "cancel", "--data-dir", data, 20)
     assert "read-only" in err
     _no_damage_words(err)
     # following the old advice anyway: the rebuild refuses, the 58 runs stay
@@ -256,7 +261,7 @@ def _claimed(data, **cfg):
     return s, run
 
 
-@pytest.mark.parametrize("kind", ["nested", "fifo", "binary", "huge"])
+@pytest.mark.parametrize("kind", ["nested", "fifo", "binary", "huge", "linked-folder"])
 def test_bad_metrics_file_is_recorded_on_its_run_and_the_queue_goes_on(tmp_path, kind, monkeypatch):
     data = tmp_path / "d"
     sup = Supervisor(data, runner="tests.jobs.runners:quick", poll_s=0.05)
@@ -269,8 +274,16 @@ def test_bad_metrics_file_is_recorded_on_its_run_and_the_queue_goes_on(tmp_path,
         os.mkfifo(path)
     elif kind == "binary":
         path.write_bytes(b"\xff\xfe" * 1000)
+    elif kind == "linked-folder":  # runs/<id> swapped for a link to a folder outside the data folder
+        outside = tmp_path / "outside"
+        outside.mkdir()
+        (outside / "metrics.jsonl").write_text(good + "\n")
+        folder = sup.store.run_dir(run["id"])
+        shutil.rmtree(folder)
+        os.symlink(outside, folder)
     else:
-        monkeypatch.setattr("pcd.jobs.supervisor.METRICS_MAX_BYTES", 1000)
+        from pcd import _files
+        monkeypatch.setitem(_files.MAX_BYTES, "metrics", 1000)
         path.write_text((good + "\n") * 100)
     n = sup.reconcile(run["id"], run["token"])  # never raises
     row = sup.store.get(run["id"])
@@ -365,3 +378,53 @@ def test_copied_data_folder_serves_everything_it_served(tmp_path):
                 str(tmp_path / "x" / "runs" / str(new_row) / "model_pruned.pt"), "/etc/passwd"):
         with pytest.raises(ValueError, match="must be inside"):
             c.run_file(old_row, bad)
+
+
+@pytest.mark.parametrize("message,word", [("database or disk is full", "disk is full"),
+                                          ("attempt to write a readonly database", "read-only")])
+def test_supervisor_names_a_storage_fault_in_use(tmp_path, message, word):
+    from pcd.jobs.executors.local import LocalExecutor, plan_slots
+
+    data = tmp_path / "d"
+    sup = Supervisor(data, runner="tests.jobs.runners:quick", poll_s=0.05)
+    sup.executor, sup.slots = LocalExecutor(sup.store, sup.runner, 0.5), plan_slots(1)
+    sup.store.submit({"method": "pcd"})
+
+    def claim(*args, **kwargs):
+        raise sqlite3.OperationalError(message)
+
+    sup.store.claim = claim  # the next write of the supervisor meets the fault
+    with pytest.raises(StorageFault) as e:
+        sup._guarded_tick()
+    assert word in str(e.value) and "\n" not in str(e.value)
+    _no_damage_words(str(e.value))
+    sup.store.close()
+
+
+def test_store_fault_sweep():
+    """Every storage fault x every place the store writes, odd run-folder names, bad metrics files,
+    a lost database (tests/fuzz/store_cases.py; a row of ``python -m tests.fuzz.measure``)."""
+    from tests.fuzz import store_cases
+
+    tried, failures = store_cases.sweep()
+    assert tried >= 40 and not failures, failures
+
+
+def test_a_run_whose_folder_became_a_link_fails_to_start_and_writes_nothing_outside(tmp_path):
+    """runs/<id> swapped for a link to a folder outside the data folder: the local executor refuses
+    to start it (the run fails with the reason), nothing is written through the link, the queue goes on."""
+    from pcd.jobs.executors.local import LocalExecutor
+
+    data = tmp_path / "d"
+    s = RunStore(data)
+    first = s.submit({"method": "pcd", "epochs": 1})
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    shutil.rmtree(s.run_dir(first))
+    os.symlink(outside, s.run_dir(first))
+    run = s.claim("w", "cpu:0")
+    ex = LocalExecutor(s, runner="tests.jobs.runners:quick", heartbeat_s=5.0)
+    with pytest.raises(ValueError, match="is a link"):
+        ex.start(run, ex.plan_slots(1)[0])
+    assert list(outside.iterdir()) == []
+    s.close()

@@ -10,17 +10,29 @@ from pathlib import Path
 from pcd.jobs.child import Cancelled
 
 
+def _epochs(epochs: int, start: int, until: str | None, max_epochs: int):
+    """Epoch indices from ``start``: ``epochs`` of them, or with ``until`` (a file path) on and on
+    until that file exists (at most ``max_epochs``): a test releases its runs when it is done with
+    them instead of betting on how long a fixed number of epochs lasts on a loaded machine."""
+    epoch = start
+    while epoch < max_epochs and (epoch < epochs or (until is not None and not os.path.exists(until))):
+        yield epoch
+        epoch += 1
+
+
 def quick(config, *, out_dir, on_progress=None, should_stop=None):
-    """``epochs`` epochs of ``sleep`` seconds each; resumes from ``checkpoint.json``; honours cancel."""
+    """``epochs`` epochs of ``sleep`` seconds each (with ``until``: more, until that file exists);
+    resumes from ``checkpoint.json``; honours cancel."""
     epochs = int(config.get("epochs", 3))
     sleep = float(config.get("sleep", 0.05))
+    until = config.get("until")
     out = Path(out_dir)
     ck = out / "checkpoint.json"
     start = json.loads(ck.read_text())["epoch"] if ck.exists() else 0
     rows = json.loads(ck.read_text()).get("rows", []) if ck.exists() else []
     with open(out / "attempts.txt", "a") as fh:
         fh.write(f"{os.getpid()} {start}\n")
-    for epoch in range(start, epochs):
+    for epoch in _epochs(epochs, start, until, int(config.get("max_epochs", 2000))):
         t_end = time.monotonic() + sleep
         while time.monotonic() < t_end:
             if should_stop is not None and should_stop():
@@ -36,7 +48,7 @@ def quick(config, *, out_dir, on_progress=None, should_stop=None):
         if on_progress is not None:
             on_progress({"epoch": epoch + 1, "epochs": epochs, "step": epoch + 1, "steps_total": epochs,
                          "progress": (epoch + 1) / epochs, "metrics": row})
-    return {"config": config, "test_acc": 0.5 + 0.1 * (epochs - 1), "resumed_from": start,
+    return {"config": config, "test_acc": 0.5 + 0.1 * (epochs - 1), "resumed_from": start, "epochs_done": len(rows),
             "pid": os.getpid(), "cuda_visible_devices": os.environ.get("CUDA_VISIBLE_DEVICES"),
             "torch_threads_env": os.environ.get("PCD_TORCH_THREADS")}
 

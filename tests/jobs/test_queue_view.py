@@ -10,7 +10,7 @@ import pytest
 
 from pcd.cli import main as cli_main
 from pcd.jobs import results as R
-from pcd.jobs.queue_view import done_points, queue_page, summary_rows
+from pcd.jobs.queue_view import done_studies, queue_page, study_points, summary_rows
 from pcd.jobs.store import RunStore
 
 
@@ -82,10 +82,18 @@ def test_summary_from_sql_fields_equals_the_full_read(tmp_path):
                     else v == w), (k, v, w)
     study = full[0]["study"]
     assert summary_rows(s, study=study) == [r for r in fast if study in r["study"]]
-    marker, pts = done_points(s)
-    assert len(pts) == 10 and done_points(s, (marker, pts))[1] is pts
+    # the results explorer: studies from one SQL aggregate, one study's points (newest `limit`), rows of all
+    answer = done_studies(s)
+    marker, studies = answer
+    assert sum(v["runs"] for v in studies.values()) == 10 and set(studies) == {r["study"] for r in full}
+    assert done_studies(s, answer) is answer  # nothing finished since: not re-read
+    for name, info in studies.items():
+        pts, rows = study_points(s, info)
+        assert rows == [r for r in fast if r["study"] == name] and len(pts) == info["runs"]
+        few, rows_few = study_points(s, info, limit=1)  # bounded: the newest run only
+        assert len(few) == 1 and few[0]["id"] == info["newest"] and rows_few == R.aggregate(few)
     _finish(s, {"test_acc": 1.0})
-    assert len(done_points(s, (marker, pts))[1]) == 11
+    assert done_studies(s, answer) is not answer
 
 
 def test_runs_list_pages_in_the_cli(tmp_path, capsys):
@@ -102,3 +110,19 @@ def test_runs_list_pages_in_the_cli(tmp_path, capsys):
     assert [r["id"] for r in json.loads(capsys.readouterr().out)] == ids[::-1]
     assert cli_main(["runs", "list", "--data-dir", d, "--limit", "0"]) == 2
     assert "--limit" in capsys.readouterr().err
+
+
+def test_estimates_from_the_light_newest_runs_equal_the_full_read(tmp_path):
+    from pcd.jobs.queue_view import estimate_basis
+
+    s, ids = _store(tmp_path, n=8)
+    for i in range(6):
+        rid = _finish(s, {"seconds": 10.0 + i, "epochs_completed": 2, "test_acc": 1.0,
+                          "history": [{"epoch": 1}] * 3})
+        s._conn.execute("UPDATE runs SET started_at=?, finished_at=? WHERE id=?", (100.0, 130.0 + i, rid))
+    cfg = s.get(ids[0])["config"]
+    full = R.estimate_seconds(s.list(), cfg)
+    assert full is not None and R.estimate_seconds(estimate_basis(s), cfg) == full
+    newest = [r["id"] for r in s.iter_done(["seconds"], newest_first=True, limit=4, batch=3)]
+    assert newest == sorted((r["id"] for r in s.list("done")), reverse=True)[:4]
+    assert len(estimate_basis(s, n=2)) == 2

@@ -1,6 +1,7 @@
 """Unit tests of the SQLite run store: claim, cancel, reap, order, concurrency."""
 from __future__ import annotations
 
+import json
 import multiprocessing as mp
 import sqlite3
 import threading
@@ -84,6 +85,10 @@ def test_concurrent_submits_nothing_lost(tmp_path):
     for k in range(4):
         seq = [by_id[i]["i"] for i in order if by_id[i]["session"] == k]
         assert seq == list(range(25))
+    # every run's folder holds its own config from the moment it was submitted (issue 24, part 3)
+    store = RunStore(tmp_path)
+    for rid, cfg in by_id.items():
+        assert json.loads((store.run_dir(rid) / "config.json").read_text()) == cfg
 
 
 def test_reopen_keeps_queue_and_order(tmp_path):

@@ -79,6 +79,19 @@ def test_empty_store_renders_form_and_hints(data_dir):
         "Unpruned" in o for o in at.multiselect(key="pl_methods").options)
 
 
+def test_first_visit_lands_on_the_laptop_preset_and_a_form_link_on_the_form(data_dir):
+    at = _app()
+    assert at.selectbox(key="pl_preset").value == "digits-quick"
+    assert any("**3 runs**" in i.value for i in at.info)  # PCD, WS and unpruned, one seed
+    at.button(key="pl_submit_study").click().run()
+    runs = RunStore(data_dir).list()
+    assert sorted(r["config"]["method"] for r in runs) == ["pcd", "unpruned", "ws"]
+    at = AppTest.from_file(PAGE, default_timeout=120)
+    at.query_params["epochs"] = "3"
+    at.run()
+    assert at.selectbox(key="pl_preset").value == "custom" and at.number_input(key="pl_epochs").value == 3
+
+
 def test_sweep_queues_methods_x_taus_x_seeds_with_validated_configs(data_dir):
     at = _app()
     at.multiselect(key="pl_methods").set_value(["pcd", "ws"])
@@ -334,3 +347,23 @@ def test_k3_hypervolume_warns_when_parameter_sparsity_is_flat(data_dir):
     at = _app()
     assert any("hypervolume" in s.value for s in at.subheader)
     assert any("stays at or below 1.5 % for every method" in w.value for w in at.warning)
+
+
+def test_queue_tab_shows_counts_and_one_page_newest_first(data_dir):
+    store = RunStore(data_dir)
+    ids = store.submit_many([{"dataset": "digits", "method": "pcd", "seed": i} for i in range(120)])
+    store.cancel(ids[0])
+    at = _app()
+    df = _table(at, "ETA")
+    assert list(df["run"]) == ids[::-1][:50]  # the newest page only, never the whole store
+    metrics = {m.label: m.value for m in at.metric}
+    assert metrics["queued"] == "119" and metrics["cancelled"] == "1"
+    assert any("of 120" in c.value for c in at.caption)
+    at.number_input(key="pl_page").set_value(3).run()
+    assert list(_table(at, "ETA")["run"]) == ids[::-1][100:]
+    for rid in ids[:30]:  # page 3 no longer exists: the last page is shown
+        if rid != ids[0]:  # ids[0] is cancelled already
+            store.cancel(rid)
+        store.delete(rid)
+    at.run()
+    assert not at.exception and list(_table(at, "ETA")["run"]) == ids[::-1][50:90]

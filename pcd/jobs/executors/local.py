@@ -11,6 +11,7 @@ import sys
 import time
 from typing import Any
 
+from pcd import _files
 from pcd.jobs.executors.base import Job, Outcome, Slot, package_root
 from pcd.jobs.store import RunStore
 
@@ -70,7 +71,8 @@ class LocalExecutor:
         return {"nodes": [{"host": socket.gethostname(), "state": "ready", "home": True}]}
 
     def start(self, run: dict, slot: Slot) -> Any:
-        run_dir = self.store.run_dir(run["id"])
+        # a run folder that is a link (out of the data folder) is refused: nothing is written through it
+        run_dir = _files.run_folder(self.store.data_dir, run["id"])
         run_dir.mkdir(parents=True, exist_ok=True)
         env = dict(os.environ)
         env.update(slot.env)

@@ -44,6 +44,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from pcd import _files
 from pcd.jobs.child import describe_error, is_cancel, resolve_runner
 from pcd.jobs.executors.base import Job, Outcome, Slot, log_tail
 from pcd.jobs.store import RunStore
@@ -429,8 +430,9 @@ class RayExecutor:
         else:
             opts = {"num_cpus": self.cpus_per_run}
         opts["scheduling_strategy"] = self._affinity(str(slot.node), soft=False)
+        run_dir = _files.run_folder(self.store.data_dir, run["id"])  # a linked run folder is refused
         return self.remotes["task"].options(**opts).remote(
-            self.runner, run["config"], str(self.store.run_dir(run["id"])), int(run["id"]), run["token"],
+            self.runner, run["config"], str(run_dir), int(run["id"]), run["token"],
             int(run["attempts"]), self.expected, self.channel_name, self.channel)
 
     def _node_dead(self, nid: str | None) -> bool:
