@@ -17,7 +17,7 @@ import streamlit as st
 from pcd import solve_qp
 from pcd.jobs import default_data_dir, ensure_supervisor
 from pcd.studio import gradient_vectors, studio_pages
-from pcd.ui import claim, preload_plotly, setup_page, url_default, url_sync, warmup
+from pcd.ui import FAVICON, claim, preload_plotly, setup_page, url_default, url_sync, warmup
 
 ROOT = Path(__file__).resolve().parent
 HOME_TITLE = "PCD Studio"
@@ -113,6 +113,9 @@ def home() -> None:
 
 
 PAGES = studio_pages(ROOT / "views")
+# the tab's icon for every page, served by the app (a page's ":material/...:" icon would be fetched
+# from Google's font CDN as the favicon; the menu draws its icons with the bundled font)
+st.set_page_config(page_icon=str(FAVICON))
 nav = st.navigation([st.Page(home, title=HOME_TITLE, icon=":material/flag:", default=True)]
                    + [st.Page(str(p["path"]), title=p["title"], icon=p["icon"], url_path=p["url_path"])
                       for p in PAGES])

@@ -41,11 +41,19 @@ DEFAULT_METHODS = warmup.available(warmup.GEO_METHODS)
 panel = settings_panel()
 methods = method_picker("methods", ALL, default=url_default("methods", DEFAULT_METHODS, allowed=ALL),
                         key="geo_methods", container=panel)
+# The vectors' sliders are driven by session state only (a click in the figure sets them, _dropped):
+# a widget given a value AND set through session state logs a warning on every such click
+for _key, _val in (("geo_angle", lambda: url_default("angle", warmup.GEO_ANGLE, low=0, high=180)),
+                   ("geo_norm2", lambda: url_default("norm2", warmup.GEO_NORM2, low=0.1, high=3.0)),
+                   ("geo_angle3", lambda: url_default("angle3", -110, low=-180, high=180)),
+                   ("geo_norm3", lambda: url_default("norm3", 0.8, low=0.1, high=3.0))):
+    if _key not in st.session_state:
+        st.session_state[_key] = _val()
 c1, c2, c3, c4 = panel.columns(4)
 with c1:
-    angle = st.slider("angle ∠(g₁, g₂) in degrees", 0, 180, url_default("angle", warmup.GEO_ANGLE, low=0, high=180), key="geo_angle")
+    angle = st.slider("angle ∠(g₁, g₂) in degrees", 0, 180, key="geo_angle")
 with c2:
-    norm2 = st.slider("‖g₂‖ (‖g₁‖ = 1)", 0.1, 3.0, url_default("norm2", warmup.GEO_NORM2, low=0.1, high=3.0), 0.05, key="geo_norm2")
+    norm2 = st.slider("‖g₂‖ (‖g₁‖ = 1)", 0.1, 3.0, step=0.05, key="geo_norm2")
 with c3:
     tau = st.slider("τ (PCD)", 0.0, 1.0, url_default("tau", warmup.GEO_TAU, low=0.0, high=1.0), 0.01, key="geo_tau")
 with c4:
@@ -55,9 +63,9 @@ third = None
 if use_g3:
     c5, c6, _ = panel.columns([1, 1, 2])
     with c5:
-        a3 = st.slider("angle of g₃ from g₁", -180, 180, url_default("angle3", -110, low=-180, high=180), key="geo_angle3")
+        a3 = st.slider("angle of g₃ from g₁", -180, 180, key="geo_angle3")
     with c6:
-        n3 = st.slider("‖g₃‖", 0.1, 3.0, url_default("norm3", 0.8, low=0.1, high=3.0), 0.05, key="geo_norm3")
+        n3 = st.slider("‖g₃‖", 0.1, 3.0, step=0.05, key="geo_norm3")
     third = (a3, n3)
 url_sync(angle=angle, norm2=norm2, tau=tau, g3=use_g3, methods=methods,
          **({"angle3": third[0], "norm3": third[1]} if third else {}))
@@ -153,4 +161,6 @@ claim("1-D conflict equilibrium: primary gradient 0.5, secondary −0.5 → symm
       "primary gradient is 0.5 (exact)", here="set the angle to 180° and ‖g₂‖ = 1: WS and MGDA return d = 0 "
       "while PCD (τ > 0) still returns a non-zero d = g₁ + μ g₂, rescaled")
 
-download_row(fig, "gradient_geometry", key="geo", table=table)
+download_row(fig, "gradient_geometry", key="geo", table=table,
+             settings={"angle(g1, g2) deg": angle, "|g2| (|g1| = 1)": norm2, "τ": tau, "methods": methods,
+                       **({"angle(g1, g3) deg": third[0], "|g3|": third[1]} if third else {})})

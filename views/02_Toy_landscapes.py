@@ -12,6 +12,7 @@ from pcd.ui import (
     claim,
     download_csv,
     download_figure,
+    download_gif,
     method_picker,
     param_widget,
     png_export,
@@ -27,6 +28,7 @@ from pcd.ui.chart import plotly_chart
 from pcd.ui.controls import frame_controls, reported_width
 from pcd.ui.table import html_table
 from pcd.viz import toy as toy_map
+from pcd.viz.export import SLIDE_SIZES, toy_gif
 
 setup_page(
     "Toy landscapes",
@@ -206,6 +208,13 @@ try:
         width_class = W.TOY_WIDTH
     fig = W.toy_map(runs_key + (istart, width_class), problem, res, bg, istart, width_class)
     lfig = W.toy_loss(runs_key, res, tuple(bg["names"]))
+    with settings:
+        obj_log = st.radio("objective space axes", ["log", "linear"], horizontal=True, key="toy_obj_axes",
+                           index=["log", "linear"].index(url_default("oaxes", "log" if W.TOY_OBJ_LOG else "linear",
+                                                                     ["log", "linear"])),
+                           help="the (f₁, f₂) panel under the map: log axes draw exact zeros at 1e-12") == "log"
+    url_sync(oaxes="log" if obj_log else "linear")
+    ofig = W.toy_objective(runs_key, problem, res, bg, obj_log, width_class) if res.losses.shape[-1] == 2 else None
 except ValueError as exc:
     show_error(exc)
     st.stop()
@@ -217,12 +226,25 @@ if problem_name == "custom" and bg["undefined"] > 0:  # log of x <= 0, sqrt, 1/0
 plotly_chart(fig, key="toy_map", click="anywhere", config={"scrollZoom": False})
 frame_names = [str(f.name) for f in fig.frames]  # recorded steps the map animates (toy_map.TOY_FRAMES of them)
 frame_controls("toy_map", frame_names, loss_key="toy_loss", cursor_x=[float(n) + 1 for n in frame_names],
-               width_classes=WIDTH_CLASSES, width=width_class)
+               width_classes=WIDTH_CLASSES, width=width_class, follow=["toy_obj"] if ofig is not None else [])
 st.caption("Click anywhere on the map to add a start point there (the start points switch to *typed*). "
            "Play, step (or ← / →) and drag the bar to any step; the dotted cursor on the loss plot follows the frame. "
-           "A diamond marks where each path ends; one label names every method ending at the same place."
+           "Each path grows as it plays; at the last frame a diamond marks where it ends and one label names every "
+           "method ending at the same place."
            + (" Inset: d is the vector fed to the optimizer (it moves along −d); one fixed scale, the dotted "
               "circle — longer arrows are clipped to it, their lengths are in the numbers." if show_inset else ""))
+if ofig is not None:  # the same runs in the (f1, f2) plane, on the same frames (the controls above play both)
+    st.subheader("The same runs in objective space")
+    plotly_chart(ofig, key="toy_obj", config={"scrollZoom": False})
+    front_note = ("the dashed line is the Pareto front computed numerically: the non-dominated points of the "
+                  "map's grid" if ofig.layout.meta["numerical"] else
+                  "the dashed line is the problem's Pareto front (its Pareto set's losses)")
+    st.caption(f"Each method's (f₁, f₂) as it runs, on the map's frames: ▶ Play, Step and the bar above move both. "
+               f"The star is where both objectives are optimal; {front_note} (a single point when the star is the "
+               "whole front). At the last frame each group of end points is labelled with what it is: Pareto-"
+               "stationary (the gradients cancel) and which points dominate it." + (
+                   " Log axes: exact zeros are drawn at 1e-12." if obj_log else ""))
+
 for name, msg in res.errors.items():
     st.warning(f"{registry.get(name).display_name} failed: {msg}")
 
@@ -275,3 +297,7 @@ with c2:
 with c3:  # a standalone file: Plotly's own play button and slider (no page controls there); built on the click
     download_figure(lambda: toy_map.toy_map_figure(problem, res, bg, inset_start=istart, controls=True),
                     "toy_landscape.html", "Animated figure (HTML)", key="toy_html", settings=export_settings)
+# the animation for slides (1280 × 720, the map's frames, the settings in a caption strip), drawn when asked
+download_gif(lambda s: toy_gif(res, bg, size=SLIDE_SIZES["1280x720"], settings=s, max_frames=toy_map.TOY_FRAMES),
+             "toy_landscape.gif", "Animation for slides (GIF, 1280 × 720, ~2 s to build)", key="toy_gif",
+             settings={k: v for k, v in export_settings.items() if k != "map bounds"})

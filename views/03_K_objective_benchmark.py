@@ -98,9 +98,12 @@ html_table(table, formats=fmt, na_rep="—")
 law_rows = [r for r in records if r["method"] in ("mgda", "cagrad")]
 pcd_rows = [r for r in records if r["method"] == "pcd"]
 here = []
-if law_rows:
+if law_rows:  # name only the methods this run has (the default run has MGDA, not CAGrad)
     worst = max(abs(r["ratio"] - 1) for r in law_rows)
-    here.append(f"MGDA/CAGrad residual / law within {100 * worst:.2g} % over K = {Ks[0]}…{Ks[-1]}")
+    ran = [m for m in ("mgda", "cagrad") if any(r["method"] == m for r in law_rows)]
+    missing = [registry.get(m).display_name for m in ("mgda", "cagrad") if m not in ran]
+    here.append(f"{'/'.join(registry.get(m).display_name for m in ran)} residual / law within {100 * worst:.2g} % "
+                f"over K = {Ks[0]}…{Ks[-1]}" + (f" ({', '.join(missing)} not in this run)" if missing else ""))
 if pcd_rows:
     here.append(f"PCD residual ≤ {max(r['primary_grad_norm'] for r in pcd_rows):.1e}, final loss ≤ "
                 f"{max(max(r['losses']) for r in pcd_rows):.1e}")

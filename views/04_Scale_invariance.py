@@ -21,11 +21,13 @@ from pcd.ui.chart import plotly_chart
 from pcd.ui.table import html_table
 from pcd.viz.scale import drift_table, eps_window_text, power_label, sweep_figure
 
+_K = [int(k) for k in synthetic.SCALE_EXPONENTS]  # the sweep's range, written once (the intro says it)
+_KR = " … ".join(str(k).replace("-", "−") for k in (_K[0], _K[-1]))
 setup_page(
     "Scale invariance",
     icon=":material/straighten:",
     intro=(
-        "The same problem, with the secondary loss multiplied by 10ᵏ for k = −6 … 7 (the units changed, nothing "
+        f"The same problem, with the secondary loss multiplied by 10ᵏ for k = {_KR} (the units changed, nothing "
         "else). The weighted sum's operating point depends on the ratio of the raw losses, so it **slides along "
         "the whole Pareto front**. PCD normalizes every gradient by a running estimate of its own norm, so τ means "
         "the same thing at every scale and its operating point **stays put** — as long as the scaled gradient "
@@ -40,7 +42,7 @@ ALL = registry.available()
 # ε options as text: Streamlit matches float options within ~1e-12, which would turn 1e-16 into 1e-12
 EPS = ["1e-04", "1e-06", "1e-08", "1e-12", "1e-16", "1e-20", "0"]
 STEPS = [200, 300, 500, 1000, 2000, 3000]
-EXPS = [int(k) for k in synthetic.SCALE_EXPONENTS]
+EXPS = _K
 PCD_EPS = warmup.PCD_EPS
 panel = settings_panel()
 c1, c2, c3, c4 = panel.columns([2, 1, 1, 1])

@@ -37,7 +37,9 @@ setup_page(
 )
 
 ALL = registry.available()
-tab_props, tab_iwrm, tab_mem = st.tabs(["Aggregator properties", "Instance-wise risk minimization", "Gramian memory"])
+# the selected tab is in the URL (?tab=...): a shared link opens on it
+tab_props, tab_iwrm, tab_mem = st.tabs(["Aggregator properties", "Instance-wise risk minimization", "Gramian memory"],
+                                       key="tab", bind="query-params")
 
 
 def _label(m: str) -> str:
@@ -94,7 +96,8 @@ with tab_props:
             st.dataframe(df, hide_index=True, width="stretch")
         d1, d2 = st.columns(2)
         with d1:
-            download_csv(df, "jd_properties.csv", key="jd_props_csv")
+            download_csv(df, "jd_properties.csv", key="jd_props_csv",
+                         settings={"methods": methods, "samples": int(samples), "τ": float(tau), "seed": W.JD_SEED})
         with d2:
             download_json(table, "jd_properties.json", key="jd_props_json")
 
@@ -173,10 +176,12 @@ with tab_iwrm:
             df = pd.DataFrame(rows)
             st.dataframe(df, hide_index=True, width="stretch")
             d1, d2 = st.columns(2)
+            run_settings = dict(zip(("methods", "seeds", "steps", "batch", "lr", "τ"), skey))  # the run's own
+            run_settings.update(data="digits 8x8", optimizer="SGD")
             with d1:
-                download_csv(df, "jd_iwrm.csv", key="jd_iwrm_csv")
+                download_csv(df, "jd_iwrm.csv", key="jd_iwrm_csv", settings=run_settings)
             with d2:
-                download_figure(fig, "jd_iwrm.html", key="jd_iwrm_html")
+                download_figure(fig, "jd_iwrm.html", key="jd_iwrm_html", settings=run_settings)
     url_sync(methods=methods, samples=samples, tau=tau, iwrm_methods=i_methods, iwrm_seeds=i_seeds,
              iwrm_steps=i_steps, iwrm_batch=i_batch, iwrm_lr=i_lr)
 
@@ -260,4 +265,6 @@ with tab_mem:
                            f"{max(mem['gram_rel_max_diff']):.1e} (float32). Memory: {mem['memory_source']}.")
             df = pd.DataFrame(jd.memory_rows(mem))
             st.dataframe(df, hide_index=True, width="stretch")
-            download_csv(df, "jd_memory.csv", key="jd_mem_csv")
+            download_csv(df, "jd_memory.csv", key="jd_mem_csv",
+                         settings={"batch sizes": mem["batch_sizes"], "parameters": mem["n_params"],
+                                   "device": mem["device"], "memory": mem["memory_source"]})

@@ -121,11 +121,13 @@ if toy_ok:
                f"c = {c:g} ends at {pen_rows[0]['x']:.4f} for every ε",
           note="ρ = 20, dual step 1 (AL); Kp = 20, Ki = 0.5 (nuPI); projected SGD lr 0.05, 500 steps. A run that "
                "reaches π/2 stays there: the constraint's gradient cos x vanishes (e.g. AL with ρ = 20 at ε ≥ 0.9).")
+    toy_settings = {"problem": "min cos x s.t. sin x ≤ ε on [0, π/2]", "ε": float(eps), "penalty c": float(c),
+                    "x0": float(x0), "steps": W.CP_TOY_STEPS, "methods": [r.label for r in shown]}
     c1, c2 = st.columns(2)
     with c1:
-        download_csv(eps_df, "constraints_epsilon_table.csv", key="cp_eps_csv")
+        download_csv(eps_df, "constraints_epsilon_table.csv", key="cp_eps_csv", settings=toy_settings)
     with c2:
-        download_figure(fig_traj, "constraints_trajectories.html", key="cp_traj_html")
+        download_figure(fig_traj, "constraints_trajectories.html", key="cp_traj_html", settings=toy_settings)
 
 # =================================================================================================
 st.header("2 · A rate-constrained classifier")
@@ -206,7 +208,8 @@ st.markdown(
     "method with a progress requirement, not a feasibility method, and it has no dual variable that could read the "
     "non-differentiable true rate."
 )
-download_csv(sweep_df, "constraints_rate_sweep.csv", key="cp_sweep_csv")
+rate_settings = {"problem": "rate-constrained classifier", "target class-0 rate": sweep.target, **sweep.settings}
+download_csv(sweep_df, "constraints_rate_sweep.csv", key="cp_sweep_csv", settings=rate_settings)
 
 # =================================================================================================
 st.header("3 · What finding c costs")
@@ -245,4 +248,5 @@ with right:
         claim("overhead of the constrained loop over the penalty loop: +5.2 % (rate), +1.6 % (sparsity)",
               here="press the button to measure it on this machine")
 bis_df = pd.DataFrame(bis["runs"])
-download_csv(bis_df, "constraints_bisection.csv", key="cp_bis_csv")
+download_csv(bis_df, "constraints_bisection.csv", key="cp_bis_csv",
+             settings={**rate_settings, "target class-0 rate": bis["target"], "tolerance (points)": bis["tol"]})

@@ -167,4 +167,6 @@ c1, c2 = st.columns(2)
 with c1:
     download_json(res.to_json(), "basin_maps.json", "Basin data (JSON, the CLI's format)", key="basin_json")
 with c2:
-    download_csv(table, "basin_outcomes.csv", "Outcome table (CSV)", key="basin_csv")
+    download_csv(table, "basin_outcomes.csv", "Outcome table (CSV)", key="basin_csv",
+                 settings={"problem": problem_name, **({"f1": f1, "f2": f2} if problem_name == "custom" else {}),
+                           "methods": methods, "grid": grid, "τ": tau, "optimizer": opt, "lr": lr, "steps": steps})

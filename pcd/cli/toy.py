@@ -44,28 +44,36 @@ def _run(args: argparse.Namespace) -> int:
     records = toy(problem=args.problem, methods=args.methods, steps=args.steps, lr=args.lr,
                   optimizer=args.optimizer, tau=args.tau, starts=parse_starts(args.starts), seed=args.seed)
     write_json(records, args.json)
-    if args.html:
+    if args.html or args.gif:
         _write_map(args)
     return 0
 
 
 def _write_map(args: argparse.Namespace) -> None:
-    """The Toy landscapes page's map (the same builder, pcd.viz.toy.toy_map_figure) as standalone HTML."""
+    """The Toy landscapes page's map (the same builder, pcd.viz.toy.toy_map_figure) as standalone HTML
+    (``--html``) and its animation as a GIF (``--gif``, :mod:`pcd.viz.export`)."""
     import pcd.problems as problems
     from pcd import _validate as V
     from pcd import studio
     from pcd.experiments.synthetic import toy_run
     from pcd.viz import toy as toy_map
+    from pcd.viz.export import SLIDE_SIZES, toy_gif
 
-    target = V.writable_file(args.html, "--html")
+    html = V.writable_file(args.html, "--html") if args.html else None
+    gif = V.writable_file(args.gif, "--gif") if args.gif else None
+    if args.size not in SLIDE_SIZES:
+        raise ValueError(f"--size must be one of {', '.join(SLIDE_SIZES)}, got {args.size!r}")
     prob = problems.make(args.problem)
     res = toy_run(args.problem, args.methods, args.steps, args.lr, args.optimizer, args.tau, parse_starts(args.starts),
                   seed=args.seed, record=200)
     bg = toy_map.toy_background(prob, studio.fit_bounds(res, prob.bounds))
-    fig = toy_map.toy_map_figure(prob, res, bg, controls=True)
     settings = {"problem": args.problem, "methods": res.methods, "tau": args.tau, "optimizer": args.optimizer,
                 "lr": args.lr, "steps": args.steps}
-    target.write_text(studio.figure_html(fig, settings), encoding="utf-8")
+    if html is not None:
+        fig = toy_map.toy_map_figure(prob, res, bg, controls=True)
+        html.write_text(studio.figure_html(fig, settings), encoding="utf-8")
+    if gif is not None:  # the page's animation for slides: its frames, the settings in a caption strip
+        toy_gif(res, bg, size=SLIDE_SIZES[args.size], settings=settings, max_frames=toy_map.TOY_FRAMES, target=gif)
 
 
 def register(subparsers) -> None:
@@ -76,5 +84,8 @@ def register(subparsers) -> None:
     p.add_argument("--starts", default=None, help="start points 'x,y;x,y' (default: the problem's)")
     p.add_argument("--html", default=None, metavar="FILE",
                    help="also write the page's animated map (standalone HTML, the Toy landscapes page's figure)")
+    p.add_argument("--gif", default=None, metavar="FILE",
+                   help="also write the map's animation as a GIF for slides (the settings in a caption strip)")
+    p.add_argument("--size", default="1280x720", help="the GIF's size: 1280x720 (default) or 1920x1080")
     add_common(p)
     p.set_defaults(func=_run)

@@ -15,6 +15,7 @@ from __future__ import annotations
 import ctypes
 import gc
 import os
+import threading
 import time
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -144,7 +145,7 @@ def _in_child(kw: dict[str, Any], progress: Callable[[float, str], None] | None)
     ctx = mp.get_context("spawn")
     q = ctx.Queue()
     proc = ctx.Process(target=_child, args=(kw, q), daemon=True, name="pcd-gramian-memory")
-    proc.start()
+    _start_without_main(proc)
     try:
         while True:
             try:
@@ -165,6 +166,28 @@ def _in_child(kw: dict[str, Any], progress: Callable[[float, str], None] | None)
         if proc.is_alive():
             proc.terminate()
             proc.join()
+
+
+_MAIN_LOCK = threading.Lock()
+
+
+def _start_without_main(proc: Any) -> None:
+    """Start the spawned ``proc`` without the caller's ``__main__``. A spawned child re-runs the
+    parent's main script (as ``__mp_main__``) before it unpickles its target; under ``streamlit run``
+    that script is ``app.py``, so the child ran the whole app and its warm-up (~45 s of the studio's
+    51-77 s "Measure"). The target lives in this module, so the child needs no main: an empty one is
+    in ``sys.modules`` while the child's start-up data is taken (a few ms, under a lock)."""
+    import sys
+    import types
+
+    with _MAIN_LOCK:
+        main = sys.modules.get("__main__")
+        sys.modules["__main__"] = types.ModuleType("__main__")
+        try:
+            proc.start()
+        finally:
+            if main is not None:
+                sys.modules["__main__"] = main
 
 
 def _child(kw: dict[str, Any], q: Any) -> None:

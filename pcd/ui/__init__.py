@@ -6,7 +6,7 @@ from __future__ import annotations
 import functools
 import json
 import threading
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -17,6 +17,9 @@ from pcd.ui.table import CSS as _TABLE_CSS
 
 APP_TITLE = "PCD Studio"
 LOGO = Path(__file__).resolve().parents[2] / "assets" / "logo.svg"
+# the browser tab's icon, served by the app itself (a ":material/...:" page icon is fetched from
+# Google's font CDN by the browser: no icon offline, and a request to a third party)
+FAVICON = LOGO.parent / "favicon.svg"
 
 _CSS = """
 <style>
@@ -216,7 +219,8 @@ def setup_page(title: str, icon: str = ":material/insights:", intro: str | None 
     saved = st.session_state.get(_PRESENT_SAVED)
     present_now = bool(url_default(PRESENT_PARAM, False) if saved is None else saved)
     try:  # on a projector the sidebar starts collapsed: the figures get the width
-        st.set_page_config(page_title=f"{title} · {APP_TITLE}", page_icon=icon, layout="wide",
+        st.set_page_config(page_title=f"{title} · {APP_TITLE}", page_icon=str(FAVICON) if FAVICON.is_file() else icon,
+                           layout="wide",
                            initial_sidebar_state="collapsed" if present_now else "auto")
     except Exception:  # set_page_config may only be called once per run (e.g. under AppTest)
         pass
@@ -424,6 +428,14 @@ def download_row(fig: Any, stem: str, key: str, table: Any = None, settings: dic
         download_figure(fig, f"{stem}.html", key=f"{key}_html", settings=settings)
     with cols[2]:
         png_export(fig, f"{stem}.png", key=f"{key}_png")
+
+
+def download_gif(build: Callable[[dict], bytes], filename: str, label: str = "Animation (GIF)",
+                 key: str | None = None, settings: dict | None = None) -> None:
+    """An animation as a GIF, built only when the button is pressed: ``build(settings)`` returns
+    the bytes; the settings go into the picture (its caption strip, :mod:`pcd.viz.export`)."""
+    st.download_button(label, lambda: build(dict(settings or {})), file_name=filename, mime="image/gif",
+                       key=key or f"gif-{filename}")
 
 
 def download_json(data: Any, filename: str, label: str = "Download JSON", key: str | None = None) -> None:

@@ -138,9 +138,12 @@ _CHART_JS = "export default function(component) {\n" + LOADER_JS + """
     ['lasso2d', 'select2d', 'sendDataToCloud'].forEach(b => remove.add(b));
     config.modeBarButtonsToRemove = Array.from(remove);
     // Streamlit's charts have a full-screen button: so do these (a lecturer's projector)
-    config.modeBarButtonsToAdd = (config.modeBarButtonsToAdd || []).concat([{name: 'pcd-fullscreen',
-      title: 'Full screen (Esc leaves)', icon: FULLSCREEN_ICON,
-      click: () => document.fullscreenElement ? document.exitFullscreen() : (box.requestFullscreen && box.requestFullscreen())}]);
+    // one button object per chart: Plotly.react compares the config, and a new click function on
+    // every draw would read as a changed config -- then react redraws with newPlot and DROPS the
+    // animation frames it was given (plotly.js 4.1)
+    s.fsButton = s.fsButton || {name: 'pcd-fullscreen', title: 'Full screen (Esc leaves)', icon: FULLSCREEN_ICON,
+      click: () => document.fullscreenElement ? document.exitFullscreen() : (box.requestFullscreen && box.requestFullscreen())};
+    config.modeBarButtonsToAdd = (config.modeBarButtonsToAdd || []).concat([s.fsButton]);
     const frames = fig.frames || [];
     let gd = s.gd;
     let done;
@@ -153,11 +156,14 @@ _CHART_JS = "export default function(component) {\n" + LOADER_JS + """
         .then(() => frames.length && new Promise(res => (window.requestIdleCallback || setTimeout)(
           () => (token === s.token ? P.addFrames(gd, frames) : Promise.resolve()).then(res, res), {timeout: 300})));
     } else {
-      // react replaces the frames too (given a list; deleteFrames sorts its indices as strings)
-      done = P.react(gd, {data: fig.data || [], layout, frames, config});
+      // react replaces the frames too (given a list; deleteFrames sorts its indices as strings);
+      // should it have redrawn from scratch all the same (a config that differs), they are added back
+      done = P.react(gd, {data: fig.data || [], layout, frames, config}).then(() =>
+        (token === s.token && frames.length && nFrames(gd) === 0) ? P.addFrames(gd, frames) : null);
     }
     return done.then(() => { if (token === s.token) box.dataset.drawn = String(token); });
   }
+  function nFrames(gd) { return ((gd._transitionData || {})._frames || []).length; }
   function bind(P, gd, s) {
     // click="anywhere": the plot area's point under a click (not a drag), in the main axes' units
     let down = null;

@@ -65,13 +65,31 @@ export default function(component) {
   let speed = 1, playing = false, cur = 0, boundGd = null, lastCursor = null, pending = null;
   const chart = () => document.querySelector('.st-key-' + data.target + ' .js-plotly-plot');
   const lossChart = () => data.loss ? document.querySelector('.st-key-' + data.loss + ' .js-plotly-plot') : null;
+  // charts animated on the same frames (same names), following the one the controls drive
+  const followers = () => (data.follow || []).map(k => document.querySelector('.st-key-' + k + ' .js-plotly-plot'))
+    .filter(g => g && g._fullLayout && ((g._transitionData || {})._frames || []).length);
+  function follow(i) {
+    followers().forEach(g => {
+      const Pg = g._pcdPlotly || P();
+      const r = Pg.animate(g, [names[i]], {mode: 'immediate', frame: {duration: 0, redraw: false}, transition: {duration: 0}});
+      if (r && r.catch) r.catch(() => {});
+      const on = i === names.length - 1;  // its ending as drawn now (a new figure starts hidden)
+      const now = (g.data || []).some(t => t.meta === 'end' && t.visible === true);
+      if (now !== on) ending(Pg, g, on);
+    });
+  }
   const P = () => (boundGd && boundGd._pcdPlotly) || window.Plotly;  // the instance that drew the chart
   const label = i => 'step ' + names[i] + ' / ' + names[names.length - 1] + '  (frame ' + (i + 1) + ' of ' + names.length + ')';
 
   function setStatus(i) { status.textContent = names.length ? label(i) : 'no frames'; root.dataset.frame = String(i);
                           if (scrub && document.activeElement !== scrub) scrub.value = String(i); }
   scrub.max = String(Math.max(0, names.length - 1));
-  scrub.addEventListener('input', () => go(parseInt(scrub.value, 10) || 0));
+  // Streamlit runs this function again on every rerun, on the same elements, without calling the
+  // cleanup it returned: the previous run's is called here (else its listeners stay, and Step ▶
+  // moved two frames after one rerun)
+  if (root.__pcdCleanup) root.__pcdCleanup();
+  const life = new AbortController(), on = {signal: life.signal};
+  scrub.addEventListener('input', () => go(parseInt(scrub.value, 10) || 0), on);
   function setPlaying(p) { playing = p; playBtn.textContent = p ? '❚❚ Pause' : '▶ Play'; root.dataset.playing = p ? '1' : '0'; }
   function moveCursor(i) {
     const lg = lossChart();
@@ -87,21 +105,41 @@ export default function(component) {
       if (Object.keys(upd).length) { lastCursor = cursor[j]; (lg._pcdPlotly || P()).relayout(lg, upd); }
     });
   }
+  // the ending (end markers: traces with meta "end"; end labels: annotations named "end label",
+  // pcd.viz.landscape.landscape_figure(reveal=True)) is shown at the last frame only
+  let shown = null;
+  function ending(Pg, g, on) {
+    const anns = {}, tr = [];
+    (g.data || []).forEach((t, k) => { if (t.meta === 'end') tr.push(k); });
+    if (!tr.length) return;  // a figure that shows its ending throughout (no reveal): left as it is
+    ((g.layout && g.layout.annotations) || []).forEach((a, k) => { if (a.name === 'end label') anns['annotations[' + k + '].visible'] = on; });
+    Pg.restyle(g, {visible: on}, tr);
+    if (Object.keys(anns).length) Pg.relayout(g, anns);
+  }
+  function showEnding(i) {
+    const g = boundGd, on = i === names.length - 1;
+    if (!g || !g._fullLayout || !P() || shown === on) return;
+    shown = on;
+    ending(P(), g, on);
+  }
   function onFrame(ev) {
     const i = names.indexOf(String(ev && ev.name));
     if (i < 0) return;
-    cur = i; setStatus(i); moveCursor(i);
+    cur = i; setStatus(i); moveCursor(i); showEnding(i); follow(i);
   }
+  const onDone = () => setPlaying(false);
   function bind() {
     const g = chart();
     if (!g || !g.on || g === boundGd) return;
     boundGd = g;
     g.on('plotly_animatingframe', onFrame);
-    g.on('plotly_animated', () => setPlaying(false));
-    g.on('plotly_animationinterrupted', () => {});
+    g.on('plotly_animated', onDone);
     const s = g._fullLayout && g._fullLayout.sliders && g._fullLayout.sliders[0];
-    cur = s ? s.active : 0; lastCursor = null; setStatus(cur); moveCursor(cur);
+    g.on('plotly_react', onReact);
+    cur = s ? s.active : 0; lastCursor = null; shown = false; setStatus(cur); moveCursor(cur); showEnding(cur);
   }
+  // a new figure from the server (Plotly.react) shows its first frame, its ending hidden
+  function onReact() { if (playing) setPlaying(false); cur = 0; shown = false; lastCursor = null; setStatus(0); moveCursor(0); }
   // the page lays the figure out for the width it is shown at: report a change of width class
   let sentWidth = null;
   function reportWidth() {
@@ -114,29 +152,34 @@ export default function(component) {
   let resizeTimer = null;
   function onResize() { clearTimeout(resizeTimer); resizeTimer = setTimeout(reportWidth, 250); }
   window.addEventListener('resize', onResize);
+  const nFrames = () => ((boundGd && boundGd._transitionData || {})._frames || []).length;
   function ready() {
     bind();
     if (!P() || !boundGd) { status.textContent = 'waiting for the chart…'; return false; }
+    if (!nFrames()) { status.textContent = 'waiting for the frames…'; return false; }  // added after the first draw
     return true;
   }
+  // Plotly.animate rejects (with undefined) when it is interrupted or a frame is missing: never an
+  // uncaught error in the page
+  const animate = (...args) => { const r = P().animate(boundGd, ...args); if (r && r.catch) r.catch(() => {}); };
   function go(i) {
     if (!ready() || !names.length) return;
     i = Math.max(0, Math.min(names.length - 1, i));
     if (playing) pause();
-    P().animate(boundGd, [names[i]], {mode: 'immediate', frame: {duration: 0, redraw: false}, transition: {duration: 0}});
-    cur = i; setStatus(i); moveCursor(i);
+    animate([names[i]], {mode: 'immediate', frame: {duration: 0, redraw: false}, transition: {duration: 0}});
+    cur = i; setStatus(i); moveCursor(i); showEnding(i); follow(i);
   }
   function play() {
     if (!ready() || !names.length) return;
     if (cur >= names.length - 1) go(0);
     setPlaying(true);
-    P().animate(boundGd, null, {mode: 'immediate', fromcurrent: true, transition: {duration: 0},
+    animate(null, {mode: 'immediate', fromcurrent: true, transition: {duration: 0},
                                 frame: {duration: Math.max(1, Math.round(data.ms / speed)), redraw: false}});
   }
   function pause() {
     if (!ready()) return;
     setPlaying(false);
-    P().animate(boundGd, [null], {mode: 'immediate', frame: {duration: 0, redraw: false}, transition: {duration: 0}});
+    animate([null], {mode: 'immediate', frame: {duration: 0, redraw: false}, transition: {duration: 0}});
   }
   root.addEventListener('click', (e) => {
     const b = e.target.closest('button');
@@ -152,7 +195,7 @@ export default function(component) {
     else if (act === 'back') go(cur - 1);
     else if (act === 'fwd') go(cur + 1);
     else if (act === 'play') { playing ? pause() : play(); }
-  });
+  }, on);
   root.querySelectorAll('.pcd-s').forEach(x => x.classList.toggle('on', parseFloat(x.dataset.speed) === 1));
   function onKey(e) {
     const t = e.target;
@@ -168,9 +211,14 @@ export default function(component) {
   const timer = setInterval(bind, 400);
   bind();
   reportWidth();
-  return () => { clearInterval(timer); document.removeEventListener('keydown', onKey);
-                 window.removeEventListener('resize', onResize);
-                 if (boundGd && boundGd.removeListener) boundGd.removeListener('plotly_animatingframe', onFrame); };
+  const cleanup = () => { clearInterval(timer); clearTimeout(resizeTimer); life.abort();
+                 document.removeEventListener('keydown', onKey); window.removeEventListener('resize', onResize);
+                 if (boundGd && boundGd.removeListener) { boundGd.removeListener('plotly_animatingframe', onFrame);
+                                                          boundGd.removeListener('plotly_animated', onDone);
+                                                          boundGd.removeListener('plotly_react', onReact); }
+                 if (root.__pcdCleanup === cleanup) root.__pcdCleanup = null; };
+  root.__pcdCleanup = cleanup;
+  return cleanup;
 }
 """
 
@@ -178,6 +226,7 @@ _DRAG_JS = """
 export default function(component) {
   const { data, parentElement, setStateValue } = component;
   const hint = parentElement.querySelector('.pcd-drag-hint');
+  if (hint && hint.__pcdCleanup) hint.__pcdCleanup();  // the previous run's listeners (see the player)
   let bound = null, drag = null;
   const chart = () => document.querySelector('.st-key-' + data.target + ' .js-plotly-plot');
   function toData(g, ev, clamp) {
@@ -233,8 +282,12 @@ export default function(component) {
   document.addEventListener('mouseup', up, true);
   const timer = setInterval(bind, 400);
   bind();
-  return () => { clearInterval(timer); document.removeEventListener('mousemove', move, true);
-                 document.removeEventListener('mouseup', up, true); };
+  const cleanup = () => { clearInterval(timer); document.removeEventListener('mousemove', move, true);
+                 document.removeEventListener('mouseup', up, true);
+                 if (bound) { (bound.querySelector('.draglayer') || bound).removeEventListener('mousedown', down, true); }
+                 if (hint && hint.__pcdCleanup === cleanup) hint.__pcdCleanup = null; };
+  if (hint) hint.__pcdCleanup = cleanup;
+  return cleanup;
 }
 """
 
@@ -270,12 +323,16 @@ def frame_controls(chart_key: str, frames: Sequence[Any], frame_ms: int = 45, lo
                    cursor_x: Sequence[float] | None = None, cursor_name: str = "step cursor",
                    keyboard: bool = True, key: str | None = None,
                    width_classes: Sequence[tuple[str, float | None]] | None = None,
-                   width: str | None = None) -> str | None:
+                   width: str | None = None, follow: Sequence[str] = ()) -> str | None:
     """Reset / step back / play-pause / step forward and a speed control (¼× … 4×) for the
     animated ``st.plotly_chart`` with widget key ``chart_key`` whose frames are named ``frames``
     (in order). ``loss_key`` + ``cursor_x`` (one x per frame): the shapes named ``cursor_name`` of
     that second chart follow the frame shown (see :func:`pcd.viz.teaching.with_step_cursor`).
     A range input under the buttons scrubs to any frame (the chart needs no slider of its own).
+    ``follow``: widget keys of more charts animated on frames of the same names (e.g. the toy page's
+    objective-space panel): each shows the frame the controls show, ending included. A figure built
+    to reveal its ending (end markers with ``meta="end"``, end labels named ``"end label"``,
+    :func:`pcd.viz.landscape.landscape_figure` ``reveal=True``) shows them at the last frame only.
 
     ``width_classes = [("narrow", 700), ("wide", None)]`` (upper bounds in px, ``None`` = any):
     the component reports which class the page column's width falls in (one rerun when it differs
@@ -291,7 +348,7 @@ def frame_controls(chart_key: str, frames: Sequence[Any], frame_ms: int = 45, lo
     payload = {"target": str(chart_key), "frames": names, "ms": frame_ms, "loss": loss_key,
                "cursor_x": [float(v) for v in cursor_x] if cursor_x is not None else [],
                "cursor_name": cursor_name, "keys": bool(keyboard), "width_classes": classes or None,
-               "width": width}
+               "width": width, "follow": [str(k) for k in follow]}
     key = key or f"{chart_key}-controls"
     _component("player")(data=payload, key=key, on_width_change=lambda: None)
     return reported_width(key)

@@ -49,6 +49,7 @@ TD_TAUS = (0.0, 0.005, 0.01, 0.02, 0.05, 0.1, 0.2, 0.3, 0.5, 0.7, 1.0)
 TOY_PROBLEM, TOY_METHODS = "saddle2d", ("pcd", "ws", "mgda", "pcgrad", "cagrad", "famo")
 TOY_TAU, TOY_OPT, TOY_LR, TOY_STEPS = 0.02, "adam", 0.02, 1000
 TOY_INSET_START, TOY_WIDTH = 0, "medium"  # the inset at S1; the map laid out for a 1280-1440 px window
+TOY_OBJ_LOG = True  # the objective-space panel on log axes (exact zeros drawn at the floor)
 
 JD_SAMPLES, JD_TAU, JD_SEED = 4, 0.02, 0  # page 06's property table: every method, 4 Jacobians per family and K
 
@@ -186,6 +187,19 @@ def toy_map(key: tuple, _prob: Any, _res: Any, _bg: Any, inset_start: int | None
 
 
 @st.cache_resource(show_spinner=False, max_entries=32)
+def toy_objective(key: tuple, _prob: Any, _res: Any, _bg: Any, log: bool, width: str) -> Any:
+    """Page 02's objective-space panel (:func:`pcd.viz.objective.objective_space_figure` of
+    :func:`pcd.studio.objective_space`), on the map's frames, its legend laid out for the page's
+    width class (as the map's), serialized once."""
+    from pcd.ui.chart import frozen
+    from pcd.viz.objective import objective_space_figure
+    from pcd.viz.toy import TOY_CHART_PX, TOY_FRAMES
+
+    space = studio.objective_space(_prob, _res, _bg["grid"])
+    return frozen(objective_space_figure(space, log=log, max_frames=TOY_FRAMES, width_px=TOY_CHART_PX[width]))
+
+
+@st.cache_resource(show_spinner=False, max_entries=32)
 def toy_loss(key: tuple, _res: Any, names: tuple[str, ...]) -> Any:
     """Page 02's loss-vs-step figure with its step cursor at 0, serialized once."""
     from pcd.ui.chart import frozen
@@ -287,12 +301,26 @@ def cp_cost(steps: int, repeats: int) -> Any:
 # ---- the warm-up --------------------------------------------------------------------------------------
 # What Plotly uses only if it is in sys.modules already (see start): never imported by the thread.
 PEEKED_BY_PLOTLY = ("numpy", "pandas", "PIL.Image")
-# What a page's first run imports on top of what app.py has imported (measured with sys.modules).
-IMPORTS = ("pandas", "pyarrow", "PIL.Image", "narwhals", "orjson",
+# What a page's first run imports on top of what app.py has imported (measured with sys.modules);
+# only modules of the product's dependencies (orjson, which Plotly uses when it is there, is not one:
+# listed, it failed the whole step on every install without it)
+IMPORTS = ("pandas", "pyarrow", "PIL.Image", "narwhals",
            "plotly.graph_objects", "plotly.io", "streamlit.elements.arrow", "streamlit.dataframe_util",
            "pcd.engine", "pcd.teaching", "pcd.ui.controls", "pcd.ui.table",
            "pcd.viz.geometry", "pcd.viz.kbench", "pcd.viz.scale", "pcd.viz.tau", "pcd.viz.landscape",
            "pcd.viz.toy")
+
+
+def _imports() -> None:
+    """Import :data:`IMPORTS`, each on its own: one that fails is logged and the others still load."""
+    failed = []
+    for name in IMPORTS:
+        try:
+            importlib.import_module(name)
+        except Exception as exc:  # a warm-up never stops the server
+            failed.append(f"{name} ({exc})")
+    if failed:
+        raise ImportError("could not import " + ", ".join(failed))
 
 
 def _first_use() -> None:
@@ -342,6 +370,7 @@ def _defaults() -> list[tuple[str, Callable[[], Any]]]:
                                              TOY_LR, TOY_STEPS, problem.default_starts())
         toy_map(key + (TOY_INSET_START, TOY_WIDTH), prob, res, bg, TOY_INSET_START, TOY_WIDTH)
         toy_loss(key, res, tuple(bg["names"]))
+        toy_objective(key, prob, res, bg, TOY_OBJ_LOG, TOY_WIDTH)
 
     def jdp() -> None:
         jd_properties(tuple(registry.available()), JD_SAMPLES, JD_TAU, JD_SEED)
@@ -362,7 +391,7 @@ def warm_up() -> dict[str, float]:
     """Import what the pages need and compute their default views into the caches; returns the
     seconds each part took (a part that fails is logged and skipped: the page then computes it)."""
     took: dict[str, float] = {}
-    parts: list[tuple[str, Callable[[], Any]]] = [("imports", lambda: [importlib.import_module(m) for m in IMPORTS]),
+    parts: list[tuple[str, Callable[[], Any]]] = [("imports", _imports),
                                                   ("first use", _first_use)]
     parts += _defaults()
     parts.append(("numba kernels", _numba_kernels))

@@ -33,6 +33,7 @@ LINE_RGB = np.array([36, 41, 47], dtype=np.float64)
 START_SYMBOLS = ("circle", "square", "diamond", "triangle-up", "cross", "x", "pentagon", "star",
                  "hexagon", "triangle-down")
 TRAIL = 8  # recorded frames in the fading tail behind each head
+REVEAL_POINTS = 16  # landscape_figure(reveal=True): points of a path drawn so far, at most (+ the frame's own)
 CONTOUR_PX = 0.9  # half-width of a contour line in image pixels
 UNDEFINED_RGB = np.array([[175, 184, 193], [234, 238, 242]], dtype=np.float64)  # hatching: undefined region
 
@@ -311,11 +312,32 @@ def frame_index(T: int, max_frames: int | None = None) -> np.ndarray:
     return np.unique(np.round(np.linspace(0, T - 1, n)).astype(int))
 
 
+def path_so_far(paths: Any, fidx: Any, f: int | None) -> np.ndarray:
+    """``paths [S, T, d]`` (one per start, recorded steps) as far as animation frame ``f`` of the
+    frames ``fidx`` (:func:`frame_index`): through every ``ceil(frames / REVEAL_POINTS)``-th
+    frame's point and frame f's own; the whole record at the last frame or for ``f=None``. The
+    starts are separated by a NaN row: float32 ``[S * (n + 1), d]`` for one line trace."""
+    P = np.asarray(paths, dtype=np.float64)
+    S, T, d = P.shape
+    fidx = np.asarray(fidx, dtype=int)
+    stride = max(1, -(-len(fidx) // REVEAL_POINTS))
+    idx = np.arange(T) if f is None or f >= len(fidx) - 1 else np.r_[fidx[:f + 1:stride], fidx[f]]
+    return np.concatenate([P[:, idx], np.full((S, 1, d), np.nan)], axis=1).reshape(-1, d).astype(np.float32)
+
+
+def log_shift(values: Any) -> float:
+    """What a log axis shows ``values`` above: ``min(0, min of the finite values)`` (a loss that can
+    be negative is drawn as ``f - shift``; exact zeros then sit at the axis' floor)."""
+    v = np.asarray(values, dtype=np.float64)
+    v = v[np.isfinite(v)]
+    return min(0.0, float(v.min())) if v.size else 0.0
+
+
 def landscape_figure(res: Any, grid: tuple[Any, Any, Any], pareto_set: Any = None, optima: Any = None,
                      title: str | None = None, height: int = 600, frame_ms: int = 45,
                      animate: bool = True, image: str | None = None, click_grid: int = 0,
                      validate: bool = True, controls: bool = True, end_labels: bool = True,
-                     spec_only: bool = False, max_frames: int | None = None) -> Any:
+                     spec_only: bool = False, max_frames: int | None = None, reveal: bool = False) -> Any:
     """The animated trajectory map.
 
     ``res``: a :class:`pcd.engine.RunResult` (or anything with ``positions [M, S, T, 2]``,
@@ -335,6 +357,12 @@ def landscape_figure(res: Any, grid: tuple[Any, Any, Any], pareto_set: Any = Non
     ``spec_only``: return the plain ``{"data", "layout", "frames"}`` dict instead of a figure.
     ``max_frames``: at most that many frames, spread evenly over the recorded steps
     (:func:`frame_index`; the paths and comet tails still use every recorded point).
+    ``reveal`` (animated): nothing of the ending is drawn before it is reached -- each method's path
+    is drawn as far as the frame shown (through every ``ceil(frames / REVEAL_POINTS)``-th frame's
+    point, all recorded points at the last frame); without Plotly's own controls the end diamonds
+    (traces with ``meta="end"``) and the end labels (annotations named ``"end label"``) start
+    hidden, and the page's frame controls show them at the last frame only
+    (:func:`pcd.ui.controls.frame_controls`).
 
     Traces, in order: legend keys for the background (contours, secondary zero set); the
     Pareto set and optima (if any); per method its faint full paths (one trace per method, starts
@@ -373,20 +401,30 @@ def landscape_figure(res: Any, grid: tuple[Any, Any, Any], pareto_set: Any = Non
                            marker=dict(symbol="star", size=17, color="#ffd33d", line=dict(color="#24292f", width=1.2)),
                            hovertemplate="optimum (%{x:.3f}, %{y:.3f})<extra></extra>"))
     diag = np.asarray(getattr(res, "diagnosis", np.full((M, S), "")), dtype=object)
+    reveal = bool(reveal and animate and T >= 2)
+    with_controls = bool(animate and controls and T >= 2)
+    fidx = frame_index(T, max_frames) if animate and T >= 2 else np.arange(T)
+
+    def so_far(m: int, f: int | None) -> np.ndarray:
+        return path_so_far(pos[m], fidx, f)
+
+    path_idx: list[int] = []
     for m, name in enumerate(methods):
-        full = np.concatenate([pos[m], np.full((S, 1, 2), np.nan)], axis=1).reshape(-1, 2)
-        full = full.astype(np.float32)
-        txt = [f"start {s + 1} · step {int(k)}" for s in range(S) for k in list(record) + [-1]]
+        full = so_far(m, 0 if reveal else None)
+        # the hover names each point's start and step (revealed paths change length: the method only)
+        txt = None if reveal else [f"start {s + 1} · step {int(k)}" for s in range(S) for k in list(record) + [-1]]
+        path_idx.append(len(traces))
         traces.append(dict(type="scatter", x=full[:, 0], y=full[:, 1], mode="lines",
                            name=method_label(name), legendgroup=name,
                            line=dict(color=rgba(method_color(name), 0.5), width=2.5, dash=method_style(name)["dash"]),
-                           text=txt, hovertemplate=f"{method_label(name)} · %{{text}}<br>"
+                           text=txt, hovertemplate=f"{method_label(name)}{' · %{text}' if txt else ''}<br>"
                                                    f"(%{{x:.3f}}, %{{y:.3f}})<extra></extra>"))
         if end_labels:  # a small diamond where each path ends: its own trace of S points, in the
             # method's legend group (markers of size 0 on every path point cost the browser ~1 ms
             # per 10 points to draw)
             end = pos[m, :, -1, :].astype(np.float32)
             traces.append(dict(type="scatter", x=end[:, 0], y=end[:, 1], mode="markers", showlegend=False,
+                               **({"visible": False, "meta": "end"} if reveal and not with_controls else {}),
                                name=f"{method_label(name)} (end)", legendgroup=name,
                                marker=dict(symbol="diamond", size=9, color=method_color(name),
                                            line=dict(color="white", width=1)),
@@ -456,7 +494,6 @@ def landscape_figure(res: Any, grid: tuple[Any, Any, Any], pareto_set: Any = Non
     anim_idx = [len(traces) - 1]
 
     layout = base_layout(title=title, height=height)
-    with_controls = bool(animate and controls and T >= 2)
     # the legend sits under the map, so Plotly's toolbar (top right) never covers it
     layout["margin"] = dict(l=55, r=20, t=60 if title else 28, b=(160 if with_controls else 50))
     if with_controls:  # a standalone figure (HTML export): the legend in the right margin
@@ -466,6 +503,9 @@ def landscape_figure(res: Any, grid: tuple[Any, Any, Any], pareto_set: Any = Non
                                 xanchor="left", x=0.0)
     if end_labels:
         layout["annotations"] = end_annotations(pos[:, :, -1, :], methods, diag, (x0, x1, y0, y1), avoid=starts[:, :2])
+        if reveal and not with_controls:  # shown by the page's frame controls at the last frame
+            for a in layout["annotations"]:
+                a["visible"] = False
     axis = dict(showgrid=False, zeroline=False, linecolor="#57606a", ticks="outside", tickcolor="#57606a",
                 constrain="domain")
     layout["xaxis"] = dict(axis, range=[x0, x1], title=dict(text="x₁"))
@@ -475,10 +515,12 @@ def landscape_figure(res: Any, grid: tuple[Any, Any, Any], pareto_set: Any = Non
     spec: dict[str, Any] = {"data": traces, "layout": layout}
     if animate and T >= 2:
         spec["frames"] = []
-        for t in frame_index(T, max_frames):
+        for f, t in enumerate(fidx):
             fx, fy = comet(int(t))
-            spec["frames"].append({"name": str(int(record[t])), "traces": anim_idx,
-                                   "data": [{"type": "scatter", "x": fx, "y": fy}]})
+            grown = [so_far(m, f) for m in range(M)] if reveal else []  # the paths so far
+            spec["frames"].append({"name": str(int(record[t])), "traces": (path_idx if reveal else []) + anim_idx,
+                                   "data": [{"type": "scatter", "x": p[:, 0], "y": p[:, 1]} for p in grown]
+                                   + [{"type": "scatter", "x": fx, "y": fy}]})
     if with_controls:
         play = dict(label="▶ Play", method="animate",
                     args=[None, dict(frame=dict(duration=frame_ms, redraw=False), fromcurrent=True,
@@ -528,9 +570,7 @@ def loss_figure(res: Any, objective_names: Sequence[str] | None = None, floor: f
     shifts = []
     titles = []
     for k in range(K):
-        finite = L[..., k][np.isfinite(L[..., k])]
-        low = float(finite.min()) if finite.size else 0.0
-        shift = min(0.0, low)
+        shift = log_shift(L[..., k])
         shifts.append(shift)
         titles.append(names[k] + (f"  (shown: f − {shift:.3g})" if shift < 0 else ""))
     # one log-log panel per objective, built as a single spec (Plotly's incremental subplot API

@@ -60,7 +60,8 @@ def toy_map_figure(problem: Any, res: Any, background: dict[str, Any] | None = N
     inset_h = 370 if (with_inset and narrow) else 0
     spec = landscape_figure(res, bg["grid"], pareto_set=bg["pareto"], optima=bg["optima"], height=560,
                             image=bg["image"], click_grid=click_grid if animate else 0, validate=False,
-                            animate=animate, controls=controls, spec_only=True, max_frames=max_frames)
+                            animate=animate, controls=controls, spec_only=True, max_frames=max_frames,
+                            reveal=True)  # frame 0 shows no ending: the paths grow as they play
     if not controls:  # the legend under the map: the bottom margin is sized for it, then the height
         K = len(bg["names"])  # the inset adds one legend entry per gradient g_k
         fit_legend(spec, chart_w, extra_names=[f"g{k + 1} (primary)" if k == 0 else f"g{k + 1}" for k in range(K)]

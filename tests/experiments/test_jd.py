@@ -195,3 +195,28 @@ def test_cli_bad_input_is_one_line_exit_2(capsys):
     assert len(err) == 1 and err[0].startswith("error: unknown method")
     assert main(["jd", "--no-properties", "--no-iwrm"]) == 2
     assert main(["jd", "--no-properties", "--batch-size", "1"]) == 2
+
+
+def test_memory_child_does_not_rerun_the_callers_main_script(tmp_path):
+    """The studio's "Measure": a spawned child re-ran the parent's main script (``app.py`` under
+    ``streamlit run``, with its whole warm-up) before measuring. A script with top-level side
+    effects (as ``app.py`` has) runs once: in the parent only."""
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    marker = tmp_path / "ran.txt"
+    script = tmp_path / "app_like.py"
+    script.write_text(
+        "import os\n"
+        f"open({str(marker)!r}, 'a').write(__name__ + '\\n')\n"  # top level, unguarded, like app.py
+        "from pcd.experiments import gramian_memory\n"
+        "if __name__ == '__main__':\n"
+        "    out = gramian_memory.measure_gramian_memory([2], width=2, repeats=1, modes=('erm',))\n"
+        "    print(out['batch_sizes'])\n")
+    root = Path(__file__).resolve().parents[2]
+    done = subprocess.run([sys.executable, str(script)], cwd=root, capture_output=True, text=True, timeout=300,
+                          env={**__import__("os").environ, "PYTHONPATH": str(root)})
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert "[2]" in done.stdout
+    assert marker.read_text().split() == ["__main__"]  # not also "__mp_main__" (the child)

@@ -450,6 +450,116 @@ def test_toy_page_play_advances_animation(page, warm, artifacts_dir):
     assert frame() == 20
 
 
+# The toy map's state in the page: its frames, the animated heads and the gradient inset (the
+# traces on the second axes), and the frame the controls show.
+TOY_STATE = """() => { const gd = document.querySelector('.st-key-toy_map .js-plotly-plot');
+  if (!gd || !gd._fullData) return null;
+  const xs = t => JSON.stringify(Array.from(t.x || []).slice(-6)) + JSON.stringify(Array.from(t.y || []).slice(-6));
+  const heads = gd._fullData.find(d => d.name === 'positions');
+  const inset = gd._fullData.filter(d => d.xaxis === 'x2').map(xs).join('|');
+  const ending = (gd.layout.annotations || []).filter(a => a.name === 'end label' && a.visible !== false).length
+                 + gd._fullData.filter(d => d.meta === 'end' && d.visible === true).length;
+  // the objective-space panel, played by the same controls
+  const og = document.querySelector('.st-key-toy_obj .js-plotly-plot');
+  const onow = og && og._fullData && og._fullData.find(d => d.name === 'now');
+  const obj = onow ? xs(onow) : null;
+  const obj_ending = og && og._fullData ? og._fullData.filter(d => d.meta === 'end' && d.visible === true).length
+                     + (og.layout.annotations || []).filter(a => a.name === 'end label' && a.visible !== false).length : 0;
+  const drawn = (document.querySelector('.st-key-toy_map .pcd-chart') || {dataset: {}}).dataset.drawn || '';
+  return {frames: ((gd._transitionData || {})._frames || []).length, heads: heads ? xs(heads) : null, inset, ending, drawn,
+          obj, obj_ending, obj_frames: og ? ((og._transitionData || {})._frames || []).length : 0,
+          plotly_controls: document.querySelectorAll('.js-plotly-plot .updatemenu-button, .js-plotly-plot .slider-container').length}; }"""
+
+
+@pytest.mark.parametrize("w,h,query", [(800, 1000, ""), (1280, 720, "?present=1"), (1440, 900, ""),
+                                       (1920, 1080, ""), (1280, 720, "lesson")])
+def test_toy_map_plays_and_steps_in_every_width_class(browser, warm, w, h, query):
+    """Regression: outside the default width class the page redraws the map for its width, and
+    the frames used to be lost in that redraw (Plotly.react with a config that read as changed): no
+    frames, Play did nothing, Step moved only the slider, every click an uncaught "undefined".
+    ``"lesson"``: reached as a lecturer does, from the lesson's step 2 in presenter mode ("explore
+    this on its page")."""
+    ctx = browser.new_context(viewport={"width": w, "height": h})
+    page = ctx.new_page()
+    page.set_default_timeout(120_000)
+    errors: list[str] = []
+    page.on("pageerror", lambda e: errors.append(str(e)))
+    elsewhere: list[str] = []  # the app works offline: nothing fetched from another host (the tab's icon)
+    page.on("request", lambda r: r.url.startswith(("http://127.0.0.1", "data:", "blob:")) or elsewhere.append(r.url))
+    try:
+        if query == "lesson":
+            page.goto(f"{warm['url']}/Guided_lesson?step=2&present=1")
+            _wait_content(page)
+            _wait_idle(page)
+            page.get_by_text("explore this on its page").first.click()
+            page.wait_for_url("**/Toy_landscapes**", timeout=120_000)
+            assert "present=1" in page.url
+        else:
+            page.goto(f"{warm['url']}/Toy_landscapes{query}")
+        _wait_content(page)
+        _wait_idle(page)  # the rerun for the page's width class, when there is one
+        player = page.locator(".pcd-player").first  # in the component's shadow root: a locator pierces it
+
+        def state() -> dict:
+            v = page.evaluate(TOY_STATE) or {"frames": 0, "inset": ""}
+            return dict(v, frame=int(player.get_attribute("data-frame") or 0))
+
+        seen: list[str] = []
+
+        def settled():  # frames in both charts, and no redraw (a rerun for the width class) for 2 s
+            v = state()
+            ok = v and v["frames"] > 0 and v["inset"] and v["obj_frames"] > 0
+            seen.append(v["drawn"] if ok else "")
+            return v if ok and len(seen) >= 9 and len(set(seen[-9:])) == 1 else None
+
+        first = wait_until(settled, 90, f"the toy map's frames at {w}x{h}{query}")
+        assert first["frames"] >= 50 and first["frame"] == 0
+        # one set of play controls: the page's (no Plotly buttons or slider in the chart)
+        assert first["plotly_controls"] == 0 and page.locator(".pcd-play").count() == 1
+        player.locator("button[data-act=fwd]").click()
+        one = wait_until(lambda: (lambda v: v if v["heads"] != first["heads"] and v["inset"] != first["inset"]
+                                  and v["obj"] != first["obj"] else None)(state()), 30,
+                         "Step ▶ moving the heads, the inset and the objective-space points")
+        assert one["frame"] == 1  # one click, one frame
+        player.locator(".pcd-play").click()
+        moved = wait_until(lambda: (lambda v: v if v["frame"] > 5 else None)(state()), 60, "Play advancing")
+        assert moved["heads"] != one["heads"] and moved["inset"] != one["inset"] and moved["obj"] != one["obj"]
+        player.locator(".pcd-play").click()  # pause
+        # the ending (end markers and labels) is drawn at the last frame only
+        assert first["ending"] == 0 and moved["ending"] == 0 and first["obj_ending"] == 0
+        player.locator(".pcd-scrub").fill(str(first["frames"] - 1))
+        wait_until(lambda: state()["ending"] > 0 and state()["obj_ending"] > 0, 30, "the ending shown at the last frame")
+        player.locator("button[data-act=back]").click()
+        wait_until(lambda: state()["ending"] == 0 and state()["obj_ending"] == 0, 30,
+                   "the ending hidden again one frame back")
+        assert not errors, errors
+        assert not elsewhere, elsewhere
+        icon = page.evaluate("() => (document.querySelector('link[rel~=icon]') || {}).href")
+        assert icon and icon.startswith(("data:image/svg+xml", warm["url"])), icon  # the app's own (inline) icon
+    finally:
+        ctx.close()
+
+
+def test_toy_page_gif_download(page, warm, artifacts_dir):
+    """The toy page's "Animation for slides" button gives a GIF of the map's frames at 1280 x 720."""
+    from PIL import Image
+
+    page.goto(f"{warm['url']}/Toy_landscapes?methods=pcd,ws,mgda")
+    _wait_content(page)
+    _wait_idle(page)
+    button = page.locator(".st-key-toy_gif button")
+    button.scroll_into_view_if_needed()
+    t0 = time.monotonic()
+    with page.expect_download(timeout=120_000) as dl:
+        button.click()
+    took = time.monotonic() - t0
+    path = artifacts_dir / "studio_toy_animation.gif"
+    dl.value.save_as(str(path))
+    im = Image.open(path)
+    assert im.size == (1280, 720) and im.n_frames == 100
+    print(f"\ntoy GIF: click -> file {took:.2f} s, {path.stat().st_size / 1e6:.2f} MB")
+
+
 # The pixels of trace t's points, from the chart's own axes (Plotly picks the clicked point by
 # hovering: the pointer must be over the point's pixel), with each point's τ and marker symbol.
 POINT_PIXELS = """(t) => {

@@ -186,6 +186,17 @@ def test_lesson_in_presenter_mode_at_1280x720(browser, streamlit_server, artifac
                 page.locator(".pcd-b[data-act=fwd]").first.click()
                 page.wait_for_timeout(300)
                 assert page.locator(".pcd-player").first.get_attribute("data-frame") == "1"
+                # the lesson's map shows its end labels throughout (no reveal): the controls leave them
+                # alone at the last frame and after it (they hide only a revealing figure's ending)
+                ends = ("() => (document.querySelector('.st-key-lesson_fig_saddle .js-plotly-plot').layout"
+                        ".annotations || []).filter(a => a.name === 'end label' && a.visible !== false).length")
+                n_ends = page.evaluate(ends)
+                assert n_ends > 0
+                scrub = page.locator(".pcd-player .pcd-scrub").first
+                scrub.fill(scrub.get_attribute("max"))
+                page.locator(".pcd-b[data-act=back]").first.click()
+                page.wait_for_timeout(500)
+                assert page.evaluate(ends) == n_ends
             page.screenshot(path=str(artifacts_dir / f"teach_lesson_present_step{i}.png"))
             if i < n:
                 assert "present=1" in page.url and f"step={i}" in page.url

@@ -109,3 +109,14 @@ def test_memory_tab_degrades_without_torchjd(monkeypatch):
     assert not at.exception and not at.error
     modes = set(at.dataframe[-1].value["mode"])
     assert modes == {"erm", "jacobian"}
+
+
+def test_a_shared_link_keeps_the_selected_tab():
+    """The selected tab is in the URL (``?tab=<label>``, Streamlit's query-parameter binding, which
+    also writes a clicked tab there): a link opens on it."""
+    at = AppTest.from_file(PAGE, default_timeout=240)
+    at.query_params["tab"] = "Gramian memory"
+    at.run()
+    assert not at.exception
+    assert at.session_state["tab"] == "Gramian memory"
+    assert at.query_params["tab"] in (["Gramian memory"], "Gramian memory")

@@ -43,6 +43,42 @@ def _ok(at: AppTest) -> None:
     assert not at.error, [e.value for e in at.error]
 
 
+def _geometry_after_a_click(page: str) -> None:  # AppTest.from_function: the page, run after a figure click
+    import runpy
+
+    import streamlit as st
+
+    tip = st.session_state.get("click")
+    if tip:  # what the figure's drop callback (_dropped) does before the widgets are drawn
+        for key, value in tip.items():
+            st.session_state[key] = value
+    runpy.run_path(page, run_name="__main__")
+
+
+def test_geometry_click_sets_the_sliders_without_a_session_state_warning(monkeypatch):
+    """A click or drag in the geometry figure sets the vectors' sliders through session state; a
+    slider also given a value logged "created with a default value but also had its value set via
+    the Session State API" (once per server process)."""
+    from streamlit.elements.lib import policies
+
+    warned = []
+    monkeypatch.setattr(policies, "_shown_default_value_warning", False)
+    monkeypatch.setattr(policies._LOGGER, "warning", lambda msg, *a, **k: warned.append(msg % a))
+    at = AppTest.from_function(_geometry_after_a_click, args=(str(PAGES / "01_Gradient_geometry.py"),),
+                               default_timeout=120)
+    at.query_params["angle"] = "150"
+    at.query_params["g3"] = "true"
+    at.run()
+    _ok(at)
+    assert at.slider(key="geo_angle").value == 150
+    at.session_state["click"] = {"geo_angle": 100, "geo_norm2": 2.0, "geo_angle3": 30, "geo_norm3": 1.5}
+    at.run()
+    _ok(at)
+    assert not warned, warned
+    assert at.slider(key="geo_angle").value == 100 and at.slider(key="geo_norm3").value == 1.5
+    assert at.query_params["angle"] in (["100"], "100")
+
+
 def test_geometry_page_widgets_rerender_and_url():
     at = _app("01_Gradient_geometry.py", angle=150)
     _ok(at)
@@ -76,11 +112,36 @@ def test_geometry_page_widgets_rerender_and_url():
         assert any("kaleido" in c.value for c in at.caption)
 
 
+def test_toy_page_objective_space_panel_plays_with_the_map():
+    """The (f1, f2) panel under the map: on the map's frames (so the page's one set of controls plays
+    it, ``follow``), its points the runs' losses, log axes by default (linear on request, in the
+    URL), the custom formulas' front computed numerically and said so."""
+    at = _app("02_Toy_landscapes.py", steps=200, methods="pcd,ws")
+    _ok(at)
+    mp, obj = _specs(at)[:2]
+    assert [f["name"] for f in obj["frames"]] == [f["name"] for f in mp["frames"]]
+    assert obj["layout"]["xaxis"]["type"] == "log" and obj["layout"]["meta"] == {"numerical": False}
+    names = [t.get("name") for t in obj["data"]]
+    assert "both objectives optimal" in names and "now" in names
+    assert any("objective space" in h.value for h in at.subheader)
+    player = next(e for e in at.get("bidi_component") if str(e.proto.component_name).endswith("pcd_frame_controls"))
+    assert '"follow": ["toy_obj"]' in player.proto.json.replace("\\", "") or "toy_obj" in player.proto.json
+    at.radio(key="toy_obj_axes").set_value("linear").run()
+    _ok(at)
+    assert _specs(at)[1]["layout"]["xaxis"]["type"] == "linear" and at.query_params["oaxes"] in ("linear", ["linear"])
+    assert any(b.label.startswith("Animation for slides (GIF") for b in at.get("download_button"))
+    at = _app("02_Toy_landscapes.py", steps=200, methods="pcd,ws", problem="custom")
+    _ok(at)
+    obj = _specs(at)[1]
+    assert obj["layout"]["meta"] == {"numerical": True}
+    assert any("computed numerically" in c.value for c in at.caption)
+
+
 def test_toy_page_default_animation_and_widgets():
     at = _app("02_Toy_landscapes.py", steps=200, methods="pcd,ws")
     _ok(at)
     maps = _specs(at)
-    assert len(maps) == 2
+    assert len(maps) == 3  # the map, the same runs in objective space, the losses
     spec = maps[0]
     assert spec["layout"]["images"][0]["source"].startswith("data:image/png")
     # one play control: the page's frame controls drive the frames; the chart has no Plotly buttons/slider
@@ -216,11 +277,33 @@ def test_k_objective_default_view_every_method_visible_and_the_law_explained():
     summary = tables(at)[0].set_index("method")["outcome"]
     assert summary["MGDA"] == "follows the law" and summary["PCD"] == "crosses: zero residual"
     assert any("Adam** divides each coordinate" in m.value for m in at.markdown)
+    # the claim box's live side names only what ran: MGDA is in the default run, CAGrad is not
+    here = next(m.value for m in at.markdown if "pcd-claim" in m.value and "1.536" in m.value).split("here:")[1]
+    assert "MGDA residual / law" in here and "(CAGrad not in this run)" in here and "MGDA/CAGrad" not in here
     at.radio(key="kb_opt").set_value("sgd").run()
     _ok(at)
     ratios = tables(at)[0].set_index("method")["residual / law"]
     lo, hi = (float(v) for v in ratios["Weighted sum"].split(" … "))
     assert 0.97 <= lo <= hi <= 1.0
+
+
+def test_scale_range_is_the_same_in_the_code_the_page_and_the_readme():
+    """The scale sweep's k range is written once (synthetic.SCALE_EXPONENTS); the page's intro and
+    the README's page table say the same range (the README said −5…5 while the code ran −6…7)."""
+    import re
+
+    from pcd.experiments import synthetic
+
+    lo, hi = min(synthetic.SCALE_EXPONENTS), max(synthetic.SCALE_EXPONENTS)
+    assert list(synthetic.SCALE_EXPONENTS) == list(range(lo, hi + 1))
+    num = lambda v: f"−{-v}" if v < 0 else str(v)  # noqa: E731 -- the typographic minus of the texts
+    readme = (PAGES.parent / "README.md").read_text(encoding="utf-8")
+    row = next(ln for ln in readme.splitlines() if ln.startswith("| 4 Scale invariance"))
+    assert re.search(r"k = (\S+)…(\S+?),", row).groups() == (num(lo), num(hi)), row
+    at = _app("04_Scale_invariance.py", steps=300)
+    _ok(at)
+    assert any(f"k = {num(lo)} … {num(hi)}" in m.value for m in at.markdown)
+    assert (at.slider(key="sc_k").min, at.slider(key="sc_k").max) == (lo, hi)
 
 
 def test_scale_page_slider_moves_highlight_and_eps_changes_drift():

@@ -23,14 +23,14 @@ def test_toy_page_inset_on_by_default_follows_the_chosen_start_and_turns_off():
     spec = _map(at)
     names = [t.get("name") for t in spec["data"]]
     assert names[-5:] == ["g₁ (primary)", "g₂", "d (PCD)", "d (Weighted sum)", "inset numbers"]
-    assert all(len(fr["data"]) == 6 for fr in spec["frames"])  # comet + 5 inset traces per frame
+    assert all(len(fr["data"]) == 8 for fr in spec["frames"])  # 2 growing paths + comet + 5 inset traces per frame
     assert any("start S1" in (a.get("text") or "") for a in spec["layout"]["annotations"])
     at.selectbox(key="toy_inset_start").set_value(2).run()
     _ok(at)
     assert any("start S3" in (a.get("text") or "") for a in _map(at)["layout"]["annotations"])
     assert at.query_params["istart"] in ("2", ["2"])
     # the loss plot carries the step cursor the frame controls move
-    loss = figure_specs(at)[1]
+    loss = figure_specs(at)[2]  # after the map and the objective-space panel
     assert [s["name"] for s in loss["layout"]["shapes"]] == ["step cursor", "step cursor"]
     at.toggle(key="toy_inset").set_value(False).run()
     _ok(at)

@@ -121,3 +121,50 @@ def test_modules_plotly_peeks_at_are_imported_before_the_thread_starts(monkeypat
     finally:
         warmup.start.clear()
     assert seen.get("started") and all(seen["modules"].values()), seen
+
+
+def test_the_import_step_names_only_the_products_dependencies():
+    """The import step imports modules of the declared dependencies (and what they require) only:
+    ``orjson`` was listed, is no dependency, and failed the whole step on every install without it."""
+    import re
+    import tomllib
+    from importlib import metadata
+
+    root = Path(__file__).resolve().parents[2]
+    deps = tomllib.loads((root / "pyproject.toml").read_text())["project"]["dependencies"]
+
+    def dist(req: str) -> str:
+        return re.split(r"[ ;<>=!~\[]", req.strip(), maxsplit=1)[0].lower().replace("_", "-")
+
+    closure, todo = set(), [dist(d) for d in deps]
+    while todo:  # the dependencies and everything they require (extras left out)
+        d = todo.pop()
+        if d in closure:
+            continue
+        closure.add(d)
+        try:
+            todo += [dist(r) for r in metadata.requires(d) or [] if "extra ==" not in r]
+        except metadata.PackageNotFoundError:
+            pass
+    owners = metadata.packages_distributions()
+    for name in warmup.IMPORTS:
+        top = name.split(".")[0]
+        if top == "pcd":
+            continue
+        assert {o.lower().replace("_", "-") for o in owners.get(top, [])} & closure, name
+
+
+def test_a_module_that_fails_to_import_does_not_stop_the_others(monkeypatch):
+    import importlib
+
+    seen = []
+
+    def fake(name):
+        seen.append(name)
+        if name == warmup.IMPORTS[0]:
+            raise ImportError("missing")
+
+    monkeypatch.setattr(importlib, "import_module", fake)
+    with pytest.raises(ImportError, match=warmup.IMPORTS[0]):
+        warmup._imports()
+    assert seen == list(warmup.IMPORTS)

@@ -360,3 +360,46 @@ def test_toy_map_figure_layout_per_width_class(saddle_run):
     assert html.layout.updatemenus and html.layout.sliders       # a standalone file keeps Plotly's controls
     with pytest.raises(ValueError, match="width"):
         toy_map.toy_map_figure(prob, res, bg, width="huge")
+
+
+def test_reveal_draws_no_ending_before_the_last_frame(saddle_run):
+    """The toy page's map (reveal): frame 0 shows only the starts -- each path grows with the frames
+    (through points of the path itself, every recorded point at the last frame), the end diamonds
+    and end labels are hidden (the page's controls show them at the last frame)."""
+    from pcd.viz.landscape import frame_index
+    from pcd.viz.theme import plain_array
+
+    prob, res = saddle_run
+    M, S, T = len(res.methods), res.S, len(res.record)
+    fig = toy_map.toy_map_figure(prob, res, toy_map.toy_background(prob), inset_start=None, max_frames=40)
+    idx = frame_index(T, 40)
+    paths = [i for i, t in enumerate(fig.data) if t.mode == "lines" and t.legendgroup in res.methods]
+    ends = [t for t in fig.data if t.meta == "end"]
+    assert len(paths) == M and len(ends) == M and all(t.visible is False for t in ends)
+    labels = [a for a in fig.layout.annotations if a.name == "end label"]
+    assert labels and all(a.visible is False for a in labels)
+
+    def drawn(m: int, data) -> np.ndarray:  # method m's path points, per start (gaps split them)
+        xy = np.c_[plain_array(data.x), plain_array(data.y)].reshape(S, -1, 2)
+        return xy[:, :-1]                                  # the gap closing each start's path
+
+    for m, i in enumerate(paths):  # step 0: every path is its start point only
+        np.testing.assert_allclose(drawn(m, fig.data[i])[:, :, :], np.repeat(res.positions[m, :, :1], 2, axis=1),
+                                   atol=1e-6)
+    for f in (1, 17, 39):
+        fr = fig.frames[f]
+        assert list(fr.traces[:M]) == paths
+        for m in range(M):
+            pts = drawn(m, fr.data[m])
+            # ends at the frame's own step, every point on the recorded path up to it
+            np.testing.assert_allclose(pts[:, -1], res.positions[m, :, idx[f]], atol=1e-6)
+            rec = res.positions[m, :, :idx[f] + 1]
+            for s in range(S):
+                d = np.abs(pts[s][:, None, :] - rec[s][None, :, :]).max(axis=2).min(axis=1)
+                assert d.max() < 1e-6
+    last = fig.frames[-1]
+    for m in range(M):  # the whole path at the end
+        np.testing.assert_allclose(drawn(m, last.data[m]), res.positions[m], atol=1e-6)
+    # the standalone file (Plotly's own controls) keeps the ending visible: no page controls there
+    html = toy_map.toy_map_figure(prob, res, toy_map.toy_background(prob), inset_start=None, controls=True)
+    assert all(t.visible is not False for t in html.data) and all(a.visible is not False for a in html.layout.annotations)

@@ -1,0 +1,173 @@
+"""The toy runs in objective space: every method's trajectory in the (f1, f2) plane, animated on the
+same frames as the toy map (:func:`pcd.viz.toy.toy_map_figure`), so one set of frame controls
+plays both (:func:`pcd.ui.controls.frame_controls`, ``follow``).
+
+A conflict equilibrium is a statement about the losses: the symmetric methods stop on a
+Pareto-stationary point that another point dominates, while PCD reaches the point where both
+objectives are optimal. The data is :func:`pcd.studio.objective_space` (the engine's own losses).
+"""
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from pcd.viz.landscape import fit_legend, frame_index, log_shift, path_so_far
+from pcd.viz.theme import base_layout, figure_from_spec, method_color, method_label, method_style, rgba
+
+FLOOR = 1e-12  # a log axis draws an exact zero here (as the loss chart does)
+
+
+def objective_space_figure(space: dict[str, Any], *, log: bool = True, plot_height: int = 360,
+                           width_px: float = 900.0, max_frames: int | None = None, animate: bool = True,
+                           floor: float = FLOOR) -> Any:
+    """The (f1, f2) plane of :func:`pcd.studio.objective_space`: the Pareto front (dashed; said
+    when it is numerical), the point where both objectives are optimal (star), each method's path
+    -- drawn as far as the frame shown, as on the map (:func:`pcd.viz.landscape.path_so_far`) --
+    and its current points (one animated trace of heads), and at the last frame each group of end
+    points with its verdict (Pareto-stationary, dominated by ...). Frames are named by the recorded
+    step and spread as the map's (:func:`pcd.viz.landscape.frame_index` with ``max_frames``).
+    ``log``: both axes logarithmic, values shown as ``f - min(0, min f)`` with exact zeros at
+    ``floor`` (the x axis' title says so); else linear, the raw losses. ``plot_height``: of the plot
+    area; the legend under it gets the rows it needs at a chart ``width_px`` wide
+    (:func:`pcd.viz.landscape.fit_legend`). ``animate=False``: the last
+    frame as a still. The end markers (``meta="end"``) and verdicts (annotations named ``"end
+    label"``) start hidden when animated: the page's frame controls show them at the last frame."""
+    L = np.asarray(space["losses"], dtype=np.float64)
+    if L.ndim != 4 or L.shape[-1] != 2:
+        raise ValueError(f"objective_space_figure needs losses [M, S, T, 2], got shape {L.shape}")
+    floor = float(floor)
+    if not floor > 0:
+        raise ValueError(f"floor must be > 0, got {floor}")
+    M, S, T, _ = L.shape
+    methods, record = list(space["methods"]), np.asarray(space["record"])
+    front = np.asarray(space["front"], dtype=np.float64).reshape(-1, 2)
+    optimum = None if space.get("optimum") is None else np.asarray(space["optimum"], dtype=np.float64)
+    names = list(space.get("names") or ("f1", "f2"))[:2]
+    animate = bool(animate and T >= 2)
+    shifts = np.array([log_shift(np.r_[L[..., k].ravel(), front[:, k], [] if optimum is None else [optimum[k]]])
+                       for k in range(2)]) if log else np.zeros(2)
+
+    def shown(v: Any) -> np.ndarray:  # the plotted coordinates of losses [..., 2]
+        v = np.asarray(v, dtype=np.float64)
+        return np.maximum(v - shifts, floor) if log else v
+
+    P = shown(L)                                                     # [M, S, T, 2]
+    fidx = frame_index(T, max_frames) if animate else np.arange(T)
+    traces: list[dict] = []
+    if len(front):  # a line, or one point (the front of a problem whose objectives share an optimum)
+        fr = shown(front)
+        traces.append(dict(type="scatter", x=fr[:, 0], y=fr[:, 1], mode="lines" if len(front) >= 2 else "markers",
+                           hoverinfo="name", marker=dict(symbol="square-open", size=16, color="#8250df",
+                                                         line=dict(width=2.5)),
+                           name="Pareto front" + (" (numerical: the map's grid)" if space.get("numerical") else ""),
+                           line=dict(color="#8250df", width=3, dash="dash")))
+    if optimum is not None:
+        o = shown(optimum)
+        traces.append(dict(type="scatter", x=[o[0]], y=[o[1]], mode="markers", name="both objectives optimal",
+                           marker=dict(symbol="star", size=18, color="#ffd33d", line=dict(color="#24292f", width=1.2)),
+                           hovertemplate=f"both optimal: {names[0]} = {optimum[0]:.3g}, {names[1]} = {optimum[1]:.3g}"
+                                         "<extra></extra>"))
+    path_idx = []
+    for m, name in enumerate(methods):
+        xy = path_so_far(P[m], fidx, 0 if animate else None)
+        path_idx.append(len(traces))
+        traces.append(dict(type="scatter", x=xy[:, 0], y=xy[:, 1], mode="lines", name=method_label(name),
+                           legendgroup=name, line=dict(color=rgba(method_color(name), 0.55), width=2.5,
+                                                       dash=method_style(name)["dash"]),
+                           hovertemplate=f"{method_label(name)}<br>{names[0]} %{{x:.3e}}, {names[1]} %{{y:.3e}}"
+                                         "<extra></extra>"))
+    verdicts = space.get("verdicts") or [[""] * S for _ in range(M)]
+    for m, name in enumerate(methods):
+        end = P[m, :, -1]
+        traces.append(dict(type="scatter", x=end[:, 0], y=end[:, 1], mode="markers", showlegend=False,
+                           name=f"{method_label(name)} (end)", legendgroup=name,
+                           marker=dict(symbol="diamond", size=10, color=method_color(name), line=dict(color="white", width=1)),
+                           text=[f"S{s + 1}: {verdicts[m][s]}" for s in range(S)],
+                           hovertemplate=f"{method_label(name)} %{{text}}<extra></extra>",
+                           **({"visible": False, "meta": "end"} if animate else {})))
+    order = list(range(M))[::-1]  # the first method (PCD) drawn last, on top
+
+    def heads(t: int) -> np.ndarray:
+        return P[order, :, t].reshape(-1, 2).astype(np.float32)
+
+    h0 = heads(0 if animate else T - 1)
+    traces.append(dict(type="scatter", x=h0[:, 0], y=h0[:, 1], mode="markers", showlegend=False, name="now",
+                       marker=dict(size=12, color=[method_color(methods[m]) for m in order for _ in range(S)],
+                                   line=dict(color="white", width=1.5)),
+                       customdata=[[method_label(methods[m]), s + 1] for m in order for s in range(S)],
+                       hovertemplate="<b>%{customdata[0]}</b> S%{customdata[1]}<br>"
+                                     f"{names[0]} %{{x:.3e}}, {names[1]} %{{y:.3e}}<extra></extra>"))
+    head_idx = len(traces) - 1
+
+    layout = base_layout(height=plot_height)
+    axis = dict(showgrid=True, gridcolor="#e6e8eb", zeroline=not log, linecolor="#57606a", ticks="outside",
+                tickcolor="#57606a", type="log" if log else "linear", exponentformat="power")
+
+    def title(k: int) -> str:
+        if not log:
+            return names[k]
+        shifted = names[k] + (f" − ({shifts[k]:.3g})" if shifts[k] < 0 else "")
+        return shifted + (f"  (log axes: 0 drawn at {floor:g})" if k == 0 else "  (log)")
+
+    def span(k: int) -> list[float]:  # fixed ranges: every frame fits, and the labels never stretch the axes
+        v = np.r_[P[..., k].ravel(), shown(front)[:, k] if len(front) else [], [] if optimum is None else
+                  [shown(optimum)[k]]]
+        v = v[np.isfinite(v)]
+        if not v.size:
+            return [-1.0, 1.0] if log else [0.0, 1.0]
+        lo, hi = (np.log10(v.min()), np.log10(v.max())) if log else (float(v.min()), float(v.max()))
+        pad = 0.06 * (hi - lo) if hi > lo else (0.5 if log else 0.5 * max(abs(lo), 1.0))
+        return [float(lo - pad), float(hi + pad)]
+
+    xr, yr = span(0), span(1)
+    layout["xaxis"] = dict(axis, title=dict(text=title(0)), range=xr)
+    layout["yaxis"] = dict(axis, title=dict(text=title(1)), range=yr)
+    layout["margin"] = dict(l=70, r=20, t=30, b=60)
+    layout["legend"] = dict(layout["legend"], orientation="h", yanchor="bottom", y=0.0, yref="container",
+                            xanchor="left", x=0.0)
+    layout["annotations"] = _verdict_labels(P[:, :, -1], methods, verdicts, log, animate, xr, yr)
+    layout["meta"] = {"numerical": bool(space.get("numerical"))}  # the page's caption says which front it is
+    spec: dict[str, Any] = {"data": traces, "layout": layout}
+    fit_legend(spec, width_px, axis_px=70.0)  # the bottom margin holds the x axis and the legend's rows
+    layout["height"] = int(plot_height + layout["margin"]["t"] + layout["margin"]["b"])
+    if animate:
+        spec["frames"] = []
+        for f, t in enumerate(fidx):
+            grown = [path_so_far(P[m], fidx, f) for m in range(M)]
+            h = heads(int(t))
+            spec["frames"].append({"name": str(int(record[t])), "traces": path_idx + [head_idx],
+                                   "data": [{"type": "scatter", "x": g[:, 0], "y": g[:, 1]} for g in grown]
+                                   + [{"type": "scatter", "x": h[:, 0], "y": h[:, 1]}]})
+    return figure_from_spec(spec)
+
+
+def _verdict_labels(ends: np.ndarray, methods: list[str], verdicts: list[list[str]], log: bool,
+                    hidden: bool, xr: list[float], yr: list[float]) -> list[dict]:
+    """One label per verdict (the methods whose every end point has it), pointing at their mean end
+    point from the side of the plot's centre (never out of the plot), stacked so that they do not
+    cover each other."""
+    groups: dict[str, list[int]] = {}
+    for m in range(len(methods)):
+        vs = set(verdicts[m])
+        key = vs.pop() if len(vs) == 1 else " / ".join(dict.fromkeys(verdicts[m]))
+        groups.setdefault(key, []).append(m)
+    out = []
+    for i, (verdict, ms) in enumerate(groups.items()):
+        pts = ends[ms].reshape(-1, 2)
+        pts = pts[np.isfinite(pts).all(axis=1)]
+        if not len(pts) or not verdict:
+            continue
+        c = np.exp(np.log(pts).mean(axis=0)) if log else pts.mean(axis=0)
+        x, y = (np.log10(c) if log else c).tolist()
+        who = " · ".join(method_label(methods[m]) for m in ms)
+        text = f"<b>{who}</b><br>" + verdict.replace(" · dominated by ", "<br>dominated by ")
+        color = method_color(methods[ms[0]]) if len(ms) == 1 else "#24292f"
+        out.append(dict(x=x, y=y, xref="x", yref="y", text=text, showarrow=True, arrowhead=0, arrowwidth=1,
+                        arrowcolor="#57606a", standoff=6,
+                        ax=-70 if x > (xr[0] + xr[1]) / 2 else 70,
+                        ay=(45 + 40 * i) * (1 if y > (yr[0] + yr[1]) / 2 else -1),
+                        font=dict(size=12, color=color), bgcolor="rgba(255,255,255,0.9)", bordercolor="#d0d7de",
+                        borderwidth=1, borderpad=3, align="left", name="end label",
+                        **({"visible": False} if hidden else {})))
+    return out
