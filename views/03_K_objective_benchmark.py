@@ -40,7 +40,9 @@ STEPS = [200, 300, 500, 800, 1000, 2000, 3000]
 LRS = [0.005, 0.01, 0.02, 0.03, 0.05]
 
 OPTS = {"adam": "Adam", "sgd": "SGD"}
-c1, c2, c3, c4, c5, c6 = settings_panel().columns([1.3, 2.2, 1, 1, 1, 0.9])
+panel = settings_panel()
+c1, c2 = panel.columns([1.3, 3.2])  # the methods get a wide cell: ~30 methods' chips must stay visible at 800 px
+c3, c4, c5, c6 = panel.columns([1, 1, 1, 0.9])
 with c1:
     k_lo, k_hi = st.select_slider("K range", KS, value=(url_default("kmin", 2, KS), url_default("kmax", 65, KS)),
                                   key="kb_range")
