@@ -531,7 +531,13 @@ def _results_view() -> None:
     st.caption("Marker = mean over seeds of one (method, setting), bars = ±1 std; dotted line = that method's own "
                "Pareto front (no other of its settings is both more accurate and more compressed); dashed line = "
                "the unpruned network's accuracy.")
-    download_figure(fig, "pruning_results.html", key="pl_dl_fig")
+    download_figure(fig, "pruning_results.html", key="pl_dl_fig", settings={"study": study, "x": x_key, "y": y_key})
+    fronts_hv = R.front_hypervolumes(rows, x_key, y_key)
+    if fronts_hv:
+        st.markdown("**Each method's front, as one number** — dominated hypervolume in (" + R.X_AXES[x_key]
+                    + " / 100, " + R.Y_AXES[y_key] + " / 100), 1.0 = everything removed at 100 %: "
+                    + " · ".join(f"{method_label(m)} {v:.3f}" for m, v in sorted(fronts_hv.items(),
+                                                                                   key=lambda kv: -kv[1])))
 
     st.subheader("Matched sparsity, as in the paper")
     c1, c2 = st.columns(2)

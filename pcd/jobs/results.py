@@ -174,6 +174,23 @@ def hypervolume(points: Sequence[Sequence[float]], ref: Sequence[float] | None =
     return vol
 
 
+PERCENT_AXES = ("group_sparsity", "param_reduction", "param_sparsity")
+
+
+def front_hypervolumes(rows: Sequence[dict], x: str = "param_reduction", y: str = "test_acc") -> dict[str, float]:
+    """Each method's dominated hypervolume in the plane ``(x / 100, y / 100)`` (both maximized,
+    reference point at the origin): the area its points cover below and left of its own front -- one
+    number per method for a K = 2 study, 1.0 = every parameter removed at 100 % accuracy. Only for
+    the percentage x axes (:data:`PERCENT_AXES`); ``{}`` otherwise."""
+    if x not in PERCENT_AXES:
+        return {}
+    by: dict[str, list[tuple[float, float]]] = {}
+    for r in rows:
+        if r.get(x) is not None and r.get(y) is not None and r.get("method") != "unpruned":
+            by.setdefault(str(r["method"]), []).append((float(r[x]) / 100.0, float(r[y]) / 100.0))
+    return {m: hypervolume(pts) for m, pts in by.items()}
+
+
 def hypervolume_by_method(points: Sequence[dict], rank_ref: float | None = None) -> dict:
     """K = 3 runs (CE + L1 + nuclear): dominated hypervolume per method in the normalized space
     ``(accuracy / 100, parameter sparsity / 100, 1 - effective rank / rank_ref)``, all to be

@@ -233,3 +233,15 @@ def test_nothing_removed_means_nothing_to_compare_and_one_seed_is_said():
     comp = R.paired_comparison(rows)
     assert comp["n"] == 1 and comp["single_seed"] and comp["nothing"] is None
     assert "one seed per point: no seed noise is known" in R.pairs_line(comp)
+
+
+def test_front_hypervolume_per_method_in_percent_axes():
+    rows = [{"method": "pcd", "param_reduction": 80.0, "test_acc": 99.0},
+            {"method": "pcd", "param_reduction": 50.0, "test_acc": 99.5},
+            {"method": "ws", "param_reduction": 99.0, "test_acc": 10.0},
+            {"method": "unpruned", "param_reduction": 0.0, "test_acc": 99.6}]
+    hv = R.front_hypervolumes(rows)
+    assert set(hv) == {"pcd", "ws"}
+    assert hv["pcd"] == pytest.approx(0.8 * 0.99 + (0.995 - 0.99) * 0.5)
+    assert hv["ws"] == pytest.approx(0.99 * 0.10)
+    assert R.front_hypervolumes(rows, x="flops_factor") == {}
