@@ -106,7 +106,10 @@ with left:
                "not an end point. Lighter, dotted curves = fewer steps. Click a legend entry to hide a curve, "
                "double-click to show it alone."
                + (" Log axes; values below 10⁻¹² (exact zeros at CMS) sit on the line labelled 0."
-                  if problem == "saddle2d" else ""))
+                  if problem == "saddle2d" else "")
+               + (f" Other methods: one marker each, the mean of their end losses over the same starts after {steps} "
+                  f"steps with their own defaults (`python -m pcd toy --problem {problem} --methods {','.join(others)} "
+                  f"--steps {steps} --lr {lr:g}`)." if others else ""))
 for m, r in refs.items():
     if r["error"]:
         st.warning(f"{registry.get(m).display_name} failed: {r['error']}")
