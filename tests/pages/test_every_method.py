@@ -40,6 +40,11 @@ def test_geometry_page_draws_every_method(tmp_path, monkeypatch):
     assert not at.warning  # no method fails on two gradients
     table = tables(at)[0]
     assert list(table["method"]) == [LABELS[m] for m in ALL]
+    k3 = open_page("01_Gradient_geometry.py", {"methods": ",".join(ALL), "g3": "true", "angle3": -110},
+                   tmp_path, monkeypatch)  # K = 3: every method again
+    _ok(k3)
+    assert k3.toggle(key="geo_g3").value and set(LABELS.values()) <= _names(figure_specs(k3)[0])
+    assert not k3.warning
 
 
 def test_toy_page_runs_every_method_and_names_the_refusals(tmp_path, monkeypatch):
