@@ -113,7 +113,7 @@ claim("MGDA / CAGrad residual 1.536·√(K−1); PCD gradient residual ~1e-15, l
 measured = kdw_law.table()
 ms = measured["settings"]
 st.subheader("Does each method follow the law? Measured")
-st.caption(f"Every method of issue 27 at this page's defaults ({OPTS.get(ms['optimizer'], ms['optimizer'])}, "
+st.caption(f"The loss-weighting methods (UW, DWA, GLS, STCH) and TorchJD 0.18's aggregators (ConFIG … TrimmedMean) at this page's defaults ({OPTS.get(ms['optimizer'], ms['optimizer'])}, "
            f"{ms['steps']} steps, lr {ms['lr']:g}, K = {', '.join(map(str, ms['Ks']))}), measured by "
            f"`{measured['command']}` (the table is stored, not assumed; a test reruns part of it). *On the law*: never "
            "left the start; *all-optimal point*: crossed towards x = 1; *primary's other minimum*: went to x = −1, "
