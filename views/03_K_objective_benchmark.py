@@ -5,6 +5,7 @@ import pandas as pd
 import streamlit as st
 
 import pcd.methods as registry
+from pcd.experiments import kdw_law
 from pcd.ui import (
     claim,
     download_row,
@@ -18,7 +19,7 @@ from pcd.ui import (
 )
 from pcd.ui.chart import plotly_chart
 from pcd.ui.table import html_table
-from pcd.viz.kbench import law_summary, residual_figure, residual_table
+from pcd.viz.kbench import law_summary, residual_figure, residual_table, verdict_table
 
 setup_page(
     "K-objective benchmark",
@@ -113,6 +114,16 @@ claim("MGDA / CAGrad residual 1.536·√(K−1); PCD gradient residual ~1e-15, l
       here="; ".join(here) or "add MGDA, CAGrad or PCD to compare",
       note="PCD's residual depends on the step budget (Adam): the default 800 steps at lr 0.03 reach an exactly "
            "zero residual at every K; 300 steps leave about 1e-5. CAGrad's inner problem lets it creep off the start (its residual can fall below the law).")
+
+measured = kdw_law.table()
+ms = measured["settings"]
+st.subheader("Does each method follow the law? Measured")
+st.caption(f"The loss-weighting methods (UW, DWA, GLS, STCH) and TorchJD 0.18's aggregators (ConFIG … TrimmedMean) at this page's defaults ({OPTS.get(ms['optimizer'], ms['optimizer'])}, "
+           f"{ms['steps']} steps, lr {ms['lr']:g}, K = {', '.join(map(str, ms['Ks']))}), measured by "
+           f"`{measured['command']}` (the table is stored, not assumed; a test reruns part of it). *On the law*: never "
+           "left the start; *all-optimal point*: crossed towards x = 1; *primary's other minimum*: went to x = −1, "
+           "where the secondaries are not optimal; *stalls below the law*: stopped short of the barrier.")
+html_table(verdict_table(measured["verdicts"]))
 
 with st.expander("Where does 1.536·√(K−1) come from?"):
     st.markdown(

@@ -3,7 +3,18 @@ from __future__ import annotations
 
 import streamlit as st
 
-from pcd.ui import claim, download_row, settings_panel, setup_page, show_error, url_default, url_sync, warmup
+import pcd.methods as registry
+from pcd.ui import (
+    claim,
+    download_row,
+    method_picker,
+    settings_panel,
+    setup_page,
+    show_error,
+    url_default,
+    url_sync,
+    warmup,
+)
 from pcd.ui.chart import plotly_chart
 from pcd.ui.controls import frame_controls
 from pcd.ui.table import html_table
@@ -29,7 +40,10 @@ BUDGETS = [30, 100, 300, 1000, 3000]
 DEFAULT_BUDGETS = list(warmup.TD_BUDGETS)
 LRS = [0.005, 0.01, 0.02, 0.05]
 
-c1, c2, c3 = settings_panel().columns([1.6, 1.6, 1])
+OTHERS = [m for m in registry.available() if m != "pcd"]  # PCD is the curve
+
+panel = settings_panel()
+c1, c2, c3 = panel.columns([1.6, 1.6, 1])
 with c1:
     names = list(PROBLEMS)
     problem = st.selectbox("problem", names, index=names.index(url_default("problem", warmup.TD_PROBLEM, names)),
@@ -44,11 +58,14 @@ with c2:
 with c3:
     lr = st.select_slider("learning rate (Adam)", LRS, value=url_default("lr", warmup.TD_LR, LRS), key="td_lr")
 steps = budgets[-1]
+others = method_picker("compare with (where each ends after the largest budget, its own defaults)", OTHERS,
+                       default=url_default("others", [], allowed=OTHERS), key="td_others", container=panel)
 
 
 try:
     with st.spinner("sweeping τ…"):
         records = warmup.tau_sweep(problem, tuple(budgets), lr)
+        refs = {m: warmup.tau_reference(problem, m, steps, lr) for m in others}
     front = warmup.tau_front(problem)
 except ValueError as exc:
     show_error(exc)
@@ -75,9 +92,10 @@ if "td_tau" not in st.session_state:
 left, right = st.columns([1, 1])
 with right:
     tau_sel = st.select_slider("show the trajectories for τ", TAUS, key="td_tau", format_func=lambda t: f"τ = {t:g}")
-url_sync(problem=problem, budgets=budgets, lr=lr, tau=tau_sel)
+url_sync(problem=problem, budgets=budgets, lr=lr, tau=tau_sel, others=others)
 try:
-    fig = tradeoff_figure(records, pareto_front=front, selected=tau_sel, log_axes=problem in ("saddle2d",))
+    fig = tradeoff_figure(records, pareto_front=front, selected=tau_sel, log_axes=problem in ("saddle2d",),
+                          references=refs)
     tfig = warmup.tau_trajectory_figure(problem, tau_sel, steps, lr)
 except ValueError as exc:
     show_error(exc)
@@ -88,7 +106,13 @@ with left:
                "not an end point. Lighter, dotted curves = fewer steps. Click a legend entry to hide a curve, "
                "double-click to show it alone."
                + (" Log axes; values below 10⁻¹² (exact zeros at CMS) sit on the line labelled 0."
-                  if problem == "saddle2d" else ""))
+                  if problem == "saddle2d" else "")
+               + (f" Other methods: one marker each, the mean of their end losses over the same starts after {steps} "
+                  f"steps with their own defaults (`python -m pcd toy --problem {problem} --methods {','.join(others)} "
+                  f"--steps {steps} --lr {lr:g}`)." if others else ""))
+for m, r in refs.items():
+    if r["error"]:
+        st.warning(f"{registry.get(m).display_name} failed: {r['error']}")
 with right:
     st.markdown(f"**PCD trajectories at τ = {tau_sel:g}** ({steps} steps, Adam lr {lr})")
     plotly_chart(tfig, key="td_traj")
@@ -125,5 +149,5 @@ else:
                "where τ sets a rate (see above).")
 
 download_row(fig, "tau_dial", key="td", table=table,
-             settings={"problem": problem, "method": "pcd", "τ": TAUS, "optimizer": "Adam", "lr": lr,
+             settings={"problem": problem, "method": "pcd", "compare with": others, "τ": TAUS, "optimizer": "Adam", "lr": lr,
                        "steps": budgets})

@@ -40,7 +40,7 @@ SCALE_STEPS = 1000      # the page's and the CLI's default: PCD has reached its 
 SCALE_EPS_MARGIN = 0.01  # a scale is "scale-free" for PCD when eps <= 1 % of the secondary's ||g||^2
 TAUS = tuple(np.round(np.concatenate([[0.0], np.arange(0.01, 0.1, 0.01), np.arange(0.1, 1.0001, 0.1)]), 4))
 
-__all__ = ["toy", "toy_run", "kdw", "scale", "tau_sweep", "parse_methods", "parse_floats", "TOY_METHODS",
+__all__ = ["toy", "toy_run", "kdw", "scale", "tau_sweep", "tau_references", "parse_methods", "parse_floats", "TOY_METHODS",
            "KDW_METHODS", "KDW_KS", "SCALE_EXPONENTS", "SCALE_STEPS", "TAUS"]
 
 
@@ -311,4 +311,25 @@ def tau_sweep(problem: str = "saddle2d", taus: Iterable[float] = TAUS, steps: in
                           "moving_fraction": float(np.mean([d == "moving" for d in d_b]))}
             rec["budgets"] = per
         out.append(rec)
+    return out
+
+
+def tau_references(problem: str, methods: str | Iterable[str], steps: int, lr: float = 0.01,
+                   optimizer: str = "adam", starts: Any = None, seed: int = 0) -> dict[str, dict[str, Any]]:
+    """Where other methods end on the tau dial's problem, for comparison with PCD's curve: every
+    method from the same starts (the problem's, as :func:`tau_sweep`) with its own defaults, after
+    ``steps``. ``{method: {"losses": mean final losses over the starts, "diagnosis": [...], "error":
+    the method's one-line refusal or None}}`` (a method that fails -- e.g. a loss-weighting one on
+    negative losses -- keeps its message, the others still run)."""
+    names = parse_methods(methods)
+    steps = check_int(steps, "steps", 1, 1_000_000)
+    res = run(problem, names, starts=starts, steps=steps, optimizer=optimizer, lr=check_float(lr, "lr", 0.0,
+              strict_low=True), seed=seed, record=[0, steps])
+    out: dict[str, dict[str, Any]] = {}
+    for m, name in enumerate(names):
+        err = res.errors.get(name)
+        with np.errstate(all="ignore"):
+            mean = np.nanmean(res.end_losses[m], axis=0)
+        out[name] = {"losses": None if err else mean.tolist(), "diagnosis": [str(d) for d in res.diagnosis[m]],
+                     "error": err}
     return out

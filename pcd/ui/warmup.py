@@ -118,6 +118,13 @@ def tau_sweep(problem: str, budgets: tuple[int, ...], lr: float) -> list[dict[st
     return synthetic.tau_sweep(problem, taus=list(TD_TAUS), lr=lr, budgets=list(budgets))
 
 
+@st.cache_data(show_spinner=False, max_entries=512)
+def tau_reference(problem: str, method: str, steps: int, lr: float) -> dict[str, Any]:
+    """Page 05: where one other method ends on the problem after ``steps`` (Adam, its defaults;
+    :func:`pcd.experiments.synthetic.tau_references`), one cache entry per method."""
+    return synthetic.tau_references(problem, [method], steps=steps, lr=lr)[method]
+
+
 @st.cache_data(show_spinner=False, max_entries=32)
 def tau_front(problem: str) -> np.ndarray | None:
     """Page 05: the problem's Pareto front (200 points), None where it has none."""

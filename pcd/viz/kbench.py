@@ -88,26 +88,25 @@ def residual_figure(records: Sequence[dict], floor: float = 1e-16, height: int =
 
 
 def law_summary(records: Sequence[dict]):
-    """One row per method: residual / law over K (min … max) and what that means -- follows the
-    law (never leaves the start: ratio >= 0.98), creeps off the start (>= 1e-3), crosses to the
-    zero residual (< 1e-6 at every K) or crosses for some K."""
+    """One row per method: residual / law over K (min … max) and the verdict of
+    :func:`pcd.experiments.kdw_law.verdicts` (follows the law, crosses, stalls below the law, or
+    which K end where). Records without ``ratio`` / ``end_mean`` get them from ``K`` (``end_mean``
+    unknown: read as not crossed)."""
+    from pcd.experiments.kdw_law import verdicts
+
+    recs = [{**r, "ratio": r.get("ratio", r["primary_grad_norm"] / float(law(r["K"]))),
+             "end_mean": r.get("end_mean", -0.6)} for r in _check_records(records)]
+    return verdict_table(verdicts(recs))
+
+
+def verdict_table(rows: Sequence[dict]):
+    """The rows of :func:`pcd.experiments.kdw_law.verdicts` as a table: method, residual / law
+    (min … max over K), outcome (the verdict)."""
     import pandas as pd
 
-    recs = _check_records(records)
-    rows = []
-    for m in dict.fromkeys(r["method"] for r in recs):
-        ratios = np.array([r["primary_grad_norm"] / float(law(r["K"])) for r in recs if r["method"] == m], dtype=float)
-        lo, hi = float(np.nanmin(ratios)), float(np.nanmax(ratios))
-        if hi < 1e-6:
-            verdict = "crosses: zero residual"
-        elif lo >= 0.98:
-            verdict = "follows the law"
-        elif lo >= 1e-3:
-            verdict = "creeps, near the law"
-        else:
-            verdict = "crosses for some K"
-        rows.append({"method": method_label(m), "residual / law": f"{lo:.3g} … {hi:.3g}", "outcome": verdict})
-    return pd.DataFrame(rows)
+    return pd.DataFrame([{"method": method_label(v["method"]),
+                          "residual / law": f"{v['ratio_min']:.3g} … {v['ratio_max']:.3g}",
+                          "outcome": v["verdict"]} for v in rows])
 
 
 def residual_table(records: Sequence[dict]):

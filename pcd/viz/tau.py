@@ -19,7 +19,7 @@ from typing import Any
 import numpy as np
 import plotly.graph_objects as go
 
-from pcd.viz.theme import base_layout, method_color, outcome_label, rgba, style_axes
+from pcd.viz.theme import base_layout, method_color, method_label, method_style, outcome_label, rgba, style_axes
 
 ZERO_FLOOR = 1e-12   # values below this are drawn on the "0" line of a log axis
 _BUDGET_ALPHA = (0.35, 0.55, 0.75, 1.0)
@@ -77,13 +77,16 @@ def _zero_safe(values: np.ndarray) -> tuple[np.ndarray, dict]:
 
 
 def tradeoff_figure(records: Sequence[dict], pareto_front: Any = None, selected: float | None = None,
-                    log_axes: bool = False, height: int = 520) -> go.Figure:
+                    log_axes: bool = False, height: int = 520, references: dict | None = None) -> go.Figure:
     """Trade-off curve(s) in loss space: x = primary f₁, y = secondary f₂ (mean over the starts).
 
     With budgets: one curve per step budget (lighter = fewer steps), else one curve at the end.
     Every curve's points carry ``customdata = [τ, budget, outcome]`` so a click identifies τ;
     trace 0 is the largest budget's curve. Points still moving are open markers. ``selected``
-    τ is ringed on the largest budget. ``log_axes`` gives zero-safe log axes.
+    τ is ringed on the largest budget. ``log_axes`` gives zero-safe log axes. ``references``
+    (:func:`pcd.experiments.synthetic.tau_references`): where other methods end after the largest
+    budget, one marker each in the method's colour and family marker (a method with an ``error``
+    has none: the page says why).
     """
     recs = _check(records)
     taus = np.array([r["tau"] for r in recs], dtype=float)
@@ -101,7 +104,9 @@ def tradeoff_figure(records: Sequence[dict], pareto_front: Any = None, selected:
             words = sorted({outcome_label(d, "pcd", short=True) for d in diags})
             outcome.append(", ".join(words) if words else "")
         curves.append((b, L, outcome, moving))
-    allv = np.concatenate([c[1].ravel() for c in curves])
+    refs = {m: np.asarray(r["losses"][:2], dtype=float) for m, r in (references or {}).items()
+            if not r.get("error") and r.get("losses") is not None}
+    allv = np.concatenate([c[1].ravel() for c in curves] + [v for v in refs.values()])
     per = [(r["tau"], np.asarray(r.get("start_losses", []), dtype=float)) for r in recs]
     pf: np.ndarray | None
     if pareto_front is not None:
@@ -161,6 +166,14 @@ def tradeoff_figure(records: Sequence[dict], pareto_front: Any = None, selected:
                                  marker=dict(size=12, symbol="star", color="#8250df"), customdata=pf[:, :2],
                                  hovertemplate="Pareto front<br>f₁ = %{customdata[0]:.4g}<br>f₂ = %{customdata[1]:.4g}"
                                                "<extra></extra>"))
+    for m, L in refs.items():
+        sty = method_style(m)
+        fig.add_trace(go.Scatter(x=fx(L[[0]]), y=fy(L[[1]]), mode="markers", name=method_label(m), legendgroup=m,
+                                 customdata=[[L[0], L[1]]],
+                                 marker=dict(size=13, symbol=sty["symbol"], color=sty["color"],
+                                             line=dict(color="white", width=1)),
+                                 hovertemplate=f"<b>{method_label(m)}</b> (its defaults), mean over starts<br>"
+                                               "f₁ = %{customdata[0]:.4g}<br>f₂ = %{customdata[1]:.4g}<extra></extra>"))
     if selected is not None:
         i = int(np.argmin(np.abs(taus - float(selected))))
         if abs(taus[i] - float(selected)) > 1e-9:

@@ -72,3 +72,20 @@ def test_tau_table(records):
     assert list(t["τ"]) == [0.0, 0.1, 0.5]
     assert {"mean f1", "reached CMS", "outcome", "still moving after 100 / 300 steps"} <= set(t.columns)
     assert not any("_" in str(v) for v in t["outcome"])  # words, not engine codes
+
+
+def test_tradeoff_figure_draws_other_methods_where_they_end_and_skips_the_refused():
+    """Issue 27: the τ dial compares PCD's curve with where every other method ends (its own
+    defaults, same starts): one marker per method that ran, at its mean final losses."""
+    from pcd.experiments.synthetic import tau_references, tau_sweep
+    from pcd.viz.tau import tradeoff_figure
+
+    recs = tau_sweep("two_task", taus=[0.0, 0.5], budgets=[30], lr=0.02)
+    refs = tau_references("two_task", ["ws", "uw", "fairgrad"], steps=30, lr=0.02)
+    assert refs["uw"]["error"] and "losses must be >= 0" in refs["uw"]["error"] and refs["uw"]["losses"] is None
+    fig = tradeoff_figure(recs, references=refs)
+    by_name = {t.name: t for t in fig.data}
+    assert "UW" not in by_name
+    for m, label in (("ws", "Weighted sum"), ("fairgrad", "FairGrad")):
+        t = by_name[label]
+        assert [t.x[0], t.y[0]] == pytest.approx(refs[m]["losses"][:2])
