@@ -377,6 +377,19 @@ def check_losses(losses: Any, B: int, K: int, who: str, *, nonnegative: str | No
     return L
 
 
+def check_jacobian(jacobian: Any, B: int, K: int, who: str) -> np.ndarray:
+    """The Jacobians ``[B, K, n]`` of a batch (a single ``[K, n]`` is promoted) as float64; a one-line
+    ``ValueError`` for a wrong shape or a NaN / inf entry (methods that act per coordinate)."""
+    J = np.asarray(jacobian, dtype=np.float64)
+    if J.ndim == 2:
+        J = J[None]
+    if J.ndim != 3 or J.shape[:2] != (B, K):
+        raise ValueError(f"{who}: jacobian must have shape [B, K, n] = [{B}, {K}, n], got {list(J.shape)}")
+    if not all_finite(J):
+        raise ValueError(f"{who}: jacobian contains NaN or inf")
+    return J
+
+
 def per_objective(value: Any, K: int, who: str) -> np.ndarray:
     """A per-objective hyper-parameter (one number for every objective, or ``K`` values) as ``[K]``."""
     v = np.asarray(value, dtype=np.float64)

@@ -26,8 +26,7 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from pcd._fast import all_finite
-from pcd.methods.base import Method, Param, Step, register
+from pcd.methods.base import Method, Param, Step, check_jacobian, register
 
 
 class ExcessMTLState(NamedTuple):
@@ -71,13 +70,7 @@ class ExcessMTL(Method):
     def update(self, gram: np.ndarray, state: Any = None, *, losses: Any = None, jacobian: Any = None,
                rng: Any = None) -> Step:
         B, K = gram.shape[0], gram.shape[-1]
-        J = np.asarray(jacobian, dtype=np.float64)
-        if J.ndim == 2:
-            J = J[None]
-        if J.ndim != 3 or J.shape[:2] != (B, K):
-            raise ValueError(f"excessmtl: jacobian must have shape [B, K, n] = [{B}, {K}, n], got {list(J.shape)}")
-        if not all_finite(J):
-            raise ValueError("excessmtl: jacobian contains NaN or inf")
+        J = check_jacobian(jacobian, B, K, "excessmtl")
         if state is None:
             state = self.init(B, K)
         if state.weights.shape != (B, K):

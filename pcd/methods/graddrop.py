@@ -24,8 +24,8 @@ from typing import Any
 
 import numpy as np
 
-from pcd._fast import all_finite, small_batch
-from pcd.methods.base import DirectionMethod, Param, Step, register
+from pcd._fast import small_batch
+from pcd.methods.base import DirectionMethod, Param, Step, check_jacobian, register
 
 
 def graddrop_direction(J: np.ndarray, U: np.ndarray, leak: np.ndarray) -> np.ndarray:
@@ -52,13 +52,7 @@ class GradDrop(DirectionMethod):
     def update(self, gram: np.ndarray, state: Any = None, *, losses: Any = None, jacobian: Any = None,
                rng: Any = None) -> Step:
         B, K = gram.shape[0], gram.shape[-1]
-        J = np.asarray(jacobian, dtype=np.float64)
-        if J.ndim == 2:
-            J = J[None]
-        if J.ndim != 3 or J.shape[:2] != (B, K):
-            raise ValueError(f"graddrop: jacobian must have shape [B, K, n] = [{B}, {K}, n], got {list(J.shape)}")
-        if not all_finite(J):
-            raise ValueError("graddrop: jacobian contains NaN or inf")
+        J = check_jacobian(jacobian, B, K, "graddrop")
         leak = self.hparams["leak"]
         if K == 2 and small_batch(B) and J.shape[-1] <= _SCALAR_MAX_N and (isinstance(leak, float) or np.shape(leak) == (2,)):
             l0, l1 = (leak, leak) if isinstance(leak, float) else (float(leak[0]), float(leak[1]))

@@ -22,8 +22,7 @@ from typing import Any
 
 import numpy as np
 
-from pcd._fast import all_finite
-from pcd.methods.base import DirectionMethod, Param, Step, register
+from pcd.methods.base import DirectionMethod, Param, Step, check_jacobian, register
 from pcd.methods.graddrop import least_squares_weights
 
 
@@ -53,12 +52,6 @@ class TrimmedMean(DirectionMethod):
     def update(self, gram: np.ndarray, state: Any = None, *, losses: Any = None, jacobian: Any = None,
                rng: Any = None) -> Step:
         B, K = gram.shape[0], gram.shape[-1]
-        J = np.asarray(jacobian, dtype=np.float64)
-        if J.ndim == 2:
-            J = J[None]
-        if J.ndim != 3 or J.shape[:2] != (B, K):
-            raise ValueError(f"trimmedmean: jacobian must have shape [B, K, n] = [{B}, {K}, n], got {list(J.shape)}")
-        if not all_finite(J):
-            raise ValueError("trimmedmean: jacobian contains NaN or inf")
+        J = check_jacobian(jacobian, B, K, "trimmedmean")
         d = trimmed_mean(J, self.hparams["trim_number"])
         return Step(weights=least_squares_weights(J, d), state=state, exact=d)
