@@ -86,9 +86,17 @@ def test_queue_study_select_rows_cancel_the_right_one(streamlit_server, page, ar
         cancel = page.get_by_role("button", name="Cancel (")
         wait_until(lambda: cancel.count() and cancel.first.is_enabled() and cancel.first.inner_text() != "Cancel (0)",
               15, "the multi-selection")
+        label = cancel.first.inner_text()
         cancel.first.click()
-        wait_until(lambda: all(store.get(i)["status"] in ("done", "cancelled") for i in new), 60,
-              "every run of the study finished or cancelled")
+        # a cancelled running run stops at its next check (a child still importing torch on a busy
+        # machine takes a while): a generous bound, and the statuses in the message if it is not met
+        try:
+            wait_until(lambda: all(store.get(i)["status"] in ("done", "cancelled") for i in new), 240,
+                       "every run of the study finished or cancelled")
+        except AssertionError:
+            left = {i: (store.get(i)["status"], store.get(i)["cancel_requested"]) for i in new
+                    if store.get(i)["status"] not in ("done", "cancelled")}
+            raise AssertionError(f"after clicking {label!r}: not finished or cancelled: {left}") from None
     finally:
         pid = supervisor_pid(data_dir)
         if pid and pid > 0:
