@@ -67,6 +67,8 @@ def geometry_figure(trace: monitor.Trace, methods: list[str] | None = None, step
             fig.add_trace(go.Scatter(x=x[on], y=mu[on, j], mode="markers", marker=dict(color=c, size=5),
                                      name=f"constraint {j + 2} active", legendgroup="mu", showlegend=False),
                           row=3, col=1)
+        # mu >= 0: from zero, so a flat mu reads as flat (not a 3e-6-wide axis of autoscaled noise)
+        fig.update_yaxes(rangemode="tozero", row=3, col=1)
         r0 = 4
     every = float(trace.header.get("every") or 1)
     for k, n in enumerate(names):
