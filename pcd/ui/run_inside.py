@@ -12,6 +12,7 @@ from typing import Any
 import pandas as pd
 import streamlit as st
 
+from pcd import _files
 from pcd.jobs.store import RunStore
 from pcd.train import anatomy as A
 from pcd.ui import download_csv, show_error
@@ -78,7 +79,11 @@ def inside_panel(store: RunStore, rid: int, result: dict[str, Any]) -> None:
 def curve_panel(store: RunStore, rid: int, result: dict[str, Any]) -> None:
     """The whole trade-off curve of one run: computed on demand from its checkpoint (every point
     physically exported, reloaded and evaluated), budgets, and the export of any point."""
-    folder = store.run_dir(rid)
+    try:  # the run's real folder: a run folder that is a link is neither read nor written
+        folder = _files.run_folder(store.data_dir, rid)
+    except _files.FileRefused as exc:
+        show_error(exc)
+        return
     with st.expander("Trade-off curve from this run (no retraining): threshold → accuracy, params, FLOPs, "
                      "latency, size", expanded=False):
         try:
