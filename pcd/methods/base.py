@@ -185,6 +185,10 @@ class Method:
     needs_losses: ClassVar[bool] = False
     stochastic: ClassVar[bool] = False
     hierarchical: ClassVar[bool] = False  # derived from claims (set by __init_subclass__)
+    #: True when the method's deployed update is rescaled to ``||g_1||`` and so is zero wherever
+    #: ``g_1 = 0`` (PCD: ``d = d~ ||g_1|| / ||d~||``, a known limitation of the paper, Sec. 6). Pages
+    #: word such a stop "halted", not "Pareto-stationary".
+    halts_where_primary_vanishes: ClassVar[bool] = False
     #: ``weights(c G) = c**gram_scaling * weights(G)`` for ``c > 0`` (0: scale-invariant weights,
     #: -0.5: Nash-MTL's ``G a = 1 / a``); None when the method is not homogeneous. Used to retry a
     #: step at scale ~1 when its output at an extreme scale (1e+-300, subnormal) is not finite.

@@ -35,6 +35,7 @@ class PCDMethod(Method):
     name = "pcd"
     family = "hierarchical"
     display_name = "PCD"
+    halts_where_primary_vanishes = True  # d = d~ ||g_1|| / ||d~|| is zero wherever g_1 = 0
     claims = frozenset({"linear_under_scaling", "weighted", "primary_anchored", "per_secondary_progress",
                         "hierarchical"})
     description = ("Follows the primary gradient and bends it just enough that every secondary "

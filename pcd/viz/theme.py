@@ -234,13 +234,13 @@ OUTCOME_WORDS = {
     "diverged": ("diverged", "diverged"),
     "error": ("method error", "method error"),
 }
-HALTS_WHERE_PRIMARY_VANISHES = frozenset({"pcd"})  # deployed update rescaled to ||g_1||
 
 
 def outcome_label(diagnosis: str, method: str | None = None, short: bool = False) -> str:
     """The outcome of a trajectory in words, from the engine's diagnosis and the method."""
     d = str(diagnosis)
-    pcd_like = str(method or "").lower() in HALTS_WHERE_PRIMARY_VANISHES
+    key = str(method or "").lower()
+    pcd_like = key in registry.available() and registry.get(key).halts_where_primary_vanishes
     if d == "primary_stationary":
         d = "halted" if pcd_like else "pareto_at_primary"
     elif d == "conflict_equilibrium" and pcd_like:
