@@ -130,7 +130,7 @@ PARALLEL_AXES = (("test_acc", "accuracy %"), ("param_reduction", "params removed
 def parallel_figure(points: Sequence[Mapping[str, Any]], height: int = 460) -> go.Figure:
     """Parallel coordinates over (method, accuracy, sparsity, FLOPs, latency, size) of a study's runs,
     lines coloured by method (drag along an axis to brush). ``points`` are
-    :func:`pcd.jobs.results.run_point` rows."""
+    :func:`pcd.train.studies.run_point` rows."""
     pts = [p for p in points if p.get("method")]
     if not pts:
         return _empty("no finished run to compare yet")
