@@ -299,3 +299,11 @@ def test_summary_from_sql_fields_equals_the_full_read(tmp_path):
         assert len(few) == 1 and few[0]["id"] == info["newest"] and rows_few == R.aggregate(few)
     _finish(s, {"test_acc": 1.0})
     assert done_studies(s, answer) is not answer
+
+
+def test_every_special_baseline_has_a_display_name_in_the_figures():
+    from pcd.train.catalog import SPECIAL_METHOD_NAMES
+    from pcd.viz.theme import BASELINE_LABELS, method_label
+
+    assert set(BASELINE_LABELS) == set(SPECIAL_METHOD_NAMES)
+    assert method_label("unpruned") == "Unpruned (primary only)" and method_label("pcd") == "PCD"
