@@ -211,3 +211,13 @@ def test_the_forbidden_edges_of_issue_26_would_fail(mod, dep):
 ])
 def test_the_allowed_edges_stay_allowed(mod, dep):
     assert not _forbidden(mod, dep)
+
+
+def test_figure_colours_have_one_home():
+    """Every colour a figure draws is named in pcd/viz/theme.py; the other figure builders use the names
+    (the words of the outcomes have theirs in pcd.engine)."""
+    import re
+
+    hexes = {p.name: re.findall(r"#[0-9a-fA-F]{6}\b", p.read_text())
+             for p in sorted((ROOT / "viz").glob("*.py")) if p.name != "theme.py"}
+    assert not {k: v for k, v in hexes.items() if v}, "hex colours outside pcd/viz/theme.py"

@@ -21,10 +21,25 @@ from pcd.engine import DIAGNOSIS_WORDS
 FONT = "Inter, -apple-system, 'Segoe UI', Roboto, Helvetica, Arial, sans-serif"
 WIDTH = 1100          # figures are sized for a laptop screen (the page is ~1250 px wide)
 HEIGHT = 560
+# ---- named colours: the one home of every colour a figure draws (GitHub Primer greys and accents)
+INK = "#24292f"           # text, reference lines, outlines, the unpruned network
+MUTED = "#57606a"         # secondary text; axis lines and ticks
+AXIS = MUTED
 GRID = "#e6e8eb"
-AXIS = "#57606a"
-INK = "#24292f"         # text, reference lines, outlines
-STAR_GOLD = "#ffd33d"   # the gold stars of CMS / optimal points
+FAINT = "#8c959f"         # faint guide lines, leader arrows
+PALE = "#afb8c1"          # pale fills, dotted guides
+BORDER = "#d0d7de"        # label borders, removed items
+ZERO_LINE = "#c9ced4"
+HEADER_FILL = "#f6f8fa"   # table headers
+YES_FILL, NO_FILL = "#dafbe1", "#ffebe9"  # table cells: a property holds / fails
+ALERT = "#cf222e"         # red: a threshold, a step cursor, what is cut
+FRONT = "#8250df"         # purple: Pareto fronts and optimal sets
+STAR_GOLD = "#ffd33d"     # the gold stars of CMS / optimal points
+AMBER = "#bf8700"         # where the normalizer's eps takes over
+GREEN = "#2ea043"         # a reachable / feasible set
+PCD_RED = "#d62728"       # PCD's red (the hierarchical family's first colour)
+# plain series colours of the figures that compare modes, not methods (Plotly's / D3's category10)
+SERIES_BLUE, SERIES_ORANGE, SERIES_GREEN, SERIES_GREY = "#1f77b4", "#ff7f0e", "#2ca02c", "#7f7f7f"
 # Basin-map outcome colours (pcd.engine.OUTCOMES; their words are pcd.engine.OUTCOME_WORDS)
 OUTCOME_COLORS = {
     "cms": "#2da44e",                       # green: every objective stationary
@@ -73,14 +88,14 @@ FAMILY_BANDS: dict[str, tuple[tuple[float, float], tuple[float, float], tuple[fl
 # 00) are kept out of every band: no method colour within this ΔE of them, in any of the four visions.
 RESERVED_OBJECTIVES = 3
 RESERVED_DISTANCE = 15.0
-FAMILY_ANCHORS = {"hierarchical": "#d62728"}  # a family's first colour where it is fixed (PCD's red)
+FAMILY_ANCHORS = {"hierarchical": PCD_RED}  # a family's first colour where it is fixed (PCD's red)
 FAMILY_SYMBOLS = {"hierarchical": "circle", "gradient aggregation": "square", "loss weighting": "diamond",
                   "constrained": "triangle-up"}
 FAMILY_GLYPHS = {"hierarchical": "●", "gradient aggregation": "■", "loss weighting": "◆", "constrained": "▲"}
 DASHES = ("solid", "dash", "dot", "dashdot", "longdash", "longdashdot")
 # The constrained baselines of pcd.train / pcd.experiments (page 07), not registry methods.
 CONSTRAINED_BASELINES = ("lagrangian", "auglag", "nupi", "gda", "penalty", "prox")
-REFERENCE_COLORS = {"unpruned": "#24292f"}  # references, not methods: the unpruned network (pruning lab)
+REFERENCE_COLORS = {"unpruned": INK}  # references, not methods: the unpruned network (pruning lab)
 # Display names of the pruning runs' baselines that are not registry methods (pcd.train.catalog's
 # SPECIAL_METHOD_NAMES): figures name them without importing the training code.
 BASELINE_LABELS = {"unpruned": "Unpruned (primary only)", "prox": "Proximal group lasso",
@@ -270,7 +285,7 @@ def base_layout(title: str | None = None, height: int = HEIGHT, width: int | Non
     """Layout defaults: white background, readable fonts, light grid, legend on top."""
     layout: dict[str, Any] = dict(
         template="plotly_white",
-        font=dict(family=FONT, size=14, color="#24292f"),
+        font=dict(family=FONT, size=14, color=INK),
         height=int(height),
         margin=dict(l=60, r=20, t=60 if title else 30, b=50),
         legend=dict(orientation="h", yanchor="bottom", y=1.01, xanchor="left", x=0.0,
