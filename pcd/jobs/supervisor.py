@@ -27,6 +27,7 @@ and executes each in a fresh child process (or, with ``backend="ray"``, as a Ray
 from __future__ import annotations
 
 import fcntl
+import inspect
 import json
 import os
 import signal
@@ -191,6 +192,12 @@ class Supervisor:
             raise ValueError(f"parent_pid must be a process id (integer >= 1), got {parent_pid!r}")
         if options is not None and not isinstance(options, dict):
             raise ValueError(f"options must be a dict of the backend's options, got {V.show(options)}")
+        takes = {k for k, p in inspect.signature(self.executor_class).parameters.items()
+                 if p.kind is p.KEYWORD_ONLY or (p.kind is p.POSITIONAL_OR_KEYWORD and k not in ("store", "runner"))}
+        unknown = sorted(set(options or {}) - takes - {"heartbeat_s", "log"})
+        if unknown:
+            raise ValueError(f"backend {backend!r} takes no option {', '.join(unknown)}; its options: "
+                             f"{', '.join(sorted(takes - {'heartbeat_s', 'log'})) or 'none'}")
         self.resync_s, self.parent_pid = float(resync_s), parent_pid
         self.options = dict(options or {})
         self.slots: list[Slot] = []
@@ -212,11 +219,8 @@ class Supervisor:
         max_seconds = V.number(max_seconds, "max_seconds", low=0.0, allow_none=True)
         lock = SupervisorLock(self.data_dir).acquire()
         try:
-            try:
-                self.executor = self.executor_class(self.store, self.runner, heartbeat_s=self.heartbeat_s,
-                                                    log=self.log, **self.options)
-            except TypeError as exc:  # an option this backend does not take
-                raise ValueError(f"backend {self.backend!r}: {exc}") from None
+            self.executor = self.executor_class(self.store, self.runner, heartbeat_s=self.heartbeat_s,
+                                                log=self.log, **self.options)
             self._resync(force=True)
             reaped = self.store.reap_orphans("the previous supervisor died while this run was running")
             for rid, st in reaped.items():

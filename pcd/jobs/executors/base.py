@@ -47,8 +47,8 @@ class Outcome:
 class Executor(Protocol):
     """A run backend's executor, constructed by the supervisor as
     ``cls(store, runner, heartbeat_s=..., log=..., **options)`` (``options``: the backend's own,
-    e.g. Ray's ``cpus_per_run``; an option it does not take is a ``TypeError``, reported as a
-    ``ValueError`` by the supervisor).
+    e.g. Ray's ``cpus_per_run``, its keyword parameters; the supervisor refuses any other option with
+    a ``ValueError`` before it starts).
 
     ``runs_heartbeat``: True when a run heartbeats the store itself (a local child process); False
     when the supervisor must heartbeat for it (a Ray task has no connection to the store).
