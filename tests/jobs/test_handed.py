@@ -125,7 +125,11 @@ def test_a_new_backend_is_its_module_plus_one_registry_line(tmp_path, monkeypatc
     rid = store.submit({"epochs": 2, "sleep": 0.01})
     sup = Supervisor(tmp_path, backend="inline", runner="tests.jobs.runners:quick", poll_s=0.02,
                      options={"label": "thread"}, log=lambda m: None)
-    assert sup.run(idle_exit_s=0.1, max_seconds=30) == 0  # bounded: exits when the queue is empty
+    # in a thread (the main thread's signal handlers stay pytest's); bounded: it exits when the queue is empty
+    th = threading.Thread(target=sup.run, kwargs={"idle_exit_s": 0.1, "max_seconds": 30}, daemon=True)
+    th.start()
+    th.join(40)
+    assert not th.is_alive()
     run = store.get(rid)
     assert run["status"] == "done" and run["device"] == "thread:0"
     assert run["result"]["epochs_done"] == 2 and run["result"]["pid"] == os.getpid()
