@@ -3,7 +3,7 @@
 Everything here reads and writes the run store of the data folder (``pcd.jobs.RunStore``), the
 same one ``python -m pcd runs ...`` uses; a background supervisor executes the queue. The presets
 are ``pcd.train.presets`` (``python -m pcd runs submit --preset NAME``); the tables and the
-matched-sparsity comparison are ``pcd.jobs.results`` (``python -m pcd runs summary``).
+matched-sparsity comparison are ``pcd.train.studies`` (``python -m pcd runs summary``).
 """
 from __future__ import annotations
 
@@ -16,15 +16,17 @@ import streamlit as st
 
 import pcd.methods as registry
 from pcd import _validate as V
-from pcd.jobs import RunStore, default_data_dir, ensure_supervisor, eta_seconds, supervisor_pid, validate_for_queue
-from pcd.jobs import results as R
-from pcd.jobs.queue_view import PAGE_SIZE, done_studies, estimate_basis, queue_page, study_points
+from pcd.jobs import RunStore, default_data_dir, ensure_supervisor, eta_seconds, supervisor_pid
+from pcd.jobs.queue_view import PAGE_SIZE, estimate_basis, queue_page
 from pcd.jobs.sweep import build_sweep, describe, parse_numbers
 from pcd.train import presets as P
+from pcd.train import studies as R
 from pcd.train.config import SPECIAL_METHODS, method_names
 from pcd.train.data import cifar_source, missing_data_message
 from pcd.train.models import ARCHS
 from pcd.train.objectives import GROUPINGS, SECONDARIES
+from pcd.train.queue import check_stored, validate_for_queue
+from pcd.train.studies import done_studies, study_points
 from pcd.ui import (
     claim,
     download_csv,
@@ -60,7 +62,7 @@ setup_page(
 
 DATA_DIR = default_data_dir()
 try:
-    store = RunStore(DATA_DIR)
+    store = RunStore(DATA_DIR, check=check_stored)
 except ValueError as exc:
     show_error(exc)
     st.stop()

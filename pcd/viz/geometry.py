@@ -11,9 +11,10 @@ from typing import Any
 import numpy as np
 import plotly.graph_objects as go
 
+from pcd.viz import theme
 from pcd.viz.theme import base_layout, objective_color, rgba, style_axes
 
-REGION_COLOR = "#d62728"
+REGION_COLOR = theme.PCD_RED
 
 
 def clip_polygon(box: tuple[float, float, float, float], halfplanes: Sequence[tuple[Any, float]]) -> np.ndarray:
@@ -160,9 +161,9 @@ def geometry_figure(result: dict[str, Any], show_region: bool = True, height: in
                     annotations.append(dict(
                         x=float(d[0]), y=float(d[1]), xref="x", yref="y", text="<b>" + "<br>".join(
                             ("" if k == 0 else "> ") + n for k, n in enumerate(tips_named)) + "</b>",
-                        showarrow=True, arrowhead=0, arrowwidth=1, arrowcolor="#8c959f", ax=46 if d[0] >= 0 else -46,
+                        showarrow=True, arrowhead=0, arrowwidth=1, arrowcolor=theme.FAINT, ax=46 if d[0] >= 0 else -46,
                         ay=38, axref="pixel", ayref="pixel", xanchor="left" if d[0] >= 0 else "right", align="left",
-                        font=dict(size=12, color="#24292f"), bgcolor="rgba(255,255,255,0.8)"))
+                        font=dict(size=12, color=theme.INK), bgcolor="rgba(255,255,255,0.8)"))
                 # a tip on a gradient's tip (1-D: PCD's update is g2's arrow) labels under it, g_k above
                 on_gradient = bool((np.abs(J - d).max(axis=1) <= tol).any())
                 fig.add_trace(_arrow(
@@ -180,8 +181,8 @@ def geometry_figure(result: dict[str, Any], show_region: bool = True, height: in
                                  hovertemplate="d̃ = (%{x:.3f}, %{y:.3f})<extra></extra>"))
     fig.update_layout(**base_layout(height=height, showlegend=True, annotations=annotations))
     style_axes(fig)
-    fig.update_xaxes(range=[-lim, lim], zeroline=True, zerolinecolor="#c9ced4", constrain="domain")
-    fig.update_yaxes(range=[-lim, lim], scaleanchor="x", scaleratio=1, zeroline=True, zerolinecolor="#c9ced4",
+    fig.update_xaxes(range=[-lim, lim], zeroline=True, zerolinecolor=theme.ZERO_LINE, constrain="domain")
+    fig.update_yaxes(range=[-lim, lim], scaleanchor="x", scaleratio=1, zeroline=True, zerolinecolor=theme.ZERO_LINE,
                      constrain="domain")
     # legend below the plot: the square plot keeps the full width of its box at any screen size
     fig.update_layout(legend=dict(orientation="h", x=0.0, y=-0.08, xanchor="left", yanchor="top"),
