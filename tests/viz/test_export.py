@@ -80,6 +80,6 @@ def test_cli_writes_the_gif(tmp_path, capsys):
     assert rc == 0
     im = Image.open(out)
     assert im.size == (1280, 720) and im.n_frames == toy_map.TOY_FRAMES
-    assert main(["toy", "--steps", "20", "--gif", str(out), "--size", "800x600",
+    assert main(["toy", "--steps", "20", "--gif", str(out), "--size", "801x600",
                  "--json", str(tmp_path / "t.json")]) == 2
     assert "--size" in capsys.readouterr().err
