@@ -296,4 +296,4 @@ with c2:
 with c3:  # a standalone file: Plotly's own play button and slider (no page controls there); built on the click
     download_figure(lambda: toy_map.toy_map_figure(problem, res, bg, inset_start=istart, controls=True),
                     "toy_landscape.html", "Animated figure (HTML)", key="toy_html", settings=export_settings)
-toy_export(problem, res, bg, export_settings, log=obj_log)  # GIF / MP4 for slides: map + objective panel, progress bar
+toy_export(problem, res, bg, export_settings, log=obj_log, inset_start=istart)  # GIF / MP4 for slides (+ progress bar)

@@ -83,11 +83,11 @@ def animation_targets(args: argparse.Namespace) -> dict[str, Any]:
 
 def _write_map(args: argparse.Namespace, targets: dict[str, Any]) -> None:
     """The Toy landscapes page's map (the same builder, pcd.viz.toy.toy_map_figure) as standalone HTML
-    (``--html``) and its animation -- the map, the objective-space panel beside it -- as GIF / MP4
-    (``--gif`` / ``--mp4``, :mod:`pcd.viz.export`)."""
+    (``--html``) and its animation -- the map, the objective-space panel beside it, the gradient
+    inset of start ``--inset`` under it -- as GIF / MP4 (``--gif`` / ``--mp4``, :mod:`pcd.viz.export`)."""
     import pcd.problems as problems
     from pcd import _validate as V
-    from pcd import studio
+    from pcd import studio, teaching
     from pcd.experiments.synthetic import toy_run
     from pcd.viz import toy as toy_map
     from pcd.viz.export import toy_animation
@@ -104,8 +104,11 @@ def _write_map(args: argparse.Namespace, targets: dict[str, Any]) -> None:
         fig = toy_map.toy_map_figure(prob, res, bg, controls=True)
         html.write_text(studio.figure_html(fig, settings), encoding="utf-8")
     space = studio.objective_space(prob, res, bg["grid"]) if res.losses.shape[-1] == 2 else None
+    inset = V.integer(args.inset, "--inset", low=0, high=res.S, strict=False)
+    grads = teaching.trajectory_gradients(prob, res, inset - 1) if inset else None
     for fmt, path in targets.items():  # the page's animation for slides: its frames, the settings in a caption strip
-        toy_animation(res, bg, fmt, size=args.size, settings=settings, max_frames=frames, target=path, space=space)
+        toy_animation(res, bg, fmt, size=args.size, settings=settings, max_frames=frames, target=path, space=space,
+                      grads=grads)
 
 
 def register(subparsers) -> None:
@@ -117,5 +120,7 @@ def register(subparsers) -> None:
     p.add_argument("--html", default=None, metavar="FILE",
                    help="also write the page's animated map (standalone HTML, the Toy landscapes page's figure)")
     add_animation_args(p, "the map's animation with the objective-space panel")
+    p.add_argument("--inset", default=1, help="the animation's gradient inset follows start N (1 = S1, the default; "
+                                              "0 = no inset)")
     add_common(p)
     p.set_defaults(func=_run)

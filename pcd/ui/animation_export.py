@@ -2,7 +2,7 @@
 progress bar fed frame by frame by the renderer (:mod:`pcd.viz.export`), then the download.
 
 One call per page (the page keeps one line): :func:`toy_export` (Toy landscapes: the map, the
-objective-space panel beside it), :func:`tau_export` (τ dial, lesson step 7: the budget curves
+objective-space panel beside it, the gradient inset under it), :func:`tau_export` (τ dial, lesson step 7: the budget curves
 played), :func:`lesson_export` (the lesson's animated steps: 2, the saddle run; 7, the τ curves). The generic widget is
 :func:`animation_export`. The same files come from the command line
 (``python -m pcd toy ... --gif F --mp4 F``, ``python -m pcd tau ... --gif F --mp4 F``).
@@ -90,34 +90,42 @@ def _caption(settings: dict[str, Any]) -> dict[str, Any]:
 
 
 def toy_export(problem: Any, res: Any, background: dict[str, Any], settings: dict[str, Any], *,
-               log: bool = True, key: str = "toy_anim", stem: str = "toy_landscape") -> None:
+               log: bool = True, inset_start: int | None = None, inset_methods: Iterable[str] | None = None,
+               key: str = "toy_anim", stem: str = "toy_landscape") -> None:
     """Toy landscapes (and the lesson's saddle): the map, the objective-space panel beside it (two
-    objectives), on the page's frames (:data:`pcd.viz.toy.TOY_FRAMES`)."""
-    from pcd import studio
+    objectives) and the gradient inset of start ``inset_start`` under it (None: no inset; for
+    ``inset_methods``, default all), on the page's frames (:data:`pcd.viz.toy.TOY_FRAMES`)."""
+    from pcd import studio, teaching
     from pcd.viz.export import toy_animation
     from pcd.viz.toy import TOY_FRAMES
 
     caption = _caption(settings)
+    shown = None if inset_methods is None else [m for m in inset_methods if m in res.methods]
 
     def build(fmt: str, size: tuple[int, int], progress: Callable[[float], None]) -> bytes:
         space = studio.objective_space(problem, res, background["grid"]) if res.losses.shape[-1] == 2 else None
+        grads = None if inset_start is None else teaching.trajectory_gradients(problem, res, int(inset_start),
+                                                                                methods=shown)
         return toy_animation(res, background, fmt, size=size, settings=caption, max_frames=TOY_FRAMES,
-                             progress=progress, space=space, log=log)
+                             progress=progress, space=space, log=log, grads=grads)
 
     methods = ",".join(str(m) for m in res.methods)
     cli = (f"python -m pcd toy --problem {settings.get('problem')} --methods {methods} --steps {res.steps} "
            f"--lr {res.lr:g} --optimizer {res.optimizer}"
            + (f" --tau {settings['tau']:g}" if isinstance(settings.get("tau"), (int, float)) else "")
+           + ("" if inset_start is None else f" --inset {int(inset_start) + 1}")
            + " --gif F.gif --mp4 F.mp4") if settings.get("problem") != "custom" else None
     animation_export(build, stem, key=key, settings=caption, cli=cli)
 
 
 def lesson_saddle_export(problem: Any, res: Any, key: str = "lesson_saddle_anim") -> None:
-    """Lesson step 2: the saddle run it animates (its map's view box: the problem's, grown to the paths)."""
+    """Lesson step 2: the saddle run it animates (its map's view box: the problem's, grown to the
+    paths) with the step's gradient inset (start S1; PCD, weighted sum, MGDA)."""
     bg = _lesson_background(problem, res)
     settings = {"problem": res.problem, "methods": list(res.methods), "tau": _tau_of(res), "optimizer": res.optimizer,
                 "lr": res.lr, "steps": res.steps}
-    toy_export(problem, res, bg, settings, key=key, stem="lesson_saddle")
+    toy_export(problem, res, bg, settings, key=key, stem="lesson_saddle", inset_start=0,
+               inset_methods=("pcd", "ws", "mgda"))  # the step's figure: the inset of S1 for these three
 
 
 def lesson_export(step: str, saddle: Callable[[], tuple[Any, Any]], tau: tuple[str, Any, Any, float]) -> None:

@@ -45,6 +45,8 @@ STRIP_FRAC = 0.085   # the caption strip's share of the height (one line of sett
 FRAME_MS = 45        # per frame, as the page's 1x
 FLOOR = 1e-12        # a log axis draws an exact zero here (as the page's loss and objective charts)
 OBJ_FRAC = 0.38      # the objective-space panel's share of the width, beside the map
+INSET_FRAC = 0.22    # the gradient inset's row under the map: its share of the height
+INSET_MAX = 8        # inset panels drawn (the first methods of the run)
 MP4_CRF = 23         # x264's constant quality (lower = better and larger); 100 slide frames stay ~1 MB
 INK, MUTED, PAPER, STAR = (36, 41, 47), (87, 96, 106), (246, 248, 250), (255, 211, 61)
 
@@ -238,21 +240,34 @@ def _legend(draw: Any, items: list[tuple[str, tuple[int, int, int]]], x: float, 
     return cy - y + font.size if items else 0.0
 
 
-def toy_map_box(res: Any, grid: Any, size: Any, *, objective: bool = False) -> tuple[float, int, int]:
+def _legend_items(methods: Iterable[str], inset: bool, start: int = 0) -> list[tuple[str, tuple[int, int, int]]]:
+    """The toy legend: each method in its colour, then (with the inset) the gradients' colours."""
+    from pcd.viz.theme import objective_color
+
+    items = [(method_label(str(m)), _rgb(method_color(str(m)))) for m in methods]
+    if inset:
+        items += [(f"inset at S{start + 1}: g₁ (primary)", _rgb(objective_color(0))), ("g₂", _rgb(objective_color(1))),
+                  ("d: the method's step, its colour", (175, 184, 193))]
+    return items
+
+
+def toy_map_box(res: Any, grid: Any, size: Any, *, objective: bool = False,
+                inset: bool = False) -> tuple[float, int, int]:
     """Where :func:`toy_frames` draws the map: ``(scale, ox, oy)`` -- a point ``(x, y)`` of the
     map's view box ``grid = (xs, ys, ...)`` is at pixel ``(ox + (x - xs[0]) scale, oy + (ys[-1] - y)
     scale)``, 1:1 units, centred in the room left of the objective panel, under the legend and
-    above the caption strip."""
+    above the gradient inset's row (``inset``: :data:`INSET_FRAC` of the height) and the caption
+    strip."""
     w, h = V.frame_size(tuple(int(v) for v in size), "size")
     strip = max(28, int(round(h * STRIP_FRAC)))
     pad = max(10, w // 64)
     obj_w = int(w * OBJ_FRAC) if objective else 0
     font, r = _font(max(10, h // 52)), max(6, h // 60)
-    items = [(method_label(str(m)), (0, 0, 0)) for m in res.methods]
+    items = [(label, (0, 0, 0)) for label, _ in _legend_items(res.methods, inset)]
     top = pad + int(np.ceil(_legend(None, items, pad, pad, w - obj_w - pad, font, r)))
     xs, ys = np.asarray(grid[0]), np.asarray(grid[1])
     x0, x1, y0, y1 = float(xs[0]), float(xs[-1]), float(ys[0]), float(ys[-1])
-    room_w, room_h = w - obj_w - 2 * pad, h - strip - top - pad
+    room_w, room_h = w - obj_w - 2 * pad, h - strip - top - pad - (int(h * INSET_FRAC) if inset else 0)
     scale = min(room_w / (x1 - x0), room_h / (y1 - y0))
     mw, mh = int((x1 - x0) * scale), int((y1 - y0) * scale)
     return scale, (w - obj_w - mw) // 2, top + (room_h - mh) // 2
@@ -267,14 +282,17 @@ def _star(draw: Any, cx: float, cy: float, r: float) -> None:
 def toy_frames(res: Any, background: dict[str, Any], *, size: Any = (1280, 720),
                settings: dict[str, Any] | None = None, max_frames: int | None = 100,
                progress: Progress | None = None, space: dict[str, Any] | None = None,
-               log: bool = True) -> Iterator[Any]:
+               log: bool = True, grads: dict[str, Any] | None = None) -> Iterator[Any]:
     """The toy map's frames as RGB Pillow images of ``size`` (w, h), one at a time: ``res`` a run
     result (``positions [M, S, T, 2]``, ``methods``, ``record``, ``starts``), ``background`` of
     :func:`pcd.viz.toy.toy_background` (its grid sets the view box). One image per animation frame
     of :func:`pcd.viz.landscape.frame_index` (``max_frames``); the bottom strip says the settings
     and the step. ``space``: :func:`pcd.studio.objective_space` of the run -- the objective-space
-    panel is drawn beside the map (``log`` axes or linear). ``progress(f)``: called with the share
-    done after each frame."""
+    panel is drawn beside the map (``log`` axes or linear). ``grads``: the gradient inset under the
+    map, :func:`pcd.teaching.trajectory_gradients` of one start -- per method (the first
+    :data:`INSET_MAX`) g₁, g₂ and its step d at the frame, to one fixed scale
+    (:func:`pcd.viz.teaching.inset_scale`; longer arrows clipped to the dotted circle), ``‖d‖``
+    under it. ``progress(f)``: called with the share done after each frame."""
     from PIL import Image, ImageDraw
 
     w, h = V.frame_size(tuple(int(v) for v in size), "size")
@@ -290,7 +308,8 @@ def toy_frames(res: Any, background: dict[str, Any], *, size: Any = (1280, 720),
     obj_w = int(w * OBJ_FRAC) if space is not None else 0
     xs, ys = np.asarray(background["grid"][0]), np.asarray(background["grid"][1])
     x0, x1, y0, y1 = float(xs[0]), float(xs[-1]), float(ys[0]), float(ys[-1])
-    scale, ox, oy = toy_map_box(res, background["grid"], (w, h), objective=space is not None)  # 1:1 units
+    scale, ox, oy = toy_map_box(res, background["grid"], (w, h), objective=space is not None,
+                                inset=grads is not None)  # 1:1 units
     mw, mh = int((x1 - x0) * scale), int((y1 - y0) * scale)
 
     def px(xy: np.ndarray) -> np.ndarray:
@@ -333,8 +352,13 @@ def toy_frames(res: Any, background: dict[str, Any], *, size: Any = (1280, 720),
             _star(d, cx, cy, 0.8 * r)
         lp = ax.px(L.reshape(-1, 2)).reshape(M, S, T, 2)
     colors = [_rgb(method_color(m)) for m in res.methods]
-    _legend(d, [(method_label(str(m)), c) for m, c in zip(res.methods, colors)], pad, pad,
+    _legend(d, _legend_items(res.methods, grads is not None, int((grads or {}).get("start", 0))), pad, pad,
             w - obj_w - pad, tick_font, r)
+    inset = None
+    if grads is not None:
+        inset = _Inset(grads, [m for m in res.methods if m in grads["methods"]][:INSET_MAX],
+                       (pad, strip.top - int(h * INSET_FRAC), w - obj_w - pad, strip.top - pad // 2), tick_font)
+        inset.paint(d)
     strip.paint(d)
     fidx = frame_index(T, max_frames)
     faint = [_faint(c) for c in colors]
@@ -350,19 +374,89 @@ def toy_frames(res: Any, background: dict[str, Any], *, size: Any = (1280, 720),
             heads = [px(pos[m, :, int(t)])] + ([lp[m, :, int(t)]] if ax is not None else [])
             for cx, cy in np.concatenate(heads):
                 dr.ellipse([cx - r, cy - r, cx + r, cy + r], fill=colors[m], outline="white", width=max(1, r // 4))
+        if inset is not None:
+            inset.draw(dr, int(t))
         strip.label(dr, f"step {int(record[int(t)])} / {int(record[-1])}")
         yield img
         if progress is not None:
             progress((f + 1) / len(fidx))
 
 
+class _Inset:
+    """The gradient inset as a row of panels (as the page's, :func:`pcd.viz.teaching.add_gradient_inset`):
+    per method a square with the dotted scale circle, the gradients g_k (objective colours) and the
+    method's step d (its colour) at one frame of one start, one fixed scale, ``‖d‖`` under it."""
+
+    def __init__(self, grads: dict[str, Any], names: list[str], box: tuple[int, int, int, int], font: Any) -> None:
+        from pcd.viz.teaching import inset_scale
+        from pcd.viz.theme import objective_color
+
+        self.g, self.names = grads, names
+        self.scale = inset_scale(grads)
+        x0, y0, x1, y1 = box
+        n = max(1, len(names))
+        pitch = (x1 - x0) / n
+        for px_size in range(font.size, 7, -1):  # titles and numbers fit their panel's pitch
+            font = _font(px_size)
+            if max([font.getlength(method_label(m)) for m in names] + [font.getlength("‖d‖ ≈ 0.000")]) <= 0.94 * pitch:
+                break
+        self.font = font
+        fs = font.size
+        self.side = max(20.0, min(y1 - y0 - 2.6 * fs, pitch - 0.6 * fs))
+        cy = y0 + 1.3 * fs + self.side / 2
+        self.centres = [(x0 + pitch * (i + 0.5), cy) for i in range(len(names))]
+        K = next(iter(grads["methods"].values()))["g"].shape[1] if grads["methods"] else 2
+        self.obj = [_rgb(objective_color(k)) for k in range(K)]
+        self.start = int(grads.get("start", 0))
+
+    def paint(self, draw: Any) -> None:
+        half = self.side / 2
+        for name, (cx, cy) in zip(self.names, self.centres):
+            draw.rectangle([cx - half, cy - half, cx + half, cy + half], fill="white", outline=(208, 215, 222))
+            rr = 0.9 * half
+            for a in range(0, 360, 12):  # dotted circle
+                draw.arc([cx - rr, cy - rr, cx + rr, cy + rr], a, a + 5, fill=(175, 184, 193))
+            draw.text((cx, cy - half - 2), method_label(name), fill=_rgb(method_color(name)), font=self.font,
+                      anchor="mb")
+
+    def _arrow(self, draw: Any, c: tuple[float, float], v: np.ndarray, color: Any, width: int) -> None:
+        rr = 0.9 * self.side / 2
+        u = np.asarray(v, dtype=np.float64)[:2] / self.scale * rr
+        n = float(np.linalg.norm(u)) if np.all(np.isfinite(u)) else 0.0
+        if n < 0.03 * rr:  # a (nearly) zero vector draws nothing: the number says ~0
+            return
+        if n > rr:
+            u = u * (rr / n)
+            n = rr
+        tip = (c[0] + u[0], c[1] - u[1])
+        draw.line([c, tip], fill=color, width=width)
+        e = u / n
+        head = min(0.35 * n, max(6.0, 0.14 * rr))
+        back = (tip[0] - e[0] * head, tip[1] + e[1] * head)
+        nx, ny = -e[1] * head * 0.45, -e[0] * head * 0.45
+        draw.polygon([tip, (back[0] + nx, back[1] + ny), (back[0] - nx, back[1] - ny)], fill=color)
+
+    def draw(self, draw: Any, t: int) -> None:
+        half = self.side / 2
+        width = max(2, int(self.side / 45))
+        for name, c in zip(self.names, self.centres):
+            g = self.g["methods"][name]
+            for k, col in enumerate(self.obj):
+                self._arrow(draw, c, g["g"][t, k], col, width)
+            self._arrow(draw, c, g["d"][t], _rgb(method_color(name)), width + 1)
+            dn, gmax = float(g["d_norm"][t]), float(np.nanmax(g["norms"][t], initial=0.0))
+            stall = np.isfinite(dn) and gmax > 0 and dn <= 1e-3 * gmax
+            text = "‖d‖ ≈ 0" if stall else f"‖d‖ {dn:.3g}"
+            draw.text((c[0], c[1] + half + 2), text, fill=INK, font=self.font, anchor="mt")
+
+
 def toy_animation_frames(res: Any, background: dict[str, Any], *, size: tuple[int, int] = (1280, 720),
                          settings: dict[str, Any] | None = None, max_frames: int | None = 100,
                          progress: Progress | None = None, space: dict[str, Any] | None = None,
-                         log: bool = True) -> list[Any]:
+                         log: bool = True, grads: dict[str, Any] | None = None) -> list[Any]:
     """:func:`toy_frames` as a list."""
     return list(toy_frames(res, background, size=size, settings=settings, max_frames=max_frames,
-                           progress=progress, space=space, log=log))
+                           progress=progress, space=space, log=log, grads=grads))
 
 
 TAU_LOW, TAU_HIGH = (68, 1, 84), (253, 231, 37)   # τ = 0 … 1 on a viridis-like ramp
@@ -593,16 +687,22 @@ def toy_palette(methods: list[str]) -> list[tuple[int, int, int]]:
 def toy_animation(res: Any, background: dict[str, Any], fmt: str = "gif", *, size: Any = (1280, 720),
                   settings: dict[str, Any] | None = None, max_frames: int = 100, target: Any = None,
                   progress: Progress | None = None, space: dict[str, Any] | None = None,
-                  log: bool = True) -> bytes:
-    """The toy map (with the objective-space panel when ``space`` is given) as ``fmt`` (gif/mp4):
+                  log: bool = True, grads: dict[str, Any] | None = None) -> bytes:
+    """The toy map (with the objective-space panel when ``space`` is given, the gradient inset
+    when ``grads`` is) as ``fmt`` (gif/mp4):
     :func:`toy_frames` encoded by :func:`encode`. Size and frame count checked first
     (:func:`check_export`)."""
     wh, n = check_export(size, max_frames)
     if fmt == "mp4" and mp4_missing():
         raise EncoderMissing(mp4_missing())
     frames = toy_frames(res, background, size=wh, settings=settings, max_frames=n, progress=progress,
-                        space=space, log=log)
-    return encode(frames, fmt, target, keep=toy_palette(list(res.methods)))
+                        space=space, log=log, grads=grads)
+    keep = toy_palette(list(res.methods))
+    if grads is not None:
+        from pcd.viz.theme import objective_color
+
+        keep += [_rgb(objective_color(k)) for k in range(2)] + [(175, 184, 193), (208, 215, 222)]
+    return encode(frames, fmt, target, keep=keep)
 
 
 def tau_animation(res: Any, taus: Iterable[float], budgets: Iterable[int], fmt: str = "gif", *,

@@ -243,3 +243,28 @@ def test_cli_refuses_bad_size_or_frames_in_one_line(tmp_path, capsys, args, need
         rc = main(cmd + ["--gif", str(tmp_path / "x.gif"), *args, "--json", str(tmp_path / "x.json")])
         err = capsys.readouterr().err
         assert rc == 2 and err.count("\n") == 1 and needle in err, (cmd, err)
+
+
+def test_gradient_inset_under_the_map(saddle):
+    """With ``grads`` (pcd.teaching.trajectory_gradients of one start) a row of panels sits under the
+    map -- the map gives up INSET_FRAC of the height for it -- and its arrows move with the frames."""
+    from pcd import teaching
+    from pcd.viz.export import INSET_FRAC
+    from pcd.viz.theme import objective_color
+
+    prob, res, bg, space = saddle
+    grads = teaching.trajectory_gradients(prob, res, 0)
+    frames = [np.asarray(f).astype(int) for f in toy_frames(res, bg, settings=SETTINGS, max_frames=10, space=space,
+                                                            grads=grads)]
+    s_in, _, oy_in = toy_map_box(res, bg["grid"], (1280, 720), objective=True, inset=True)
+    s_out, _, _ = toy_map_box(res, bg["grid"], (1280, 720), objective=True)
+    ys = bg["grid"][1]
+    map_bottom = oy_in + (ys[-1] - ys[0]) * s_in
+    strip_top = 720 - _Strip(1280, 720, SETTINGS, "").strip
+    row = (0, int(strip_top - 720 * INSET_FRAC), int(1280 * (1 - OBJ_FRAC)), strip_top)
+    assert s_in <= s_out and map_bottom <= row[1] + 1
+    # g1 (the primary's colour) is drawn in the row at the first frame, and the row changes as it plays
+    assert _has(frames[0], objective_color(0), tol=20, box=row) > 20
+    assert np.abs(frames[0][row[1]:row[3], :row[2]] - frames[5][row[1]:row[3], :row[2]]).sum() > 0
+    for m in res.methods:  # each panel's title in its method's colour
+        assert _has(frames[0], method_color(m), tol=20, box=row) > 10, m
