@@ -1,5 +1,5 @@
 """Animation export speed: the Toy landscapes page's default animation (saddle2d, 6 methods x 3 starts,
-1000 steps; the map with the objective-space panel beside it) and the τ dial's budget curves
+1000 steps; the map with the objective-space panel beside it and the gradient inset of S1 under it) and the τ dial's budget curves
 (quadratic, 11 τ, budgets 100/300/1000), 100 frames, as GIF (Pillow) and MP4 (PyAV, H.264 yuv420p) at
 both slide sizes (pcd.viz.export).
 
@@ -26,7 +26,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import numpy as np
 
-from pcd import studio
+from pcd import studio, teaching
 from pcd.experiments.animation import tau_budget_run
 from pcd.experiments.synthetic import toy_run
 from pcd.viz import toy as toy_map
@@ -61,10 +61,11 @@ def _views(frames: int) -> dict:
     res = toy_run("saddle2d", METHODS, 1000, 0.02, "adam", 0.02, None, seed=0, record=200)
     bg = toy_map.toy_background(prob, studio.fit_bounds(res, prob.bounds))
     space = studio.objective_space(prob, res, bg["grid"])
+    grads = teaching.trajectory_gradients(prob, res, 0)  # the page's default inset: S1
     toy_settings = {"problem": "saddle2d", "methods": res.methods, "tau": 0.02, "optimizer": "adam", "lr": 0.02,
                     "steps": 1000}
-    out["toy"] = (lambda size: toy_frames(res, bg, size=size, settings=toy_settings, max_frames=frames, space=space),
-                  toy_palette(list(res.methods)))
+    out["toy"] = (lambda size: toy_frames(res, bg, size=size, settings=toy_settings, max_frames=frames, space=space,
+                                          grads=grads), toy_palette(list(res.methods)))
     tres = tau_budget_run("quadratic", TAUS, BUDGETS, 0.02, frames=frames)
     front = np.asarray(studio.toy_problem("quadratic").pareto_front(200))
     tau_settings = {"problem": "quadratic", "method": "pcd", "τ": list(TAUS), "optimizer": "adam", "lr": 0.02,
