@@ -13,6 +13,7 @@ from pcd import studio, teaching
 from pcd.experiments import synthetic
 from pcd.experiments.basin import basin
 from pcd.ui import page_link, presenter_mode, setup_page, show_error, url_default, url_sync
+from pcd.ui.animation_export import lesson_export
 from pcd.ui.chart import plotly_chart
 from pcd.ui.controls import frame_controls, scroll_to_top
 from pcd.viz.basin import basin_figure, fractions_text
@@ -248,3 +249,4 @@ st.markdown(text)
 if not presenter_mode():
     st.caption("PageDown / PageUp (a presenter's clicker) go to the next / previous step; on the animation, ← / → "
                "step through the frames. Every figure is computed live by the same functions as the pages.")
+    lesson_export(key, lambda: (_saddle_problem(), _saddle()), ("quadratic", TAUS, BUDGETS, 0.02))  # GIF / MP4

@@ -12,7 +12,6 @@ from pcd.ui import (
     claim,
     download_csv,
     download_figure,
-    download_gif,
     method_picker,
     param_widget,
     png_export,
@@ -24,11 +23,11 @@ from pcd.ui import (
     url_sync,
 )
 from pcd.ui import warmup as W
+from pcd.ui.animation_export import toy_export
 from pcd.ui.chart import plotly_chart
 from pcd.ui.controls import frame_controls, reported_width
 from pcd.ui.table import html_table
 from pcd.viz import toy as toy_map
-from pcd.viz.export import SLIDE_SIZES, toy_gif
 
 setup_page(
     "Toy landscapes",
@@ -297,7 +296,4 @@ with c2:
 with c3:  # a standalone file: Plotly's own play button and slider (no page controls there); built on the click
     download_figure(lambda: toy_map.toy_map_figure(problem, res, bg, inset_start=istart, controls=True),
                     "toy_landscape.html", "Animated figure (HTML)", key="toy_html", settings=export_settings)
-# the animation for slides (1280 × 720, the map's frames, the settings in a caption strip), drawn when asked
-download_gif(lambda s: toy_gif(res, bg, size=SLIDE_SIZES["1280x720"], settings=s, max_frames=toy_map.TOY_FRAMES),
-             "toy_landscape.gif", "Animation for slides (GIF, 1280 × 720, ~2 s to build)", key="toy_gif",
-             settings={k: v for k, v in export_settings.items() if k != "map bounds"})
+toy_export(problem, res, bg, export_settings, log=obj_log, inset_start=istart)  # GIF / MP4 for slides (+ progress bar)

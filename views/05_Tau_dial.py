@@ -15,6 +15,7 @@ from pcd.ui import (
     url_sync,
     warmup,
 )
+from pcd.ui.animation_export import tau_export
 from pcd.ui.chart import plotly_chart
 from pcd.ui.controls import frame_controls
 from pcd.ui.table import html_table
@@ -151,3 +152,4 @@ else:
 download_row(fig, "tau_dial", key="td", table=table,
              settings={"problem": problem, "method": "pcd", "compare with": others, "τ": TAUS, "optimizer": "Adam", "lr": lr,
                        "steps": budgets})
+tau_export(problem, TAUS, budgets, lr)  # the budget curves played, as GIF / MP4 for slides

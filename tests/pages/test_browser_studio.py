@@ -541,17 +541,21 @@ def test_toy_map_plays_and_steps_in_every_width_class(browser, warm, w, h, query
 
 
 def test_toy_page_gif_download(page, warm, artifacts_dir):
-    """The toy page's "Animation for slides" button gives a GIF of the map's frames at 1280 x 720."""
+    """The toy page's "Animation for slides": Build (a progress bar) then Download gives a GIF of the
+    map's frames at 1280 x 720 (pcd.ui.animation_export)."""
     from PIL import Image
 
     page.goto(f"{warm['url']}/Toy_landscapes?methods=pcd,ws,mgda")
     _wait_content(page)
     _wait_idle(page)
-    button = page.locator(".st-key-toy_gif button")
+    button = page.locator(".st-key-toy_anim_build button")
     button.scroll_into_view_if_needed()
     t0 = time.monotonic()
+    button.click()
+    download = page.locator(".st-key-toy_anim_download button")
+    download.wait_for(timeout=120_000)
     with page.expect_download(timeout=120_000) as dl:
-        button.click()
+        download.click()
     took = time.monotonic() - t0
     path = artifacts_dir / "studio_toy_animation.gif"
     dl.value.save_as(str(path))

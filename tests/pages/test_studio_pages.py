@@ -129,7 +129,7 @@ def test_toy_page_objective_space_panel_plays_with_the_map():
     at.radio(key="toy_obj_axes").set_value("linear").run()
     _ok(at)
     assert _specs(at)[1]["layout"]["xaxis"]["type"] == "linear" and at.query_params["oaxes"] in ("linear", ["linear"])
-    assert any(b.label.startswith("Animation for slides (GIF") for b in at.get("download_button"))
+    assert at.button(key="toy_anim_build").label == "Build animation"  # GIF / MP4 for slides (pcd.ui.animation_export)
     at = _app("02_Toy_landscapes.py", steps=200, methods="pcd,ws", problem="custom")
     _ok(at)
     obj = _specs(at)[1]
