@@ -39,9 +39,9 @@ from pcd.ui import (
 )
 from pcd.ui.chart import plotly_chart
 from pcd.ui.geometry_view import show_file as show_geometry
+from pcd.ui.queue_tab import table_runs
 from pcd.ui.run_inside import config_diff_panel, inside_panel, parallel_panel
 from pcd.ui.runs_where import where_panel
-from pcd.ui.selection import selected_ids
 from pcd.viz.runs import curves_figure, method_bars, results_scatter, study_scatter
 from pcd.viz.theme import method_label
 
@@ -380,14 +380,11 @@ def _runs_view() -> None:
                         key="pl_page")
         c2.caption(f"Runs {data.offset + 1:,}–{data.offset + len(runs):,} of {data.total:,}, {PAGE_SIZE} per page. "
                    "`python -m pcd runs list --all` lists every run.")
-    # newest first, the running runs pinned on top of the first page (a run started long ago would
-    # otherwise sink below the newer queued rows, out of the table's window)
-    pinned = data.running if data.offset == 0 else []
-    shown = pinned + [r for r in runs if r["id"] not in {p["id"] for p in pinned}]
-    ids = [r["id"] for r in shown]
-    chosen = selected_ids("pl_table", ids)
+    # running runs pinned on top, then newest first; held still while rows are selected (pcd.ui.queue_tab)
+    shown, chosen = table_runs(store, data, "pl_table")
     st.caption("Select rows (click the boxes at the left; shift-click for a range) to cancel, retry, delete or "
-               "compare exactly those runs.")
+               "compare exactly those runs. While rows are selected the table keeps its order (new runs are "
+               "added below), so a refresh never moves a selection.")
     st.dataframe(_runs_table(shown), hide_index=True, key="pl_table", on_select="rerun",
                  selection_mode="multi-row", column_config={
                      "progress": st.column_config.ProgressColumn("progress", min_value=0.0, max_value=1.0,
