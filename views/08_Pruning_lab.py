@@ -23,6 +23,7 @@ from pcd.jobs.sweep import build_sweep, describe, parse_numbers
 from pcd.train import presets as P
 from pcd.train.config import SPECIAL_METHODS, method_names
 from pcd.train.data import cifar_source, missing_data_message
+from pcd.train.metrics import K3_MEASURES, PARAM_ZERO
 from pcd.train.models import ARCHS
 from pcd.train.objectives import GROUPINGS, SECONDARIES
 from pcd.ui import (
@@ -582,13 +583,13 @@ def _results_view() -> None:
         plotly_chart(method_bars({m: v for m, v in hv["methods"].items()}, "dominated hypervolume per method",
                                     "hypervolume", text_format=".3f"), key="pl_hv",
                         config={"displaylogo": False})
-        st.caption(f"Normalization: {hv['normalization']}.")
+        st.caption(f"Measures: {K3_MEASURES}. Normalization: {hv['normalization']}.")
         top = max((p["param_sparsity"] or 0.0) for p in pts if p["secondary"] == "l1+nuclear")
         if top < 5.0:
-            st.warning(f"Parameter sparsity (share of weights with |w| < 1e-8) stays at or below {top:.1f} % for "
-                       "every method here: Adam with an ℓ1 subgradient rarely drives a weight exactly to zero, so "
-                       "that axis is nearly flat and the hypervolume mostly ranks it. Compare effective rank and "
-                       "parameter reduction in the summary instead.", icon=":material/info:")
+            st.warning(f"Parameter sparsity (share of weights with |w| < {PARAM_ZERO:g}) stays at or below {top:.1f} % "
+                       "for every method here: nothing was sparsified (too few epochs?), so that axis is flat and "
+                       "the hypervolume does not rank it. Compare effective rank and parameter reduction in the "
+                       "summary instead.", icon=":material/info:")
         claim("PCD vs AuxiNash hypervolume 39.03 vs 14.1 (2.78×), ResNet-34/CIFAR-100, in the paper's own "
               "normalization", here=", ".join(f"{method_label(m)} {v:.3f}" for m, v in hv["methods"].items()),
               note="Different normalization and scale: compare the ratio between methods, not the values.")

@@ -36,6 +36,7 @@ PARAM_SPARSITY_TEXT = (f"parameter sparsity: % of penalized conv weights with |w
                        "state no threshold; under Adam an ℓ1-penalized weight is never exactly 0)")
 EFFECTIVE_RANK_TEXT = ("effective rank: exp(entropy of the normalized singular values) of each conv weight "
                        "[C_out, C_in·k·k] (Roy & Vetterli 2007), averaged over layers; no threshold")
+K3_MEASURES = f"{PARAM_SPARSITY_TEXT}; {EFFECTIVE_RANK_TEXT}"
 
 
 @torch.no_grad()

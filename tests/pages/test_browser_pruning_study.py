@@ -70,7 +70,8 @@ def test_queue_study_select_rows_cancel_the_right_one(streamlit_server, page, ar
         wait_until(lambda: any(store.get(i)["status"] == "done" for i in new), 240, "a finished run")
         page.get_by_role("tab", name="Results explorer").click()
         page.get_by_text("Summary: mean ± std over seeds").wait_for(timeout=30_000)
-        page.locator(".js-plotly-plot").first.wait_for(timeout=30_000)
+        # the visible plot: the first one in the page may be the live curves on the (hidden) queue tab
+        page.locator(".js-plotly-plot >> visible=true").first.wait_for(timeout=60_000)
         page.wait_for_timeout(1000)
         size = page.viewport_size
         page.set_viewport_size({"width": size["width"], "height": 2600})  # the app scrolls inside: a tall window shows the charts

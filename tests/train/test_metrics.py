@@ -17,7 +17,7 @@ def test_group_and_param_sparsity_count_exact_zeros():
         convs[1].weight[4, 0, 0, 0] = 5e-5  # filter norm 5e-5 < 1e-4: counts as a zero group
     assert mt.group_sparsity(m) == pytest.approx(100 * 5 / total_filters)
     per_filter = convs[1].weight[0].numel()
-    assert mt.param_sparsity(m) == pytest.approx(100 * (5 * per_filter - 1) / total_w)
+    assert mt.param_sparsity(m, 1e-8) == pytest.approx(100 * (5 * per_filter - 1) / total_w)  # exact zeros
 
 
 def test_effective_rank_of_orthogonal_and_rank_one_layers():
@@ -51,3 +51,66 @@ def test_accuracy_counts_correct():
     assert acc == 75.0 and math.isfinite(loss)
     with pytest.raises(ValueError):
         mt.accuracy(Fixed(), [])
+
+
+def test_k3_measures_thresholds_are_documented_and_used():
+    # parameter sparsity counts |w| < PARAM_ZERO = 1e-3 (not exact zeros: under Adam an l1 weight
+    # is never exactly 0); the sweep reports the same count at each documented threshold
+    assert mt.PARAM_ZERO == 1e-3 and mt.SPARSITY_SWEEP == (1e-8, 1e-6, 1e-4, 1e-3, 1e-2)
+    assert "1e-3" in mt.__doc__ and "|w| < 0.001" in mt.PARAM_SPARSITY_TEXT
+    m = build_model("smallcnn", in_channels=1)
+    convs = [c for _, c in penalized_convs(m)]
+    total_w = sum(c.weight.numel() for c in convs)
+    with torch.no_grad():
+        for c in convs:
+            c.weight.fill_(0.5)
+        flat = convs[1].weight.view(-1)
+        flat[:10] = 9.9e-4     # below 1e-3
+        flat[10:15] = 1e-3     # not below (strict <)
+        flat[15:18] = -5e-9    # below every threshold (|w|)
+        flat[18:20] = 5e-3     # below 1e-2 only
+    assert mt.param_sparsity(m) == pytest.approx(100 * 13 / total_w)
+    sweep = mt.param_sparsity_sweep(m)
+    assert list(sweep) == ["1e-08", "1e-06", "0.0001", "0.001", "0.01"]
+    assert sweep["1e-08"] == pytest.approx(100 * 3 / total_w) and sweep["0.001"] == mt.param_sparsity(m)
+    assert sweep["0.01"] == pytest.approx(100 * 20 / total_w)
+
+
+def test_zeroed_accuracy_zeroes_only_below_the_threshold_and_restores_the_weights():
+    m = build_model("smallcnn", in_channels=1)
+    convs = [c for _, c in penalized_convs(m)]
+    with torch.no_grad():
+        convs[0].weight.view(-1)[:7] = 5e-4
+    before = [c.weight.detach().clone() for c in convs]
+    seen = {}
+
+    class Probe:  # the batches iterable: records the weights the model sees while evaluating
+        def __iter__(self):
+            seen["w"] = convs[0].weight.detach().clone()
+            yield torch.zeros(4, 1, 8, 8), torch.zeros(4, dtype=torch.long)
+
+    mt.zeroed_accuracy(m, Probe())
+    assert int((seen["w"] == 0).sum()) == 7 and torch.equal(seen["w"].view(-1)[7:], before[0].view(-1)[7:])
+    assert all(torch.equal(c.weight, b) for c, b in zip(convs, before))  # restored
+
+
+def test_effective_rank_matches_numpy_svd_entropy():
+    import numpy as np
+
+    rng = np.random.default_rng(0)
+    for shape in [(16, 144), (32, 9), (5, 5)]:
+        W = rng.standard_normal(shape) * rng.uniform(0.01, 3.0, shape[1])
+        s = np.linalg.svd(W, compute_uv=False)
+        p = s / s.sum()
+        want = float(np.exp(-(p * np.log(p)).sum()))
+        assert mt.effective_rank(torch.from_numpy(W)) == pytest.approx(want, rel=1e-10)
+    # exact values: k equal singular values -> k; rank one -> 1; zero matrix -> 0
+    assert mt.effective_rank(torch.eye(6)[:, :4] * 3.0) == pytest.approx(4.0)
+    assert mt.effective_rank(torch.outer(torch.arange(1.0, 5.0), torch.ones(7))) == pytest.approx(1.0)
+    assert mt.effective_rank(torch.zeros(3, 4)) == 0.0
+    with pytest.raises(ValueError, match="2-D"):
+        mt.effective_rank(torch.zeros(2, 2, 2))
+    # the layer average of rank_metrics is this measure per penalized conv [C_out, C_in*k*k]
+    m = build_model("smallcnn", in_channels=1)
+    per = [mt.effective_rank(c.weight.reshape(c.out_channels, -1)) for _, c in penalized_convs(m)]
+    assert mt.rank_metrics(m)[0] == pytest.approx(sum(per) / len(per))
