@@ -24,9 +24,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from pcd.jobs import RunStore  # noqa: E402
-from pcd.jobs import results as R  # noqa: E402
-from pcd.train import metrics as mt  # noqa: E402
+from pcd.jobs import RunStore
+from pcd.jobs import results as R
+from pcd.train import metrics as mt
 
 
 def _ms(v: list[float]) -> tuple[float | None, float | None]:
