@@ -586,7 +586,7 @@ def _results_view() -> None:
         st.caption(f"Measures: {K3_MEASURES}. Normalization: {hv['normalization']}.")
         top = max((p["param_sparsity"] or 0.0) for p in pts if p["secondary"] == "l1+nuclear")
         if top < 5.0:
-            st.warning(f"Parameter sparsity (share of weights with |w| < {PARAM_ZERO:g}) stays at or below {top:.1f} % "
+            st.warning(f"Parameter sparsity (share of weights with |w| < {PARAM_ZERO:g} × their layer's largest) stays at or below {top:.1f} % "
                        "for every method here: nothing was sparsified (too few epochs?), so that axis is flat and "
                        "the hypervolume does not rank it. Compare effective rank and parameter reduction in the "
                        "summary instead.", icon=":material/info:")

@@ -16,7 +16,7 @@ from typing import Any
 X_AXES: dict[str, str] = {
     "group_sparsity": "native group sparsity (% filters with norm < 1e-4)",
     "param_reduction": "parameter reduction after physical pruning (%)",
-    "param_sparsity": "parameter sparsity (% weights |w| < 1e-3)",
+    "param_sparsity": "parameter sparsity (% weights |w| < 1e-3 × their layer's largest |w|)",
     "flops_factor": "FLOPs reduction (before / after, x)",
     "latency_factor": "latency speed-up (before / after, batch 1, x)",
     "size_factor": "file size reduction (before / after, x)",

@@ -142,7 +142,8 @@ _add(Preset(
     name="digits-k3",
     title="digits K = 3 (CPU): cross-entropy + ℓ1 + nuclear norm",
     description=("Same network and training as digits-demo with two secondaries, ℓ1 (sparse weights) and the "
-                 "nuclear norm (low rank): accuracy, parameter sparsity (% weights |w| < 1e-3), effective rank "
+                 "nuclear norm (low rank): accuracy, parameter sparsity (% weights |w| < 1e-3 × their layer's "
+                 "largest |w|), effective rank "
                  "and the dominated hypervolume per method; PCD over τ = 0 … 0.8 (the paper's grid thinned), "
                  "3 seeds."),
     base={**_DIGITS, "secondary": "l1+nuclear", "grouping": "filter"},

@@ -351,6 +351,9 @@ def test_k3_hypervolume_warns_when_parameter_sparsity_is_flat(data_dir):
     at = _app()
     assert any("hypervolume" in s.value for s in at.subheader)
     assert any("stays at or below 1.5 % for every method" in w.value for w in at.warning)
+    # the measures are stated next to the axis (pcd.train.metrics: one home for their thresholds)
+    assert any("% of penalized conv weights with |w| < 0.001" in c.value and "effective rank: exp(entropy" in c.value
+               for c in at.caption)
 
 
 def test_queue_tab_shows_counts_and_one_page_newest_first(data_dir):

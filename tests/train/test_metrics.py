@@ -17,7 +17,7 @@ def test_group_and_param_sparsity_count_exact_zeros():
         convs[1].weight[4, 0, 0, 0] = 5e-5  # filter norm 5e-5 < 1e-4: counts as a zero group
     assert mt.group_sparsity(m) == pytest.approx(100 * 5 / total_filters)
     per_filter = convs[1].weight[0].numel()
-    assert mt.param_sparsity(m, 1e-8) == pytest.approx(100 * (5 * per_filter - 1) / total_w)  # exact zeros
+    assert mt.param_sparsity(m, 1e-8, relative=False) == pytest.approx(100 * (5 * per_filter - 1) / total_w)
 
 
 def test_effective_rank_of_orthogonal_and_rank_one_layers():
@@ -54,10 +54,10 @@ def test_accuracy_counts_correct():
 
 
 def test_k3_measures_thresholds_are_documented_and_used():
-    # parameter sparsity counts |w| < PARAM_ZERO = 1e-3 (not exact zeros: under Adam an l1 weight
-    # is never exactly 0); the sweep reports the same count at each documented threshold
+    # parameter sparsity counts |w| < PARAM_ZERO * max|W_l| (relative to the weight's own layer: each
+    # conv feeds a BatchNorm, so a layer's scale is arbitrary; and under Adam an l1 weight is never 0)
     assert mt.PARAM_ZERO == 1e-3 and mt.SPARSITY_SWEEP == (1e-8, 1e-6, 1e-4, 1e-3, 1e-2)
-    assert "1e-3" in mt.__doc__ and "|w| < 0.001" in mt.PARAM_SPARSITY_TEXT
+    assert "1e-3" in mt.__doc__ and "|w| < 0.001 × the largest |w| of their layer" in mt.PARAM_SPARSITY_TEXT
     m = build_model("smallcnn", in_channels=1)
     convs = [c for _, c in penalized_convs(m)]
     total_w = sum(c.weight.numel() for c in convs)
@@ -65,22 +65,30 @@ def test_k3_measures_thresholds_are_documented_and_used():
         for c in convs:
             c.weight.fill_(0.5)
         flat = convs[1].weight.view(-1)
-        flat[:10] = 9.9e-4     # below 1e-3
-        flat[10:15] = 1e-3     # not below (strict <)
-        flat[15:18] = -5e-9    # below every threshold (|w|)
-        flat[18:20] = 5e-3     # below 1e-2 only
-    assert mt.param_sparsity(m) == pytest.approx(100 * 13 / total_w)
+        flat[0] = -2.0         # this layer's largest |w|: its threshold is 2e-3, the others' 5e-4
+        flat[1:11] = 1.9e-3    # below 1e-3 * 2.0
+        flat[11:16] = 2e-3     # not below (strict <)
+        flat[16:19] = -5e-9    # below every threshold (|w|)
+        flat[19:21] = 1e-2     # below 1e-2 * 2.0 only
+        convs[0].weight.view(-1)[:4] = 4e-4  # below 1e-3 * 0.5 in the first layer
+    assert mt.param_sparsity(m) == pytest.approx(100 * 17 / total_w)
+    assert mt.param_sparsity(m, relative=False) == pytest.approx(100 * 7 / total_w)  # absolute |w| < 1e-3
     sweep = mt.param_sparsity_sweep(m)
     assert list(sweep) == ["1e-08", "1e-06", "0.0001", "0.001", "0.01"]
     assert sweep["1e-08"] == pytest.approx(100 * 3 / total_w) and sweep["0.001"] == mt.param_sparsity(m)
-    assert sweep["0.01"] == pytest.approx(100 * 20 / total_w)
+    assert sweep["0.01"] == pytest.approx(100 * 24 / total_w)  # 4 + 10 + 5 + 3 + 2 (0.5 is not < 5e-3)
+    # scale-free: multiplying a layer by any factor (what its BatchNorm undoes) leaves the count alone
+    with torch.no_grad():
+        convs[1].weight.mul_(1e-4)
+    assert mt.param_sparsity(m) == pytest.approx(100 * 17 / total_w)
 
 
 def test_zeroed_accuracy_zeroes_only_below_the_threshold_and_restores_the_weights():
     m = build_model("smallcnn", in_channels=1)
     convs = [c for _, c in penalized_convs(m)]
     with torch.no_grad():
-        convs[0].weight.view(-1)[:7] = 5e-4
+        convs[0].weight.fill_(0.3)
+        convs[0].weight.view(-1)[:7] = 2e-4  # below 1e-3 * 0.3
     before = [c.weight.detach().clone() for c in convs]
     seen = {}
 
