@@ -132,14 +132,21 @@ def summarise(data_dir: Path) -> dict:
                              "per seed, over each method's settings")},
             "measured_from": "each run's final weights (runs/ID/checkpoint.pt), re-evaluated with pcd.train.metrics",
             "r_ref": r_ref, "seeds": seeds, "epochs": sorted({p["epochs"] for p in pts}), "n_runs": len(pts),
-            "rows": rows, "hypervolume": hvs}
+            "rows": rows, "hypervolume": hvs,
+            "max_zeroing_change": max(abs(p["test_acc"] - p["zeroed_acc"]) for p in pts),
+            "points": pts}
 
 
 def table(s: dict) -> str:
-    lines = [f"digits-k3: {s['n_runs']} finished runs, seeds {s['seeds']}, epochs {s['epochs']}; mean ± std over "
+    lines = ["Made by: `python -m pcd runs submit --data-dir DIR --preset digits-k3 --threads 1`, "
+             "`nice -n 5 python -m pcd worker --data-dir DIR --slots 1 --idle-exit 30`, "
+             "`python benchmarks/k3_study.py DIR --out benchmarks/results/digits_k3_study`.", "",
+             f"digits-k3: {s['n_runs']} finished runs, seeds {s['seeds']}, epochs {s['epochs']}; mean ± std over "
              f"seeds; measured from {s['measured_from']}.",
              "", f"- {s['measures']['param_sparsity']}", f"- {s['measures']['effective_rank']}",
-             f"- hypervolume: {s['measures']['hypervolume']}", "",
+             f"- hypervolume: {s['measures']['hypervolume']}",
+             f"- setting the weights counted as zero (relative) to 0 changes a run's test accuracy by at most "
+             f"{s['max_zeroing_change']:.2f} points", "",
              "| method | setting | seeds | accuracy % | sparsity % (rel. 1e-3) | acc. with those zeroed % | "
              "effective rank | sparsity % (abs. 1e-3) | acc. with those zeroed % | sparsity % (abs. 1e-8) |",
              "|---|---|---|---|---|---|---|---|---|---|"]

@@ -14,7 +14,7 @@
   seeds): with ``|w| < 1e-3`` absolute, PCD τ = 0.5, WS w ≥ 0.1, PCGrad and CAGrad read 97-100 % sparse,
   yet setting those weights to zero drops their test accuracy from 82-98 % to 8-32 %; with the
   per-layer relative threshold, zeroing the counted weights changes no run's accuracy by more than
-  0.1 point. Every run records that check (:func:`zeroed_accuracy`) and the share at each of
+  one test image (0.28 point; ``benchmarks/results/digits_k3_study.md``). Every run records that check (:func:`zeroed_accuracy`) and the share at each of
   :data:`SPARSITY_SWEEP` (relative) and of the same thresholds absolute (the optimizer's floor).
 * Effective rank (the K = 3 table's "有效秩"; Roy & Vetterli 2007): per penalized conv viewed as
   ``W = [C_out, C_in*k*k]``, ``erank(W) = exp(H(p))`` with ``p_i = s_i / sum_j s_j`` over its singular
