@@ -11,7 +11,7 @@
   relative to the layer: every penalized conv feeds a BatchNorm, so the scale of a layer's weights does
   not change what the network computes, and ℓ1 shrinks that scale for free; an *absolute* threshold
   then counts weights that still carry the function. Measured on the digits-k3 study (40 epochs, 3
-  seeds): with ``|w| < 1e-3`` absolute, PCD τ = 0.5, WS w ≥ 0.1, PCGrad and CAGrad read 97-100 % sparse,
+  seeds): with ``|w| < 1e-3`` absolute, PCD τ = 0.5, WS w ≥ 0.1, PCGrad and CAGrad read 96-100 % sparse,
   yet setting those weights to zero drops their test accuracy from 82-98 % to 8-32 %; with the
   per-layer relative threshold, zeroing the counted weights changes no run's accuracy by more than
   one test image (0.28 point; ``benchmarks/results/digits_k3_study.md``). Every run records that check (:func:`zeroed_accuracy`) and the share at each of
