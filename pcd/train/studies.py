@@ -25,7 +25,7 @@ if TYPE_CHECKING:
 X_AXES: dict[str, str] = {
     "group_sparsity": "native group sparsity (% filters with norm < 1e-4)",
     "param_reduction": "parameter reduction after physical pruning (%)",
-    "param_sparsity": "parameter sparsity (% weights |w| < 1e-8)",
+    "param_sparsity": "parameter sparsity (% weights |w| < 1e-3 × their layer's largest |w|)",
     "flops_factor": "FLOPs reduction (before / after, x)",
     "latency_factor": "latency speed-up (before / after, batch 1, x)",
     "size_factor": "file size reduction (before / after, x)",
