@@ -19,7 +19,6 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from pcd import studio
 from pcd.experiments.synthetic import toy_run
 from pcd.viz import toy as toy_map
 from pcd.viz.export import SLIDE_SIZES, save_gif, toy_animation_frames, toy_palette
@@ -38,7 +37,7 @@ def main() -> int:
 
     prob = problems.make("saddle2d")
     res = toy_run("saddle2d", METHODS, 1000, 0.02, "adam", 0.02, None, seed=0, record=200)
-    bg = toy_map.toy_background(prob, studio.fit_bounds(res, prob.bounds))
+    bg = toy_map.toy_background(prob, toy_map.fit_bounds(res, prob.bounds))
     settings = {"problem": "saddle2d", "methods": res.methods, "tau": 0.02, "optimizer": "adam", "lr": 0.02,
                 "steps": 1000}
     best = None

@@ -7,6 +7,8 @@ import streamlit as st
 
 import pcd.methods as registry
 from pcd.experiments import jd
+from pcd.studio import jd as JD
+from pcd.studio.registry import this_page
 from pcd.ui import (
     claim,
     download_csv,
@@ -19,12 +21,12 @@ from pcd.ui import (
     url_default,
     url_sync,
 )
-from pcd.ui import warmup as W
 from pcd.viz.jd import iwrm_figure, memory_figure, properties_figure
 
+PAGE = this_page(__file__)
 setup_page(
-    "Jacobian descent",
-    icon=":material/grid_on:",
+    PAGE.title,
+    icon=PAGE.icon,
     intro=(
         "Jacobian descent (Quinton & Rey, arXiv 2406.16232, the **TorchJD** library) views every multi-objective "
         "method as an **aggregator** A that turns the Jacobian J (one row per objective gradient) into one update "
@@ -33,7 +35,7 @@ setup_page(
         "computes the Gram matrix G = JJᵀ without ever materializing J. This page checks those claims live, and "
         "shows where PCD stands — honestly: PCD is built for a *hierarchy*, not for symmetric balance."
     ),
-    full_plotly=True,  # its figures are st.plotly_chart's: Streamlit's full Plotly.js, preloaded
+    full_plotly=PAGE.full_plotly,  # st.plotly_chart's figures: Streamlit's full Plotly.js, preloaded
 )
 
 ALL = registry.available()
@@ -67,12 +69,12 @@ with tab_props:
     with c1:
         methods = method_picker("methods", ALL, default=url_default("methods", ALL, allowed=ALL), key="jd_methods")
     with c2:
-        samples = st.slider("Jacobians per family and K", 1, 10, url_default("samples", W.JD_SAMPLES, low=1, high=10), key="jd_samples")
+        samples = st.slider("Jacobians per family and K", 1, 10, url_default("samples", JD.SAMPLES, low=1, high=10), key="jd_samples")
     with c3:
-        tau = st.slider("τ (PCD, and the progress share checked)", 0.0, 0.5, url_default("tau", W.JD_TAU, low=0.0, high=0.5), 0.01,
+        tau = st.slider("τ (PCD, and the progress share checked)", 0.0, 0.5, url_default("tau", JD.TAU, low=0.0, high=0.5), 0.01,
                         key="jd_tau")
     try:
-        table = W.jd_properties(tuple(methods), int(samples), float(tau), W.JD_SEED)  # warmed at start
+        table = JD.jd_properties(tuple(methods), int(samples), float(tau), JD.SEED)  # warmed at start
         fig = properties_figure(table)
     except ValueError as exc:
         show_error(exc)
@@ -97,19 +99,11 @@ with tab_props:
         d1, d2 = st.columns(2)
         with d1:
             download_csv(df, "jd_properties.csv", key="jd_props_csv",
-                         settings={"methods": methods, "samples": int(samples), "τ": float(tau), "seed": W.JD_SEED})
+                         settings={"methods": methods, "samples": int(samples), "τ": float(tau), "seed": JD.SEED})
         with d2:
             download_json(table, "jd_properties.json", key="jd_props_json")
 
 # ------------------------------------------------------------------------------------------ IWRM
-
-
-@st.cache_data(show_spinner=False, max_entries=16)
-def _iwrm(methods: tuple[str, ...], seeds: int, steps: int, batch: int, lr: float, tau: float,
-          _progress=None) -> dict:
-    cfg = jd.IWRMConfig(methods=methods, seeds=tuple(range(seeds)), steps=steps, batch_size=batch, lr=lr, tau=tau,
-                        eval_every=max(1, steps // 12))
-    return jd.run_iwrm(cfg, progress=_progress)
 
 
 with tab_iwrm:
@@ -145,7 +139,7 @@ with tab_iwrm:
     if st.button("Train", type="primary", key="jd_iwrm_run"):
         bar = st.progress(0.0, text="starting…")
         try:
-            st.session_state["jd_iwrm_result"] = (key, _iwrm(*key, _progress=lambda f, t: bar.progress(
+            st.session_state["jd_iwrm_result"] = (key, JD.iwrm(*key, _progress=lambda f, t: bar.progress(
                 min(max(f, 0.0), 1.0), text=t)))
         except ValueError as exc:
             show_error(exc)

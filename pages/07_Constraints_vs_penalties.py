@@ -8,15 +8,17 @@ import pandas as pd
 import streamlit as st
 
 from pcd.experiments import constraints as C
+from pcd.studio import constraints as CP
+from pcd.studio.registry import this_page
 from pcd.ui import claim, download_csv, download_figure, settings_panel, setup_page, show_error, url_default, url_sync
-from pcd.ui import warmup as W
 from pcd.ui.chart import plotly_chart
 from pcd.ui.table import html_table
 from pcd.viz import constraints as V
 
+PAGE = this_page(__file__)
 setup_page(
-    "Constraints vs fixed penalties",
-    icon=":material/rule:",
+    PAGE.title,
+    icon=PAGE.icon,
     intro=(
         "A hard requirement (a rate, a sparsity budget, a safety bound) is often folded into the loss as a "
         "**fixed penalty** c·g(x). The position paper *Adopt constraints over fixed penalties* argues that this "
@@ -35,7 +37,7 @@ st.latex(r"\begin{gathered}\text{penalty: }\min_x f(x)+c\,g(x)"
 st.caption("Lagrangian machinery (GDA, augmented Lagrangian, nuPI) runs on Cooper (cooper-optim 1.0.1); "
            "PCD uses this library's QP on the normalized Gram matrix.")
 
-# the page's cached experiments live in pcd.ui.warmup: the server computes this page's default
+# the page's cached experiments live in pcd.studio.constraints: the server computes this page's default
 # view when it starts (torch + Cooper, ~10 s of CPU), so a first visitor is served from the cache
 
 
@@ -53,14 +55,14 @@ st.markdown(
 
 c1, c2, c3 = settings_panel("toy").columns([1, 1, 1])
 with c1:
-    eps = st.number_input("ε (constraint level, in (0, 1))", value=float(url_default("eps", W.CP_EPS)), step=0.05,
+    eps = st.number_input("ε (constraint level, in (0, 1))", value=float(url_default("eps", CP.EPS)), step=0.05,
                           format="%.2f", key="cp_eps",
                           help="Steps of 0.05 answer instantly from the precomputed grid; other values run live.")
 with c2:
-    c = st.number_input("fixed penalty c (≥ 0)", value=float(url_default("c", W.CP_C)), step=0.1, format="%.2f",
+    c = st.number_input("fixed penalty c (≥ 0)", value=float(url_default("c", CP.PENALTY_C)), step=0.1, format="%.2f",
                         key="cp_c")
 with c3:
-    x0 = st.select_slider("start x₀", options=(0.3, 0.6, 1.0), value=url_default("x0", W.CP_X0, allowed=(0.3, 0.6, 1.0)),
+    x0 = st.select_slider("start x₀", options=(0.3, 0.6, 1.0), value=url_default("x0", CP.X0, allowed=(0.3, 0.6, 1.0)),
                           key="cp_x0", help="Every method starts here (x = 0 is stationary for all of them).")
 url_sync(eps=eps, c=c, x0=x0)
 
@@ -68,7 +70,7 @@ toy_ok = True
 try:
     C.check_eps(eps)
     C.check_c(c)
-    shown, grid_runs, grid = W.cp_toy_runs(float(eps), float(c), float(x0), W.CP_TOY_STEPS)
+    shown, grid_runs, grid = CP.cp_toy_runs(float(eps), float(c), float(x0), CP.TOY_STEPS)
 except ValueError as exc:
     show_error(exc)
     toy_ok = False
@@ -106,7 +108,7 @@ if toy_ok:
     )
 
     st.subheader("Final x over ε (paper's table)")
-    pen_rows = C.epsilon_table([W.cp_toy_penalty(tuple(C.PAPER_EPS), c, x0, W.CP_TOY_STEPS)])
+    pen_rows = C.epsilon_table([CP.cp_toy_penalty(tuple(C.PAPER_EPS), c, x0, CP.TOY_STEPS)])
     table_rows = [r for r in C.epsilon_table(grid_runs) if round(r["eps"], 2) in C.PAPER_EPS] + pen_rows
     fig_eps = V.epsilon_figure(table_rows)
     plotly_chart(fig_eps, key="cp_eps_fig", config={"displaylogo": False})
@@ -122,7 +124,7 @@ if toy_ok:
           note="ρ = 20, dual step 1 (AL); Kp = 20, Ki = 0.5 (nuPI); projected SGD lr 0.05, 500 steps. A run that "
                "reaches π/2 stays there: the constraint's gradient cos x vanishes (e.g. AL with ρ = 20 at ε ≥ 0.9).")
     toy_settings = {"problem": "min cos x s.t. sin x ≤ ε on [0, π/2]", "ε": float(eps), "penalty c": float(c),
-                    "x0": float(x0), "steps": W.CP_TOY_STEPS, "methods": [r.label for r in shown]}
+                    "x0": float(x0), "steps": CP.TOY_STEPS, "methods": [r.label for r in shown]}
     c1, c2 = st.columns(2)
     with c1:
         download_csv(eps_df, "constraints_epsilon_table.csv", key="cp_eps_csv", settings=toy_settings)
@@ -138,7 +140,7 @@ st.markdown(
     "`strict_violation`, a proxy-Lagrangian). All runs: SGD lr 0.1, 3000 steps, w = 0 at the start."
 )
 try:
-    sweep = W.cp_sweep()
+    sweep = CP.cp_sweep()
 except ValueError as exc:  # pragma: no cover - defaults are valid
     show_error(exc)
     st.stop()
@@ -213,8 +215,8 @@ download_csv(sweep_df, "constraints_rate_sweep.csv", key="cp_sweep_csv", setting
 
 # =================================================================================================
 st.header("3 · What finding c costs")
-tol = W.CP_TOL
-bis = W.cp_bisection(tol)
+tol = CP.TOL
+bis = CP.cp_bisection(tol)
 best_lag = next(r for r in lag if r.param == 0.1)
 left, right = st.columns([1.3, 1])
 with left:
@@ -233,7 +235,7 @@ with right:
                 "when you ask).")
     if st.button("Measure the overhead now (≈ 3 s)", key="cp_cost_btn") or st.session_state.get("cp_cost_done"):
         st.session_state["cp_cost_done"] = True
-        cost = W.cp_cost(200, 3)
+        cost = CP.cp_cost(200, 3)
         st.metric("constrained-loop overhead (this tiny model)", f"{cost['overhead_pct']:+.0f} %",
                   help="Median wall time of one run: Cooper's loop vs the plain penalty loop.")
         claim("overhead of the constrained loop over the penalty loop: +5.2 % (rate), +1.6 % (sparsity)",

@@ -20,6 +20,7 @@ from pcd.jobs import RunStore, default_data_dir, ensure_supervisor, eta_seconds,
 from pcd.jobs import results as R
 from pcd.jobs.queue_view import PAGE_SIZE, done_studies, estimate_basis, queue_page, study_points
 from pcd.jobs.sweep import build_sweep, describe, parse_numbers
+from pcd.studio.registry import this_page
 from pcd.train import presets as P
 from pcd.train.config import SPECIAL_METHODS, method_names
 from pcd.train.data import cifar_source, missing_data_message
@@ -45,9 +46,10 @@ from pcd.ui.selection import selected_ids
 from pcd.viz.runs import curves_figure, method_bars, results_scatter, study_scatter
 from pcd.viz.theme import method_label
 
+PAGE = this_page(__file__)
 setup_page(
-    "Pruning lab",
-    icon=":material/content_cut:",
+    PAGE.title,
+    icon=PAGE.icon,
     intro=(
         "Structured pruning as a hierarchical problem: the **primary** objective is cross-entropy, the "
         "**secondary** is a group lasso over conv filters (or ℓ1 + nuclear norm, K = 3). Pick a **preset** to "

@@ -54,10 +54,11 @@ def _write_map(args: argparse.Namespace) -> None:
     (``--html``) and its animation as a GIF (``--gif``, :mod:`pcd.viz.export`)."""
     import pcd.problems as problems
     from pcd import _validate as V
-    from pcd import studio
     from pcd.experiments.synthetic import toy_run
+    from pcd.experiments.toy import trajectory_gradients
     from pcd.viz import toy as toy_map
     from pcd.viz.export import SLIDE_SIZES, toy_gif
+    from pcd.viz.stamp import figure_html
 
     html = V.writable_file(args.html, "--html") if args.html else None
     gif = V.writable_file(args.gif, "--gif") if args.gif else None
@@ -66,12 +67,12 @@ def _write_map(args: argparse.Namespace) -> None:
     prob = problems.make(args.problem)
     res = toy_run(args.problem, args.methods, args.steps, args.lr, args.optimizer, args.tau, parse_starts(args.starts),
                   seed=args.seed, record=200)
-    bg = toy_map.toy_background(prob, studio.fit_bounds(res, prob.bounds))
+    bg = toy_map.toy_background(prob, toy_map.fit_bounds(res, prob.bounds))
     settings = {"problem": args.problem, "methods": res.methods, "tau": args.tau, "optimizer": args.optimizer,
                 "lr": args.lr, "steps": args.steps}
     if html is not None:
-        fig = toy_map.toy_map_figure(prob, res, bg, controls=True)
-        html.write_text(studio.figure_html(fig, settings), encoding="utf-8")
+        fig = toy_map.toy_map_figure(prob, res, bg, inset=trajectory_gradients(prob, res, 0), controls=True)
+        html.write_text(figure_html(fig, settings), encoding="utf-8")
     if gif is not None:  # the page's animation for slides: its frames, the settings in a caption strip
         toy_gif(res, bg, size=SLIDE_SIZES[args.size], settings=settings, max_frames=toy_map.TOY_FRAMES, target=gif)
 

@@ -249,6 +249,20 @@ def outcome_label(diagnosis: str, method: str | None = None, short: bool = False
     return d if words is None else words[0 if short else 1]
 
 
+# The light background of a table cell that names an outcome (the toy page's end-point table), by the
+# engine's diagnosis (the outcome's words are OUTCOME_WORDS').
+OUTCOME_SHADES = {"cms": "#dafbe1", "conflict_equilibrium": "#ffebe9", "pareto_at_primary": "#ddf4ff",
+                  "halted": "#fbefff", "held": "#fbefff", "diverged": "#fff8c5", "error": "#fff8c5"}
+
+
+def outcome_shade(text: str) -> str:
+    """The :data:`OUTCOME_SHADES` colour of a cell whose text starts with an outcome's short words
+    (``"stalled: gradients cancel at step 12"``), ``""`` when it names none."""
+    t = str(text)
+    return next((OUTCOME_SHADES[k] for k, words in OUTCOME_WORDS.items()
+                 if k in OUTCOME_SHADES and t.startswith(words[0])), "")
+
+
 def objective_color(k: int) -> str:
     """Colour of objective ``k`` (0 = primary)."""
     if int(k) < 0:

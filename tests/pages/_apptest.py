@@ -9,12 +9,12 @@ from typing import Any
 import pandas as pd
 from streamlit.testing.v1 import AppTest
 
-VIEWS = Path(__file__).resolve().parents[2] / "views"
+VIEWS = Path(__file__).resolve().parents[2] / "pages"
 PAGES = sorted(p.name for p in VIEWS.glob("[0-9][0-9]_*.py"))  # every page file, in menu order
 
 
 def open_page(page: str, params: dict[str, Any], tmp_path: Path, monkeypatch: Any, timeout: float = 180) -> AppTest:
-    """Run ``views/<page>`` once with the query parameters ``params`` (a fresh data folder, no queue
+    """Run ``pages/<page>`` once with the query parameters ``params`` (a fresh data folder, no queue
     supervisor) and return the AppTest."""
     monkeypatch.setenv("PCD_DATA_DIR", str(tmp_path))
     monkeypatch.setenv("PCD_NO_AUTOSTART", "1")

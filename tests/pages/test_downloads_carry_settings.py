@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-VIEWS = Path(__file__).resolve().parents[2] / "views"
+VIEWS = Path(__file__).resolve().parents[2] / "pages"
 HELPERS = {"download_csv", "download_figure", "download_row", "download_gif"}
 PAGES = sorted(p for p in VIEWS.glob("*.py") if not p.name.startswith("08_"))
 

@@ -11,7 +11,7 @@ from streamlit.testing.v1 import AppTest
 from pcd.experiments import gramian_memory, jd
 
 torch.set_num_threads(1)
-PAGE = str(Path(__file__).resolve().parents[2] / "views" / "06_Jacobian_descent.py")
+PAGE = str(Path(__file__).resolve().parents[2] / "pages" / "06_Jacobian_descent.py")
 
 
 def _text(at) -> str:
