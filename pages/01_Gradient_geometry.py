@@ -19,6 +19,7 @@ from pcd.ui import (
 from pcd.ui.chart import plotly_chart
 from pcd.ui.controls import vector_drag
 from pcd.ui.table import html_table
+from pcd.viz.theme import method_color
 
 PAGE = this_page(__file__)
 setup_page(
@@ -102,7 +103,7 @@ st.caption("Click or drag in the figure to move g₂" + (" or g₃ (whichever ti
 table = G.directions_table(result)
 
 
-_method_colors = {r["label"]: r["color"] for r in result["rows"]}
+_method_colors = {r["label"]: method_color(r["method"]) for r in result["rows"]}
 
 
 st.subheader("What each update does")

@@ -7,6 +7,7 @@ import numpy as np
 import streamlit as st
 
 import pcd.methods as registry
+from pcd.studio import problem_label
 from pcd.studio import toy as T
 from pcd.studio.registry import this_page
 from pcd.ui import (
@@ -79,7 +80,7 @@ if _pts and "x" in _pts[-1] and "y" in _pts[-1]:
 settings = settings_panel(flow=True)
 with settings:
     problem_name = st.selectbox("problem", PROBLEMS, index=PROBLEMS.index(url_default("problem", T.PROBLEM, PROBLEMS)),
-                                format_func=T.problem_label, key="toy_problem")
+                                format_func=problem_label, key="toy_problem")
     f1 = f2 = None
     formula_error = None
     custom_bounds = custom_starts = None
@@ -179,7 +180,7 @@ if not methods:
     st.stop()
 
 
-# the page's cached computations live in pcd.ui.warmup: the server fills them with this page's
+# the page's cached computations live in pcd.studio.toy: the server fills them with this page's
 # default view when it starts, so a first visitor is served from the cache
 try:
     pbounds = custom_bounds if problem_name == "custom" else None

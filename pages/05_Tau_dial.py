@@ -4,6 +4,7 @@ from __future__ import annotations
 import streamlit as st
 
 import pcd.methods as registry
+from pcd.studio import problem_label
 from pcd.studio import tau as TD
 from pcd.studio.registry import this_page
 from pcd.ui import (
@@ -33,10 +34,6 @@ setup_page(
     ),
 )
 
-PROBLEMS = {"quadratic": "Convex quadratic pair (a genuine trade-off)",
-            "saddle2d": "Saddle (PCD Fig. 1): both optimal at (2, 0)",
-            "scale": "Box constraint (scale problem, k = 0)",
-            "two_task": "Two-task toy (CAGrad)"}
 TAUS = list(TD.TAUS)
 BUDGETS = [30, 100, 300, 1000, 3000]
 DEFAULT_BUDGETS = list(TD.BUDGETS)
@@ -47,9 +44,9 @@ OTHERS = [m for m in registry.available() if m != "pcd"]  # PCD is the curve
 panel = settings_panel()
 c1, c2, c3 = panel.columns([1.6, 1.6, 1])
 with c1:
-    names = list(PROBLEMS)
+    names = list(TD.PROBLEMS)
     problem = st.selectbox("problem", names, index=names.index(url_default("problem", TD.PROBLEM, names)),
-                           format_func=PROBLEMS.get, key="td_problem")
+                           format_func=problem_label, key="td_problem")
 with c2:
     url_budgets = url_default("budgets", DEFAULT_BUDGETS, allowed=BUDGETS)
     budgets = st.multiselect("step budgets (one curve each)", BUDGETS, default=url_budgets,

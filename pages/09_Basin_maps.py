@@ -9,6 +9,7 @@ import streamlit as st
 import pcd.methods as registry
 from pcd.experiments.basin import BASIN_METHODS, merge_basins
 from pcd.studio import basin as B
+from pcd.studio import problem_label
 from pcd.studio import toy as T
 from pcd.studio.registry import page, this_page
 from pcd.ui import (
@@ -44,7 +45,7 @@ PROBLEMS = list(T.PROBLEMS)
 
 with settings_panel(flow=True):
     problem_name = st.selectbox("problem", PROBLEMS, index=PROBLEMS.index(url_default("problem", B.PROBLEM, PROBLEMS)),
-                                format_func=T.problem_label, key="basin_problem")
+                                format_func=problem_label, key="basin_problem")
     f1 = f2 = None
     if problem_name == "custom":
         f1 = st.text_input("primary f₁(x, y)", url_default("f1", B.DEFAULT_F1), key="basin_f1")

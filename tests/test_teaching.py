@@ -1,4 +1,4 @@
-"""Teaching data (pcd.teaching): the gradients along a recorded run, the stall frames, the 1-D
+"""Teaching data (pcd.experiments.toy, pcd.studio.lesson, pcd.studio.geometry): the gradients along a recorded run, the stall frames, the 1-D
 case and the click -> (angle, norm) conversion of the geometry page."""
 from __future__ import annotations
 

@@ -32,12 +32,6 @@ def _halts(method: str) -> bool:
     return method in registry.available() and registry.get(method).halts_where_primary_vanishes
 
 
-@st.cache_data(show_spinner=False, max_entries=32)
-def problem_label(key: str) -> str:
-    """The menu label of a page problem (a key of :data:`pcd.problems.NAMED`): its ``display_name``."""
-    return problems.named(key).display_name or key
-
-
 def make_problem(name: str, primary: str | None = None, secondary: str | None = None,
                  bounds: Sequence[Sequence[float]] | None = None, starts: Any = None):
     """The 2-D problem of the toy page (:func:`pcd.problems.named`); for ``custom``, the formula

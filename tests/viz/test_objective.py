@@ -1,4 +1,4 @@
-"""The toy runs in objective space (pcd.studio.objective_space + pcd.viz.objective): the points
+"""The toy runs in objective space (pcd.studio.toy.objective_space + pcd.viz.objective): the points
 drawn at every frame are the engine's losses, the frames are the map's, the front and the verdicts."""
 from __future__ import annotations
 
