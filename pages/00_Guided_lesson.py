@@ -7,7 +7,6 @@ import plotly.graph_objects as go
 import streamlit as st
 
 import pcd.methods as registry
-from pcd.experiments.toy import trajectory_gradients
 from pcd.studio import lesson as L
 from pcd.studio.registry import page, this_page
 from pcd.ui import page_link, presenter_mode, setup_page, show_error, url_default, url_sync
@@ -83,7 +82,7 @@ def step_stall():
     prob, res = L.saddle_problem(), L.saddle()
     stalled = [m for m in SYMMETRIC if str(res.diagnosis[res.index(m), 0]) == "conflict_equilibrium"]
     shown = ["pcd"] + stalled if "pcd" in res.methods else stalled
-    grads = trajectory_gradients(prob, res, 0, methods=shown)
+    grads = L.trajectory_gradients(prob, res, 0, methods=shown)
     frames = L.stall_frames(res, 0, reference="mgda" if "mgda" in stalled else (stalled or ["pcd"])[0])
     fig = gradients_figure(grads, frame=frames, cols=len(shown), height=330)
     ref = grads["methods"][stalled[0]] if stalled else None

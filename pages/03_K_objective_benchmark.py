@@ -5,7 +5,6 @@ import pandas as pd
 import streamlit as st
 
 import pcd.methods as registry
-from pcd.experiments import kdw_law
 from pcd.studio import kbench as KB
 from pcd.studio.registry import this_page
 from pcd.ui import (
@@ -117,7 +116,7 @@ claim("MGDA / CAGrad residual 1.536·√(K−1); PCD gradient residual ~1e-15, l
       note="PCD's residual depends on the step budget (Adam): the default 800 steps at lr 0.03 reach an exactly "
            "zero residual at every K; 300 steps leave about 1e-5. CAGrad's inner problem lets it creep off the start (its residual can fall below the law).")
 
-measured = kdw_law.table()
+measured = KB.law_table()
 ms = measured["settings"]
 st.subheader("Does each method follow the law? Measured")
 st.caption(f"The loss-weighting methods (UW, DWA, GLS, STCH) and TorchJD 0.18's aggregators (ConFIG … TrimmedMean) at this page's defaults ({OPTS.get(ms['optimizer'], ms['optimizer'])}, "

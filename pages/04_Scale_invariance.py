@@ -5,7 +5,6 @@ import pandas as pd
 import streamlit as st
 
 import pcd.methods as registry
-from pcd.experiments import synthetic
 from pcd.studio import scale as SC
 from pcd.studio.registry import this_page
 from pcd.ui import (
@@ -22,7 +21,7 @@ from pcd.ui.chart import plotly_chart
 from pcd.ui.table import html_table
 from pcd.viz.scale import drift_table, eps_window_text, power_label, sweep_figure
 
-_K = [int(k) for k in synthetic.SCALE_EXPONENTS]  # the sweep's range, written once (the intro says it)
+_K = [int(k) for k in SC.EXPONENTS]  # the sweep's range, written once (the intro says it)
 _KR = " … ".join(str(k).replace("-", "−") for k in (_K[0], _K[-1]))
 PAGE = this_page(__file__)
 setup_page(

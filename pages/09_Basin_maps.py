@@ -7,7 +7,6 @@ import numpy as np
 import streamlit as st
 
 import pcd.methods as registry
-from pcd.experiments.basin import BASIN_METHODS, merge_basins
 from pcd.studio import basin as B
 from pcd.studio import problem_label
 from pcd.studio import toy as T
@@ -50,7 +49,7 @@ with settings_panel(flow=True):
     if problem_name == "custom":
         f1 = st.text_input("primary f₁(x, y)", url_default("f1", B.DEFAULT_F1), key="basin_f1")
         f2 = st.text_input("secondary f₂(x, y)", url_default("f2", B.DEFAULT_F2), key="basin_f2")
-    methods = method_picker("methods", ALL, default=url_default("methods", list(BASIN_METHODS), allowed=ALL),
+    methods = method_picker("methods", ALL, default=url_default("methods", list(B.METHODS), allowed=ALL),
                             key="basin_methods")
     tau = st.slider("τ (PCD)", 0.0, 1.0, url_default("tau", B.TAU, low=0.0, high=1.0), 0.01, key="basin_tau")
     opt = st.radio("optimizer", ["adam", "sgd"], index=["adam", "sgd"].index(url_default("opt", B.OPT, ["adam", "sgd"])),
@@ -97,7 +96,7 @@ try:
                                             on_select="rerun", selection_mode="points",
                                             config={"displaylogo": False, "scrollZoom": False})
     bar.empty()
-    res = merge_basins(parts)
+    res = B.merge_basins(parts)
 except ValueError as exc:
     show_error(exc)
     st.stop()

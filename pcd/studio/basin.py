@@ -9,10 +9,12 @@ from typing import Any
 import numpy as np
 import streamlit as st
 
-from pcd.experiments.basin import basin
+from pcd.experiments.basin import BASIN_METHODS, basin, merge_basins
 from pcd.studio.toy import make_problem
 
 GRIDS = (25, 50, 100, 150, 200)
+METHODS = tuple(BASIN_METHODS)
+__all__ = ["GRIDS", "METHODS", "basin_table", "compute", "figure", "merge_basins"]  # merge_basins: the page joins its chunks
 PROBLEM, TAU, OPT, LR, STEPS, GRID = "saddle2d", 0.02, "adam", 0.02, 1000, 100
 DEFAULT_F1 = "(x**2-4)**2/4 + y**2/2"
 DEFAULT_F2 = "relu(abs(x-2)-0.5) + relu(abs(y)-0.5)"

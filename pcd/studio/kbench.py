@@ -28,6 +28,13 @@ def kbench_tau(method: str, tau: float) -> float | None:
     return tau if registry.get(method).primary_knob else None
 
 
+def law_table() -> Any:
+    """The measured 1.536·√(K−1) law at the page's defaults (:func:`pcd.experiments.kdw_law.table`)."""
+    from pcd.experiments import kdw_law
+
+    return kdw_law.table()
+
+
 def warm() -> None:
     """The page's default view."""
     for K in KS:

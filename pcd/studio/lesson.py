@@ -14,6 +14,7 @@ import pcd.methods as registry
 import pcd.problems as problems
 from pcd.experiments import synthetic
 from pcd.experiments.geometry import method_directions
+from pcd.experiments.toy import trajectory_gradients
 from pcd.studio import available, kbench, scale
 from pcd.studio import tau as tau_page
 
@@ -73,7 +74,6 @@ def saddle_problem() -> Any:
 @st.cache_resource(show_spinner=False)
 def saddle_figure(height: int) -> Any:
     """Step 2's figure: the animated saddle with the gradient inset of PCD, WS and MGDA."""
-    from pcd.experiments.toy import trajectory_gradients
     from pcd.viz.landscape import landscape_figure
     from pcd.viz.teaching import add_gradient_inset
 

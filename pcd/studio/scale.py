@@ -11,6 +11,7 @@ from pcd.studio import available
 
 METHODS = tuple(synthetic.SCALE_METHODS)
 TAU, STEPS = 0.3, synthetic.SCALE_STEPS
+EXPONENTS = tuple(synthetic.SCALE_EXPONENTS)  # the sweep's range: secondary x 10^k
 PCD_EPS = float(next(p.default for p in registry.get("pcd").params if p.name == "eps"))
 
 
