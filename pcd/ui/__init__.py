@@ -32,10 +32,10 @@ _CSS = """
   [data-testid="stMetricValue"] {font-size: clamp(1.15rem, 2.3vw, 2.1rem);}
   [data-testid="stMetricLabel"] p {white-space: normal !important;}
   .katex-display {overflow-x: auto; overflow-y: hidden;}
-  [data-testid="stSidebarNav"] a span, [data-testid="stSidebarNav"] a div, [data-testid="stSidebarNav"] a p {
+  .st-key-pcd_menu a span, .st-key-pcd_menu a div, .st-key-pcd_menu a p {
       white-space: normal !important; overflow: visible !important; text-overflow: clip !important;
       line-height: 1.25; min-width: 0;}
-  [data-testid="stSidebarNav"] a > span {flex-shrink: 1;}
+  .st-key-pcd_menu a > span {flex-shrink: 1;}
   /* a widget's label wraps instead of ending in "…" (the toy page's "gradient i…" toggle in presenter mode) */
   [data-testid="stWidgetLabel"] [data-testid="stMarkdownContainer"],
   [data-testid="stWidgetLabel"] [data-testid="stMarkdownContainer"] p {
