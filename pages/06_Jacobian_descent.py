@@ -6,7 +6,6 @@ import pandas as pd
 import streamlit as st
 
 import pcd.methods as registry
-from pcd.experiments import jd
 from pcd.studio import jd as JD
 from pcd.studio.registry import this_page
 from pcd.ui import (
@@ -81,7 +80,7 @@ with tab_props:
         table = None
     if table:
         st.plotly_chart(fig, theme=None, key="jd_props_chart", config={"displaylogo": False})
-        rows = jd.property_rows(table)
+        rows = JD.property_rows(table)
         all_three = [_label(r["method"]) for r in rows if r["all_three_jd"]]
         listed = [r for r in rows if r["matches_paper"] is not None]
         agree = sum(1 for r in listed if r["matches_paper"])
@@ -116,7 +115,7 @@ with tab_iwrm:
         "where a sample would not get its τ share. PCGrad *sums* B projected gradients, so its lr is divided by B."
     )
     iwrm_all = [m for m in ALL]
-    iwrm_default = [m for m in jd.IWRM_DEFAULT_METHODS if m in ALL]
+    iwrm_default = [m for m in JD.IWRM_DEFAULT_METHODS if m in ALL]
     c1, c2, c3, c4, c5 = settings_panel("iwrm").columns([2.2, 1, 1, 1, 1])
     with c1:
         i_methods = method_picker("methods", iwrm_all, default=url_default("iwrm_methods", iwrm_default,
@@ -155,7 +154,7 @@ with tab_iwrm:
             show_error(exc)
         else:
             st.plotly_chart(fig, theme=None, key="jd_iwrm_chart", config={"displaylogo": False})
-            rows = jd.iwrm_rows(res)
+            rows = JD.iwrm_rows(res)
             here = "; ".join(f"{r['display_name'] if r['method'] != 'ws' else 'Mean'} "
                              f"{r['final_test_acc_pct']:.1f} % (loss {r['final_train_loss']:.3f}, "
                              f"early cos {r['early_cosine']:.2f})" for r in rows)
@@ -182,7 +181,7 @@ with tab_iwrm:
 # ------------------------------------------------------------------------------------------ memory
 
 with tab_mem:
-    have_torchjd = jd.torchjd_available()
+    have_torchjd = JD.torchjd_available()
     st.markdown(
         "Most aggregators need only the Gram matrix G = JJᵀ (B × B), never J itself (B × n). The paper's "
         "**Gramian reverse accumulation** builds G layer by layer during the backward pass — O(n + B²) memory "
@@ -214,7 +213,7 @@ with tab_mem:
     if st.button("Measure", type="primary", key="jd_mem_run"):
         bar = st.progress(0.0, text="starting…")
         try:
-            st.session_state["jd_mem_result"] = jd.measure_gramian_memory(
+            st.session_state["jd_mem_result"] = JD.measure_gramian_memory(
                 sorted(int(b) for b in m_bs), width=int(m_width), repeats=2, device=m_device,
                 progress=lambda f, t: bar.progress(min(max(f, 0.0), 1.0), text=t))
         except ValueError as exc:
@@ -257,7 +256,7 @@ with tab_mem:
             if mem.get("gram_rel_max_diff"):
                 st.caption(f"Largest relative difference between the modes' Gram matrices: "
                            f"{max(mem['gram_rel_max_diff']):.1e} (float32). Memory: {mem['memory_source']}.")
-            df = pd.DataFrame(jd.memory_rows(mem))
+            df = pd.DataFrame(JD.memory_rows(mem))
             st.dataframe(df, hide_index=True, width="stretch")
             download_csv(df, "jd_memory.csv", key="jd_mem_csv",
                          settings={"batch sizes": mem["batch_sizes"], "parameters": mem["n_params"],

@@ -7,7 +7,6 @@ import numpy as np
 import pandas as pd
 import streamlit as st
 
-from pcd.experiments import constraints as C
 from pcd.studio import constraints as CP
 from pcd.studio.registry import this_page
 from pcd.ui import claim, download_csv, download_figure, settings_panel, setup_page, show_error, url_default, url_sync
@@ -68,15 +67,15 @@ url_sync(eps=eps, c=c, x0=x0)
 
 toy_ok = True
 try:
-    C.check_eps(eps)
-    C.check_c(c)
+    CP.check_eps(eps)
+    CP.check_c(c)
     shown, grid_runs, grid = CP.cp_toy_runs(float(eps), float(c), float(x0), CP.TOY_STEPS)
 except ValueError as exc:
     show_error(exc)
     toy_ok = False
 
 if toy_ok:
-    x_star, lam_star = (float(v[0]) for v in C.toy_solution(eps))
+    x_star, lam_star = (float(v[0]) for v in CP.toy_solution(eps))
     finals = [{"label": r.label, "family": r.family, "x": float(r.x_final[0])} for r in shown]
     fig_land = V.toy_landscape_figure(c, eps, finals)
     plotly_chart(fig_land, key="cp_land", config={"displaylogo": False})
@@ -86,7 +85,7 @@ if toy_ok:
     pen_end = float(shown[0].x_final[0])
     m3.metric(f"penalty c = {c:g} ends at", f"{pen_end:.4f}",
               help=f"arctan c = {math.atan(c):.3f}: from x₀ above it descent goes to π/2, below it to 0.")
-    rows = C.epsilon_table(shown)
+    rows = CP.epsilon_table(shown)
     final_df = pd.DataFrame([{"method": r["label"], "x_T": r["x"], "|x_T − x*| / x*": r["rel_error"],
                               "λ_T": f"{r['lambda']:.4g}" if math.isfinite(r["lambda"]) else "— (no multiplier)",
                               "sin x_T − ε": r["violation"], "ends at": r["endpoint"]}
@@ -108,8 +107,8 @@ if toy_ok:
     )
 
     st.subheader("Final x over ε (paper's table)")
-    pen_rows = C.epsilon_table([CP.cp_toy_penalty(tuple(C.PAPER_EPS), c, x0, CP.TOY_STEPS)])
-    table_rows = [r for r in C.epsilon_table(grid_runs) if round(r["eps"], 2) in C.PAPER_EPS] + pen_rows
+    pen_rows = CP.epsilon_table([CP.cp_toy_penalty(tuple(CP.PAPER_EPS), c, x0, CP.TOY_STEPS)])
+    table_rows = [r for r in CP.epsilon_table(grid_runs) if round(r["eps"], 2) in CP.PAPER_EPS] + pen_rows
     fig_eps = V.epsilon_figure(table_rows)
     plotly_chart(fig_eps, key="cp_eps_fig", config={"displaylogo": False})
     eps_df = pd.DataFrame(table_rows)
@@ -150,14 +149,14 @@ pcd_runs = sweep.family("pcd")
 
 c1, c2, c3 = settings_panel("rate").columns(3)
 with c1:
-    c_sel = st.select_slider("fixed penalty c", options=list(C.PAPER_C),
-                             value=url_default("rc", 2.15, allowed=list(C.PAPER_C)), key="cp_rate_c")
+    c_sel = st.select_slider("fixed penalty c", options=list(CP.PAPER_C),
+                             value=url_default("rc", 2.15, allowed=list(CP.PAPER_C)), key="cp_rate_c")
 with c2:
-    eta_sel = st.select_slider("dual step η (Lagrangian)", options=list(C.PAPER_ETA),
-                               value=url_default("eta", 0.1, allowed=list(C.PAPER_ETA)), key="cp_eta")
+    eta_sel = st.select_slider("dual step η (Lagrangian)", options=list(CP.PAPER_ETA),
+                               value=url_default("eta", 0.1, allowed=list(CP.PAPER_ETA)), key="cp_eta")
 with c3:
-    tau_sel = st.select_slider("τ (PCD)", options=list(C.DEFAULT_TAUS),
-                               value=url_default("tau", 0.5, allowed=list(C.DEFAULT_TAUS)), key="cp_tau")
+    tau_sel = st.select_slider("τ (PCD)", options=list(CP.DEFAULT_TAUS),
+                               value=url_default("tau", 0.5, allowed=list(CP.DEFAULT_TAUS)), key="cp_tau")
 url_sync(rc=c_sel, eta=eta_sel, tau=tau_sel)
 run_c = next(r for r in pen if r.param == c_sel)
 run_eta = next(r for r in lag if r.param == eta_sel)
@@ -182,13 +181,13 @@ fig_sweep = V.rate_sweep_figure(
     {"param": [r.param for r in lag], "rate": [r.rate for r in lag], "accuracy": [r.accuracy for r in lag]},
     target_pct=100 * sweep.target,
     curve={"param": sweep.curve_c, "rate": sweep.curve_rate, "accuracy": sweep.curve_acc},
-    paper_penalty={"param": C.PAPER_C, "rate": C.PAPER_PENALTY_RATE},
-    paper_lagrangian={"param": C.PAPER_ETA, "rate": C.PAPER_LAGRANGIAN_RATE})
+    paper_penalty={"param": CP.PAPER_C, "rate": CP.PAPER_PENALTY_RATE},
+    paper_lagrangian={"param": CP.PAPER_ETA, "rate": CP.PAPER_LAGRANGIAN_RATE})
 plotly_chart(fig_sweep, key="cp_sweep", config={"displaylogo": False})
 
 sweep_df = pd.DataFrame(sweep.rows())
-paper = {("penalty", p): (r, a) for p, r, a in zip(C.PAPER_C, C.PAPER_PENALTY_RATE, C.PAPER_PENALTY_ACC)}
-paper.update({("gda", p): (r, a) for p, r, a in zip(C.PAPER_ETA, C.PAPER_LAGRANGIAN_RATE, C.PAPER_LAGRANGIAN_ACC)})
+paper = {("penalty", p): (r, a) for p, r, a in zip(CP.PAPER_C, CP.PAPER_PENALTY_RATE, CP.PAPER_PENALTY_ACC)}
+paper.update({("gda", p): (r, a) for p, r, a in zip(CP.PAPER_ETA, CP.PAPER_LAGRANGIAN_RATE, CP.PAPER_LAGRANGIAN_ACC)})
 sweep_df["paper rate"] = [paper.get((f, p), (np.nan, np.nan))[0] for f, p in zip(sweep_df["family"], sweep_df["param"])]
 sweep_df["paper accuracy"] = [paper.get((f, p), (np.nan, np.nan))[1] for f, p in zip(sweep_df["family"], sweep_df["param"])]
 # an HTML table: it wraps to the page at 800 px (a data grid of 9 columns would scroll sideways)

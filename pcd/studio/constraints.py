@@ -6,6 +6,22 @@ from typing import Any
 
 import streamlit as st
 
+# re-exported for the page: what it shows from the experiment as it is
+from pcd.experiments.constraints import (  # noqa: F401
+    DEFAULT_TAUS,
+    PAPER_C,
+    PAPER_EPS,
+    PAPER_ETA,
+    PAPER_LAGRANGIAN_ACC,
+    PAPER_LAGRANGIAN_RATE,
+    PAPER_PENALTY_ACC,
+    PAPER_PENALTY_RATE,
+    check_c,
+    check_eps,
+    epsilon_table,
+    toy_solution,
+)
+
 EPS_GRID = tuple(round(0.05 * k, 2) for k in range(1, 19))  # 0.05 ... 0.90: the 1-D example's ε grid
 LAG_METHODS = ("gda", "auglag", "nupi", "pcd")
 EPS, PENALTY_C, X0, TOY_STEPS, TOL = 0.5, 0.5, 0.6, 500, 1.0

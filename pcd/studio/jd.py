@@ -7,6 +7,16 @@ import streamlit as st
 
 import pcd.methods as registry
 
+# re-exported for the page: what it shows from the experiment as it is
+from pcd.experiments.jd import (  # noqa: F401
+    IWRM_DEFAULT_METHODS,
+    iwrm_rows,
+    measure_gramian_memory,
+    memory_rows,
+    property_rows,
+    torchjd_available,
+)
+
 SAMPLES, TAU, SEED = 4, 0.02, 0  # the property table: every method, 4 Jacobians per family and K
 
 

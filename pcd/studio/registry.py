@@ -80,7 +80,7 @@ PAGES: tuple[Page, ...] = (
     Page("09_Basin_maps.py", "Basin maps", ":material/grid_view:",
          "which start leads where: outcome maps per method", module="basin", full_plotly=True),
     Page("10_Training_geometry.py", "Training geometry", ":material/monitoring:",
-         "a real training run's gradient conflict: which methods would have stalled"),
+         "a real training run's gradient conflict: which methods would have stalled", module="training_geometry"),
 )
 
 
