@@ -26,7 +26,8 @@ for _info in pkgutil.iter_modules(__path__):
 
 
 # The problems the Studio pages offer, by key (one list: the toy, basin, τ and lesson pages pick
-# from it; each shows ``problem.display_name``): key -> (registry name, parameters).
+# from it; each shows ``problem.display_name``): key -> (registry name, parameters). A registered
+# problem not listed here is offered under its own name with its defaults.
 NAMED: dict[str, tuple[str, dict[str, Any]]] = {
     "saddle2d": ("saddle2d", {}),
     "double_well": ("double_well", {"K": 2, "dim": 2}),   # the K = 2 slice: two coordinates, one secondary
@@ -39,12 +40,12 @@ NAMED: dict[str, tuple[str, dict[str, Any]]] = {
 
 
 def named(key: str, **params: Any) -> Problem:
-    """The page problem ``key`` of :data:`NAMED` (``params`` on top of its own, e.g. a custom
-    problem's formulas)."""
+    """The page problem ``key``: an entry of :data:`NAMED`, else a registered problem with its
+    defaults (``params`` on top, e.g. a custom problem's formulas)."""
     k = str(key).strip().lower()
-    if k not in NAMED:
-        raise ValueError(f"unknown problem {key!r}; allowed: {', '.join(NAMED)}")
-    name, base = NAMED[k]
+    if k not in NAMED and k not in _REGISTRY:
+        raise ValueError(f"unknown problem {key!r}; allowed: {', '.join(dict.fromkeys([*NAMED, *available()]))}")
+    name, base = NAMED.get(k, (k, {}))
     return make(name, **{**base, **params})
 
 
