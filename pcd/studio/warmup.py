@@ -84,7 +84,11 @@ def _defaults() -> list[tuple[str, Callable[[], Any]]]:
     for page in registry.PAGES:
         if page.module is None:
             continue
-        mod = importlib.import_module(f"pcd.studio.{page.module}")
+        try:
+            mod = importlib.import_module(f"pcd.studio.{page.module}")
+        except Exception:  # that page computes its own view; the others are still warmed
+            _LOG.warning("warm-up: page module %r failed to import", page.module, exc_info=True)
+            continue
         warm = getattr(mod, "warm", None)
         if callable(warm):
             out.append((page.title, warm))

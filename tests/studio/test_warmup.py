@@ -172,3 +172,16 @@ def test_a_module_that_fails_to_import_does_not_stop_the_others(monkeypatch):
     with pytest.raises(ImportError, match=warmup.IMPORTS[0]):
         warmup._imports()
     assert seen == list(warmup.IMPORTS)
+
+
+def test_a_page_module_that_fails_to_import_is_skipped(monkeypatch):
+    real = importlib.import_module
+
+    def fake(name, *a, **k):
+        if name == "pcd.studio.kbench":
+            raise ImportError("broken page module")
+        return real(name, *a, **k)
+
+    monkeypatch.setattr(importlib, "import_module", fake)
+    titles = [t for t, _ in warmup._defaults()]
+    assert "K-objective benchmark" not in titles and "Gradient geometry" in titles
