@@ -69,7 +69,7 @@ def cp_sweep() -> Any:
 
 @st.cache_data(show_spinner="Bisection on the penalty coefficient…", max_entries=4)
 def cp_bisection(tol: float) -> Any:
-    """bisection on the penalty coefficient to the rate target."""
+    """Bisection on the penalty coefficient to the rate target."""
     from pcd.experiments import constraints as C
 
     return C.penalty_bisection(tol=tol)

@@ -17,21 +17,21 @@ TAUS = (0.0, 0.005, 0.01, 0.02, 0.05, 0.1, 0.2, 0.3, 0.5, 0.7, 1.0)
 
 @st.cache_data(show_spinner=False, max_entries=64)
 def tau_sweep(problem: str, budgets: tuple[int, ...], lr: float) -> list[dict[str, Any]]:
-    """every τ of :data:`TAUS` in one batched run of max(budgets) steps; each budget is
+    """Every τ of :data:`TAUS` in one batched run of max(budgets) steps; each budget is
     read off the same trajectories."""
     return synthetic.tau_sweep(problem, taus=list(TAUS), lr=lr, budgets=list(budgets))
 
 
 @st.cache_data(show_spinner=False, max_entries=512)
 def tau_reference(problem: str, method: str, steps: int, lr: float) -> dict[str, Any]:
-    """where one other method ends on the problem after ``steps`` (Adam, its defaults;
+    """Where one other method ends on the problem after ``steps`` (Adam, its defaults;
     :func:`pcd.experiments.synthetic.tau_references`), one cache entry per method."""
     return synthetic.tau_references(problem, [method], steps=steps, lr=lr)[method]
 
 
 @st.cache_data(show_spinner=False, max_entries=32)
 def tau_front(problem: str) -> np.ndarray | None:
-    """the problem's Pareto front (200 points), None where it has none."""
+    """The problem's Pareto front (200 points), None where it has none."""
     front = problems.named(problem).pareto_front(200)
     return None if front is None else np.asarray(front)
 
