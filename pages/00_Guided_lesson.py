@@ -19,8 +19,7 @@ from pcd.viz.scale import eps_window_text, power_label, sweep_figure
 from pcd.viz.tau import tradeoff_figure
 from pcd.viz.teaching import gradients_figure
 
-PAGE = this_page(__file__)
-setup_page(PAGE.title, icon=PAGE.icon, presenter_title=False)
+setup_page(**this_page(__file__).setup, presenter_title=False)
 
 SYMMETRIC = [m for m in L.available(L.SADDLE_METHODS) if m != "pcd"]
 STEPS = [

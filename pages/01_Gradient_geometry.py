@@ -21,10 +21,8 @@ from pcd.ui.controls import vector_drag
 from pcd.ui.table import html_table
 from pcd.viz.theme import method_color
 
-PAGE = this_page(__file__)
 setup_page(
-    PAGE.title,
-    icon=PAGE.icon,
+    **this_page(__file__).setup,
     intro=(
         "One step of every method, drawn. Two gradients g₁ (the **primary**) and g₂ (a secondary) meet at an "
         "angle; each method turns them into one update vector d (the optimizer steps along −d). Progress on "

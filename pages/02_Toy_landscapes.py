@@ -32,10 +32,8 @@ from pcd.viz import toy as toy_map
 from pcd.viz.export import SLIDE_SIZES, toy_gif
 from pcd.viz.theme import outcome_shade
 
-PAGE = this_page(__file__)
 setup_page(
-    PAGE.title,
-    icon=PAGE.icon,
+    **this_page(__file__).setup,
     intro=(
         "Run every method from the same start points on a 2-D problem and watch where it goes. The background "
         "is the primary objective (darker = higher, log scale, contour lines); green marks where the secondary "

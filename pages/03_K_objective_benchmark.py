@@ -21,10 +21,8 @@ from pcd.ui.chart import plotly_chart
 from pcd.ui.table import html_table
 from pcd.viz.kbench import law_summary, residual_figure, residual_table, verdict_table
 
-PAGE = this_page(__file__)
 setup_page(
-    PAGE.title,
-    icon=PAGE.icon,
+    **this_page(__file__).setup,
     intro=(
         "A double well in every coordinate (primary) and K−1 secondaries, each pulling one coordinate to +1 "
         "across the barrier. Every method starts in the wrong valley, at xⱼ = −0.6. There the convex "

@@ -23,10 +23,8 @@ from pcd.viz.scale import drift_table, eps_window_text, power_label, sweep_figur
 
 _K = [int(k) for k in SC.EXPONENTS]  # the sweep's range, written once (the intro says it)
 _KR = " … ".join(str(k).replace("-", "−") for k in (_K[0], _K[-1]))
-PAGE = this_page(__file__)
 setup_page(
-    PAGE.title,
-    icon=PAGE.icon,
+    **this_page(__file__).setup,
     intro=(
         f"The same problem, with the secondary loss multiplied by 10ᵏ for k = {_KR} (the units changed, nothing "
         "else). The weighted sum's operating point depends on the ratio of the raw losses, so it **slides along "

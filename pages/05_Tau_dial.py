@@ -22,10 +22,8 @@ from pcd.ui.controls import frame_controls
 from pcd.ui.table import html_table
 from pcd.viz.tau import tau_table, tradeoff_figure
 
-PAGE = this_page(__file__)
 setup_page(
-    PAGE.title,
-    icon=PAGE.icon,
+    **this_page(__file__).setup,
     intro=(
         "τ is PCD's only hyper-parameter: every secondary must get at least a share τ of its own first-order "
         "progress, g̃ⱼ·d ≥ τ‖g̃ⱼ‖². τ = 0 only forbids making a secondary worse; larger τ lets the secondaries "

@@ -22,10 +22,8 @@ from pcd.ui import (
 )
 from pcd.viz.jd import iwrm_figure, memory_figure, properties_figure
 
-PAGE = this_page(__file__)
 setup_page(
-    PAGE.title,
-    icon=PAGE.icon,
+    **this_page(__file__).setup,
     intro=(
         "Jacobian descent (Quinton & Rey, arXiv 2406.16232, the **TorchJD** library) views every multi-objective "
         "method as an **aggregator** A that turns the Jacobian J (one row per objective gradient) into one update "
@@ -34,7 +32,6 @@ setup_page(
         "computes the Gram matrix G = JJᵀ without ever materializing J. This page checks those claims live, and "
         "shows where PCD stands — honestly: PCD is built for a *hierarchy*, not for symmetric balance."
     ),
-    full_plotly=PAGE.full_plotly,  # st.plotly_chart's figures: Streamlit's full Plotly.js, preloaded
 )
 
 ALL = registry.available()

@@ -14,10 +14,8 @@ from pcd.ui.chart import plotly_chart
 from pcd.ui.table import html_table
 from pcd.viz import constraints as V
 
-PAGE = this_page(__file__)
 setup_page(
-    PAGE.title,
-    icon=PAGE.icon,
+    **this_page(__file__).setup,
     intro=(
         "A hard requirement (a rate, a sparsity budget, a safety bound) is often folded into the loss as a "
         "**fixed penalty** c·g(x). The position paper *Adopt constraints over fixed penalties* argues that this "

@@ -46,10 +46,8 @@ from pcd.ui.selection import selected_ids
 from pcd.viz.runs import curves_figure, method_bars, results_scatter, study_scatter
 from pcd.viz.theme import method_label
 
-PAGE = this_page(__file__)
 setup_page(
-    PAGE.title,
-    icon=PAGE.icon,
+    **this_page(__file__).setup,
     intro=(
         "Structured pruning as a hierarchical problem: the **primary** objective is cross-entropy, the "
         "**secondary** is a group lasso over conv filters (or ℓ1 + nuclear norm, K = 3). Pick a **preset** to "

@@ -24,10 +24,8 @@ from pcd.ui import (
 from pcd.ui.table import html_table
 from pcd.viz.basin import legend_html
 
-PAGE = this_page(__file__)
 setup_page(
-    PAGE.title,
-    icon=PAGE.icon,
+    **this_page(__file__).setup,
     intro=(
         "Every method runs from every point of a dense grid of starts; each start is coloured by where its "
         "trajectory ends: **reached CMS** (every objective stationary), **conflict equilibrium** (stopped where "
@@ -36,7 +34,6 @@ setup_page(
         "maps split at the barrier, PCD's is (almost) all CMS. Hover for a start's end point; **click a start** "
         "to open its trajectory on the Toy landscapes page."
     ),
-    full_plotly=PAGE.full_plotly,  # st.plotly_chart's figures: Streamlit's full Plotly.js, preloaded
 )
 
 ALL = registry.available()

@@ -8,10 +8,8 @@ from pcd.studio.registry import this_page
 from pcd.ui import settings_panel, setup_page, show_error
 from pcd.ui.geometry_view import show_trace
 
-PAGE = this_page(__file__)
 setup_page(
-    PAGE.title,
-    icon=PAGE.icon,
+    **this_page(__file__).setup,
     intro=(
         "The conflict of the toy pages, in a real network. A recorder (`pcd.monitor.Recorder`, a few lines in any "
         "PyTorch loop; every Gram-based pruning run writes one) stores, every few steps, the Gram matrix of the "

@@ -16,6 +16,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parents[2]
 PAGES_DIR = ROOT / "pages"
@@ -45,6 +46,11 @@ class Page:
     @property
     def path(self) -> Path:
         return PAGES_DIR / self.script
+
+    @property
+    def setup(self) -> dict[str, Any]:
+        """What the page passes to :func:`pcd.ui.setup_page`: ``title``, ``icon``, ``full_plotly``."""
+        return {"title": self.title, "icon": self.icon, "full_plotly": self.full_plotly}
 
     @property
     def link(self) -> str:

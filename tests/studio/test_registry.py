@@ -46,7 +46,8 @@ def test_page_script_takes_title_and_icon_from_the_registry(page):
     tree = ast.parse(page.path.read_text(encoding="utf-8"))
     calls = [n for n in ast.walk(tree) if isinstance(n, ast.Call) and getattr(n.func, "id", "") == "setup_page"]
     assert len(calls) == 1
-    title = calls[0].args[0]
-    icon = next(k.value for k in calls[0].keywords if k.arg == "icon")
-    assert ast.unparse(title) == "PAGE.title" and ast.unparse(icon) == "PAGE.icon"
-    assert "this_page(__file__)" in page.path.read_text(encoding="utf-8")
+    call = calls[0]
+    assert not call.args and [ast.unparse(k.value) for k in call.keywords if k.arg is None] == [
+        "this_page(__file__).setup"]
+    assert not {"title", "icon", "full_plotly"} & {k.arg for k in call.keywords}
+    assert page.setup == {"title": page.title, "icon": page.icon, "full_plotly": page.full_plotly}
