@@ -26,9 +26,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import numpy as np
 
-from pcd import studio, teaching
 from pcd.experiments.animation import tau_budget_run
 from pcd.experiments.synthetic import toy_run
+from pcd.experiments.toy import trajectory_gradients
+from pcd.studio.toy import objective_space
 from pcd.viz import toy as toy_map
 from pcd.viz.export import (
     SLIDE_SIZES,
@@ -59,15 +60,15 @@ def _views(frames: int) -> dict:
     out = {}
     prob = problems.make("saddle2d")
     res = toy_run("saddle2d", METHODS, 1000, 0.02, "adam", 0.02, None, seed=0, record=200)
-    bg = toy_map.toy_background(prob, studio.fit_bounds(res, prob.bounds))
-    space = studio.objective_space(prob, res, bg["grid"])
-    grads = teaching.trajectory_gradients(prob, res, 0)  # the page's default inset: S1
+    bg = toy_map.toy_background(prob, toy_map.fit_bounds(res, prob.bounds))
+    space = objective_space(prob, res, bg["grid"])
+    grads = trajectory_gradients(prob, res, 0)  # the page's default inset: S1
     toy_settings = {"problem": "saddle2d", "methods": res.methods, "tau": 0.02, "optimizer": "adam", "lr": 0.02,
                     "steps": 1000}
     out["toy"] = (lambda size: toy_frames(res, bg, size=size, settings=toy_settings, max_frames=frames, space=space,
                                           grads=grads), toy_palette(list(res.methods)))
     tres = tau_budget_run("quadratic", TAUS, BUDGETS, 0.02, frames=frames)
-    front = np.asarray(studio.toy_problem("quadratic").pareto_front(200))
+    front = np.asarray(problems.named("quadratic").pareto_front(200))
     tau_settings = {"problem": "quadratic", "method": "pcd", "τ": list(TAUS), "optimizer": "adam", "lr": 0.02,
                     "steps": list(BUDGETS)}
     out["tau"] = (lambda size: tau_frames(tres, TAUS, BUDGETS, front=front, size=size, settings=tau_settings,

@@ -2,12 +2,12 @@
 the upper ones, not even lazily inside a function (nor under ``TYPE_CHECKING``):
 
     core -> problems, methods -> engine -> jobs -> train -> experiments -> viz
-         -> page data modules (studio, teaching) -> ui, cli
+         -> page data modules (pcd/studio/) -> ui, cli
 
 plus areas kept apart although one sits above the other (:data:`APART`): the figure builders
 (``viz``) import neither the training code nor the run queue (a figure takes plain data). The run
 queue (``jobs``) sits below training: it knows a runner and a config check only as what it is
-handed. The page data modules (``pcd.teaching``, ``pcd/studio``) sit above ``viz``: a figure builder
+handed. The page data modules (``pcd/studio/``) sit above ``viz``: a figure builder
 never reaches into a page's data module (the engine records what a figure needs).
 
 For cycles only module-level imports count (an import inside a function runs after every module
@@ -131,7 +131,7 @@ LAYERS = {
     "pcd.train": 4, "pcd.monitor": 4, "pcd.frontend": 4,    # the pruning runs and their torch tools
     "pcd.experiments": 5,
     "pcd.viz": 6,                                           # figure builders: plain data in, figures out
-    "pcd.studio": 7, "pcd.teaching": 7,                     # page data modules (pcd/studio/ by its name)
+    "pcd.studio": 7,                                        # the pages' data modules (pcd/studio/)
     "pcd.ui": 8, "pcd.cli": 8, "pcd.__main__": 8,
 }
 
@@ -143,11 +143,7 @@ APART = {
 
 
 # Known exceptions, each with its reason (keep this list short; a stale one fails the test).
-ALLOWED_UP = {
-    # the toy figure recomputes gradients from the teaching data module; removed with the move of
-    # the pages (issue 26 part 3: the engine records what a figure needs) -- then delete this line
-    ("pcd.viz.toy", "pcd.teaching"),
-}
+ALLOWED_UP: set[tuple[str, str]] = set()
 
 
 def _layer(mod: str) -> int | None:
@@ -193,7 +189,7 @@ def test_every_exception_is_still_needed():
     ("pcd.jobs.queue_view", "pcd.train.studies"),
     ("pcd.viz.theme", "pcd.train.catalog"),      # a figure reaching into the training code
     ("pcd.viz.runs", "pcd.jobs.store"),          # ... or the run queue
-    ("pcd.viz.landscape", "pcd.teaching"),       # ... or a page's data module
+    ("pcd.viz.landscape", "pcd.studio.lesson"),  # ... or a page's data module
     ("pcd.viz.basin", "pcd.studio"),
     ("pcd.viz.basin", "pcd.studio.basin"),       # the page data package (pcd/studio/)
     ("pcd.engine", "pcd.viz.theme"),

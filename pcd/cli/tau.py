@@ -48,9 +48,8 @@ def _write_animation(args: argparse.Namespace, taus: list[float], budgets: list[
     lr = V.number(args.lr, "--lr", low=0.0, open_low=True, strict=False)
     res = tau_budget_run(args.problem, taus, budgets, lr, frames=args.frames, optimizer=args.optimizer,
                          seed=V.seed(args.seed, strict=False))
-    from pcd import studio
 
-    prob = problems.make("scale") if args.problem == "scale" else studio.toy_problem(args.problem)  # as the page
+    prob = problems.named(args.problem)  # as the page
     front = prob.pareto_front(200)
     settings = {"problem": args.problem, "method": "pcd", "τ": taus, "optimizer": args.optimizer, "lr": lr,
                 "steps": [int(b) for b in sorted(budgets)]}

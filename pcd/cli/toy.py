@@ -87,25 +87,27 @@ def _write_map(args: argparse.Namespace, targets: dict[str, Any]) -> None:
     inset of start ``--inset`` under it -- as GIF / MP4 (``--gif`` / ``--mp4``, :mod:`pcd.viz.export`)."""
     import pcd.problems as problems
     from pcd import _validate as V
-    from pcd import studio, teaching
     from pcd.experiments.synthetic import toy_run
+    from pcd.experiments.toy import trajectory_gradients
+    from pcd.studio.toy import objective_space
     from pcd.viz import toy as toy_map
     from pcd.viz.export import toy_animation
+    from pcd.viz.stamp import figure_html
 
     html = V.writable_file(args.html, "--html") if args.html else None
     prob = problems.make(args.problem)
     frames = V.integer(args.frames, "--frames", low=2, high=V.LIMITS["frames"], strict=False)
     res = toy_run(args.problem, args.methods, args.steps, args.lr, args.optimizer, args.tau, parse_starts(args.starts),
                   seed=args.seed, record=max(200, 2 * frames))
-    bg = toy_map.toy_background(prob, studio.fit_bounds(res, prob.bounds))
+    bg = toy_map.toy_background(prob, toy_map.fit_bounds(res, prob.bounds))
     settings = {"problem": args.problem, "methods": res.methods, "tau": args.tau, "optimizer": args.optimizer,
                 "lr": args.lr, "steps": args.steps}
     if html is not None:
-        fig = toy_map.toy_map_figure(prob, res, bg, controls=True)
-        html.write_text(studio.figure_html(fig, settings), encoding="utf-8")
-    space = studio.objective_space(prob, res, bg["grid"]) if res.losses.shape[-1] == 2 else None
+        fig = toy_map.toy_map_figure(prob, res, bg, inset=trajectory_gradients(prob, res, 0), controls=True)
+        html.write_text(figure_html(fig, settings), encoding="utf-8")
+    space = objective_space(prob, res, bg["grid"]) if res.losses.shape[-1] == 2 else None
     inset = V.integer(args.inset, "--inset", low=0, high=res.S, strict=False)
-    grads = teaching.trajectory_gradients(prob, res, inset - 1) if inset else None
+    grads = trajectory_gradients(prob, res, inset - 1) if inset else None
     for fmt, path in targets.items():  # the page's animation for slides: its frames, the settings in a caption strip
         toy_animation(res, bg, fmt, size=args.size, settings=settings, max_frames=frames, target=path, space=space,
                       grads=grads)

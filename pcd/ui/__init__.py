@@ -32,10 +32,10 @@ _CSS = """
   [data-testid="stMetricValue"] {font-size: clamp(1.15rem, 2.3vw, 2.1rem);}
   [data-testid="stMetricLabel"] p {white-space: normal !important;}
   .katex-display {overflow-x: auto; overflow-y: hidden;}
-  [data-testid="stSidebarNav"] a span, [data-testid="stSidebarNav"] a div, [data-testid="stSidebarNav"] a p {
+  .st-key-pcd_menu a span, .st-key-pcd_menu a div, .st-key-pcd_menu a p {
       white-space: normal !important; overflow: visible !important; text-overflow: clip !important;
       line-height: 1.25; min-width: 0;}
-  [data-testid="stSidebarNav"] a > span {flex-shrink: 1;}
+  .st-key-pcd_menu a > span {flex-shrink: 1;}
   /* a widget's label wraps instead of ending in "…" (the toy page's "gradient i…" toggle in presenter mode) */
   [data-testid="stWidgetLabel"] [data-testid="stMarkdownContainer"],
   [data-testid="stWidgetLabel"] [data-testid="stMarkdownContainer"] p {
@@ -216,7 +216,7 @@ def setup_page(title: str, icon: str = ":material/insights:", intro: str | None 
     Plotly charts (Plotly.js is then preloaded only once the page is idle, see :func:`preload_plotly`).
     ``full_plotly=True``: a page that draws ``st.plotly_chart`` figures (trace types beyond the basic
     bundle, see :mod:`pcd.ui.chart`): Streamlit's full Plotly.js is imported at once (the router
-    reads the flag from the page's source, :func:`pcd.studio.studio_pages`)."""
+    reads the flag from the page registry, :data:`pcd.studio.registry.PAGES`)."""
     saved = st.session_state.get(_PRESENT_SAVED)
     present_now = bool(url_default(PRESENT_PARAM, False) if saved is None else saved)
     try:  # on a projector the sidebar starts collapsed: the figures get the width
@@ -424,7 +424,7 @@ def url_sync(**values: Any) -> None:
 # ---- downloads --------------------------------------------------------------------------------
 
 def _csv_bytes(df: Any, settings: dict | None) -> bytes:
-    from pcd.studio import table_with_settings
+    from pcd.viz.stamp import table_with_settings
 
     return table_with_settings(df, settings).to_csv(index=False).encode("utf-8")
 
@@ -444,7 +444,7 @@ def download_figure(fig: Any, filename: str, label: str = "Download figure (HTML
     ``fig``: a figure, or a function returning one (built only when the file is asked for). The
     HTML (~4 MB with Plotly bundled) is made on the click, not on every rerun of the page.
     """
-    from pcd.studio import figure_html
+    from pcd.viz.stamp import figure_html
 
     def _html() -> bytes:
         return figure_html(fig() if callable(fig) else fig, settings).encode("utf-8")

@@ -95,7 +95,8 @@ def toy_export(problem: Any, res: Any, background: dict[str, Any], settings: dic
     """Toy landscapes (and the lesson's saddle): the map, the objective-space panel beside it (two
     objectives) and the gradient inset of start ``inset_start`` under it (None: no inset; for
     ``inset_methods``, default all), on the page's frames (:data:`pcd.viz.toy.TOY_FRAMES`)."""
-    from pcd import studio, teaching
+    from pcd.experiments.toy import trajectory_gradients
+    from pcd.studio.toy import objective_space
     from pcd.viz.export import toy_animation
     from pcd.viz.toy import TOY_FRAMES
 
@@ -103,8 +104,8 @@ def toy_export(problem: Any, res: Any, background: dict[str, Any], settings: dic
     shown = None if inset_methods is None else [m for m in inset_methods if m in res.methods]
 
     def build(fmt: str, size: tuple[int, int], progress: Callable[[float], None]) -> bytes:
-        space = studio.objective_space(problem, res, background["grid"]) if res.losses.shape[-1] == 2 else None
-        grads = None if inset_start is None else teaching.trajectory_gradients(problem, res, int(inset_start),
+        space = objective_space(problem, res, background["grid"]) if res.losses.shape[-1] == 2 else None
+        grads = None if inset_start is None else trajectory_gradients(problem, res, int(inset_start),
                                                                                 methods=shown)
         return toy_animation(res, background, fmt, size=size, settings=caption, max_frames=TOY_FRAMES,
                              progress=progress, space=space, log=log, grads=grads)
@@ -141,10 +142,9 @@ def lesson_export(step: str, saddle: Callable[[], tuple[Any, Any]], tau: tuple[s
 
 @st.cache_resource(show_spinner=False, max_entries=4)
 def _lesson_background(_problem: Any, _res: Any) -> dict[str, Any]:
-    from pcd import studio
     from pcd.viz import toy as toy_map
 
-    return toy_map.toy_background(_problem, studio.fit_bounds(_res, _problem.bounds))
+    return toy_map.toy_background(_problem, toy_map.fit_bounds(_res, _problem.bounds))
 
 
 def _tau_of(res: Any) -> Any:
@@ -163,12 +163,11 @@ def tau_export(problem: str, taus: Iterable[float], budgets: Iterable[int], lr: 
 
     def build(fmt: str, size: tuple[int, int], progress: Callable[[float], None]) -> bytes:
         import pcd.problems as problems
-        from pcd import studio
         from pcd.experiments.animation import tau_budget_run
         from pcd.viz.export import tau_animation
 
         res = tau_budget_run(problem, taus, budgets, lr, frames=100)
-        prob = problems.make("scale") if problem == "scale" else studio.toy_problem(problem)
+        prob = problems.named(problem)
         front = prob.pareto_front(200)
         return tau_animation(res, taus, budgets, fmt, front=None if front is None else np.asarray(front), log=log,
                              size=size, settings=settings, max_frames=100, progress=progress)

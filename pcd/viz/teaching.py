@@ -1,7 +1,7 @@
 """Figures of the teaching views: the gradient inset animated with the toy map, the gradients at
 one frame as a figure of their own, and a step cursor on the loss plot.
 
-Input is the plain data of :func:`pcd.teaching.trajectory_gradients`; output a ``go.Figure``.
+Input is the plain data of :func:`pcd.experiments.toy.trajectory_gradients`; output a ``go.Figure``.
 
 The inset is a grid of small panels (one per method) on a second pair of axes beside the map, in
 the SAME figure and the SAME frames as the animated trajectories, so playing or scrubbing the
@@ -187,7 +187,7 @@ def add_gradient_inset(fig: go.Figure, grads: dict[str, Any], methods: Sequence[
     if not isinstance(fig, (go.Figure, dict)):
         raise ValueError("add_gradient_inset needs the go.Figure (or spec) of landscape_figure")
     if not isinstance(grads, dict) or "methods" not in grads or "steps" not in grads:
-        raise ValueError("add_gradient_inset needs the dict of pcd.teaching.trajectory_gradients")
+        raise ValueError("add_gradient_inset needs the dict of pcd.experiments.toy.trajectory_gradients")
     names = list(grads["methods"]) if methods is None else [m for m in methods if m in grads["methods"]]
     if not names:
         raise ValueError("choose at least one method of the run for the gradient inset")
@@ -263,11 +263,11 @@ def gradients_figure(grads: dict[str, Any], frame: int | dict[str, int] = -1, me
                      cols: int | None = None, height: int = 330, title: str | None = None,
                      scale: float | None = None) -> go.Figure:
     """The inset's panels alone, at one recorded frame (default: the last one; a dict gives each
-    method its own frame, e.g. :func:`pcd.teaching.stall_frames`) -- e.g. the gradients at the
+    method its own frame, e.g. :func:`pcd.studio.lesson.stall_frames`) -- e.g. the gradients at the
     stall: g1 and g2 point against each other and a symmetric method's d ~ 0 while g1 != 0. Each
     panel's title names its step."""
     if not isinstance(grads, dict) or "methods" not in grads:
-        raise ValueError("gradients_figure needs the dict of pcd.teaching.trajectory_gradients")
+        raise ValueError("gradients_figure needs the dict of pcd.experiments.toy.trajectory_gradients")
     names = list(grads["methods"]) if methods is None else [m for m in methods if m in grads["methods"]]
     if not names:
         raise ValueError("choose at least one method of the run")

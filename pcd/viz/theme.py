@@ -263,6 +263,20 @@ def outcome_label(diagnosis: str, method: str | None = None, short: bool = False
     return d if words is None else words[0 if short else 1]
 
 
+# The light background of a table cell that names an outcome (the toy page's end-point table), by the
+# engine's diagnosis (the outcome's words are OUTCOME_WORDS').
+OUTCOME_SHADES = {"cms": "#dafbe1", "conflict_equilibrium": "#ffebe9", "pareto_at_primary": "#ddf4ff",
+                  "halted": "#fbefff", "held": "#fbefff", "diverged": "#fff8c5", "error": "#fff8c5"}
+
+
+def outcome_shade(text: str) -> str:
+    """The :data:`OUTCOME_SHADES` colour of a cell whose text starts with an outcome's short words
+    (``"stalled: gradients cancel at step 12"``), ``""`` when it names none."""
+    t = str(text)
+    return next((OUTCOME_SHADES[k] for k, words in DIAGNOSIS_WORDS.items()
+                 if k in OUTCOME_SHADES and t.startswith(words[0])), "")
+
+
 def objective_color(k: int) -> str:
     """Colour of objective ``k`` (0 = primary)."""
     if int(k) < 0:
@@ -404,3 +418,12 @@ def plain_array(value: Any) -> np.ndarray:
         inv = {v: k for k, v in _TYPED_DTYPES.items()}
         return np.frombuffer(base64.b64decode(value["bdata"]), dtype=inv[value["dtype"]]).copy()
     return np.asarray(value)
+
+
+def frozen(fig: Any) -> Any:
+    """``fig``, serialized once now: :func:`pcd.ui.chart.plotly_chart` then sends this JSON instead
+    of serializing the figure on every run of the page (the toy map with its animation frames: ~0.1 s
+    of the server's time per run). For a figure a cache keeps (``st.cache_resource``) and that
+    nobody changes afterwards -- a change made later is not drawn."""
+    fig._pcd_spec = fig.to_json()
+    return fig

@@ -11,7 +11,7 @@ from streamlit.testing.v1 import AppTest
 from pcd.jobs import RunStore
 from tests.pages._apptest import figure_specs
 
-PAGE = str(Path(__file__).resolve().parents[2] / "views" / "08_Pruning_lab.py")
+PAGE = str(Path(__file__).resolve().parents[2] / "pages" / "08_Pruning_lab.py")
 
 
 @pytest.fixture

@@ -10,9 +10,9 @@ import pytest
 from PIL import Image
 
 import pcd.problems as problems
-from pcd import studio
 from pcd.cli import main
 from pcd.engine import run
+from pcd.experiments import toy as xtoy
 from pcd.viz import toy as toy_map
 from pcd.viz.export import SLIDE_SIZES, caption_text, toy_gif, toy_map_box
 from pcd.viz.landscape import frame_index
@@ -22,9 +22,9 @@ from pcd.viz.theme import method_color
 @pytest.fixture(scope="module")
 def saddle():
     prob = problems.make("saddle2d")
-    res = studio.merge_results([run(prob, [m], steps=1000, lr=0.02, method_params={"pcd": {"tau": 0.02}}
+    res = xtoy.merge_results([run(prob, [m], steps=1000, lr=0.02, method_params={"pcd": {"tau": 0.02}}
                                     if m == "pcd" else None) for m in ("pcd", "ws", "mgda")])
-    return prob, res, toy_map.toy_background(prob, studio.fit_bounds(res, prob.bounds))
+    return prob, res, toy_map.toy_background(prob, toy_map.fit_bounds(res, prob.bounds))
 
 
 def _frames(data: bytes) -> list[np.ndarray]:

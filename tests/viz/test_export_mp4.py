@@ -11,10 +11,10 @@ import pytest
 from PIL import Image
 
 import pcd.problems as problems
-from pcd import studio
 from pcd.cli import main
 from pcd.experiments.animation import film_record, tau_budget_run
 from pcd.experiments.synthetic import toy_run
+from pcd.studio.toy import objective_space
 from pcd.viz import toy as toy_map
 from pcd.viz.export import (
     OBJ_FRAC,
@@ -42,8 +42,8 @@ TAUS = [0.0, 0.02, 0.1, 0.5, 1.0]
 def saddle():
     prob = problems.make("saddle2d")
     res = toy_run("saddle2d", "pcd,ws,mgda", 600, 0.02, "adam", 0.02, None, record=200)
-    bg = toy_map.toy_background(prob, studio.fit_bounds(res, prob.bounds))
-    return prob, res, bg, studio.objective_space(prob, res, bg["grid"])
+    bg = toy_map.toy_background(prob, toy_map.fit_bounds(res, prob.bounds))
+    return prob, res, bg, objective_space(prob, res, bg["grid"])
 
 
 @pytest.fixture(scope="module")
@@ -246,14 +246,14 @@ def test_cli_refuses_bad_size_or_frames_in_one_line(tmp_path, capsys, args, need
 
 
 def test_gradient_inset_under_the_map(saddle):
-    """With ``grads`` (pcd.teaching.trajectory_gradients of one start) a row of panels sits under the
+    """With ``grads`` (pcd.experiments.toy.trajectory_gradients of one start) a row of panels sits under the
     map -- the map gives up INSET_FRAC of the height for it -- and its arrows move with the frames."""
-    from pcd import teaching
+    from pcd.experiments.toy import trajectory_gradients
     from pcd.viz.export import INSET_FRAC
     from pcd.viz.theme import objective_color
 
     prob, res, bg, space = saddle
-    grads = teaching.trajectory_gradients(prob, res, 0)
+    grads = trajectory_gradients(prob, res, 0)
     frames = [np.asarray(f).astype(int) for f in toy_frames(res, bg, settings=SETTINGS, max_frames=10, space=space,
                                                             grads=grads)]
     s_in, _, oy_in = toy_map_box(res, bg["grid"], (1280, 720), objective=True, inset=True)

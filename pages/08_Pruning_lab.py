@@ -19,6 +19,7 @@ from pcd import _validate as V
 from pcd.jobs import RunStore, default_data_dir, ensure_supervisor, eta_seconds, supervisor_pid
 from pcd.jobs.queue_view import PAGE_SIZE, estimate_basis, queue_page
 from pcd.jobs.sweep import build_sweep, describe, parse_numbers
+from pcd.studio.registry import this_page
 from pcd.train import presets as P
 from pcd.train import studies as R
 from pcd.train.config import SPECIAL_METHODS, method_names
@@ -49,8 +50,7 @@ from pcd.viz.runs import curves_figure, method_bars, results_scatter, study_scat
 from pcd.viz.theme import method_label
 
 setup_page(
-    "Pruning lab",
-    icon=":material/content_cut:",
+    **this_page(__file__).setup,
     intro=(
         "Structured pruning as a hierarchical problem: the **primary** objective is cross-entropy, the "
         "**secondary** is a group lasso over conv filters (or ℓ1 + nuclear norm, K = 3). Pick a **preset** to "
