@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 import pcd.methods as registry
+from pcd.viz.theme import INK
 
 
 def export_settings(settings: dict[str, Any] | None) -> dict[str, str]:
@@ -43,5 +44,5 @@ def figure_html(fig: Any, settings: dict[str, Any] | None) -> str:
 
     page = fig.to_html(include_plotlyjs=True, full_html=True)
     items = " · ".join(f"<b>{_html.escape(k)}</b>: {_html.escape(v)}" for k, v in export_settings(settings).items())
-    head = (f'<p class="pcd-settings" style="font-family:sans-serif;font-size:14px;color:#24292f">{items}</p>')
+    head = (f'<p class="pcd-settings" style="font-family:sans-serif;font-size:14px;color:{INK}">{items}</p>')
     return page.replace("<body>", "<body>" + head, 1)
