@@ -70,7 +70,7 @@ def _specs(meths: list[tuple[str, Any]]) -> list[tuple[str, dict]] | None:
 
 
 def _optimizer(opt: Any) -> tuple[int, dict] | None:
-    from pcd.engine import SGD, Adam
+    from pcd.optim import SGD, Adam
 
     if type(opt) is Adam and opt.t == 0:
         return 0, {"lr": opt.lr, "b1": opt.b1, "b2": opt.b2, "eps": opt.eps, "wd": opt.wd}

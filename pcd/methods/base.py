@@ -189,6 +189,14 @@ class Method:
     #: ``g_1 = 0`` (PCD: ``d = d~ ||g_1|| / ||d~||``, a known limitation of the paper, Sec. 6). Pages
     #: word such a stop "halted", not "Pareto-stationary".
     halts_where_primary_vanishes: ClassVar[bool] = False
+    #: True when the update is zero wherever ``g_1 = 0`` for any secondaries: MGDA's min-norm point
+    #: (and CAGrad's dual, CR-MOGM around MGDA) is ``g_1`` itself, PCD halts (above). Checked by
+    #: ``tests/methods/test_properties.py`` for every deterministic method (False: it still moves).
+    zero_where_primary_vanishes: ClassVar[bool] = False
+    #: True when the update does NOT vanish at an exact cancellation ``g_1 = -g_2`` (the conflict
+    #: equilibrium of the symmetric methods): PCD and DBGD keep following a share of the
+    #: secondary's progress. Checked by the same test (False: the update is zero there).
+    moves_at_cancellation: ClassVar[bool] = False
     #: ``weights(c G) = c**gram_scaling * weights(G)`` for ``c > 0`` (0: scale-invariant weights,
     #: -0.5: Nash-MTL's ``G a = 1 / a``); None when the method is not homogeneous. Used to retry a
     #: step at scale ~1 when its output at an extreme scale (1e+-300, subnormal) is not finite.
@@ -212,6 +220,8 @@ class Method:
         if cls.primary_knob is not None and cls.primary_knob not in {p.name for p in cls.params}:
             raise TypeError(f"{cls.__name__}: primary_knob {cls.primary_knob!r} is not one of its params")
         cls.hierarchical = "hierarchical" in cls.claims
+        if cls.halts_where_primary_vanishes:
+            cls.zero_where_primary_vanishes = True
 
     @classmethod
     def needs(cls) -> frozenset[str]:

@@ -306,6 +306,7 @@ class CAGrad(Method):
     family = "gradient aggregation"
     display_name = "CAGrad"
     claims = frozenset({"weighted"})
+    zero_where_primary_vanishes = True  # the dual then selects g_1 = 0
     description = "Best worst-case improvement within a ball of radius c around the mean gradient."
     paper = "Liu et al., Conflict-Averse Gradient Descent for Multi-task Learning, NeurIPS 2021"
     params = (

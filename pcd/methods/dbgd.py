@@ -28,6 +28,7 @@ class DBGD(Method):
     family = "hierarchical"
     display_name = "DBGD"
     claims = frozenset({"weighted", "hierarchical"})
+    moves_at_cancellation = True  # it keeps a beta share of the secondary's progress
     description = "PCD's constrained direction on raw (un-normalized) gradients: a dynamic barrier."
     paper = "Gong & Liu, Automatic and Harmless Regularization ... Dynamic Barrier Approach, NeurIPS 2021"
     params = (Param("beta", 0.3, 0.0, 1.0, per_objective=True,

@@ -53,6 +53,7 @@ class MGDA(Method):
     family = "gradient aggregation"
     display_name = "MGDA"
     claims = frozenset({"non_conflicting", "weighted"})
+    zero_where_primary_vanishes = True  # the min-norm point of {0, g_2, ...} is 0
     description = "Min-norm point of the convex hull of the gradients: a common descent direction."
     paper = "Desideri 2012 (C. R. Math.); Sener & Koltun, NeurIPS 2018"
     params = (

@@ -36,6 +36,7 @@ class PCDMethod(Method):
     family = "hierarchical"
     display_name = "PCD"
     halts_where_primary_vanishes = True  # d = d~ ||g_1|| / ||d~|| is zero wherever g_1 = 0
+    moves_at_cancellation = True  # it keeps a tau share of the secondary's progress
     claims = frozenset({"linear_under_scaling", "weighted", "primary_anchored", "per_secondary_progress",
                         "hierarchical"})
     description = ("Follows the primary gradient and bends it just enough that every secondary "
