@@ -14,6 +14,7 @@ so the pages build their widgets from the registry (its colour is in :mod:`pcd.v
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
@@ -100,6 +101,26 @@ def combine(weights: np.ndarray, J: np.ndarray) -> np.ndarray:
         p = weights[:, :, None] * J  # p_kj = w_k J_kj: two broadcast ufuncs
         return p[:, 0] + p[:, 1]
     return (weights[:, None, :] @ J)[:, 0, :]
+
+
+@dataclass(frozen=True)
+class Kernel:
+    """A method's compiled step for K = 2 (what :meth:`Method.kernel` hands the engine's end-point
+    fast path, :mod:`pcd._fastpath`). Arrays are component-major over the ``B`` active rows:
+
+      state   rows of per-trajectory state the method keeps, ``S [state, B]`` (zeros at the start)
+      step    ``step(t, L [2, B], G [3, B], W [2, B], S)``: writes the weights of step ``t`` into ``W``
+              (and updates ``S`` in place) from the losses and the Gram entries ``(G00, G01, G11)``;
+              the fast path then forms ``d = w @ J`` and the optimizer step
+      mu_row  the row of ``S`` that holds a multiplier to record (PCD's ``mu``), or None
+
+    ``step`` runs the method's own formula (the function its NumPy path calls, compiled by
+    :func:`pcd._kernels.jit`), so the fast path's weights are bit-identical to :meth:`Method.update`'s.
+    """
+
+    step: Callable[[int, np.ndarray, np.ndarray, np.ndarray, np.ndarray], None]
+    state: int = 0
+    mu_row: int | None = None
 
 
 class Step:
@@ -249,6 +270,11 @@ class Method:
         if shape != (B, K):
             raise ValueError(f"{self.name}: state is for shape {shape}, got a batch of [{B}, {K}]")
         return state
+
+    def kernel(self) -> Kernel | None:
+        """This method's compiled K = 2 step (:class:`Kernel`) for the engine's end-point fast path,
+        or None when it has none (the engine then runs its NumPy loop). Asked once per run."""
+        return None
 
     # ---- adapters of the first interface (kept while callers move) -----------------------------
     def init_state(self, batch: int, K: int) -> Any:

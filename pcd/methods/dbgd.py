@@ -17,9 +17,8 @@ from typing import Any
 
 import numpy as np
 
-from pcd._fast import small_batch
 from pcd.methods.base import Method, Param, Step, register
-from pcd.qp import check_tau, k2_mu_rescaled_scalars, solve_qp
+from pcd.qp import solve_qp
 
 
 @register
@@ -36,24 +35,6 @@ class DBGD(Method):
 
     def update(self, gram: np.ndarray, state: Any = None, *, losses: Any = None, jacobian: Any = None,
                rng: Any = None) -> Step:
-        if gram.shape[-1] == 2 and gram.ndim == 3 and small_batch(gram.shape[0]):
-            return self._weights_k2_scalar(gram, state)  # a few start points: Python floats
         res = solve_qp(gram, tau=self.hparams["beta"])
         info = {"mu": res.mu, "feasible": np.asarray(res.feasible), "active": res.active_mask}
         return Step(weights=res.weights, state=state, info=info)
-
-    def _weights_k2_scalar(self, gram: np.ndarray, state: Any) -> Step:
-        """The K = 2 closed form of :func:`pcd.qp._solve_k2` in Python floats (same operations, same
-        bits) for a handful of problems ``[B, 2, 2]``."""
-        beta = self.hparams["beta"]
-        tau = beta if isinstance(beta, float) else float(check_tau(beta, 2)[0])
-        mus = k2_mu_rescaled_scalars(gram.tolist(), tau)
-        B = len(mus)
-        w = np.ones((B, 2))
-        w[:, 1] = mus
-        mu = w[:, 1:].copy()
-        active = np.zeros((B, 2), dtype=bool)
-        active[:, 1] = mu[:, 0] > 0
-        info = {"mu": mu, "feasible": np.ones(B, dtype=bool), "active": active}
-        return Step(weights=w, state=state, info=info)
-

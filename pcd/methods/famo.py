@@ -21,13 +21,15 @@ it under ``scalarization``.
 """
 from __future__ import annotations
 
+import math
 from math import isfinite, sqrt
 from typing import Any, NamedTuple
 
 import numpy as np
 
 from pcd._fast import small_batch
-from pcd.methods.base import Method, Param, Step, check_losses, per_objective, register
+from pcd._kernels import jit
+from pcd.methods.base import Kernel, Method, Param, Step, check_losses, per_objective, register
 
 _EPS = 1e-8
 
@@ -102,6 +104,26 @@ class FAMO(Method):
             w = r / r.sum(axis=-1, keepdims=True)
         new_state = FAMOState(xi=state.xi, m=state.m, v=state.v, t=state.t, prev=L.copy())
         return Step(weights=w, state=new_state, info={"task_weights": z})
+
+    def kernel(self) -> Kernel | None:
+        """The K = 2 step compiled (:func:`_famo_logits`, :func:`_famo_weights`), with NumPy's ``log`` /
+        ``exp`` between the two (the same rounding as :meth:`update`). State rows: the logits, the
+        Adam moments, the softmax, the last log-losses and the shifted logits (two rows each)."""
+        b = np.asarray(self.hparams["min_loss"], dtype=np.float64).reshape(-1)
+        if b.size not in (1, 2):
+            return None
+        bcol = np.array([[b[0]], [b[-1]]])
+        lr, wd = self.hparams["lr"], self.hparams["weight_decay"]
+
+        def step(t: int, L: np.ndarray, G: np.ndarray, W: np.ndarray, S: np.ndarray) -> None:
+            xi, fm, fv, z, plogs, xm = S[0:2], S[2:4], S[4:6], S[6:8], S[8:10], S[10:12]
+            shifted = L - bcol + 1e-8
+            logs = np.log(shifted)
+            if t > 0:
+                _famo_logits(xi, fm, fv, z, logs, plogs, xm, wd, lr, 1.0 - 0.9 ** t, 1.0 - 0.999 ** t)
+            _famo_weights(W, np.exp(xm), z, shifted)
+            plogs[...] = logs
+        return Kernel(step, state=12)
 
     def _weights_k2(self, L: np.ndarray, state: FAMOState) -> Step | None:
         """:meth:`update` for K = 2 and a few problems (a small batch) in Python floats, with the same
@@ -190,3 +212,41 @@ def _softmax2(X: list) -> list:
         s = e0 + e1
         out.append((e0 / s, e1 / s))
     return out
+
+
+@jit
+def _famo_logits(xi: Any, fm: Any, fv: Any, z: Any, logs: Any, plogs: Any, xm: Any, wd: Any, lr: Any, bc1: Any, bc2: Any) -> Any:
+    """FAMO, first half (from the second call on): the logits' Adam step from
+    ``delta = plogs - logs`` (``np.log`` of the shifted losses before / now, computed by NumPy), then
+    ``xm = xi - max(xi)`` for the softmax (``pcd.methods.famo.FAMO.weights``)."""
+    for i in range(xi.shape[1]):
+        z0, z1 = z[0, i], z[1, i]
+        d0 = plogs[0, i] - logs[0, i]
+        d1 = plogs[1, i] - logs[1, i]
+        zd = z0 * d0 + z1 * d1
+        q0 = z0 * (d0 - zd) + wd * xi[0, i]
+        q1 = z1 * (d1 - zd) + wd * xi[1, i]
+        if math.isfinite(q0) and math.isfinite(q1):  # only problems with finite losses learn
+            m0 = 0.9 * fm[0, i] + 0.1 * q0
+            m1 = 0.9 * fm[1, i] + 0.1 * q1
+            v0 = 0.999 * fv[0, i] + 0.001 * q0 * q0
+            v1 = 0.999 * fv[1, i] + 0.001 * q1 * q1
+            fm[0, i], fm[1, i], fv[0, i], fv[1, i] = m0, m1, v0, v1
+            xi[0, i] = xi[0, i] - lr * (m0 / bc1) / (math.sqrt(v0 / bc2) + 1e-8)
+            xi[1, i] = xi[1, i] - lr * (m1 / bc1) / (math.sqrt(v1 / bc2) + 1e-8)
+        mx = np.maximum(xi[0, i], xi[1, i])
+        xm[0, i] = xi[0, i] - mx
+        xm[1, i] = xi[1, i] - mx
+
+
+@jit
+def _famo_weights(W: Any, ex: Any, z: Any, shifted: Any) -> Any:
+    """FAMO, second half: ``z = softmax(xi)`` from ``ex = np.exp(xm)`` (kept for the next call),
+    weights ``z_i / l~_i`` normalized."""
+    for i in range(W.shape[1]):
+        se = ex[0, i] + ex[1, i]
+        z0, z1 = ex[0, i] / se, ex[1, i] / se
+        z[0, i], z[1, i] = z0, z1
+        r0, r1 = z0 / shifted[0, i], z1 / shifted[1, i]
+        rs = r0 + r1
+        W[0, i], W[1, i] = r0 / rs, r1 / rs

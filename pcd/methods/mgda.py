@@ -19,8 +19,8 @@ from typing import Any
 
 import numpy as np
 
-from pcd.methods._solvers import simplex_min_norm
-from pcd.methods.base import Method, Param, Step, register
+from pcd.methods._solvers import min_norm_k2_step, simplex_min_norm
+from pcd.methods.base import Kernel, Method, Param, Step, register
 
 
 def frank_wolfe(G: np.ndarray, epsilon: float = 1e-3, max_iters: int = 100) -> np.ndarray:
@@ -70,3 +70,7 @@ class MGDA(Method):
         else:
             w = frank_wolfe(gram, self.hparams["epsilon"], self.hparams["max_iters"])
         return Step(weights=w, state=state)
+
+    def kernel(self) -> Kernel | None:
+        """The exact solver's K = 2 closed form, compiled (:func:`pcd.methods._solvers.min_norm_k2`)."""
+        return Kernel(min_norm_k2_step) if self.hparams["solver"] == "exact" else None
