@@ -43,7 +43,7 @@ except ImportError:  # pragma: no cover
     _numba = None
     AVAILABLE = False
 
-__all__ = ["AVAILABLE", "jit", "formula", "where", "k2_batch", "gram_rows", "combine_rows"]
+__all__ = ["AVAILABLE", "jit", "formula", "where", "k2_batch", "k2_step", "NO_PARAMS", "gram_rows", "combine_rows"]
 
 
 def jit(fn=None, *, inline: bool = False):
@@ -104,6 +104,17 @@ def k2_batch(G: np.ndarray, formula: Any, rows: Any, p: np.ndarray) -> np.ndarra
     W = np.empty((G.shape[0], 2))
     W[:, 0], W[:, 1] = w0, w1
     return W
+
+
+NO_PARAMS = np.zeros(0)  # ``p`` of a K = 2 formula without parameters
+
+
+def k2_step(rows: Any, p: np.ndarray = NO_PARAMS) -> Any:
+    """The fast path's step (:class:`pcd.methods.base.Kernel`) of a stateless K = 2 formula: its
+    compiled loop ``rows(a, b, c, p, W)`` on the Gram entries ``G [3, B]``."""
+    def step(t: int, L: np.ndarray, G: np.ndarray, W: np.ndarray, S: np.ndarray) -> None:
+        rows(G[0], G[1], G[2], p, W)
+    return step
 
 
 # -- NumPy's semantics for the few non-arithmetic operations (NaN propagates like np.maximum) --------

@@ -25,7 +25,8 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from pcd._kernels import formula, jit, k2_batch, where
+from pcd._kernels import NO_PARAMS, formula, jit, k2_batch, where
+from pcd.methods.base import Method
 from pcd.qp import principal_pivoting
 
 
@@ -35,6 +36,14 @@ class Support(NamedTuple):
     there is none (K <= 5, or before the first step)."""
 
     free: np.ndarray | None = None
+
+
+class WarmStarted(Method):
+    """A method whose state is the active-set solver's last :class:`Support` (CAGrad, UPGrad,
+    DualProj): empty before the first step."""
+
+    def init(self, batch: int, K: int) -> Support:
+        return Support()
 
 
 def support_of(state: object) -> np.ndarray | None:
@@ -226,7 +235,7 @@ def simplex_min_norm(G: np.ndarray) -> np.ndarray:
     if K == 1:
         return np.ones((B, 1))
     if K == 2:  # exact closed form on the raw Gram matrix (no ridge: a zero g_1 gives a = e_1)
-        return k2_batch(G, min_norm_k2, _min_norm_k2_rows, _NO_PARAMS)
+        return k2_batch(G, min_norm_k2, min_norm_k2_rows, NO_PARAMS)
     Gr = ridge(G)
     if K <= 5:
         return _simplex_enum(Gr)
@@ -251,18 +260,10 @@ def min_norm_k2(a: Any, b: Any, c: Any, p: Any) -> Any:
     return t, 1.0 - t
 
 
-_NO_PARAMS = np.zeros(0)
-
-
 @jit
-def _min_norm_k2_rows(a: Any, b: Any, c: Any, p: Any, W: Any) -> Any:
+def min_norm_k2_rows(a: Any, b: Any, c: Any, p: Any, W: Any) -> Any:
     for i in range(a.shape[0]):
         W[0, i], W[1, i] = min_norm_k2(a[i], b[i], c[i], p)
-
-
-def min_norm_k2_step(t: Any, L: Any, G: Any, W: Any, S: Any) -> Any:
-    """MGDA's compiled K = 2 step for :class:`pcd.methods.base.Kernel` (``G [3, B]``, ``W [2, B]``)."""
-    _min_norm_k2_rows(G[0], G[1], G[2], _NO_PARAMS, W)
 
 
 def _simplex_enum(G: np.ndarray) -> np.ndarray:

@@ -443,9 +443,17 @@ def per_objective(value: Any, K: int, who: str) -> np.ndarray:
 _REGISTRY: dict[str, type[Method]] = {}
 
 
-def register(cls: type[Method]) -> type[Method]:
+def register(cls_or_name: Any = None, display_name: str = "", family: str = "") -> Any:
     """Class decorator adding a method to the registry under ``cls.name`` (a lower-case name and a
-    ``family`` from :data:`FAMILIES` are required)."""
+    ``family`` from :data:`FAMILIES` are required). The identity may be given here, as
+    ``@register("mgda", "MGDA", "gradient aggregation")`` (name, display name, family), instead of as
+    class attributes: the one line every method module repeats."""
+    if isinstance(cls_or_name, str):
+        def decorate(cls: type[Method]) -> type[Method]:
+            cls.name, cls.display_name, cls.family = cls_or_name, display_name, family
+            return register(cls)
+        return decorate
+    cls = cls_or_name
     if not cls.name or cls.name != cls.name.lower():
         raise ValueError(f"method name must be a non-empty lower-case string, got {cls.name!r}")
     V.choice(cls.family, f"{cls.name}: family", FAMILIES)

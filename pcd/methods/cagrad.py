@@ -30,9 +30,9 @@ from typing import Any
 
 import numpy as np
 
-from pcd._kernels import formula, jit, k2_batch, where
-from pcd.methods._solvers import Support, ridge, support_of, trace
-from pcd.methods.base import Kernel, Method, Param, Step, register
+from pcd._kernels import formula, jit, k2_batch, k2_step, where
+from pcd.methods._solvers import Support, WarmStarted, ridge, support_of, trace
+from pcd.methods.base import Kernel, Param, Step, register
 from pcd.qp import principal_pivoting
 
 
@@ -251,11 +251,8 @@ def _cagrad(G: np.ndarray, c: float, norm_eps: float,
     return np.where(big[:, None], out, 0.0), (w > 0 if K > 5 else None)
 
 
-@register
-class CAGrad(Method):
-    name = "cagrad"
-    family = "gradient aggregation"
-    display_name = "CAGrad"
+@register("cagrad", "CAGrad", "gradient aggregation")
+class CAGrad(WarmStarted):
     claims = frozenset({"weighted"})
     zero_where_primary_vanishes = True  # the dual then selects g_1 = 0
     description = "Best worst-case improvement within a ball of radius c around the mean gradient."
@@ -271,13 +268,6 @@ class CAGrad(Method):
         # state: the dual solution's support (K > 5), the first guess at the next call
         return Step(weights=w, state=Support(support))
 
-    def init(self, batch: int, K: int) -> Support:
-        return Support()
-
     def kernel(self) -> Kernel:
         """The K = 2 solution, compiled (:func:`cagrad_k2`)."""
-        p = np.array([self.hparams["c"], self.hparams["norm_eps"]], dtype=np.float64)
-
-        def step(t: int, L: np.ndarray, G: np.ndarray, W: np.ndarray, S: np.ndarray) -> None:
-            _cagrad_k2_rows(G[0], G[1], G[2], p, W)
-        return Kernel(step)
+        return Kernel(k2_step(_cagrad_k2_rows, np.array([self.hparams["c"], self.hparams["norm_eps"]])))

@@ -21,11 +21,8 @@ from pcd.methods.base import Method, Param, Step, register
 from pcd.qp import solve_qp
 
 
-@register
+@register("dbgd", "DBGD", "hierarchical")
 class DBGD(Method):
-    name = "dbgd"
-    family = "hierarchical"
-    display_name = "DBGD"
     claims = frozenset({"weighted", "hierarchical"})
     moves_at_cancellation = True  # it keeps a beta share of the secondary's progress
     description = "PCD's constrained direction on raw (un-normalized) gradients: a dynamic barrier."

@@ -45,11 +45,8 @@ def _softmax(x: np.ndarray) -> np.ndarray:
     return e / e.sum(axis=-1, keepdims=True)
 
 
-@register
+@register("excessmtl", "ExcessMTL", "gradient aggregation")
 class ExcessMTL(Method):
-    name = "excessmtl"
-    display_name = "ExcessMTL"
-    family = "gradient aggregation"
     claims = frozenset({"weighted"})
     description = "Shifts weight to the tasks with the largest estimated excess risk (distance to their optimum)."
     paper = ("He, Yang, Zhou, Liu & Zhao, Robust Multi-Task Learning with Excess Risks, ICML 2024 "
@@ -71,10 +68,7 @@ class ExcessMTL(Method):
                rng: Any = None) -> Step:
         B, K = gram.shape[0], gram.shape[-1]
         J = check_jacobian(jacobian, B, K, "excessmtl")
-        if state is None:
-            state = self.init(B, K)
-        if state.weights.shape != (B, K):
-            raise ValueError(f"excessmtl: state is for shape {list(state.weights.shape)}, got a batch of [{B}, {K}]")
+        state = self.state_for(state, B, K)
         S = state.sq_grad_sum
         if S is not None and S.shape != J.shape:
             raise ValueError(f"excessmtl: state holds squared gradients of shape {list(S.shape)}, "

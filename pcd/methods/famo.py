@@ -49,11 +49,8 @@ def _softmax(x: np.ndarray) -> np.ndarray:
     return e / e.sum(axis=-1, keepdims=True)
 
 
-@register
+@register("famo", "FAMO", "loss weighting")
 class FAMO(Method):
-    name = "famo"
-    family = "loss weighting"
-    display_name = "FAMO"
     claims = frozenset({"weighted"})
     description = "Reweights objectives from their recent log-loss decrease so all improve at a similar rate."
     paper = "Liu et al., FAMO: Fast Adaptive Multitask Optimization, NeurIPS 2023 (arXiv 2306.03792)"

@@ -19,7 +19,8 @@ from typing import Any
 
 import numpy as np
 
-from pcd.methods._solvers import min_norm_k2_step, simplex_min_norm
+from pcd._kernels import k2_step
+from pcd.methods._solvers import min_norm_k2_rows, simplex_min_norm
 from pcd.methods.base import Kernel, Method, Param, Step, register
 
 
@@ -47,11 +48,8 @@ def frank_wolfe(G: np.ndarray, epsilon: float = 1e-3, max_iters: int = 100) -> n
     return alpha
 
 
-@register
+@register("mgda", "MGDA", "gradient aggregation")
 class MGDA(Method):
-    name = "mgda"
-    family = "gradient aggregation"
-    display_name = "MGDA"
     claims = frozenset({"non_conflicting", "weighted"})
     zero_where_primary_vanishes = True  # the min-norm point of {0, g_2, ...} is 0
     description = "Min-norm point of the convex hull of the gradients: a common descent direction."
@@ -73,4 +71,4 @@ class MGDA(Method):
 
     def kernel(self) -> Kernel | None:
         """The exact solver's K = 2 closed form, compiled (:func:`pcd.methods._solvers.min_norm_k2`)."""
-        return Kernel(min_norm_k2_step) if self.hparams["solver"] == "exact" else None
+        return Kernel(k2_step(min_norm_k2_rows)) if self.hparams["solver"] == "exact" else None

@@ -30,11 +30,8 @@ class PCDState(NamedTuple):
     t: int
 
 
-@register
+@register("pcd", "PCD", "hierarchical")
 class PCDMethod(Method):
-    name = "pcd"
-    family = "hierarchical"
-    display_name = "PCD"
     halts_where_primary_vanishes = True  # d = d~ ||g_1|| / ||d~|| is zero wherever g_1 = 0
     moves_at_cancellation = True  # it keeps a tau share of the secondary's progress
     claims = frozenset({"linear_under_scaling", "weighted", "primary_anchored", "per_secondary_progress",
@@ -62,10 +59,7 @@ class PCDMethod(Method):
     def update(self, gram: np.ndarray, state: PCDState | None = None, *, losses: Any = None,
                jacobian: Any = None, rng: Any = None) -> Step:
         B, K = gram.shape[0], gram.shape[-1]
-        if state is None:
-            state = self.init(B, K)
-        elif state.v.shape != (B, K):
-            raise ValueError(f"pcd: state is for shape {state.v.shape}, got a batch of [{B}, {K}]")
+        state = self.state_for(state, B, K)
         beta, eps = self.hparams["beta"], self.hparams["eps"]
         if K == 2 and AVAILABLE and small_batch(B):
             return self._update_k2_compiled(gram, state, np.array([beta, 1.0 - beta ** (state.t + 1), eps,

@@ -17,7 +17,7 @@ from typing import Any
 
 import numpy as np
 
-from pcd._kernels import formula, jit, k2_batch, where
+from pcd._kernels import NO_PARAMS, formula, jit, k2_batch, k2_step, where
 from pcd.methods.base import Kernel, Method, Param, Step, register
 
 
@@ -25,7 +25,7 @@ def pcgrad_weights(G: np.ndarray, perms: np.ndarray) -> np.ndarray:
     """``G [B, K, K]``, ``perms [B, K, K]`` (a permutation of 0..K-1 per problem and objective)."""
     B, K = G.shape[0], G.shape[-1]
     if K == 2:  # closed form: each gradient loses its component along the other when they conflict
-        return k2_batch(G, pcgrad_k2, _pcgrad_k2_rows, _NO_PARAMS)
+        return k2_batch(G, pcgrad_k2, _pcgrad_k2_rows, NO_PARAMS)
     rows = np.arange(B)
     diag = np.diagonal(G, axis1=1, axis2=2)
     total = np.zeros((B, K))
@@ -54,24 +54,14 @@ def pcgrad_k2(a: Any, b: Any, c: Any, p: Any) -> Any:
     return 1.0 + where(n2, -b / where(n2, a, 1.0), 0.0), 1.0 + where(n1, -b / where(n1, c, 1.0), 0.0)
 
 
-_NO_PARAMS = np.zeros(0)
-
-
 @jit
 def _pcgrad_k2_rows(a: Any, b: Any, c: Any, p: Any, W: Any) -> Any:
     for i in range(a.shape[0]):
         W[0, i], W[1, i] = pcgrad_k2(a[i], b[i], c[i], p)
 
 
-def _pcgrad_k2_step(t: Any, L: Any, G: Any, W: Any, S: Any) -> Any:
-    _pcgrad_k2_rows(G[0], G[1], G[2], _NO_PARAMS, W)
-
-
-@register
+@register("pcgrad", "PCGrad", "gradient aggregation")
 class PCGrad(Method):
-    name = "pcgrad"
-    family = "gradient aggregation"
-    display_name = "PCGrad"
     claims = frozenset({"linear_under_scaling", "weighted"})
     description = "Projects each gradient off the others it conflicts with, in random order, then sums."
     paper = "Yu et al., Gradient Surgery for Multi-Task Learning, NeurIPS 2020 (arXiv 2001.06782)"
@@ -91,4 +81,4 @@ class PCGrad(Method):
 
     def kernel(self) -> Kernel:
         """The K = 2 closed form, compiled (:func:`pcgrad_k2`; the order does not matter for K = 2)."""
-        return Kernel(_pcgrad_k2_step)
+        return Kernel(k2_step(_pcgrad_k2_rows))

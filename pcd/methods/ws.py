@@ -32,11 +32,8 @@ def user_weights(w: Any, K: int, who: str) -> np.ndarray:
     return out
 
 
-@register
+@register("ws", "Weighted sum", "loss weighting")
 class WeightedSum(Method):
-    name = "ws"
-    family = "loss weighting"
-    display_name = "Weighted sum"
     claims = frozenset({"linear_under_scaling", "weighted"})
     description = "Adds the gradients with fixed weights (Mean by default): the classic scalarization."
     paper = "Linear scalarization; Mean/Sum weightings of Jacobian Descent, arXiv 2406.16232"
