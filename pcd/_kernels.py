@@ -1,29 +1,31 @@
-"""Compiled (numba) kernels of the engine's end-point fast path: K = 2 objectives on R^2.
+"""numba, optional: the tools that compile a method's own formula, and the engine's shared kernels.
 
-One kernel per method advances every active trajectory by one step in one pass over the rows:
-Gram entries from ``J``, the method's weights (its state updated in place), the direction
-``d = w @ J``, and the optimizer step (Adam / SGD). Arrays are component-major (``x [2, B]``,
-``J [2, 2, B]``, states ``[2, B]``) and the per-row code has no data-dependent exits, so LLVM
-vectorizes the loops; positions are double-buffered (read ``xi``, write ``xo``: the previous point
-stays available for rows that diverge at the next step). Each kernel performs, row by row, the
-*same IEEE operations in the same order* as the NumPy code it replaces (``pcd.engine.gram22``,
-``pcd.methods.base.combine``, :class:`pcd.engine.Adam` / :class:`~pcd.engine.SGD`, the methods' batched
-K = 2 paths in ``pcd.methods`` / ``pcd.direction``), without fused multiply-adds (numba's default,
-no ``fastmath``) and with NumPy's error model (a division by zero gives inf/NaN, as in NumPy).
-So the fast path's trajectories are bit-identical to :func:`pcd.engine.run`'s (tested in
-``tests/test_fastpath.py``). Transcendentals that NumPy evaluates with its own SIMD routines
-(FAMO's ``log``/``exp``) stay NumPy calls between two kernels, for the same reason.
+A method's math is written ONCE, in its module, as a plain function of NumPy operations marked
+:func:`formula` (``np.sqrt``, ``np.maximum``, :func:`where`, arithmetic; e.g.
+:func:`pcd.methods.cagrad.cagrad_k2`, :func:`pcd.methods.pcd.pcd_k2`). Called from Python it runs on
+whole arrays (the vectorized path); numba compiles the same function for one row inside a
+:func:`jit` loop of the method's module (the small-batch path, :func:`k2_batch`, and the engine's
+end-point fast path, :mod:`pcd._fastpath`, which asks each method for its compiled step through
+:meth:`pcd.methods.base.Method.kernel`). The compiled code performs the *same IEEE operations in
+the same order* -- no fused multiply-adds (numba's default, no ``fastmath``), NumPy's error model (a
+division by zero gives inf/NaN) -- so every path gives the same bits (tested:
+``tests/methods/test_scalar_paths_*.py``, ``tests/test_direction.py``, ``tests/test_fastpath.py``).
+Transcendentals that NumPy evaluates with its own SIMD routines (FAMO's ``log``/``exp``) stay
+NumPy calls between two kernels, for the same reason.
 
-Rows whose position, losses or Jacobian is not finite are flagged by :func:`check_rows` (or the
-problem kernel) *before* the method kernel runs, and the caller retires them from the active batch
-(the engine's divergence rule: such a row is frozen, its last finite point kept).
+The engine's own kernels live here: the Gram entries (:func:`gram_rows`), ``d = w @ J``
+(:func:`combine_rows`), Adam / SGD (:func:`adam_step`, :func:`sgd_step`), the finite check
+(:func:`check_rows`) and the ``saddle2d`` problem. Arrays are component-major (``x [2, B]``,
+``J [2, 2, B]``), the per-row code has no data-dependent exits, so LLVM vectorizes the loops;
+positions are double-buffered (read ``xi``, write ``xo``: the previous point stays available for
+rows that diverge at the next step). Rows whose position, losses or Jacobian is not finite are
+flagged *before* the method's step runs, and the caller retires them from the active batch (the
+engine's divergence rule: such a row is frozen, its last finite point kept).
 
-Each method kernel (``weights_*``) writes the weights ``W [2, B]`` and directions ``D [2, B]`` of
-every row; one optimizer kernel (:func:`adam_step` / :func:`sgd_step`) then moves every row.
-
-``numba`` is optional: :data:`AVAILABLE` is False without it and the engine keeps its NumPy loop.
-Compiled code is cached on disk (``cache=True``), so only the very first call on a machine pays
-the compile time (measured by ``benchmarks/bench_basin.py``).
+``numba`` is optional: :data:`AVAILABLE` is False without it, :func:`jit` and :func:`formula` return
+the plain function, and every method runs its NumPy path. Compiled code is cached on disk
+(``cache=True``), so only the very first call on a machine pays the compile time (measured by
+``benchmarks/bench_basin.py``).
 """
 from __future__ import annotations
 
