@@ -8,6 +8,7 @@ import pytest
 
 import pcd._fastpath as fastpath
 import pcd._kernels as kern
+import pcd.methods as methods
 from pcd.engine import run
 from pcd.problems import make
 
@@ -16,7 +17,8 @@ from pcd.problems import make
 pytestmark = pytest.mark.skipif(not kern.AVAILABLE and not os.environ.get("CI"),
                                 reason="numba not installed (the NumPy loop is used); CI runs these")
 
-METHODS = ["pcd", "ws", "mgda", "pcgrad", "cagrad", "famo"]
+# every method with a compiled step (Method.kernel) at its defaults: a new one is checked here unasked
+METHODS = [n for n in methods.available() if methods.make(n).kernel() is not None]
 FIELDS = ["end", "end_losses", "end_grad_norms", "positions", "losses", "grad_norms", "weights", "update_norms",
           "multipliers", "speed", "final_update_norm", "cms_residual", "pareto_residual", "diverged_step"]
 

@@ -46,6 +46,12 @@ class WarmStarted(Method):
         return Support()
 
 
+def softmax(x: np.ndarray) -> np.ndarray:
+    """``softmax`` over the last axis (``exp(x - max x)``, normalized): FAMO's and ExcessMTL's weights."""
+    e = np.exp(x - x.max(axis=-1, keepdims=True))
+    return e / e.sum(axis=-1, keepdims=True)
+
+
 def support_of(state: object) -> np.ndarray | None:
     """The warm-start support carried by ``state`` (a :class:`Support`), or None."""
     free = getattr(state, "free", None)

@@ -26,6 +26,7 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
+from pcd.methods._solvers import softmax
 from pcd.methods.base import Method, Param, Step, check_jacobian, register
 
 
@@ -38,11 +39,6 @@ class ExcessMTLState(NamedTuple):
     initial: np.ndarray | None
     warmup_sum: np.ndarray
     steps: int
-
-
-def _softmax(x: np.ndarray) -> np.ndarray:
-    e = np.exp(x - x.max(axis=-1, keepdims=True))
-    return e / e.sum(axis=-1, keepdims=True)
 
 
 @register("excessmtl", "ExcessMTL", "gradient aggregation")
@@ -92,6 +88,6 @@ class ExcessMTL(Method):
         else:
             e = e / (initial + 1e-7)
         with np.errstate(divide="ignore"):
-            w = _softmax(np.log(state.weights) + e * self.hparams["robust_step_size"])
+            w = softmax(np.log(state.weights) + e * self.hparams["robust_step_size"])
         new = ExcessMTLState(weights=w, sq_grad_sum=S, initial=initial, warmup_sum=state.warmup_sum, steps=steps)
         return Step(weights=w.copy(), state=new, info={"excess_risk": e})

@@ -29,6 +29,7 @@ import numpy as np
 
 from pcd._fast import small_batch
 from pcd._kernels import AVAILABLE, formula, jit, where
+from pcd.methods._solvers import softmax
 from pcd.methods.base import Kernel, Method, Param, Step, check_losses, per_objective, register
 
 _EPS = 1e-8
@@ -42,11 +43,6 @@ class FAMOState(NamedTuple):
     v: np.ndarray
     t: int
     prev: np.ndarray | None
-
-
-def _softmax(x: np.ndarray) -> np.ndarray:
-    e = np.exp(x - x.max(axis=-1, keepdims=True))
-    return e / e.sum(axis=-1, keepdims=True)
 
 
 @register("famo", "FAMO", "loss weighting")
@@ -80,7 +76,7 @@ class FAMO(Method):
             logs = np.log(shifted)
             if state.prev is not None:
                 delta = np.log(self._shift(state.prev)) - logs
-                z = _softmax(state.xi)
+                z = softmax(state.xi)
                 grad = z * (delta - np.einsum("bk,bk->b", z, delta)[:, None])
                 grad = grad + self.hparams["weight_decay"] * state.xi
                 # only problems with finite losses learn (divergence is reported by the engine)
@@ -94,7 +90,7 @@ class FAMO(Method):
                 xi = state.xi - self.hparams["lr"] * mhat / (np.sqrt(vhat) + 1e-8)
                 xi = np.where(ok, xi, state.xi)
                 state = FAMOState(xi=xi, m=np.where(ok, m, state.m), v=np.where(ok, v, state.v), t=t, prev=None)
-            z = _softmax(state.xi)
+            z = softmax(state.xi)
             r = z / shifted
             w = r / r.sum(axis=-1, keepdims=True)
         new_state = FAMOState(xi=state.xi, m=state.m, v=state.v, t=state.t, prev=L.copy())
@@ -109,7 +105,7 @@ class FAMO(Method):
         if state.prev is not None:
             t += 1
             S[8:10] = np.log(self._shift(state.prev)).T
-            S[6:8] = _softmax(state.xi).T
+            S[6:8] = softmax(state.xi).T
         W = np.empty((2, L.shape[0]))
         _famo_k2_step(state.prev is not None, t, shifted.T, W, S, self.hparams["lr"], self.hparams["weight_decay"],
                       compiled)
