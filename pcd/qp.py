@@ -51,7 +51,7 @@ import scipy.linalg
 
 import pcd._validate as V  # not "from pcd import": pcd/__init__ imports this module (no import cycle)
 from pcd._fast import all_finite
-from pcd._kernels import formula, where
+from pcd._kernels import AVAILABLE, formula, jit, where
 
 __all__ = ["QPResult", "solve_qp", "project", "solve_nnqp", "check_tau"]
 
@@ -226,6 +226,27 @@ def k2_mu(a: Any, c: Any, e: Any, tau: Any, top: Any) -> Any:
 
 # The K = 2 closed form is solved unscaled when the batch lies in this range (see _solve_k2).
 _K2_LO, _K2_HI = 2.0 ** -256, 2.0 ** 256
+
+
+def k2_mu_small(g: np.ndarray, tau: float) -> np.ndarray | None:
+    """:func:`_solve_k2`'s ``mu`` ``[B]`` for a small batch of 2x2 Gram matrices ``g [B, 2, 2]``, with
+    :func:`k2_mu` compiled row by row (DBGD's toy hot path): the same bits. None -- the caller then
+    uses :func:`solve_qp` -- without numba, or when a matrix needs :func:`rescale_gram` (outside the
+    range where :func:`_solve_k2` skips it)."""
+    if not AVAILABLE:
+        return None
+    mu = np.empty(g.shape[0])
+    return mu if _k2_mu_rows(g[:, 0, 0], g[:, 0, 1], g[:, 1, 1], tau, mu) else None
+
+
+@jit
+def _k2_mu_rows(a: Any, c: Any, e: Any, tau: Any, mu: Any) -> Any:
+    for i in range(a.shape[0]):
+        top = np.maximum(a[i], e[i])
+        if not (top <= _K2_HI and abs(c[i]) <= _K2_HI and (top >= _K2_LO or top == 0.0)):
+            return False  # the rescaled closed form of _solve_k2
+        mu[i] = k2_mu(a[i], c[i], e[i], tau, top)
+    return True
 
 
 def _solve_k2(g: np.ndarray, tau: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

@@ -17,8 +17,9 @@ from typing import Any
 
 import numpy as np
 
+from pcd._fast import small_batch
 from pcd.methods.base import Method, Param, Step, register
-from pcd.qp import solve_qp
+from pcd.qp import check_tau, k2_mu_small, solve_qp
 
 
 @register("dbgd", "DBGD", "hierarchical")
@@ -32,6 +33,16 @@ class DBGD(Method):
 
     def update(self, gram: np.ndarray, state: Any = None, *, losses: Any = None, jacobian: Any = None,
                rng: Any = None) -> Step:
-        res = solve_qp(gram, tau=self.hparams["beta"])
+        beta = self.hparams["beta"]
+        if gram.shape[-1] == 2 and small_batch(gram.shape[0]):  # a few start points: compiled closed form
+            mu = k2_mu_small(gram, beta if isinstance(beta, float) else float(check_tau(beta, 2)[0]))
+            if mu is not None:
+                w = np.ones((len(mu), 2))
+                w[:, 1] = mu
+                active = np.zeros((len(mu), 2), dtype=bool)
+                active[:, 1] = mu > 0
+                info = {"mu": w[:, 1:].copy(), "feasible": np.ones(len(mu), dtype=bool), "active": active}
+                return Step(weights=w, state=state, info=info)
+        res = solve_qp(gram, tau=beta)
         info = {"mu": res.mu, "feasible": np.asarray(res.feasible), "active": res.active_mask}
         return Step(weights=res.weights, state=state, info=info)

@@ -1,6 +1,6 @@
 """K = 2 scalar fast paths (small batches, used by the toy engine) vs the vectorized code they shortcut.
 
-CAGrad, DBGD, MGDA and PCGrad: the scalar path does the same IEEE operations in the same order, so
+CAGrad, DBGD, MGDA and PCGrad: the compiled small-batch path runs the same formula (same IEEE operations), so
 it must agree to the last bit. Aligned-MTL and IMTL-G's general path call the same LAPACK routine
 (eigh / pinv) as the vectorized code and redo the rest in Python floats: also bit-identical, on
 ill-conditioned, rank-deficient and zero Gram matrices too. IMTL-G's closed form (explicit 2x2
@@ -243,7 +243,7 @@ def test_alignedmtl_method_fast_vs_vectorized(mode):
 
 
 # ---------------------------------------------------------------------------------------------
-# DBGD, MGDA, PCGrad: the same closed forms in Python floats (same bits)
+# DBGD, MGDA, PCGrad: the same closed forms compiled row by row (same bits)
 
 
 @pytest.mark.parametrize("beta", [0.0, 0.3, 1.0, [0.7]])
