@@ -3,7 +3,7 @@
 A method's math is written ONCE, in its module, as a plain function of NumPy operations marked
 :func:`formula` (``np.sqrt``, ``np.maximum``, :func:`where`, arithmetic; e.g.
 :func:`pcd.methods.cagrad.cagrad_k2`, :func:`pcd.methods.pcd.pcd_k2`). Called from Python it runs on
-whole arrays (the vectorized path); numba compiles the same function for one row inside a
+whole arrays (the vectorized path); numba compiles the same function for one row, inlined into a
 :func:`jit` loop of the method's module (the small-batch path, :func:`k2_batch`, and the engine's
 end-point fast path, :mod:`pcd._fastpath`, which asks each method for its compiled step through
 :meth:`pcd.methods.base.Method.kernel`). The compiled code performs the *same IEEE operations in
@@ -79,10 +79,11 @@ if _numba is not None:
 
 def formula(fn):
     """Marks a method's formula, written once on NumPy's operations (``np.sqrt``, ``np.maximum``,
-    :func:`where`, arithmetic): called from Python it runs on whole arrays (the vectorized path);
-    called from a :func:`jit` kernel numba compiles the same function for one row (registered as
-    its overload, NumPy's error model: a division by zero gives inf/NaN there too). Without numba
-    it is just the function."""
+    :func:`where`, arithmetic): called from Python it runs on whole arrays (the vectorized path). A
+    row loop compiles it with ``jit(fn, inline=True)`` (inlined into the loop, so LLVM vectorizes
+    it); a formula may call other formulas (e.g. PCD's ``pcd_k2`` calls ``k2_mu``), which numba then
+    compiles for one row through the overload registered here (NumPy's error model: a division by
+    zero gives inf/NaN there too). Without numba it is just the function."""
     if _numba is not None:
         def typer(*args: Any) -> Any:
             return fn

@@ -239,13 +239,16 @@ def k2_mu_small(g: np.ndarray, tau: float) -> np.ndarray | None:
     return mu if _k2_mu_rows(g[:, 0, 0], g[:, 0, 1], g[:, 1, 1], tau, mu) else None
 
 
+_k2_mu_c = jit(k2_mu, inline=True)  # the formula, compiled into the row loop below
+
+
 @jit
 def _k2_mu_rows(a: Any, c: Any, e: Any, tau: Any, mu: Any) -> Any:
     for i in range(a.shape[0]):
         top = np.maximum(a[i], e[i])
         if not (top <= _K2_HI and abs(c[i]) <= _K2_HI and (top >= _K2_LO or top == 0.0)):
             return False  # the rescaled closed form of _solve_k2
-        mu[i] = k2_mu(a[i], c[i], e[i], tau, top)
+        mu[i] = _k2_mu_c(a[i], c[i], e[i], tau, top)
     return True
 
 

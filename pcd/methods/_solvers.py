@@ -266,10 +266,13 @@ def min_norm_k2(a: Any, b: Any, c: Any, p: Any) -> Any:
     return t, 1.0 - t
 
 
+_min_norm_k2_c = jit(min_norm_k2, inline=True)  # the formula, compiled into the row loop below
+
+
 @jit
 def min_norm_k2_rows(a: Any, b: Any, c: Any, p: Any, W: Any) -> Any:
     for i in range(a.shape[0]):
-        W[0, i], W[1, i] = min_norm_k2(a[i], b[i], c[i], p)
+        W[0, i], W[1, i] = _min_norm_k2_c(a[i], b[i], c[i], p)
 
 
 def _simplex_enum(G: np.ndarray) -> np.ndarray:

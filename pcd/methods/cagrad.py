@@ -199,10 +199,13 @@ def cagrad_k2(g11: Any, g12: Any, g22: Any, p: Any) -> Any:
 
 
 
+_cagrad_k2_c = jit(cagrad_k2, inline=True)  # the formula, compiled into the row loop below
+
+
 @jit
 def _cagrad_k2_rows(a: Any, b: Any, c: Any, p: Any, W: Any) -> Any:
     for i in range(a.shape[0]):
-        W[0, i], W[1, i] = cagrad_k2(a[i], b[i], c[i], p)
+        W[0, i], W[1, i] = _cagrad_k2_c(a[i], b[i], c[i], p)
 
 
 def cagrad_weights(G: np.ndarray, c: float, norm_eps: float = 1e-4,

@@ -183,15 +183,20 @@ def famo_weights_k2(z0: Any, z1: Any, s0: Any, s1: Any) -> Any:
     return r0 / rs, r1 / rs
 
 
+_famo_adam_k2_c = jit(famo_adam_k2, inline=True)  # the formula, compiled into the row loop below
+_famo_softmax_k2_c = jit(famo_softmax_k2, inline=True)  # the formula, compiled into the row loop below
+_famo_weights_k2_c = jit(famo_weights_k2, inline=True)  # the formula, compiled into the row loop below
+
+
 @jit
 def _famo_adam_rows(S: Any, delta: Any, p: Any) -> Any:
     for i in range(S.shape[1]):
-        S[0, i], S[1, i], S[2, i], S[3, i], S[4, i], S[5, i] = famo_adam_k2(
+        S[0, i], S[1, i], S[2, i], S[3, i], S[4, i], S[5, i] = _famo_adam_k2_c(
             S[0, i], S[1, i], S[2, i], S[3, i], S[4, i], S[5, i], S[6, i], S[7, i], delta[0, i], delta[1, i], p)
 
 
 @jit
 def _famo_weights_rows(ex: Any, shifted: Any, S: Any, W: Any) -> Any:
     for i in range(S.shape[1]):
-        S[6, i], S[7, i] = famo_softmax_k2(ex[0, i], ex[1, i])
-        W[0, i], W[1, i] = famo_weights_k2(S[6, i], S[7, i], shifted[0, i], shifted[1, i])
+        S[6, i], S[7, i] = _famo_softmax_k2_c(ex[0, i], ex[1, i])
+        W[0, i], W[1, i] = _famo_weights_k2_c(S[6, i], S[7, i], shifted[0, i], shifted[1, i])

@@ -114,9 +114,12 @@ def pcd_k2(g00: Any, g01: Any, g11: Any, v0: Any, v1: Any, p: Any) -> Any:
     return s1 * f, mu * s2 * f, mu, v0, v1, s1, s2
 
 
+_pcd_k2_c = jit(pcd_k2, inline=True)  # the formula, compiled into the row loop below
+
+
 @jit
 def _pcd_k2_rows(a: Any, b: Any, c: Any, p: Any, W: Any, V: Any, S: Any) -> Any:
     """:func:`pcd_k2` for every row: ``W [2, B]`` weights; ``V [2, B]`` the EMA (in place);
     ``S [3, B]`` mu and the two scales."""
     for i in range(a.shape[0]):
-        W[0, i], W[1, i], S[0, i], V[0, i], V[1, i], S[1, i], S[2, i] = pcd_k2(a[i], b[i], c[i], V[0, i], V[1, i], p)
+        W[0, i], W[1, i], S[0, i], V[0, i], V[1, i], S[1, i], S[2, i] = _pcd_k2_c(a[i], b[i], c[i], V[0, i], V[1, i], p)

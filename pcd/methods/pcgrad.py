@@ -54,10 +54,13 @@ def pcgrad_k2(a: Any, b: Any, c: Any, p: Any) -> Any:
     return 1.0 + where(n2, -b / where(n2, a, 1.0), 0.0), 1.0 + where(n1, -b / where(n1, c, 1.0), 0.0)
 
 
+_pcgrad_k2_c = jit(pcgrad_k2, inline=True)  # the formula, compiled into the row loop below
+
+
 @jit
 def _pcgrad_k2_rows(a: Any, b: Any, c: Any, p: Any, W: Any) -> Any:
     for i in range(a.shape[0]):
-        W[0, i], W[1, i] = pcgrad_k2(a[i], b[i], c[i], p)
+        W[0, i], W[1, i] = _pcgrad_k2_c(a[i], b[i], c[i], p)
 
 
 @register("pcgrad", "PCGrad", "gradient aggregation")
