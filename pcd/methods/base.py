@@ -243,6 +243,8 @@ class Method:
         cls.hierarchical = "hierarchical" in cls.claims
         if cls.halts_where_primary_vanishes:
             cls.zero_where_primary_vanishes = True
+        if "update" in cls.__dict__ and "kernel" not in cls.__dict__:
+            cls.kernel = Method.kernel  # type: ignore[method-assign]  # a new update has no compiled step
 
     @classmethod
     def needs(cls) -> frozenset[str]:

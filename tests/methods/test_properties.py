@@ -203,3 +203,18 @@ if given is not None:
                 dscale = np.linalg.norm(d[0]) + np.abs(out.weights[0]) @ gn
                 # plus rounding relative to the largest gradient (d ~ 1e-14 |g|max where 0 is in the hull)
                 assert np.all(prog >= -1e-9 * gn * dscale - 1e-12 * gn * gn.max()), name
+
+
+def test_a_subclass_with_its_own_update_has_no_inherited_compiled_step():
+    """Method.kernel is the compiled twin of update: a subclass that changes update does not inherit
+    its parent's (the engine then runs its NumPy loop), one that keeps update does."""
+    from pcd.methods.pcd import PCDMethod
+
+    class Changed(PCDMethod):
+        def update(self, *a, **k):
+            return super().update(*a, **k)
+
+    class Same(PCDMethod):
+        pass
+
+    assert Changed().kernel() is None and Same().kernel() is not None
