@@ -31,9 +31,7 @@ def _objective(w, Gn, b, phi):
 @pytest.mark.parametrize("kind", KINDS)
 @pytest.mark.parametrize("K", [2, 3, 4, 7])
 @pytest.mark.parametrize("c", [0.0, 0.5, 2.0])
-def test_oracle_torchjd(kind, K, c):
-    torch = pytest.importorskip("torch")
-    agg = pytest.importorskip("torchjd.aggregation")
+def test_oracle_torchjd(kind, K, c, torch, agg):
     pytest.importorskip("cvxpy")  # torchjd[cagrad]
     pytest.importorskip("clarabel")
     G = gram(jacobian(kind, 4, K, seed=K))

@@ -218,3 +218,21 @@ def test_a_subclass_with_its_own_update_has_no_inherited_compiled_step():
         pass
 
     assert Changed().kernel() is None and Same().kernel() is not None
+
+
+@pytest.mark.parametrize("name", ALL)
+def test_hyper_parameters_outside_their_range_are_refused(name):
+    """Every method refuses, with a one-line ValueError naming the parameter, a value below or above
+    its ``Param`` range, a non-integer for an integer parameter, and an unknown hyper-parameter."""
+    for p in methods.get(name).params:
+        bad = []
+        if p.kind in ("float", "int"):
+            bad += [p.low - 1.0] if p.low is not None else []
+            bad += [p.high + 1.0] if p.high is not None else []
+        if p.kind == "int":
+            bad.append((p.default if p.low is None else p.low) + 0.5)
+        for v in bad:
+            with pytest.raises(ValueError, match=p.name):
+                methods.make(name, **{p.name: v})
+    with pytest.raises(ValueError, match="unknown hyper-parameter"):
+        methods.make(name, no_such_parameter=1)
