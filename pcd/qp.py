@@ -229,27 +229,32 @@ _K2_LO, _K2_HI = 2.0 ** -256, 2.0 ** 256
 
 
 def k2_mu_small(g: np.ndarray, tau: float) -> np.ndarray | None:
-    """:func:`_solve_k2`'s ``mu`` ``[B]`` for a small batch of 2x2 Gram matrices ``g [B, 2, 2]``, with
-    :func:`k2_mu` compiled row by row (DBGD's toy hot path): the same bits. None -- the caller then
-    uses :func:`solve_qp` -- without numba, or when a matrix needs :func:`rescale_gram` (outside the
-    range where :func:`_solve_k2` skips it)."""
+    """The K = 2 closed form's ``mu`` ``[B]`` for a small batch of 2x2 Gram matrices ``g [B, 2, 2]``
+    (DBGD's toy hot path): each matrix scaled by :func:`rescale_gram`'s exact power of two, then
+    :func:`k2_mu`, compiled row by row -- the bits of :func:`_solve_k2` on the rescaled batch (tested).
+    None without numba (the caller then uses :func:`solve_qp`)."""
     if not AVAILABLE:
         return None
     mu = np.empty(g.shape[0])
-    return mu if _k2_mu_rows(g[:, 0, 0], g[:, 0, 1], g[:, 1, 1], tau, mu) else None
+    _k2_mu_rows(g[:, 0, 0], g[:, 0, 1], g[:, 1, 1], tau, mu)
+    return mu
 
 
 _k2_mu_c = jit(k2_mu, inline=True)  # the formula, compiled into the row loop below
 
 
 @jit
-def _k2_mu_rows(a: Any, c: Any, e: Any, tau: Any, mu: Any) -> Any:
-    for i in range(a.shape[0]):
-        top = np.maximum(a[i], e[i])
-        if not (top <= _K2_HI and abs(c[i]) <= _K2_HI and (top >= _K2_LO or top == 0.0)):
-            return False  # the rescaled closed form of _solve_k2
-        mu[i] = _k2_mu_c(a[i], c[i], e[i], tau, top)
-    return True
+def _k2_mu_rows(A: Any, C: Any, E: Any, tau: Any, mu: Any) -> Any:
+    for i in range(A.shape[0]):
+        a, c, e = A[i], C[i], E[i]
+        top = np.maximum(a, e)
+        x = math.frexp(top)[1] if top > 0.0 else 0  # rescale_gram's rule (_unit_factor)
+        if x >= -1022:
+            f = math.ldexp(1.0, -x)
+            a, c, e = a * f, c * f, e * f
+        else:
+            a, c, e = math.ldexp(a, -x), math.ldexp(c, -x), math.ldexp(e, -x)
+        mu[i] = _k2_mu_c(a, c, e, tau, np.maximum(a, e))
 
 
 def _solve_k2(g: np.ndarray, tau: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
