@@ -75,7 +75,9 @@ class PCGrad(Method):
     def update(self, gram: np.ndarray, state: Any = None, *, losses: Any = None, jacobian: Any = None,
                rng: Any = None) -> Step:
         B, K = gram.shape[0], gram.shape[-1]
-        if self.hparams["order"] == "fixed" or K <= 2:
+        if K == 2:  # the order does not matter: the closed form, no permutations to draw or build
+            return Step(weights=k2_batch(gram, pcgrad_k2, _pcgrad_k2_rows, NO_PARAMS), state=state)
+        if self.hparams["order"] == "fixed" or K == 1:
             perms = np.broadcast_to(np.arange(K), (B, K, K))
         else:
             rng = rng if rng is not None else np.random.default_rng()
