@@ -10,6 +10,8 @@ AuxiNash, GradDrop, FAMO.
   ``pinv`` by 2x2 closed forms where those agree to ~1e-13 of ``||w||`` (checked at 2e-12), other
   rows fall back to ``pinv``.
 """
+import os
+
 import numpy as np
 import pytest
 
@@ -250,7 +252,7 @@ def test_famo_small_batch_runs_the_compiled_formula(monkeypatch):
     """K = 2: a small batch runs FAMO's formulas compiled (their Python functions are not called), a
     large one calls the same functions on the batch's arrays."""
     from pcd._kernels import AVAILABLE
-    if not AVAILABLE and not __import__("os").environ.get("CI"):
+    if not AVAILABLE and not os.environ.get("CI"):
         pytest.skip("numba not installed (CI runs this)")
     calls = []
     orig = famo.famo_weights_k2

@@ -7,6 +7,8 @@ ill-conditioned, rank-deficient and zero Gram matrices too. IMTL-G's closed form
 inverse, used only when lambda_min > ~1e-3 lambda_max and |sum v| is not at its 1e-12 threshold)
 agrees with the pseudo-inverse to 1e-12 relative.
 """
+import os
+
 import numpy as np
 import pytest
 
@@ -267,7 +269,7 @@ def test_simplex_min_norm_scalar_bitwise():
     for size in (1, 3, SMALL_BATCH):
         for i, G in enumerate(_chunks(GRAMS, size)):
             np.testing.assert_array_equal(simplex_min_norm(G), vec[size * i:size * i + len(G)])
-    assert AVAILABLE or not __import__("os").environ.get("CI"), "numba is in requirements.txt: CI compiles"
+    assert AVAILABLE or not os.environ.get("CI"), "numba is in requirements.txt: CI compiles"
 
 
 @pytest.mark.parametrize("order", ["random", "fixed"])
