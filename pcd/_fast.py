@@ -1,14 +1,16 @@
 """The one dispatch rule for the exact small-batch fast paths, and the hot paths' finiteness check.
 
-A method may have a scalar (Python-float) path for ``K = 2`` and a few problems -- the toy engine's
-workload (a handful of start points), where tiny-array NumPy overhead dominates. Each such path
-performs the same IEEE operations in the same order as the vectorized code, so it is bit-identical
-(or within 1e-12 where a documented fallback intervenes); the tests check that against the
-vectorized path, which they reach with :func:`vectorized` -- no test knows the threshold.
+A method may have a small-batch path for ``K = 2`` and a few problems -- the toy engine's
+workload (a handful of start points), where tiny-array NumPy overhead dominates: its formula
+compiled row by row (:func:`pcd._kernels.k2_batch`; PCD, MGDA, PCGrad, CAGrad), or a Python-float
+twin of the vectorized code (FAMO, Nash-MTL, IMTL-G, Aligned-MTL, ...). Either performs the same
+IEEE operations in the same order as the vectorized code, so it is bit-identical (or within 1e-12
+where a documented fallback intervenes); the tests check that against the vectorized path, which
+they reach with :func:`vectorized` -- no test knows the threshold.
 
     from pcd._fast import small_batch
     if K == 2 and small_batch(B):
-        ...  # scalar path
+        ...  # small-batch path
 
 The threshold is :data:`SMALL_BATCH`; it switches the algorithm only, never the validation.
 

@@ -1,10 +1,11 @@
 """The engine's end-point fast path: ``pcd.engine.run(..., record=[steps])`` for K = 2 on R^2.
 
 When only the end points are asked for (basin maps, ``toy``-style summaries), every method that
-has a compiled kernel in :mod:`pcd._kernels` (PCD, WS, MGDA-exact, PCGrad, CAGrad, FAMO; exact
-classes, not subclasses) runs its whole trajectory batch here: one kernel call per step does the
-Gram entries, the weights, the direction and the Adam/SGD step for every active row, in place, with
-no per-step recording and no per-step allocation. Rows that diverge are retired from the active
+has a compiled K = 2 step (:meth:`pcd.methods.base.Method.kernel`: PCD, WS, MGDA-exact, PCGrad,
+CAGrad, FAMO, each from its own module) runs its whole trajectory batch here: per step, compiled
+passes over every active row do the Gram entries (:func:`pcd._kernels.gram_rows`), the method's
+weights (its own formula), the direction (:func:`pcd._kernels.combine_rows`) and the Adam/SGD step,
+in place, with no per-step recording. Rows that diverge are retired from the active
 batch (their last finite point is kept, as in the NumPy loop). The problem is evaluated by a
 compiled kernel where one exists (``saddle2d``), else by its own NumPy ``losses_and_jacobian``.
 
@@ -28,49 +29,23 @@ from pcd import _kernels as kern
 __all__ = ["run_ends", "supported"]
 
 
-def _specs(meths: list[tuple[str, Any]]) -> list[tuple[str, dict]] | None:
-    """Per method ``(kind, constants)`` or None when one of them has no kernel."""
-    from pcd.direction import _EPS10
-    from pcd.methods.cagrad import CAGrad
-    from pcd.methods.famo import FAMO
-    from pcd.methods.mgda import MGDA
-    from pcd.methods.pcd import PCDMethod
-    from pcd.methods.pcgrad import PCGrad
-    from pcd.methods.ws import WeightedSum
-    from pcd.qp import _ZERO_REL
-
-    out: list[tuple[str, dict]] = []
+def _kernels_of(meths: list[tuple[str, Any]]) -> list[Any] | None:
+    """Each method's compiled K = 2 step (:meth:`pcd.methods.base.Method.kernel`), or None when one of
+    them has none."""
+    out = []
     for _, inst in meths:
-        cls, hp = type(inst), getattr(inst, "hparams", {})
         try:
-            if cls is WeightedSum:
-                w = inst._weights_for(2)
-                out.append(("ws", {"w0": float(w[0]), "w1": float(w[1])}))
-            elif cls is PCDMethod:
-                tau = float(np.asarray(inst._tau(2)).reshape(-1)[0])
-                out.append(("pcd", {"beta": float(hp["beta"]), "eps": float(hp["eps"]), "tau": tau,
-                                    "eps10": float(_EPS10), "zero_rel": float(_ZERO_REL)}))
-            elif cls is MGDA and hp.get("solver") == "exact":
-                out.append(("mgda", {}))
-            elif cls is PCGrad:
-                out.append(("pcgrad", {}))
-            elif cls is CAGrad:
-                out.append(("cagrad", {"half_c": 0.5 * float(hp["c"]), "norm_eps": float(hp["norm_eps"])}))
-            elif cls is FAMO:
-                b = np.asarray(hp["min_loss"], dtype=np.float64).reshape(-1)
-                if b.size not in (1, 2):
-                    return None
-                out.append(("famo", {"lr": float(hp["lr"]), "wd": float(hp["weight_decay"]),
-                                     "b0": float(b[0]), "b1": float(b[-1])}))
-            else:
-                return None
+            k = inst.kernel()
         except (ValueError, KeyError, TypeError):  # the NumPy loop reports the method's error
             return None
+        if k is None:
+            return None
+        out.append(k)
     return out
 
 
 def _optimizer(opt: Any) -> tuple[int, dict] | None:
-    from pcd.engine import SGD, Adam
+    from pcd.optim import SGD, Adam
 
     if type(opt) is Adam and opt.t == 0:
         return 0, {"lr": opt.lr, "b1": opt.b1, "b2": opt.b2, "eps": opt.eps, "wd": opt.wd}
@@ -82,7 +57,7 @@ def _optimizer(opt: Any) -> tuple[int, dict] | None:
 
 def supported(prob: Any, meths: list[tuple[str, Any]], opt: Any) -> bool:
     """True when :func:`run_ends` would take the fast path."""
-    return (kern.AVAILABLE and prob.K == 2 and prob.dim == 2 and _specs(meths) is not None
+    return (kern.AVAILABLE and prob.K == 2 and prob.dim == 2 and _kernels_of(meths) is not None
             and _optimizer(opt) is not None)
 
 
@@ -116,7 +91,7 @@ def run_ends(prob: Any, meths: list[tuple[str, Any]], x0: np.ndarray, steps: int
     thread pool (one per core); ``progress(fraction, method)`` is called as each one finishes."""
     if not kern.AVAILABLE or prob.K != 2 or prob.dim != 2:
         return None
-    specs = _specs(meths)
+    specs = _kernels_of(meths)
     optk = _optimizer(opt)
     if specs is None or optk is None:
         return None
@@ -131,10 +106,10 @@ def run_ends(prob: Any, meths: list[tuple[str, Any]], x0: np.ndarray, steps: int
     seconds: dict[str, float] = {}
 
     def one(m: int) -> str:
-        (label, _), (kind, const) = meths[m], specs[m]
+        label, kernel = meths[m][0], specs[m]
         t0 = time.perf_counter()
         with np.errstate(all="ignore"):  # NaN/inf are detected and reported, not warned about
-            _run_method(kind, const, optk, evaluate, x0, steps, window, full, m * S)
+            _run_method(kernel, optk, evaluate, x0, steps, window, full, m * S)
         seconds[label] = time.perf_counter() - t0
         return label
 
@@ -169,7 +144,7 @@ def _optimizer_table(okind: int, o: dict, steps: int) -> np.ndarray:
     return ops
 
 
-def _run_method(kind: str, const: dict, optk: tuple[int, dict], evaluate, x0: np.ndarray, steps: int,
+def _run_method(kernel: Any, optk: tuple[int, dict], evaluate, x0: np.ndarray, steps: int,
                 window: int, full: dict, off: int) -> None:
     """One method's trajectories, all steps; writes its rows ``off .. off + S`` of ``full``."""
     okind, o = optk
@@ -177,13 +152,8 @@ def _run_method(kind: str, const: dict, optk: tuple[int, dict], evaluate, x0: np
     idx = np.arange(S) + off                       # full row of each active row
     st: dict[str, np.ndarray] = {"x": np.ascontiguousarray(x0.T), "xo": np.empty((2, S)),
                                  "s1": np.zeros((2, S)), "s2": np.zeros((2, S)),
-                                 "W": np.zeros((2, S)), "D": np.zeros((2, S)), "MU": np.full(S, np.nan)}
-    if kind == "pcd":
-        st["ema"] = np.zeros((2, S))
-    if kind == "famo":
-        for key in ("xi", "fm", "fv", "z", "plogs", "xm"):
-            st[key] = np.zeros((2, S))
-    bcol = np.array([[const.get("b0", 0.0)], [const.get("b1", 0.0)]])
+                                 "W": np.zeros((2, S)), "D": np.zeros((2, S)), "G": np.zeros((3, S)),
+                                 "S": np.zeros((kernel.state, S))}
     bad = np.zeros(S, dtype=bool)
     xprev = st["x"]                                # x_{t-1} (the start at t = 0)
     Lp, Jp = np.full((2, S), np.nan), np.full((2, 2, S), np.nan)
@@ -210,27 +180,10 @@ def _run_method(kind: str, const: dict, optk: tuple[int, dict], evaluate, x0: np
             L, J = L[:, keep], J[:, :, keep]
             bad = np.zeros(idx.size, dtype=bool)
             x = st["x"]
-        W, D = st["W"], st["D"]
-        if kind == "ws":
-            kern.weights_ws(J, W, D, const["w0"], const["w1"])
-        elif kind == "pcd":
-            beta = const["beta"]
-            kern.weights_pcd(J, W, D, st["ema"], st["MU"], beta, 1.0 - beta, 1.0 - beta ** (t + 1), const["eps"],
-                             const["tau"], const["eps10"], const["zero_rel"])
-        elif kind == "mgda":
-            kern.weights_mgda(J, W, D)
-        elif kind == "pcgrad":
-            kern.weights_pcgrad(J, W, D)
-        elif kind == "cagrad":
-            kern.weights_cagrad(J, W, D, const["half_c"], const["norm_eps"], 1.0 + 1e-13)
-        else:  # famo: log / exp by NumPy between the kernels (the same rounding as pcd.methods.famo)
-            shifted = L - bcol + 1e-8
-            logs = np.log(shifted)
-            if t > 0:
-                kern.famo_logits(st["xi"], st["fm"], st["fv"], st["z"], logs, st["plogs"], st["xm"], const["wd"],
-                                 const["lr"], 1.0 - 0.9 ** t, 1.0 - 0.999 ** t)
-            kern.weights_famo(J, W, D, np.exp(st["xm"]), st["z"], shifted)
-            st["plogs"] = logs
+        W, D, G = st["W"], st["D"], st["G"]
+        kern.gram_rows(J, G)
+        kernel.step(t, L, G, W, st["S"])
+        kern.combine_rows(J, W, D)
         if t < steps:  # the optimizer step; then swap the position buffers (x_t becomes the previous point)
             if okind == 0:
                 kern.adam_step(x, st["xo"], D, st["s1"], st["s2"], ops[t])
@@ -248,5 +201,5 @@ def _run_method(kind: str, const: dict, optk: tuple[int, dict], evaluate, x0: np
     full["J"][idx] = J.transpose(2, 0, 1)
     full["W"][idx] = st["W"].T
     full["D"][idx] = st["D"].T
-    if kind == "pcd":
-        full["MU"][idx, 0] = st["MU"]
+    if kernel.mu_row is not None:
+        full["MU"][idx, 0] = st["S"][kernel.mu_row]

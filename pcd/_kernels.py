@@ -1,37 +1,42 @@
-"""Compiled (numba) kernels of the engine's end-point fast path: K = 2 objectives on R^2.
+"""numba, optional: the tools that compile a method's own formula, and the engine's shared kernels.
 
-One kernel per method advances every active trajectory by one step in one pass over the rows:
-Gram entries from ``J``, the method's weights (its state updated in place), the direction
-``d = w @ J``, and the optimizer step (Adam / SGD). Arrays are component-major (``x [2, B]``,
-``J [2, 2, B]``, states ``[2, B]``) and the per-row code has no data-dependent exits, so LLVM
-vectorizes the loops; positions are double-buffered (read ``xi``, write ``xo``: the previous point
-stays available for rows that diverge at the next step). Each kernel performs, row by row, the
-*same IEEE operations in the same order* as the NumPy code it replaces (``pcd.engine.gram22``,
-``pcd.methods.base.combine``, :class:`pcd.engine.Adam` / :class:`~pcd.engine.SGD`, the methods' batched
-K = 2 paths in ``pcd.methods`` / ``pcd.direction``), without fused multiply-adds (numba's default,
-no ``fastmath``) and with NumPy's error model (a division by zero gives inf/NaN, as in NumPy).
-So the fast path's trajectories are bit-identical to :func:`pcd.engine.run`'s (tested in
-``tests/test_fastpath.py``). Transcendentals that NumPy evaluates with its own SIMD routines
-(FAMO's ``log``/``exp``) stay NumPy calls between two kernels, for the same reason.
+A method's math is written ONCE, in its module, as a plain function of NumPy operations marked
+:func:`formula` (``np.sqrt``, ``np.maximum``, :func:`where`, arithmetic; e.g.
+:func:`pcd.methods.cagrad.cagrad_k2`, :func:`pcd.methods.pcd.pcd_k2`). Called from Python it runs on
+whole arrays (the vectorized path); numba compiles the same function for one row, inlined into a
+:func:`jit` loop of the method's module (the small-batch path, :func:`k2_batch`, and the engine's
+end-point fast path, :mod:`pcd._fastpath`, which asks each method for its compiled step through
+:meth:`pcd.methods.base.Method.kernel`). The compiled code performs the *same IEEE operations in
+the same order* -- no fused multiply-adds (numba's default, no ``fastmath``), NumPy's error model (a
+division by zero gives inf/NaN) -- so every path gives the same bits (tested:
+``tests/methods/test_scalar_paths_*.py``, ``tests/test_direction.py``, ``tests/test_fastpath.py``).
+Transcendentals that NumPy evaluates with its own SIMD routines (FAMO's ``log``/``exp``) stay
+NumPy calls between two kernels, for the same reason.
 
-Rows whose position, losses or Jacobian is not finite are flagged by :func:`check_rows` (or the
-problem kernel) *before* the method kernel runs, and the caller retires them from the active batch
-(the engine's divergence rule: such a row is frozen, its last finite point kept).
+The engine's own kernels live here: the Gram entries (:func:`gram_rows`), ``d = w @ J``
+(:func:`combine_rows`), Adam / SGD (:func:`adam_step`, :func:`sgd_step`), the finite check
+(:func:`check_rows`) and the ``saddle2d`` problem. Arrays are component-major (``x [2, B]``,
+``J [2, 2, B]``), the per-row code has no data-dependent exits, so LLVM vectorizes the loops;
+positions are double-buffered (read ``xi``, write ``xo``: the previous point stays available for
+rows that diverge at the next step). Rows whose position, losses or Jacobian is not finite are
+flagged *before* the method's step runs, and the caller retires them from the active batch (the
+engine's divergence rule: such a row is frozen, its last finite point kept).
 
-Each method kernel (``weights_*``) writes the weights ``W [2, B]`` and directions ``D [2, B]`` of
-every row; one optimizer kernel (:func:`adam_step` / :func:`sgd_step`) then moves every row.
-
-``numba`` is optional: :data:`AVAILABLE` is False without it and the engine keeps its NumPy loop.
-Compiled code is cached on disk (``cache=True``), so only the very first call on a machine pays
-the compile time (measured by ``benchmarks/bench_basin.py``).
+``numba`` is optional: :data:`AVAILABLE` is False without it, :func:`jit` and :func:`formula` return
+the plain function, and every method runs its NumPy path. Compiled code is cached on disk
+(``cache=True``), so only the very first call on a machine pays the compile time (measured by
+``benchmarks/bench_basin.py``).
 """
 from __future__ import annotations
 
 import importlib
+import inspect
 import math
 from typing import Any
 
 import numpy as np
+
+from pcd._fast import small_batch
 
 try:  # pragma: no cover - exercised through AVAILABLE
     _numba: Any = importlib.import_module("numba")
@@ -40,7 +45,7 @@ except ImportError:  # pragma: no cover
     _numba = None
     AVAILABLE = False
 
-__all__ = ["AVAILABLE", "jit"]
+__all__ = ["AVAILABLE", "jit", "formula", "where", "k2_batch", "k2_step", "NO_PARAMS", "gram_rows", "combine_rows"]
 
 
 def jit(fn=None, *, inline: bool = False):
@@ -54,6 +59,67 @@ def jit(fn=None, *, inline: bool = False):
     return _numba.njit(cache=True, error_model="numpy", nogil=True, **kw)(fn)
 
 
+def where(cond, x, y):
+    """``np.where(cond, x, y)``: what a method's formula calls to choose between two values, so that
+    the one function serves NumPy arrays (a batch at once) and, compiled, one row at a time (numba
+    then uses the scalar ``x if cond else y`` registered below). Both values are computed, as in
+    NumPy: a formula guards its divisors (``a / where(ok, b, 1.0)``), never relies on a branch."""
+    return np.where(cond, x, y)
+
+
+if _numba is not None:
+    @_numba.extending.overload(where)
+    def _where_scalar(cond, x, y):  # pragma: no cover - compiled
+        def impl(cond, x, y):
+            if cond:
+                return x
+            return y
+        return impl
+
+
+def formula(fn):
+    """Marks a method's formula, written once on NumPy's operations (``np.sqrt``, ``np.maximum``,
+    :func:`where`, arithmetic): called from Python it runs on whole arrays (the vectorized path). A
+    row loop compiles it with ``jit(fn, inline=True)`` (inlined into the loop, so LLVM vectorizes
+    it); a formula may call other formulas (e.g. PCD's ``pcd_k2`` calls ``k2_mu``), which numba then
+    compiles for one row through the overload registered here (NumPy's error model: a division by
+    zero gives inf/NaN there too). Without numba it is just the function."""
+    if _numba is not None:
+        def typer(*args: Any) -> Any:
+            return fn
+        typer.__signature__ = inspect.signature(fn)  # type: ignore[attr-defined]
+        _numba.extending.overload(fn, jit_options={"error_model": "numpy"})(typer)
+    return fn
+
+
+def k2_batch(G: np.ndarray, formula: Any, rows: Any, p: np.ndarray) -> np.ndarray:
+    """The weights ``[B, 2]`` of a method's K = 2 formula ``formula(a, b, c, p) -> (w0, w1)`` for Gram
+    matrices ``G [B, 2, 2]`` (``a, b, c = G00, G01, G11``; ``p`` its float parameters). A small batch
+    (:func:`pcd._fast.small_batch`) runs the formula compiled, row by row (``rows(a, b, c, p, W)``,
+    the method's loop over ``jit(formula)``) when numba is present; otherwise the formula runs on the
+    batch's arrays. One function, the same IEEE operations either way: the same bits (tested)."""
+    a, b, c = G[:, 0, 0], G[:, 0, 1], G[:, 1, 1]
+    if AVAILABLE and small_batch(G.shape[0]):
+        W = np.empty((G.shape[0], 2))
+        rows(a, b, c, p, W.T)
+        return W
+    w0, w1 = formula(a, b, c, p)
+    W = np.empty((G.shape[0], 2))
+    W[:, 0], W[:, 1] = w0, w1
+    return W
+
+
+NO_PARAMS = np.zeros(0)  # ``p`` of a K = 2 formula without parameters
+
+
+def k2_step(rows: Any, p: np.ndarray = NO_PARAMS) -> Any:
+    """The fast path's step (:class:`pcd.methods.base.Kernel`) of a stateless K = 2 formula: its
+    compiled loop ``rows(a, b, c, p, W)`` on the Gram entries ``G [3, B]``."""
+    def step(t: int, L: np.ndarray, G: np.ndarray, W: np.ndarray, S: np.ndarray) -> None:
+        rows(G[0], G[1], G[2], p, W)
+    return step
+
+
 # -- NumPy's semantics for the few non-arithmetic operations (NaN propagates like np.maximum) --------
 @jit(inline=True)
 def _npmax(a, b):
@@ -62,15 +128,6 @@ def _npmax(a, b):
     if b != b:
         return b
     return a if a >= b else b
-
-
-@jit(inline=True)
-def _npmin(a, b):
-    if a != a:
-        return a
-    if b != b:
-        return b
-    return a if a <= b else b
 
 
 # -- optimizer + direction + store: one row -----------------------------------------------------------
@@ -133,146 +190,20 @@ def _gram(j00, j01, j10, j11):
     return j00 * j00 + j01 * j01, j00 * j10 + j01 * j11, j10 * j10 + j11 * j11
 
 
-# -- method kernels ---------------------------------------------------------------------------------------
+# -- the two passes every method's step shares --------------------------------------------------------
 @jit
-def weights_ws(J, W, D, w0, w1):
-    """Weighted sum: fixed weights ``(w0, w1)``."""
+def gram_rows(J, G):
+    """``G [3, B] = (G00, G01, G11)`` of every row's ``J [2, 2, B]`` (``pcd.engine.gram22``'s operations)."""
     for i in range(J.shape[2]):
-        j00, j01, j10, j11 = J[0, 0, i], J[0, 1, i], J[1, 0, i], J[1, 1, i]
-        W[0, i], W[1, i] = w0, w1
-        D[0, i], D[1, i] = w0 * j00 + w1 * j10, w0 * j01 + w1 * j11
+        G[0, i], G[1, i], G[2, i] = _gram(J[0, 0, i], J[0, 1, i], J[1, 0, i], J[1, 1, i])
 
 
 @jit
-def weights_pcd(J, W, D, ema, MU, beta, omb, bc, eps, tau, eps10, zero_rel):
-    """PCD, K = 2: ``EMANormalizer.update`` + ``direction.pcd_weights`` for K = 2; ``MU [B]`` gets mu."""
+def combine_rows(J, W, D):
+    """``D [2, B] = w @ J`` row by row, ``d_j = w_0 J_0j + w_1 J_1j`` (:func:`pcd.methods.base.combine`)."""
     for i in range(J.shape[2]):
-        j00, j01, j10, j11 = J[0, 0, i], J[0, 1, i], J[1, 0, i], J[1, 1, i]
-        g00, g01, g11 = _gram(j00, j01, j10, j11)
-        v0 = beta * ema[0, i] + omb * g00
-        v1 = beta * ema[1, i] + omb * g11
-        ema[0, i], ema[1, i] = v0, v1
-        den0 = v0 / bc + eps
-        den1 = v1 / bc + eps
-        sc1 = 1.0 / math.sqrt(den0) if den0 > 0 else 0.0
-        sc2 = 1.0 / math.sqrt(den1) if den1 > 0 else 0.0
-        a = g00 * sc1 * sc1
-        c = g01 * sc1 * sc2
-        e = g11 * sc2 * sc2
-        mu = _npmax((tau * e - c) / e, 0.0) if e > zero_rel * _npmax(a, e) else 0.0
-        dn2 = a + 2.0 * mu * c + mu * mu * e
-        sz = math.sqrt(_npmax(a, 0.0)) + mu * math.sqrt(_npmax(e, 0.0))
-        g1 = math.sqrt(_npmax(g00, 0.0))
-        f = g1 / math.sqrt(dn2) if (dn2 > eps10 * (sz * sz) and g1 > 0) else 0.0
-        MU[i] = mu
-        w0, w1 = 1.0 * sc1 * f, mu * sc2 * f
-        W[0, i], W[1, i] = w0, w1
-        D[0, i], D[1, i] = w0 * j00 + w1 * j10, w0 * j01 + w1 * j11
-
-
-@jit
-def weights_mgda(J, W, D):
-    """MGDA, K = 2 closed form (``_solvers.simplex_min_norm``)."""
-    for i in range(J.shape[2]):
-        j00, j01, j10, j11 = J[0, 0, i], J[0, 1, i], J[1, 0, i], J[1, 1, i]
-        a, b, c = _gram(j00, j01, j10, j11)
-        den = a + c - 2.0 * b
-        t = _npmin(_npmax((c - b) / den if den > 0 else 0.5, 0.0), 1.0)
-        w0, w1 = t, 1.0 - t
-        W[0, i], W[1, i] = w0, w1
-        D[0, i], D[1, i] = w0 * j00 + w1 * j10, w0 * j01 + w1 * j11
-
-
-@jit
-def weights_pcgrad(J, W, D):
-    """PCGrad, K = 2 closed form (``pcgrad.pcgrad_weights``; the order does not matter for K = 2)."""
-    for i in range(J.shape[2]):
-        j00, j01, j10, j11 = J[0, 0, i], J[0, 1, i], J[1, 0, i], J[1, 1, i]
-        a, b, c = _gram(j00, j01, j10, j11)
-        w1 = 1.0 + ((-b) / c if (b < 0.0 and c > 0.0) else 0.0)
-        w0 = 1.0 + ((-b) / a if (b < 0.0 and a > 0.0) else 0.0)
-        W[0, i], W[1, i] = w0, w1
-        D[0, i], D[1, i] = w0 * j00 + w1 * j10, w0 * j01 + w1 * j11
-
-
-@jit
-def weights_cagrad(J, W, D, half_c, norm_eps, ridge_mul):
-    """CAGrad, K = 2 (``cagrad._cagrad_k2``: the same formulas in the same order)."""
-    for i in range(J.shape[2]):
-        j00, j01, j10, j11 = J[0, 0, i], J[0, 1, i], J[1, 0, i], J[1, 1, i]
-        g11, g12, g22 = _gram(j00, j01, j10, j11)
-        tr = g11 + g22
-        keep = tr >= norm_eps
-        inv = (1.0 if keep else 0.0) / (tr if tr > 0 else 1.0)
-        a, q, e = g11 * inv, g12 * inv, g22 * inv
-        b1, b2 = 0.5 * (a + q), 0.5 * (q + e)
-        phi = half_c * math.sqrt(_npmax(a + 2.0 * q + e, 0.0))
-        z = 0.0 if keep else 1.0
-        ar = a * ridge_mul + 1e-30 + z
-        er = e * ridge_mul + 1e-30 + z
-        f1 = b1 + phi * math.sqrt(ar)
-        f2 = b2 + phi * math.sqrt(er)
-        det = ar * er - q * q
-        x1, x2 = (er - q) / det, (ar - q) / det
-        y1, y2 = (er * b1 - q * b2) / det, (ar * b2 - q * b1) / det
-        ox, oy = x1 + x2, y1 + y2
-        disc = oy * oy - ox * (b1 * y1 + b2 * y2 - phi * phi)
-        sd = math.sqrt(_npmax(disc, 1e-300))
-        w1 = ((oy + sd) / ox * x1 - y1) / sd
-        ok = (disc > 0) and (det > 0) and (w1 >= -1e-10) and (w1 <= 1.0 + 1e-10)
-        f3 = b1 * w1 + b2 * (1.0 - w1) + phi * phi / sd if ok else math.inf
-        t = 1.0 if (f1 <= f2 and f1 <= f3) else (0.0 if f2 <= f3 else _npmin(_npmax(w1, 0.0), 1.0))
-        if phi <= 1e-15:
-            t = 0.5 if abs(b1 - b2) <= 1e-12 * _npmax(abs(b1), abs(b2)) else (1.0 if b1 < b2 else 0.0)
-        u = 1.0 - t
-        gw = math.sqrt(_npmax(t * t * a + 2.0 * t * u * q + u * u * e, 0.0))
-        big = gw >= norm_eps
-        coef = phi / (gw if big else 1.0)
-        bigf = 1.0 if big else 0.0
-        w0, w1 = bigf * (0.5 + coef * t), bigf * (0.5 + coef * u)
-        W[0, i], W[1, i] = w0, w1
-        D[0, i], D[1, i] = w0 * j00 + w1 * j10, w0 * j01 + w1 * j11
-
-
-@jit
-def famo_logits(xi, fm, fv, z, logs, plogs, xm, wd, lr, bc1, bc2):
-    """FAMO, first half (from the second call on): the logits' Adam step from
-    ``delta = plogs - logs`` (``np.log`` of the shifted losses before / now, computed by NumPy), then
-    ``xm = xi - max(xi)`` for the softmax (``pcd.methods.famo.FAMO.weights``)."""
-    for i in range(xi.shape[1]):
-        z0, z1 = z[0, i], z[1, i]
-        d0 = plogs[0, i] - logs[0, i]
-        d1 = plogs[1, i] - logs[1, i]
-        zd = z0 * d0 + z1 * d1
-        q0 = z0 * (d0 - zd) + wd * xi[0, i]
-        q1 = z1 * (d1 - zd) + wd * xi[1, i]
-        if math.isfinite(q0) and math.isfinite(q1):  # only problems with finite losses learn
-            m0 = 0.9 * fm[0, i] + 0.1 * q0
-            m1 = 0.9 * fm[1, i] + 0.1 * q1
-            v0 = 0.999 * fv[0, i] + 0.001 * q0 * q0
-            v1 = 0.999 * fv[1, i] + 0.001 * q1 * q1
-            fm[0, i], fm[1, i], fv[0, i], fv[1, i] = m0, m1, v0, v1
-            xi[0, i] = xi[0, i] - lr * (m0 / bc1) / (math.sqrt(v0 / bc2) + 1e-8)
-            xi[1, i] = xi[1, i] - lr * (m1 / bc1) / (math.sqrt(v1 / bc2) + 1e-8)
-        mx = _npmax(xi[0, i], xi[1, i])
-        xm[0, i] = xi[0, i] - mx
-        xm[1, i] = xi[1, i] - mx
-
-
-@jit
-def weights_famo(J, W, D, ex, z, shifted):
-    """FAMO, second half: ``z = softmax(xi)`` from ``ex = np.exp(xm)`` (kept for the next call),
-    weights ``z_i / l~_i`` normalized."""
-    for i in range(J.shape[2]):
-        se = ex[0, i] + ex[1, i]
-        z0, z1 = ex[0, i] / se, ex[1, i] / se
-        z[0, i], z[1, i] = z0, z1
-        r0, r1 = z0 / shifted[0, i], z1 / shifted[1, i]
-        rs = r0 + r1
-        w0, w1 = r0 / rs, r1 / rs
-        j00, j01, j10, j11 = J[0, 0, i], J[0, 1, i], J[1, 0, i], J[1, 1, i]
-        W[0, i], W[1, i] = w0, w1
-        D[0, i], D[1, i] = w0 * j00 + w1 * j10, w0 * j01 + w1 * j11
+        w0, w1 = W[0, i], W[1, i]
+        D[0, i], D[1, i] = w0 * J[0, 0, i] + w1 * J[1, 0, i], w0 * J[0, 1, i] + w1 * J[1, 1, i]
 
 
 @jit

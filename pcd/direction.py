@@ -12,13 +12,13 @@ even where secondaries are not stationary.
 """
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
-from pcd.qp import QPResult, k2_mu_scalar, solve_qp
+from pcd._kernels import formula, where
+from pcd.qp import QPResult, solve_qp
 
 
 @dataclass(frozen=True)
@@ -70,60 +70,33 @@ def _normalized_gram(g: np.ndarray, s: np.ndarray) -> np.ndarray:
 
 
 def _rescale(w: np.ndarray, gn: np.ndarray, g11: np.ndarray) -> np.ndarray:
-    """``||g_1|| / ||d~||``, or 0 where d~ is zero up to rounding or g_1 = 0.
-
-    ``||d~||^2 = w^T G~ w``; for K = 2 (``w = [1, mu]``) it is written out as
-    ``a + 2 mu c + mu^2 e``, the operations the small-batch paths
-    (:func:`_pcd_weights_k2_scalar`, :func:`pcd._kernels.weights_pcd`) repeat in Python floats.
-    """
+    """``||g_1|| / ||d~||``, or 0 where d~ is zero up to rounding or g_1 = 0 (K = 2:
+    :func:`rescale_k2`, the formula PCD's compiled K = 2 step runs too)."""
     if w.shape[-1] == 2:
-        a, c, e, mu = gn[..., 0, 0], gn[..., 0, 1], gn[..., 1, 1], w[..., 1]
-        dn2 = a + 2.0 * mu * c + mu * mu * e
-        size = np.sqrt(np.maximum(e, 0.0))
-        size *= mu
-        size += np.sqrt(np.maximum(a, 0.0))
-        return _factor(dn2, size * size, g11)
+        return rescale_k2(gn[..., 0, 0], gn[..., 0, 1], gn[..., 1, 1], w[..., 1], g11)
     dn2 = np.einsum("...i,...ij,...j->...", w, gn, w)
     # ||d~||^2 computed from the Gram matrix carries a rounding error of order
     # eps * (sum_i |w_i| ||g~_i||)^2; below that, d~ is zero (e.g. exact cancellation with tau = 0).
     size2 = np.einsum("...i,...i->...", np.abs(w), np.sqrt(np.maximum(np.diagonal(gn, axis1=-2, axis2=-1), 0.0))) ** 2
-    return _factor(dn2, size2, g11)
+    return rescale_factor(dn2, size2, g11)
 
 
 _EPS10 = 10 * float(np.finfo(np.float64).eps)
 
 
-def _factor(dn2: np.ndarray, size2: np.ndarray, g11: np.ndarray) -> np.ndarray:
+@formula
+def rescale_k2(a: Any, c: Any, e: Any, mu: Any, g11: Any) -> Any:
+    """K = 2 (``w~ = [1, mu]`` on the normalized entries ``a, c, e``), written once (NumPy arrays, or
+    one row compiled): ``||d~||^2 = a + 2 mu c + mu^2 e``, its rounding scale
+    ``(sqrt(a) + mu sqrt(e))^2``, then :func:`rescale_factor`."""
+    dn2 = a + 2.0 * mu * c + mu * mu * e
+    size = np.sqrt(np.maximum(e, 0.0)) * mu + np.sqrt(np.maximum(a, 0.0))
+    return rescale_factor(dn2, size * size, g11)
+
+
+@formula
+def rescale_factor(dn2: Any, size2: Any, g11: Any) -> Any:
+    """``||g_1|| / ||d~||`` from ``||d~||^2``, 0 where ``||d~||^2 <= 10 eps size2`` or ``g_1 = 0``."""
     g1 = np.sqrt(np.maximum(g11, 0.0))
     ok = (dn2 > _EPS10 * size2) & (g1 > 0)
-    return np.where(ok, g1 / np.sqrt(np.where(ok, dn2, 1.0)), 0.0)
-
-
-def _pcd_weights_k2_scalar(g: np.ndarray, s: np.ndarray, tau: float, lists: tuple | None = None) -> PCDWeights:
-    """:func:`pcd_weights` for a handful of K = 2 problems ``[B, 2, 2]`` in Python floats: the
-    same operations in the same order as its vectorized path (:func:`pcd.qp.k2_mu` on the
-    unscaled normalized entries, then :func:`_rescale`), so the same bits at ordinary scales
-    (normalized Gram entries within ``2^-256 .. 2^256``; :func:`pcd.qp._solve_k2`).
-
-    ``lists`` may carry ``(g.tolist(), s.tolist())`` when the caller already has them.
-    """
-    B = g.shape[0]
-    w = np.empty((B, 2))
-    mus = np.empty(B)
-    factors = np.empty(B)
-    gl, sl = lists if lists is not None else (g.tolist(), s.tolist())
-    for b, ((g00, g01), (_, g11)), (s1, s2) in zip(range(B), gl, sl):
-        a, c, e = g00 * s1 * s1, g01 * s1 * s2, g11 * s2 * s2
-        mu = k2_mu_scalar(a, c, e, tau)
-        dn2 = a + 2.0 * mu * c + mu * mu * e
-        size2 = (math.sqrt(max(a, 0.0)) + mu * math.sqrt(max(e, 0.0))) ** 2
-        g1 = math.sqrt(max(g00, 0.0))
-        f = g1 / math.sqrt(dn2) if (dn2 > _EPS10 * size2 and g1 > 0.0) else 0.0
-        mus[b], factors[b] = mu, f
-        w[b, 0], w[b, 1] = s1 * f, mu * s2 * f
-    weights = np.ones((B, 2))
-    weights[:, 1] = mus
-    active = np.zeros((B, 2), dtype=bool)
-    active[:, 1] = mus > 0
-    res = QPResult(weights=weights, mu=mus[:, None], active_mask=active, feasible=np.ones(B, dtype=bool))
-    return PCDWeights(weights=w, qp=res, scale_to_primary=factors)
+    return where(ok, g1 / np.sqrt(where(ok, dn2, 1.0)), 0.0)

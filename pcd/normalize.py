@@ -21,7 +21,9 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["EMANormalizer", "check_beta_eps", "ema_step", "ema_scales"]
+from pcd._kernels import formula, where
+
+__all__ = ["EMANormalizer", "check_beta_eps", "ema_step", "ema_scales", "ema_scale"]
 
 
 def check_beta_eps(beta: Any, eps: Any) -> tuple[float, float]:
@@ -38,13 +40,19 @@ def check_beta_eps(beta: Any, eps: Any) -> tuple[float, float]:
 
 def ema_scales(v: np.ndarray, t: int, beta: float, eps: float) -> np.ndarray:
     """``s_i = 1/sqrt(v_i / (1 - beta^t) + eps)``; 0 where that denominator is 0 (only with eps = 0)."""
-    denom = v / (1.0 - beta ** t)  # v^ (bias-corrected)
-    denom += eps
+    return ema_scale(v, 1.0 - beta ** t, eps)
+
+
+@formula
+def ema_scale(v: Any, bc: Any, eps: Any) -> Any:
+    """:func:`ema_scales` for the bias correction ``bc = 1 - beta^t``, written once (NumPy arrays, or
+    one row compiled: PCD's K = 2 step, :func:`pcd.methods.pcd.pcd_k2`)."""
+    denom = v / bc + eps  # v^ (bias-corrected) + eps
     # A gradient that has always been exactly zero (possible only with eps = 0) gets s = 0:
     # its normalized gradient is zero either way, and this keeps the Gram matrix finite. The
     # square root is taken of ``denom > 0`` or of 1, so nothing divides by zero.
     pos = denom > 0
-    return np.where(pos, 1.0 / np.sqrt(np.where(pos, denom, 1.0)), 0.0)
+    return where(pos, 1.0 / np.sqrt(where(pos, denom, 1.0)), 0.0)
 
 
 def ema_step(v: np.ndarray, t: int, sq_norms: np.ndarray, beta: float, eps: float

@@ -51,6 +51,7 @@ import scipy.linalg
 
 import pcd._validate as V  # not "from pcd import": pcd/__init__ imports this module (no import cycle)
 from pcd._fast import all_finite
+from pcd._kernels import AVAILABLE, formula, jit, where
 
 __all__ = ["QPResult", "solve_qp", "project", "solve_nnqp", "check_tau"]
 
@@ -212,42 +213,48 @@ def _check_gram(gram: Any) -> np.ndarray:
 # closed forms (vectorized over the batch)
 # ---------------------------------------------------------------------------------------------
 
-def k2_mu(a: np.ndarray, c: np.ndarray, e: np.ndarray, tau: float, top: np.ndarray | None = None) -> np.ndarray:
-    """THE K = 2 closed form (PCD on normalized gradients, DBGD on raw ones): for ``a = ||g1||^2``,
-    ``c = g1.g2``, ``e = ||g2||^2``, ``mu = max(0, (tau e - c) / e)``, and 0 where g2 = 0
-    (``e <= _ZERO_REL max(a, e)``). :func:`k2_mu_scalar` is the same in Python floats (same bits).
-    ``top`` may carry ``np.maximum(a, e)`` when the caller has it. The divisor is ``e > 0`` or 1,
-    so finite input raises no floating-point warning."""
-    nz = e > _ZERO_REL * (np.maximum(a, e) if top is None else top)
-    mu = tau * e
-    mu -= c
-    mu /= np.where(nz, e, 1.0)
-    return np.where(nz, np.maximum(mu, 0.0), 0.0)
-
-
-def k2_mu_scalar(a: float, c: float, e: float, tau: float) -> float:
-    """:func:`k2_mu` for one problem in Python floats (the small-batch fast paths)."""
-    return max((tau * e - c) / e, 0.0) if e > _ZERO_REL * max(a, e) else 0.0
+@formula
+def k2_mu(a: Any, c: Any, e: Any, tau: Any, top: Any) -> Any:
+    """THE K = 2 closed form (PCD on normalized gradients, DBGD on raw ones), written once (NumPy
+    arrays, or one row compiled, :func:`pcd._kernels.formula`): for ``a = ||g1||^2``, ``c = g1.g2``,
+    ``e = ||g2||^2`` and ``top = max(a, e)``, ``mu = max(0, (tau e - c) / e)``, and 0 where g2 = 0
+    (``e <= _ZERO_REL top``). The divisor is ``e > 0`` or 1, so finite input raises no
+    floating-point warning."""
+    nz = e > _ZERO_REL * top
+    return where(nz, np.maximum((tau * e - c) / where(nz, e, 1.0), 0.0), 0.0)
 
 
 # The K = 2 closed form is solved unscaled when the batch lies in this range (see _solve_k2).
 _K2_LO, _K2_HI = 2.0 ** -256, 2.0 ** 256
 
 
-def k2_mu_rescaled_scalars(rows: list, tau: float) -> list[float]:
-    """:func:`k2_mu_scalar` for each 2x2 Gram matrix in ``rows`` (``gram.tolist()`` of ``[B, 2, 2]``)
-    after :func:`rescale_gram`'s exact power-of-two scaling (``max(a, e)`` into ``[0.5, 1)``), in
-    Python floats: the small-batch paths' K = 2 solve, bit-identical to the vectorized closed form
-    on a rescaled batch (one loop here instead of a K = 2 solve call per matrix)."""
-    out = []
-    for (a, c), (_, e) in rows:
-        x, f = _unit_factor(max(a, e))
-        if f is not None:  # a product by the exact factor 2^-x has ldexp's bits (as in rescale_gram)
+def k2_mu_small(g: np.ndarray, tau: float) -> np.ndarray | None:
+    """The K = 2 closed form's ``mu`` ``[B]`` for a small batch of 2x2 Gram matrices ``g [B, 2, 2]``
+    (DBGD's toy hot path): each matrix scaled by :func:`rescale_gram`'s exact power of two, then
+    :func:`k2_mu`, compiled row by row -- the bits of :func:`_solve_k2` on the rescaled batch (tested).
+    None without numba (the caller then uses :func:`solve_qp`)."""
+    if not AVAILABLE:
+        return None
+    mu = np.empty(g.shape[0])
+    _k2_mu_rows(g[:, 0, 0], g[:, 0, 1], g[:, 1, 1], tau, mu)
+    return mu
+
+
+_k2_mu_c = jit(k2_mu, inline=True)  # the formula, compiled into the row loop below
+
+
+@jit
+def _k2_mu_rows(A: Any, C: Any, E: Any, tau: Any, mu: Any) -> Any:
+    for i in range(A.shape[0]):
+        a, c, e = A[i], C[i], E[i]
+        top = np.maximum(a, e)
+        x = math.frexp(top)[1] if top > 0.0 else 0  # rescale_gram's rule (_unit_factor)
+        if x >= -1022:
+            f = math.ldexp(1.0, -x)
             a, c, e = a * f, c * f, e * f
-        elif x:
+        else:
             a, c, e = math.ldexp(a, -x), math.ldexp(c, -x), math.ldexp(e, -x)
-        out.append(k2_mu_scalar(a, c, e, tau))
-    return out
+        mu[i] = _k2_mu_c(a, c, e, tau, np.maximum(a, e))
 
 
 def _solve_k2(g: np.ndarray, tau: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

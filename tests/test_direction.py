@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 
 import pcd.direction as direction
-from pcd.direction import _pcd_weights_k2_scalar, pcd_weights
+from pcd.direction import pcd_weights
 from pcd.normalize import ema_scales
 
 
@@ -22,18 +22,24 @@ def _batch(rng, B, K, spread=6.0):
     return G, s
 
 
-def test_k2_vectorized_is_bit_identical_to_the_python_float_closed_form():
-    """K = 2 goes through solve_qp (no closed form of its own here); its bits equal the Python-float
-    path's (k2_mu_scalar on the unscaled entries, then the written-out norm): identical, not close."""
+def test_k2_vectorized_is_bit_identical_to_the_compiled_closed_form():
+    """K = 2 goes through solve_qp (k2_mu) and rescale_k2 on arrays; PCD's compiled K = 2 step runs the
+    same formulas row by row (pcd.methods.pcd.pcd_k2): identical, not close."""
+    from pcd._fast import vectorized
+    from pcd.methods.pcd import PCDMethod, PCDState
     rng = np.random.default_rng(31)
-    G, s = _batch(rng, 1024, 2)
+    G, _ = _batch(rng, 1024, 2)
+    v = rng.uniform(0.0, 2.0, (1024, 2))
     for tau in (0.0, 0.02, 0.3, 1.0):
-        vec = pcd_weights(G, s, tau)
-        ref = _pcd_weights_k2_scalar(G, s, tau)
-        for a, b in ((vec.weights, ref.weights), (vec.qp.weights, ref.qp.weights), (vec.qp.mu, ref.qp.mu),
-                     (vec.qp.active_mask, ref.qp.active_mask), (vec.scale_to_primary, ref.scale_to_primary)):
-            assert np.array_equal(a, b), tau
-        assert vec.qp.feasible.all()
+        m = PCDMethod(tau=tau, beta=0.9)
+        with vectorized():
+            vec = m.update(G, PCDState(v, 3))
+        for i in range(0, 1024, 16):
+            small = m.update(G[i:i + 16], PCDState(v[i:i + 16], 3))
+            np.testing.assert_array_equal(small.weights, vec.weights[i:i + 16])
+            np.testing.assert_array_equal(small.state.v, vec.state.v[i:i + 16])
+            for k in ("mu", "feasible", "active", "scales"):
+                np.testing.assert_array_equal(small.info[k], np.asarray(vec.info[k])[i:i + 16], err_msg=k)
 
 
 def test_every_K_goes_through_solve_qp(monkeypatch):

@@ -187,7 +187,7 @@ def test_k2_unscaled_closed_form_is_bit_identical_to_the_rescaled_one_at_ordinar
     for tau in (0.0, 0.02, 0.3, 1.0):
         for batch in (G, np.ldexp(G, 300), np.ldexp(G, -700)):  # in range; above; below (rescaled)
             gs, _ = rescale_gram(batch)
-            ref = k2_mu(gs[:, 0, 0], gs[:, 0, 1], gs[:, 1, 1], tau)
+            ref = k2_mu(gs[:, 0, 0], gs[:, 0, 1], gs[:, 1, 1], tau, np.maximum(gs[:, 0, 0], gs[:, 1, 1]))
             mu = solve_qp(batch, tau).mu[:, 0]
             assert np.array_equal(mu, ref), tau
             assert np.array_equal(solve_qp(batch, tau, trusted=True).mu[:, 0], ref)
@@ -209,7 +209,7 @@ def test_k2_unscaled_closed_form_differs_only_by_negligible_terms_near_subnormal
     G = np.stack([np.stack([a, c], -1), np.stack([c, e], -1)], -2)
     for tau in (0.0, 1e-300, 5e-324, 1e-210):
         gs, _ = rescale_gram(G)
-        ref = k2_mu(gs[:, 0, 0], gs[:, 0, 1], gs[:, 1, 1], tau)
+        ref = k2_mu(gs[:, 0, 0], gs[:, 0, 1], gs[:, 1, 1], tau, np.maximum(gs[:, 0, 0], gs[:, 1, 1]))
         mu = np.array([solve_qp(g, tau).mu[0] for g in G])  # one matrix at a time: each unscaled
         assert np.abs(mu - ref).max() < 1e-220
     assert not np.array_equal(mu, ref)  # the case exists (the test would notice a change)

@@ -21,6 +21,7 @@ from pcd.methods.base import (
     CLAIMS,
     FAMILIES,
     DirectionMethod,
+    Kernel,
     Method,
     MethodOutput,
     Param,
@@ -106,6 +107,6 @@ def resolve(method: str | Method, hparams: dict | None = None, *,
     return inst
 
 
-__all__ = ["Method", "DirectionMethod", "Step", "MethodOutput", "Param", "CLAIMS", "CAPABILITIES", "FAMILIES",
+__all__ = ["Method", "DirectionMethod", "Kernel", "Step", "MethodOutput", "Param", "CLAIMS", "CAPABILITIES", "FAMILIES",
            "available", "families", "get",
            "make", "resolve", "parse_names", "register", "check_gram", "check_capabilities"]

@@ -21,11 +21,12 @@ from __future__ import annotations
 
 import itertools
 from functools import lru_cache
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 import numpy as np
 
-from pcd._fast import small_batch
+from pcd._kernels import NO_PARAMS, formula, jit, k2_batch, where
+from pcd.methods.base import Method
 from pcd.qp import principal_pivoting
 
 
@@ -35,6 +36,20 @@ class Support(NamedTuple):
     there is none (K <= 5, or before the first step)."""
 
     free: np.ndarray | None = None
+
+
+class WarmStarted(Method):
+    """A method whose state is the active-set solver's last :class:`Support` (CAGrad, UPGrad,
+    DualProj): empty before the first step."""
+
+    def init(self, batch: int, K: int) -> Support:
+        return Support()
+
+
+def softmax(x: np.ndarray) -> np.ndarray:
+    """``softmax`` over the last axis (``exp(x - max x)``, normalized): FAMO's and ExcessMTL's weights."""
+    e = np.exp(x - x.max(axis=-1, keepdims=True))
+    return e / e.sum(axis=-1, keepdims=True)
 
 
 def support_of(state: object) -> np.ndarray | None:
@@ -225,15 +240,8 @@ def simplex_min_norm(G: np.ndarray) -> np.ndarray:
     B, K = G.shape[0], G.shape[-1]
     if K == 1:
         return np.ones((B, 1))
-    if K == 2 and small_batch(B):  # a few problems: scalar math beats tiny-array NumPy (same bits)
-        return _simplex_k2_scalar(G)
     if K == 2:  # exact closed form on the raw Gram matrix (no ridge: a zero g_1 gives a = e_1)
-        a, b, c = G[:, 0, 0], G[:, 0, 1], G[:, 1, 1]
-        den = a + c - 2.0 * b
-        with np.errstate(divide="ignore", invalid="ignore"):
-            t = np.where(den > 0, (c - b) / den, 0.5)
-        t = np.clip(t, 0.0, 1.0)
-        return np.stack([t, 1.0 - t], axis=-1)
+        return k2_batch(G, min_norm_k2, min_norm_k2_rows, NO_PARAMS)
     Gr = ridge(G)
     if K <= 5:
         return _simplex_enum(Gr)
@@ -247,14 +255,24 @@ def simplex_min_norm(G: np.ndarray) -> np.ndarray:
     return out
 
 
-def _simplex_k2_scalar(G: np.ndarray) -> np.ndarray:
-    """The K = 2 closed form of :func:`simplex_min_norm` in Python floats (the same operations)."""
-    rows = []
-    for (a, b), (_, c) in G.tolist():
-        den = a + c - 2.0 * b
-        t = min(max((c - b) / den, 0.0), 1.0) if den > 0 else 0.5
-        rows.append((t, 1.0 - t))
-    return np.array(rows)
+@formula
+def min_norm_k2(a: Any, b: Any, c: Any, p: Any) -> Any:
+    """MGDA's K = 2 closed form, written once (NumPy arrays, or one row compiled): for
+    ``a = G11, b = G12, c = G22``, ``t = clip((c - b) / (a + c - 2 b), 0, 1)`` (1/2 when the
+    denominator is not positive), weights ``(t, 1 - t)``. ``p``: no parameters."""
+    den = a + c - 2.0 * b
+    pos = den > 0
+    t = np.minimum(np.maximum(where(pos, (c - b) / where(pos, den, 1.0), 0.5), 0.0), 1.0)
+    return t, 1.0 - t
+
+
+_min_norm_k2_c = jit(min_norm_k2, inline=True)  # the formula, compiled into the row loop below
+
+
+@jit
+def min_norm_k2_rows(a: Any, b: Any, c: Any, p: Any, W: Any) -> Any:
+    for i in range(a.shape[0]):
+        W[0, i], W[1, i] = _min_norm_k2_c(a[i], b[i], c[i], p)
 
 
 def _simplex_enum(G: np.ndarray) -> np.ndarray:

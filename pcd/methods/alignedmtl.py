@@ -93,11 +93,8 @@ def _balance(G: np.ndarray, w: np.ndarray, scale_mode: str = "min") -> np.ndarra
     return np.einsum("bij,bj->bi", Bm, w)
 
 
-@register
+@register("alignedmtl", "Aligned-MTL", "gradient aggregation")
 class AlignedMTL(Method):
-    name = "alignedmtl"
-    family = "gradient aggregation"
-    display_name = "Aligned-MTL"
     claims = frozenset({"weighted"})
     description = "Rescales the gradients' principal components to equal size, then averages."
     paper = "Senushkin et al., Independent Component Alignment for Multi-Task Learning, CVPR 2023"

@@ -14,6 +14,7 @@ so the pages build their widgets from the registry (its colour is in :mod:`pcd.v
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
@@ -100,6 +101,26 @@ def combine(weights: np.ndarray, J: np.ndarray) -> np.ndarray:
         p = weights[:, :, None] * J  # p_kj = w_k J_kj: two broadcast ufuncs
         return p[:, 0] + p[:, 1]
     return (weights[:, None, :] @ J)[:, 0, :]
+
+
+@dataclass(frozen=True)
+class Kernel:
+    """A method's compiled step for K = 2 (what :meth:`Method.kernel` hands the engine's end-point
+    fast path, :mod:`pcd._fastpath`). Arrays are component-major over the ``B`` active rows:
+
+      state   rows of per-trajectory state the method keeps, ``S [state, B]`` (zeros at the start)
+      step    ``step(t, L [2, B], G [3, B], W [2, B], S)``: writes the weights of step ``t`` into ``W``
+              (and updates ``S`` in place) from the losses and the Gram entries ``(G00, G01, G11)``;
+              the fast path then forms ``d = w @ J`` and the optimizer step
+      mu_row  the row of ``S`` that holds a multiplier to record (PCD's ``mu``), or None
+
+    ``step`` runs the method's own formula (the function its NumPy path calls, compiled by
+    :func:`pcd._kernels.jit`), so the fast path's weights are bit-identical to :meth:`Method.update`'s.
+    """
+
+    step: Callable[[int, np.ndarray, np.ndarray, np.ndarray, np.ndarray], None]
+    state: int = 0
+    mu_row: int | None = None
 
 
 class Step:
@@ -189,6 +210,14 @@ class Method:
     #: ``g_1 = 0`` (PCD: ``d = d~ ||g_1|| / ||d~||``, a known limitation of the paper, Sec. 6). Pages
     #: word such a stop "halted", not "Pareto-stationary".
     halts_where_primary_vanishes: ClassVar[bool] = False
+    #: True when the update is zero wherever ``g_1 = 0`` for any secondaries: MGDA's min-norm point
+    #: (and CAGrad's dual, CR-MOGM around MGDA) is ``g_1`` itself, PCD halts (above). Checked by
+    #: ``tests/methods/test_properties.py`` for every deterministic method (False: it still moves).
+    zero_where_primary_vanishes: ClassVar[bool] = False
+    #: True when the update does NOT vanish at an exact cancellation ``g_1 = -g_2`` (the conflict
+    #: equilibrium of the symmetric methods): PCD and DBGD keep following a share of the
+    #: secondary's progress. Checked by the same test (False: the update is zero there).
+    moves_at_cancellation: ClassVar[bool] = False
     #: ``weights(c G) = c**gram_scaling * weights(G)`` for ``c > 0`` (0: scale-invariant weights,
     #: -0.5: Nash-MTL's ``G a = 1 / a``); None when the method is not homogeneous. Used to retry a
     #: step at scale ~1 when its output at an extreme scale (1e+-300, subnormal) is not finite.
@@ -212,6 +241,10 @@ class Method:
         if cls.primary_knob is not None and cls.primary_knob not in {p.name for p in cls.params}:
             raise TypeError(f"{cls.__name__}: primary_knob {cls.primary_knob!r} is not one of its params")
         cls.hierarchical = "hierarchical" in cls.claims
+        if cls.halts_where_primary_vanishes:
+            cls.zero_where_primary_vanishes = True
+        if "update" in cls.__dict__ and "kernel" not in cls.__dict__:
+            cls.kernel = Method.kernel  # type: ignore[method-assign]  # a new update has no compiled step
 
     @classmethod
     def needs(cls) -> frozenset[str]:
@@ -239,6 +272,11 @@ class Method:
         if shape != (B, K):
             raise ValueError(f"{self.name}: state is for shape {shape}, got a batch of [{B}, {K}]")
         return state
+
+    def kernel(self) -> Kernel | None:
+        """This method's compiled K = 2 step (:class:`Kernel`) for the engine's end-point fast path,
+        or None when it has none (the engine then runs its NumPy loop). Asked once per run."""
+        return None
 
     # ---- adapters of the first interface (kept while callers move) -----------------------------
     def init_state(self, batch: int, K: int) -> Any:
@@ -407,9 +445,17 @@ def per_objective(value: Any, K: int, who: str) -> np.ndarray:
 _REGISTRY: dict[str, type[Method]] = {}
 
 
-def register(cls: type[Method]) -> type[Method]:
+def register(cls_or_name: Any = None, display_name: str = "", family: str = "") -> Any:
     """Class decorator adding a method to the registry under ``cls.name`` (a lower-case name and a
-    ``family`` from :data:`FAMILIES` are required)."""
+    ``family`` from :data:`FAMILIES` are required). The identity may be given here, as
+    ``@register("mgda", "MGDA", "gradient aggregation")`` (name, display name, family), instead of as
+    class attributes: the one line every method module repeats."""
+    if isinstance(cls_or_name, str):
+        def decorate(cls: type[Method]) -> type[Method]:
+            cls.name, cls.display_name, cls.family = cls_or_name, display_name, family
+            return register(cls)
+        return decorate
+    cls = cls_or_name
     if not cls.name or cls.name != cls.name.lower():
         raise ValueError(f"method name must be a non-empty lower-case string, got {cls.name!r}")
     V.choice(cls.family, f"{cls.name}: family", FAMILIES)

@@ -25,15 +25,14 @@ shifted Gram matrix and leaves a convex 1-D search over r), falling back to SLSQ
 from __future__ import annotations
 
 import itertools
-import math
 from functools import lru_cache
 from typing import Any
 
 import numpy as np
 
-from pcd._fast import small_batch
-from pcd.methods._solvers import Support, ridge, support_of, trace
-from pcd.methods.base import Method, Param, Step, register
+from pcd._kernels import formula, jit, k2_batch, k2_step, where
+from pcd.methods._solvers import Support, WarmStarted, ridge, support_of, trace
+from pcd.methods.base import Kernel, Param, Step, register
 from pcd.qp import principal_pivoting
 
 
@@ -158,17 +157,23 @@ def _solve_slsqp(G: np.ndarray, b: np.ndarray, phi: float) -> np.ndarray:
     return w / w.sum()
 
 
-def _cagrad_k2(G: np.ndarray, c: float, norm_eps: float) -> np.ndarray:
-    """K = 2 fast path of :func:`cagrad_weights` on flat arrays (same formulas, fewer array ops)."""
-    g11, g12, g22 = G[:, 0, 0], G[:, 0, 1], G[:, 1, 1]
+@formula
+def cagrad_k2(g11: Any, g12: Any, g22: Any, p: Any) -> Any:
+    """CAGrad's K = 2 solution, written once (NumPy arrays, or one row compiled), for
+    ``p = (c, norm_eps)``: the same dual as :func:`_cagrad` (K > 2) in closed form. The Gram matrix
+    is normalized by its trace (weights 0 below ``norm_eps``); the dual ``min_t b.w + phi ||w||_G``
+    over ``w = (t, 1 - t)`` is the best of its two vertices and the stationary point of the ridged
+    problem (a quadratic in closed form); ``phi = 0`` (a linear objective) takes the centre of the
+    optimal face. Weights ``1/2 + phi / ||g_w|| (t, 1 - t)``, zero when ``||g_w|| < norm_eps``."""
+    c, norm_eps = p[0], p[1]
     tr = g11 + g22
     keep = tr >= norm_eps
-    inv = keep / np.where(tr > 0, tr, 1.0)
+    inv = where(keep, 1.0, 0.0) / where(tr > 0, tr, 1.0)
     a, o, e = g11 * inv, g12 * inv, g22 * inv  # normalized Gram entries (0 when trace < norm_eps)
     b1, b2 = 0.5 * (a + o), 0.5 * (o + e)
     phi = 0.5 * c * np.sqrt(np.maximum(a + 2.0 * o + e, 0.0))
     # ridge (uniqueness only; see pcd.methods._solvers.ridge); identity when the trace is 0
-    z = ~keep
+    z = where(keep, 0.0, 1.0)
     ar, er = a * (1.0 + 1e-13) + 1e-30 + z, e * (1.0 + 1e-13) + 1e-30 + z
     f1 = b1 + phi * np.sqrt(ar)
     f2 = b2 + phi * np.sqrt(er)
@@ -180,74 +185,27 @@ def _cagrad_k2(G: np.ndarray, c: float, norm_eps: float) -> np.ndarray:
     sd = np.sqrt(np.maximum(disc, 1e-300))
     w1 = ((oy + sd) / ox * x1 - y1) / sd
     ok = (disc > 0) & (det > 0) & (w1 >= -1e-10) & (w1 <= 1.0 + 1e-10)
-    f3 = np.where(ok, b1 * w1 + b2 * (1.0 - w1) + phi * phi / sd, np.inf)
-    t = np.where((f1 <= f2) & (f1 <= f3), 1.0, np.where(f2 <= f3, 0.0, np.clip(w1, 0.0, 1.0)))
+    f3 = where(ok, b1 * w1 + b2 * (1.0 - w1) + phi * phi / sd, np.inf)
+    t = where((f1 <= f2) & (f1 <= f3), 1.0, where(f2 <= f3, 0.0, np.minimum(np.maximum(w1, 0.0), 1.0)))
     # phi = 0: linear objective, centre of the optimal face
-    lin = phi <= 1e-15
     tie = np.abs(b1 - b2) <= 1e-12 * np.maximum(np.abs(b1), np.abs(b2))
-    t = np.where(lin, np.where(tie, 0.5, (b1 < b2) * 1.0), t)
+    t = where(phi <= 1e-15, where(tie, 0.5, where(b1 < b2, 1.0, 0.0)), t)
     u = 1.0 - t
     gw = np.sqrt(np.maximum(t * t * a + 2.0 * t * u * o + u * u * e, 0.0))
     big = gw >= norm_eps
-    coef = phi / np.where(big, gw, 1.0)
-    return big[:, None] * (0.5 + coef[:, None] * np.stack([t, u], axis=-1))
+    coef = phi / where(big, gw, 1.0)
+    return where(big, 1.0, 0.0) * (0.5 + coef * t), where(big, 1.0, 0.0) * (0.5 + coef * u)
 
 
-def _cagrad_k2_scalar(G: np.ndarray, c: float, norm_eps: float) -> np.ndarray | None:
-    """:func:`_cagrad_k2` for a handful of problems, in Python floats: the same IEEE operations in
-    the same order, so the same bits. None (the caller then uses :func:`_cagrad_k2`) when a
-    division by zero or a non-finite value would occur, where NumPy's inf/nan semantics apply."""
-    sqrt = math.sqrt
-    half_c = 0.5 * c
-    rows = []
-    try:
-        for (g11, g12), (_, g22) in G.tolist():
-            tr = g11 + g22
-            keep = tr >= norm_eps
-            inv = (1.0 if keep else 0.0) / (tr if tr > 0 else 1.0)
-            a, o, e = g11 * inv, g12 * inv, g22 * inv
-            b1, b2 = 0.5 * (a + o), 0.5 * (o + e)
-            phi = half_c * sqrt(max(a + 2.0 * o + e, 0.0))
-            if phi <= 1e-15:  # linear objective: centre of the optimal face
-                tie = abs(b1 - b2) <= 1e-12 * max(abs(b1), abs(b2))
-                t = 0.5 if tie else (1.0 if b1 < b2 else 0.0)
-            else:
-                z = 0.0 if keep else 1.0
-                ar, er = a * (1.0 + 1e-13) + 1e-30 + z, e * (1.0 + 1e-13) + 1e-30 + z
-                f1 = b1 + phi * sqrt(ar)
-                f2 = b2 + phi * sqrt(er)
-                det = ar * er - o * o
-                f3 = math.inf
-                w1 = 0.0
-                if det > 0:
-                    x1, x2 = (er - o) / det, (ar - o) / det
-                    y1, y2 = (er * b1 - o * b2) / det, (ar * b2 - o * b1) / det
-                    ox, oy = x1 + x2, y1 + y2
-                    disc = oy * oy - ox * (b1 * y1 + b2 * y2 - phi * phi)
-                    if disc > 0:
-                        sd = sqrt(max(disc, 1e-300))
-                        w1 = ((oy + sd) / ox * x1 - y1) / sd
-                        if w1 >= -1e-10 and w1 <= 1.0 + 1e-10:
-                            f3 = b1 * w1 + b2 * (1.0 - w1) + phi * phi / sd
-                if f1 <= f2 and f1 <= f3:
-                    t = 1.0
-                elif f2 <= f3:
-                    t = 0.0
-                elif f3 < math.inf:
-                    t = min(max(w1, 0.0), 1.0)
-                else:  # f2 is NaN: leave it to NumPy's semantics
-                    return None
-            u = 1.0 - t
-            gw = sqrt(max(t * t * a + 2.0 * t * u * o + u * u * e, 0.0))
-            if gw >= norm_eps:
-                coef = phi / gw
-                rows.append((0.5 + coef * t, 0.5 + coef * u))
-            else:
-                rows.append((0.0, 0.0))
-    except (ZeroDivisionError, ValueError, OverflowError):
-        return None
-    out = np.array(rows)
-    return out if math.isfinite(out.sum()) else None
+
+
+_cagrad_k2_c = jit(cagrad_k2, inline=True)  # the formula, compiled into the row loop below
+
+
+@jit
+def _cagrad_k2_rows(a: Any, b: Any, c: Any, p: Any, W: Any) -> Any:
+    for i in range(a.shape[0]):
+        W[0, i], W[1, i] = _cagrad_k2_c(a[i], b[i], c[i], p)
 
 
 def cagrad_weights(G: np.ndarray, c: float, norm_eps: float = 1e-4,
@@ -261,11 +219,7 @@ def _cagrad(G: np.ndarray, c: float, norm_eps: float,
             support: np.ndarray | None) -> tuple[np.ndarray, np.ndarray | None]:
     B, K = G.shape[0], G.shape[-1]
     if K == 2:
-        if small_batch(B):  # a few start points: scalar math beats tiny-array NumPy
-            w = _cagrad_k2_scalar(G, c, norm_eps)
-            if w is not None:
-                return w, None
-        return _cagrad_k2(G, c, norm_eps), None
+        return k2_batch(G, cagrad_k2, _cagrad_k2_rows, np.array([c, norm_eps])), None
     tr = trace(G)
     zero = tr < norm_eps
     Gn = np.where(zero[:, None, None], 0.0, G / np.where(tr > 0, tr, 1.0)[:, None, None])
@@ -300,12 +254,10 @@ def _cagrad(G: np.ndarray, c: float, norm_eps: float,
     return np.where(big[:, None], out, 0.0), (w > 0 if K > 5 else None)
 
 
-@register
-class CAGrad(Method):
-    name = "cagrad"
-    family = "gradient aggregation"
-    display_name = "CAGrad"
+@register("cagrad", "CAGrad", "gradient aggregation")
+class CAGrad(WarmStarted):
     claims = frozenset({"weighted"})
+    zero_where_primary_vanishes = True  # the dual then selects g_1 = 0
     description = "Best worst-case improvement within a ball of radius c around the mean gradient."
     paper = "Liu et al., Conflict-Averse Gradient Descent for Multi-task Learning, NeurIPS 2021"
     params = (
@@ -319,5 +271,6 @@ class CAGrad(Method):
         # state: the dual solution's support (K > 5), the first guess at the next call
         return Step(weights=w, state=Support(support))
 
-    def init(self, batch: int, K: int) -> Support:
-        return Support()
+    def kernel(self) -> Kernel:
+        """The K = 2 solution, compiled (:func:`cagrad_k2`)."""
+        return Kernel(k2_step(_cagrad_k2_rows, np.array([self.hparams["c"], self.hparams["norm_eps"]])))

@@ -72,11 +72,8 @@ def config_weights(G: np.ndarray, w: np.ndarray) -> np.ndarray:
     return beta * np.where(ok, num / np.where(ok, den, 1.0), 0.0)[:, None]
 
 
-@register
+@register("config", "ConFIG", "gradient aggregation")
 class ConFIG(Method):
-    name = "config"
-    display_name = "ConFIG"
-    family = "gradient aggregation"
     claims = frozenset({"linear_under_scaling", "weighted"})
     description = "The direction at equal angles to every unit gradient, as long as their projections' sum."
     paper = ("Liu, Chu & Thuerey, ConFIG: Towards Conflict-free Training of Physics Informed Neural Networks, "

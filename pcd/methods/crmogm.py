@@ -39,12 +39,10 @@ class CRMOGMState(NamedTuple):
     lam: np.ndarray | None = None
 
 
-@register
+@register("crmogm", "CR-MOGM", "gradient aggregation")
 class CRMOGM(Method):
-    name = "crmogm"
-    display_name = "CR-MOGM"
-    family = "gradient aggregation"
     claims = frozenset({"non_conflicting", "weighted"})  # MGDA's (the default wrapped method), on a fresh state
+    zero_where_primary_vanishes = True  # MGDA's (the default wrapped method)
     gram_scaling = None  # the EMA mixes weights of earlier Gram matrices; the wrapped method rescales itself
     description = "Smooths another method's weights (MGDA by default) by an exponential moving average."
     paper = ("Zhou et al., On the Convergence of Stochastic Multi-Objective Gradient Manipulation and Beyond, "

@@ -19,15 +19,13 @@ import numpy as np
 
 from pcd._fast import small_batch
 from pcd.methods.base import Method, Param, Step, register
-from pcd.qp import check_tau, k2_mu_rescaled_scalars, solve_qp
+from pcd.qp import check_tau, k2_mu_small, solve_qp
 
 
-@register
+@register("dbgd", "DBGD", "hierarchical")
 class DBGD(Method):
-    name = "dbgd"
-    family = "hierarchical"
-    display_name = "DBGD"
     claims = frozenset({"weighted", "hierarchical"})
+    moves_at_cancellation = True  # it keeps a beta share of the secondary's progress
     description = "PCD's constrained direction on raw (un-normalized) gradients: a dynamic barrier."
     paper = "Gong & Liu, Automatic and Harmless Regularization ... Dynamic Barrier Approach, NeurIPS 2021"
     params = (Param("beta", 0.3, 0.0, 1.0, per_objective=True,
@@ -35,24 +33,16 @@ class DBGD(Method):
 
     def update(self, gram: np.ndarray, state: Any = None, *, losses: Any = None, jacobian: Any = None,
                rng: Any = None) -> Step:
-        if gram.shape[-1] == 2 and gram.ndim == 3 and small_batch(gram.shape[0]):
-            return self._weights_k2_scalar(gram, state)  # a few start points: Python floats
-        res = solve_qp(gram, tau=self.hparams["beta"])
+        beta = self.hparams["beta"]
+        if gram.shape[-1] == 2 and small_batch(gram.shape[0]):  # a few start points: compiled closed form
+            mu = k2_mu_small(gram, beta if isinstance(beta, float) else float(check_tau(beta, 2)[0]))
+            if mu is not None:
+                w = np.ones((len(mu), 2))
+                w[:, 1] = mu
+                active = np.zeros((len(mu), 2), dtype=bool)
+                active[:, 1] = mu > 0
+                info = {"mu": w[:, 1:].copy(), "feasible": np.ones(len(mu), dtype=bool), "active": active}
+                return Step(weights=w, state=state, info=info)
+        res = solve_qp(gram, tau=beta)
         info = {"mu": res.mu, "feasible": np.asarray(res.feasible), "active": res.active_mask}
         return Step(weights=res.weights, state=state, info=info)
-
-    def _weights_k2_scalar(self, gram: np.ndarray, state: Any) -> Step:
-        """The K = 2 closed form of :func:`pcd.qp._solve_k2` in Python floats (same operations, same
-        bits) for a handful of problems ``[B, 2, 2]``."""
-        beta = self.hparams["beta"]
-        tau = beta if isinstance(beta, float) else float(check_tau(beta, 2)[0])
-        mus = k2_mu_rescaled_scalars(gram.tolist(), tau)
-        B = len(mus)
-        w = np.ones((B, 2))
-        w[:, 1] = mus
-        mu = w[:, 1:].copy()
-        active = np.zeros((B, 2), dtype=bool)
-        active[:, 1] = mu[:, 0] > 0
-        info = {"mu": mu, "feasible": np.ones(B, dtype=bool), "active": active}
-        return Step(weights=w, state=state, info=info)
-

@@ -38,11 +38,8 @@ class DWAState(NamedTuple):
     epochs: int
 
 
-@register
+@register("dwa", "DWA", "loss weighting")
 class DWA(Method):
-    name = "dwa"
-    family = "loss weighting"
-    display_name = "DWA"
     claims = frozenset({"linear_under_scaling", "weighted"})  # at a fresh state: weights 1, any G
     description = "Weights each loss by how slowly it fell over the last two epochs (softmax of loss ratios)."
     paper = "Liu et al., End-to-End Multi-Task Learning with Attention, CVPR 2019 (arXiv 1803.10704)"

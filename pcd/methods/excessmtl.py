@@ -26,6 +26,7 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
+from pcd.methods._solvers import softmax
 from pcd.methods.base import Method, Param, Step, check_jacobian, register
 
 
@@ -40,16 +41,8 @@ class ExcessMTLState(NamedTuple):
     steps: int
 
 
-def _softmax(x: np.ndarray) -> np.ndarray:
-    e = np.exp(x - x.max(axis=-1, keepdims=True))
-    return e / e.sum(axis=-1, keepdims=True)
-
-
-@register
+@register("excessmtl", "ExcessMTL", "gradient aggregation")
 class ExcessMTL(Method):
-    name = "excessmtl"
-    display_name = "ExcessMTL"
-    family = "gradient aggregation"
     claims = frozenset({"weighted"})
     description = "Shifts weight to the tasks with the largest estimated excess risk (distance to their optimum)."
     paper = ("He, Yang, Zhou, Liu & Zhao, Robust Multi-Task Learning with Excess Risks, ICML 2024 "
@@ -71,10 +64,7 @@ class ExcessMTL(Method):
                rng: Any = None) -> Step:
         B, K = gram.shape[0], gram.shape[-1]
         J = check_jacobian(jacobian, B, K, "excessmtl")
-        if state is None:
-            state = self.init(B, K)
-        if state.weights.shape != (B, K):
-            raise ValueError(f"excessmtl: state is for shape {list(state.weights.shape)}, got a batch of [{B}, {K}]")
+        state = self.state_for(state, B, K)
         S = state.sq_grad_sum
         if S is not None and S.shape != J.shape:
             raise ValueError(f"excessmtl: state holds squared gradients of shape {list(S.shape)}, "
@@ -98,6 +88,6 @@ class ExcessMTL(Method):
         else:
             e = e / (initial + 1e-7)
         with np.errstate(divide="ignore"):
-            w = _softmax(np.log(state.weights) + e * self.hparams["robust_step_size"])
+            w = softmax(np.log(state.weights) + e * self.hparams["robust_step_size"])
         new = ExcessMTLState(weights=w, sq_grad_sum=S, initial=initial, warmup_sum=state.warmup_sum, steps=steps)
         return Step(weights=w.copy(), state=new, info={"excess_risk": e})

@@ -194,11 +194,8 @@ def fairgrad_weights(G: np.ndarray, alpha: float, max_iter: int = 100) -> np.nda
     return x * np.exp2(-e * alpha / (1.0 + alpha))[:, None]
 
 
-@register
+@register("fairgrad", "FairGrad", "gradient aggregation")
 class FairGrad(Method):
-    name = "fairgrad"
-    display_name = "FairGrad"
-    family = "gradient aggregation"
     claims = frozenset({"non_conflicting", "weighted"})
     description = "Shares the improvement among the tasks by alpha-fairness: G x = x^(-1/alpha)."
     paper = "Ban & Ji, Fair Resource Allocation in Multi-Task Learning, ICML 2024 (arXiv 2402.15638), eq. 4"

@@ -25,11 +25,8 @@ import numpy as np
 from pcd.methods.base import Method, Step, check_losses, register
 
 
-@register
+@register("gls", "GLS", "loss weighting")
 class GLS(Method):
-    name = "gls"
-    family = "loss weighting"
-    display_name = "GLS"
     claims = frozenset({"weighted"})
     description = "Minimizes the geometric mean of the losses: each gradient divided by its loss, times the mean."
     paper = ("Chennupati et al., MultiNet++: Multi-Stream Feature Aggregation and Geometric Loss Strategy for "

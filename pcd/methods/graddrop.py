@@ -37,11 +37,8 @@ def graddrop_direction(J: np.ndarray, U: np.ndarray, leak: np.ndarray) -> np.nda
     return np.einsum("bkn,bkn->bn", coef, J)
 
 
-@register
+@register("graddrop", "GradDrop", "gradient aggregation")
 class GradDrop(DirectionMethod):
-    name = "graddrop"
-    family = "gradient aggregation"
-    display_name = "GradDrop"
     claims = frozenset()
     description = "Per coordinate, randomly keeps only the gradients whose sign wins a purity-weighted draw."
     paper = "Chen et al., Just Pick a Sign: Gradient Sign Dropout, NeurIPS 2020 (arXiv 2010.06808)"

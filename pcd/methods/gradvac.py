@@ -81,11 +81,8 @@ def visiting_order(B: int, K: int, rng: np.random.Generator | None) -> np.ndarra
     return base + (base >= np.arange(K)[None, :, None])  # index among the others -> objective
 
 
-@register
+@register("gradvac", "GradVac", "gradient aggregation")
 class GradVac(Method):
-    name = "gradvac"
-    display_name = "GradVac"
-    family = "gradient aggregation"
     claims = frozenset({"weighted"})
     description = "Moves each gradient towards an adaptive target cosine with the others (EMA), then sums."
     paper = ("Wang, Tsvetkov, Firat & Cao, Gradient Vaccine, ICLR 2021 (arXiv 2010.05874), eq. 2 and "

@@ -20,11 +20,8 @@ from pcd._fast import small_batch
 from pcd.methods.base import Method, Step, register
 
 
-@register
+@register("imtlg", "IMTL-G", "gradient aggregation")
 class IMTLG(Method):
-    name = "imtlg"
-    family = "gradient aggregation"
-    display_name = "IMTL-G"
     claims = frozenset({"weighted"})
     description = "Weights that give the update equal projections onto every normalized gradient."
     paper = "Liu et al., Towards Impartial Multi-task Learning, ICLR 2021"

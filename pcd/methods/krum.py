@@ -50,11 +50,8 @@ def krum_weights(G: np.ndarray, n_byzantine: int, n_selected: int) -> np.ndarray
     return (below + tied * share) / m
 
 
-@register
+@register("krum", "Krum", "gradient aggregation")
 class Krum(Method):
-    name = "krum"
-    display_name = "Krum"
-    family = "gradient aggregation"
     claims = frozenset({"weighted"})
     description = "Keeps the gradient(s) closest to their neighbours, robust to a few adversarial ones."
     paper = ("Blanchard, El Mhamdi, Guerraoui & Stainer, Machine Learning with Adversaries: Byzantine "

@@ -19,8 +19,9 @@ from typing import Any
 
 import numpy as np
 
-from pcd.methods._solvers import simplex_min_norm
-from pcd.methods.base import Method, Param, Step, register
+from pcd._kernels import k2_step
+from pcd.methods._solvers import min_norm_k2_rows, simplex_min_norm
+from pcd.methods.base import Kernel, Method, Param, Step, register
 
 
 def frank_wolfe(G: np.ndarray, epsilon: float = 1e-3, max_iters: int = 100) -> np.ndarray:
@@ -47,12 +48,10 @@ def frank_wolfe(G: np.ndarray, epsilon: float = 1e-3, max_iters: int = 100) -> n
     return alpha
 
 
-@register
+@register("mgda", "MGDA", "gradient aggregation")
 class MGDA(Method):
-    name = "mgda"
-    family = "gradient aggregation"
-    display_name = "MGDA"
     claims = frozenset({"non_conflicting", "weighted"})
+    zero_where_primary_vanishes = True  # the min-norm point of {0, g_2, ...} is 0
     description = "Min-norm point of the convex hull of the gradients: a common descent direction."
     paper = "Desideri 2012 (C. R. Math.); Sener & Koltun, NeurIPS 2018"
     params = (
@@ -69,3 +68,7 @@ class MGDA(Method):
         else:
             w = frank_wolfe(gram, self.hparams["epsilon"], self.hparams["max_iters"])
         return Step(weights=w, state=state)
+
+    def kernel(self) -> Kernel | None:
+        """The exact solver's K = 2 closed form, compiled (:func:`pcd.methods._solvers.min_norm_k2`)."""
+        return Kernel(k2_step(min_norm_k2_rows)) if self.hparams["solver"] == "exact" else None

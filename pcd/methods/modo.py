@@ -44,11 +44,8 @@ def project_onto_simplex(y: np.ndarray) -> np.ndarray:
     return np.maximum(y - t[:, None], 0.0)
 
 
-@register
+@register("modo", "MoDo", "gradient aggregation")
 class MoDo(Method):
-    name = "modo"
-    display_name = "MoDo"
-    family = "gradient aggregation"
     claims = frozenset({"weighted"})
     description = "One projected-gradient step per call on MGDA's weights, from two independent gradient draws."
     paper = ("Chen, Fernando, Ying & Chen, Three-Way Trade-Off in Multi-Objective Learning, JMLR 25 (2024), "
@@ -65,11 +62,7 @@ class MoDo(Method):
     def update(self, gram: np.ndarray, state: Any = None, *, losses: Any = None, jacobian: Any = None,
                rng: Any = None) -> Step:
         B, K = gram.shape[0], gram.shape[-1]
-        if state is None:
-            state = self.init(B, K)
-        lam = state.lam
-        if lam.shape != (B, K):
-            raise ValueError(f"modo: state is for shape {list(lam.shape)}, got a batch of [{B}, {K}]")
+        lam = self.state_for(state, B, K).lam
         grad = np.einsum("bij,bj->bi", gram, lam) + self.hparams["rho"] * lam
         lam = project_onto_simplex(lam - self.hparams["gamma"] * grad)
         return Step(weights=lam, state=MoDoState(lam=lam.copy()))

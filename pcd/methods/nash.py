@@ -111,12 +111,9 @@ _COMMON = (
 )
 
 
-@register
+@register("nashmtl", "Nash-MTL", "gradient aggregation")
 class NashMTL(Method):
-    name = "nashmtl"
-    family = "gradient aggregation"
     gram_scaling = -0.5  # G a = 1 / a: a(c G) = a(G) / sqrt(c)
-    display_name = "Nash-MTL"
     claims = frozenset({"non_conflicting", "weighted"})
     description = "Nash bargaining between objectives: G alpha = 1/alpha, every objective improves."
     paper = "Navon et al., Multi-Task Learning as a Bargaining Game, ICML 2022 (arXiv 2202.01017)"
@@ -136,12 +133,9 @@ class NashMTL(Method):
         return _bargain(gram, p, state, self.hparams["max_norm"], self.hparams["update_weights_every"])
 
 
-@register
+@register("auxinash", "AuxiNash", "hierarchical")
 class AuxiNash(Method):
-    name = "auxinash"
-    family = "hierarchical"
     gram_scaling = -0.5
-    display_name = "AuxiNash"
     claims = frozenset({"non_conflicting", "weighted", "hierarchical"})
     description = "Asymmetric Nash bargaining: the primary holds the larger bargaining power."
     paper = "Shamsian et al., Auxiliary Learning as an Asymmetric Bargaining Game, ICML 2023 (arXiv 2301.13501)"

@@ -11,16 +11,16 @@ returned weights are already in raw-gradient space and rescaled to ``||g_1||``, 
 """
 from __future__ import annotations
 
-import math
 from typing import Any, NamedTuple
 
 import numpy as np
 
 from pcd._fast import small_batch
-from pcd.direction import _pcd_weights_k2_scalar, pcd_weights
-from pcd.methods.base import Method, Param, Step, register
-from pcd.normalize import ema_step
-from pcd.qp import check_tau
+from pcd._kernels import AVAILABLE, formula, jit
+from pcd.direction import pcd_weights, rescale_k2
+from pcd.methods.base import Kernel, Method, Param, Step, register
+from pcd.normalize import ema_scale, ema_step
+from pcd.qp import check_tau, k2_mu
 
 
 class PCDState(NamedTuple):
@@ -30,12 +30,10 @@ class PCDState(NamedTuple):
     t: int
 
 
-@register
+@register("pcd", "PCD", "hierarchical")
 class PCDMethod(Method):
-    name = "pcd"
-    family = "hierarchical"
-    display_name = "PCD"
     halts_where_primary_vanishes = True  # d = d~ ||g_1|| / ||d~|| is zero wherever g_1 = 0
+    moves_at_cancellation = True  # it keeps a tau share of the secondary's progress
     claims = frozenset({"linear_under_scaling", "weighted", "primary_anchored", "per_secondary_progress",
                         "hierarchical"})
     description = ("Follows the primary gradient and bends it just enough that every secondary "
@@ -61,13 +59,11 @@ class PCDMethod(Method):
     def update(self, gram: np.ndarray, state: PCDState | None = None, *, losses: Any = None,
                jacobian: Any = None, rng: Any = None) -> Step:
         B, K = gram.shape[0], gram.shape[-1]
-        if state is None:
-            state = self.init(B, K)
-        elif state.v.shape != (B, K):
-            raise ValueError(f"pcd: state is for shape {state.v.shape}, got a batch of [{B}, {K}]")
+        state = self.state_for(state, B, K)
         beta, eps = self.hparams["beta"], self.hparams["eps"]
-        if K == 2 and small_batch(B):
-            return self._update_k2_small(gram, state, beta, eps)
+        if K == 2 and AVAILABLE and small_batch(B):
+            return self._update_k2_compiled(gram, state, np.array([beta, 1.0 - beta ** (state.t + 1), eps,
+                                                                   float(self._tau(2)[0])]))
         # The Gram matrix was validated by the caller (finite, [B, K, K]); the diagonal of a Gram
         # matrix is >= 0, so the normalizer need not check again on this hot path.
         v, t, scales = ema_step(state.v, state.t, np.diagonal(gram, axis1=-2, axis2=-1), beta, eps)
@@ -76,23 +72,54 @@ class PCDMethod(Method):
                 "scales": scales}
         return Step(weights=out.weights, state=PCDState(v, t), info=info)
 
-    def _update_k2_small(self, gram: np.ndarray, state: PCDState, beta: float, eps: float) -> Step:
-        """The toy engine's hot path (K = 2, a few start points): the EMA update and the closed
-        form in Python floats -- the same operations in the same order as
-        :func:`pcd.normalize.ema_step` and :func:`pcd.direction.pcd_weights` (K = 2), so the result is
-        bit-identical (tested) at a fraction of the tiny-array NumPy overhead."""
-        t = state.t + 1
-        bc = 1.0 - beta ** t
-        one_m = 1.0 - beta
-        gl = gram.tolist()
-        v_new, s_new = [], []
-        for ((g00, _), (_, g11)), (v0, v1) in zip(gl, state.v.tolist()):
-            v0 = beta * v0 + one_m * g00
-            v1 = beta * v1 + one_m * g11
-            d0, d1 = v0 / bc + eps, v1 / bc + eps
-            v_new.append((v0, v1))
-            s_new.append((1.0 / math.sqrt(d0) if d0 > 0 else 0.0, 1.0 / math.sqrt(d1) if d1 > 0 else 0.0))
-        scales = np.array(s_new)
-        out = _pcd_weights_k2_scalar(gram, scales, float(self._tau(2)[0]), lists=(gl, s_new))
-        info = {"mu": out.qp.mu, "feasible": out.qp.feasible, "active": out.qp.active_mask, "scales": scales}
-        return Step(weights=out.weights, state=PCDState(np.array(v_new), t), info=info)
+    def _update_k2_compiled(self, gram: np.ndarray, state: PCDState, p: np.ndarray) -> Step:
+        """A few K = 2 problems: :func:`pcd_k2` compiled, row by row (bit-identical to the NumPy
+        path at ordinary scales: it skips :func:`pcd.qp._solve_k2`'s power-of-two rescaling, which
+        changes nothing there)."""
+        B = gram.shape[0]
+        v = state.v.copy()
+        W, S = np.empty((B, 2)), np.empty((B, 3))  # S: mu and the two scales
+        _pcd_k2_rows(gram[:, 0, 0], gram[:, 0, 1], gram[:, 1, 1], p, W.T, v.T, S.T)
+        mu = S[:, :1].copy()
+        active = np.zeros((B, 2), dtype=bool)
+        active[:, 1] = mu[:, 0] > 0
+        info = {"mu": mu, "feasible": np.ones(B, dtype=bool), "active": active, "scales": S[:, 1:].copy()}
+        return Step(weights=W, state=PCDState(v, state.t + 1), info=info)
+
+    def kernel(self) -> Kernel:
+        """The K = 2 step, compiled (:func:`pcd_k2`); state rows: the EMA ``v``, then ``mu`` and the
+        two scales of the last step (``mu`` is recorded)."""
+        beta, eps, tau = self.hparams["beta"], self.hparams["eps"], float(self._tau(2)[0])
+
+        def step(t: int, L: np.ndarray, G: np.ndarray, W: np.ndarray, S: np.ndarray) -> None:
+            p = np.array([beta, 1.0 - beta ** (t + 1), eps, tau])
+            _pcd_k2_rows(G[0], G[1], G[2], p, W, S[:2], S[2:])
+        return Kernel(step, state=5, mu_row=2)
+
+
+@formula
+def pcd_k2(g00: Any, g01: Any, g11: Any, v0: Any, v1: Any, p: Any) -> Any:
+    """PCD's whole K = 2 step, written once (the NumPy path runs the same pieces on arrays), for
+    ``p = (beta, 1 - beta^t, eps, tau)``: the EMA of the squared norms and the scales
+    (:func:`pcd.normalize.ema_scale`), the normalized Gram entries ``(G_ij s_i) s_j``, the closed
+    form :func:`pcd.qp.k2_mu` and the rescaling to ``||g_1||`` (:func:`pcd.direction.rescale_k2`).
+    Returns ``(w0, w1, mu, v0, v1, s1, s2)``."""
+    beta, bc, eps, tau = p[0], p[1], p[2], p[3]
+    v0 = beta * v0 + (1.0 - beta) * g00
+    v1 = beta * v1 + (1.0 - beta) * g11
+    s1, s2 = ema_scale(v0, bc, eps), ema_scale(v1, bc, eps)
+    a, c, e = g00 * s1 * s1, g01 * s1 * s2, g11 * s2 * s2
+    mu = k2_mu(a, c, e, tau, np.maximum(a, e))
+    f = rescale_k2(a, c, e, mu, g00)
+    return s1 * f, mu * s2 * f, mu, v0, v1, s1, s2
+
+
+_pcd_k2_c = jit(pcd_k2, inline=True)  # the formula, compiled into the row loop below
+
+
+@jit
+def _pcd_k2_rows(a: Any, b: Any, c: Any, p: Any, W: Any, V: Any, S: Any) -> Any:
+    """:func:`pcd_k2` for every row: ``W [2, B]`` weights; ``V [2, B]`` the EMA (in place);
+    ``S [3, B]`` mu and the two scales."""
+    for i in range(a.shape[0]):
+        W[0, i], W[1, i], S[0, i], V[0, i], V[1, i], S[1, i], S[2, i] = _pcd_k2_c(a[i], b[i], c[i], V[0, i], V[1, i], p)

@@ -17,23 +17,15 @@ from typing import Any
 
 import numpy as np
 
-from pcd._fast import small_batch
-from pcd.methods.base import Method, Param, Step, register
+from pcd._kernels import NO_PARAMS, formula, jit, k2_batch, k2_step, where
+from pcd.methods.base import Kernel, Method, Param, Step, register
 
 
 def pcgrad_weights(G: np.ndarray, perms: np.ndarray) -> np.ndarray:
     """``G [B, K, K]``, ``perms [B, K, K]`` (a permutation of 0..K-1 per problem and objective)."""
     B, K = G.shape[0], G.shape[-1]
-    if K == 2 and small_batch(B):  # a few problems: scalar math beats tiny-array NumPy (same bits)
-        return _pcgrad_k2_scalar(G)
     if K == 2:  # closed form: each gradient loses its component along the other when they conflict
-        a, b, c = G[:, 0, 0], G[:, 0, 1], G[:, 1, 1]
-        # b < 0 implies a, c > 0 in exact arithmetic; guard against underflowed squared norms
-        n1, n2 = (b < 0.0) & (c > 0.0), (b < 0.0) & (a > 0.0)
-        w = np.ones((B, 2))
-        w[:, 1] += np.where(n1, -b / np.where(n1, c, 1.0), 0.0)
-        w[:, 0] += np.where(n2, -b / np.where(n2, a, 1.0), 0.0)
-        return w
+        return k2_batch(G, pcgrad_k2, _pcgrad_k2_rows, NO_PARAMS)
     rows = np.arange(B)
     diag = np.diagonal(G, axis1=1, axis2=2)
     total = np.zeros((B, K))
@@ -51,21 +43,28 @@ def pcgrad_weights(G: np.ndarray, perms: np.ndarray) -> np.ndarray:
     return total
 
 
-def _pcgrad_k2_scalar(G: np.ndarray) -> np.ndarray:
-    """The K = 2 closed form of :func:`pcgrad_weights` in Python floats (the same operations)."""
-    rows = []
-    for (a, b), (_, c) in G.tolist():
-        conflict = b < 0.0
-        rows.append((1.0 + (-b / a if conflict and a > 0.0 else 0.0),
-                     1.0 + (-b / c if conflict and c > 0.0 else 0.0)))
-    return np.array(rows)
+@formula
+def pcgrad_k2(a: Any, b: Any, c: Any, p: Any) -> Any:
+    """PCGrad's K = 2 closed form, written once (NumPy arrays, or one row compiled): for
+    ``a = ||g_1||^2, b = g_1.g_2, c = ||g_2||^2`` each gradient loses its component along the other
+    when they conflict (``b < 0``), ``w = (1 - b / a, 1 - b / c)``, else ``(1, 1)``; the order does
+    not matter. ``b < 0`` implies ``a, c > 0`` in exact arithmetic; guarded against underflowed
+    squared norms. ``p``: no parameters."""
+    n1, n2 = (b < 0.0) & (c > 0.0), (b < 0.0) & (a > 0.0)
+    return 1.0 + where(n2, -b / where(n2, a, 1.0), 0.0), 1.0 + where(n1, -b / where(n1, c, 1.0), 0.0)
 
 
-@register
+_pcgrad_k2_c = jit(pcgrad_k2, inline=True)  # the formula, compiled into the row loop below
+
+
+@jit
+def _pcgrad_k2_rows(a: Any, b: Any, c: Any, p: Any, W: Any) -> Any:
+    for i in range(a.shape[0]):
+        W[0, i], W[1, i] = _pcgrad_k2_c(a[i], b[i], c[i], p)
+
+
+@register("pcgrad", "PCGrad", "gradient aggregation")
 class PCGrad(Method):
-    name = "pcgrad"
-    family = "gradient aggregation"
-    display_name = "PCGrad"
     claims = frozenset({"linear_under_scaling", "weighted"})
     description = "Projects each gradient off the others it conflicts with, in random order, then sums."
     paper = "Yu et al., Gradient Surgery for Multi-Task Learning, NeurIPS 2020 (arXiv 2001.06782)"
@@ -76,11 +75,15 @@ class PCGrad(Method):
     def update(self, gram: np.ndarray, state: Any = None, *, losses: Any = None, jacobian: Any = None,
                rng: Any = None) -> Step:
         B, K = gram.shape[0], gram.shape[-1]
-        if K == 2 and small_batch(B) and gram.ndim == 3:  # the order does not matter for K = 2
-            return Step(weights=_pcgrad_k2_scalar(gram), state=state)
-        if self.hparams["order"] == "fixed" or K <= 2:
+        if K == 2:  # the order does not matter: the closed form, no permutations to draw or build
+            return Step(weights=k2_batch(gram, pcgrad_k2, _pcgrad_k2_rows, NO_PARAMS), state=state)
+        if self.hparams["order"] == "fixed" or K == 1:
             perms = np.broadcast_to(np.arange(K), (B, K, K))
         else:
             rng = rng if rng is not None else np.random.default_rng()
             perms = rng.permuted(np.broadcast_to(np.arange(K), (B, K, K)), axis=-1)
         return Step(weights=pcgrad_weights(gram, perms), state=state)
+
+    def kernel(self) -> Kernel:
+        """The K = 2 closed form, compiled (:func:`pcgrad_k2`; the order does not matter for K = 2)."""
+        return Kernel(k2_step(_pcgrad_k2_rows))

@@ -19,11 +19,8 @@ def softmax(z: np.ndarray) -> np.ndarray:
     return e / e.sum(axis=-1, keepdims=True)
 
 
-@register
+@register("rgw", "RGW", "gradient aggregation")
 class RGW(Method):
-    name = "rgw"
-    family = "gradient aggregation"
-    display_name = "RGW"
     claims = frozenset({"linear_under_scaling", "weighted"})
     description = "Random positive weights (softmax of Gaussian draws) at every step."
     paper = "Lin et al., Reasonable Effectiveness of Random Weighting, TMLR 2022 (arXiv 2111.10603)"

@@ -46,11 +46,8 @@ def preference(value: Any, K: int, who: str) -> np.ndarray:
     return arr
 
 
-@register
+@register("sdmgrad", "SDMGrad", "gradient aggregation")
 class SDMGrad(Method):
-    name = "sdmgrad"
-    display_name = "SDMGrad"
-    family = "gradient aggregation"
     claims = frozenset({"weighted"})
     description = "MGDA's weights found by a few stochastic steps, pulled towards a preferred direction (the mean)."
     paper = ("Xiao, Ban & Ji, Direction-oriented Multi-objective Learning, NeurIPS 2023 (arXiv 2305.18409), "
@@ -71,11 +68,7 @@ class SDMGrad(Method):
     def update(self, gram: np.ndarray, state: Any = None, *, losses: Any = None, jacobian: Any = None,
                rng: Any = None) -> Step:
         B, K = gram.shape[0], gram.shape[-1]
-        if state is None:
-            state = self.init(B, K)
-        w = state.w
-        if w.shape != (B, K):
-            raise ValueError(f"sdmgrad: state is for shape {list(w.shape)}, got a batch of [{B}, {K}]")
+        w = self.state_for(state, B, K).w
         wt = preference(self.hparams["pref_vector"], K, self.name)
         lam, lr, mom = self.hparams["lambda_"], self.hparams["lr"], self.hparams["momentum"]
         scale = np.sqrt(np.maximum(np.diagonal(gram, axis1=1, axis2=2), 0.0)).mean(axis=-1)

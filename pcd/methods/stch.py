@@ -31,11 +31,8 @@ from pcd.methods.rgw import softmax
 from pcd.methods.ws import user_weights
 
 
-@register
+@register("stch", "STCH", "loss weighting")
 class STCH(Method):
-    name = "stch"
-    family = "loss weighting"
-    display_name = "STCH"
     claims = frozenset({"weighted"})
     description = "Minimizes a smooth maximum (log-sum-exp) of the weighted losses: the worst one gets the weight."
     paper = "Lin et al., Smooth Tchebycheff Scalarization for Multi-Objective Optimization, ICML 2024 (arXiv 2402.19078)"

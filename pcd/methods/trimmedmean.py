@@ -36,11 +36,8 @@ def trimmed_mean(J: np.ndarray, trim: int) -> np.ndarray:
     return np.sort(J, axis=1)[:, b:K - b].mean(axis=1)
 
 
-@register
+@register("trimmedmean", "Trimmed mean", "gradient aggregation")
 class TrimmedMean(DirectionMethod):
-    name = "trimmedmean"
-    display_name = "Trimmed mean"
-    family = "gradient aggregation"
     claims = frozenset()
     description = "Per coordinate, drops the most extreme values of the gradients and averages the rest."
     paper = ("Yin, Chen, Ramchandran & Bartlett, Byzantine-Robust Distributed Learning: Towards Optimal "

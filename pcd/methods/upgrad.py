@@ -20,24 +20,18 @@ from typing import Any
 
 import numpy as np
 
-from pcd.methods._solvers import Support, project_dual_cone, ridge2, support_of
-from pcd.methods.base import Method, Param, Step, register
+from pcd.methods._solvers import Support, WarmStarted, project_dual_cone, ridge2, support_of
+from pcd.methods.base import Param, Step, register
 
 _REG = Param("reg_eps", 0.0, 0.0, 1e-2, help="Tikhonov term added to G / trace(G) (TorchJD's default: 1e-4)")
 
 
-@register
-class UPGrad(Method):
-    name = "upgrad"
-    family = "gradient aggregation"
-    display_name = "UPGrad"
+@register("upgrad", "UPGrad", "gradient aggregation")
+class UPGrad(WarmStarted):
     claims = frozenset({"non_conflicting", "linear_under_scaling", "weighted"})
     description = "Projects each gradient onto the cone of non-conflicting directions and averages."
     paper = "Quinton & Rey, Jacobian Descent for Multi-Objective Optimization, arXiv 2406.16232"
     params = (_REG,)
-
-    def init(self, batch: int, K: int) -> Support:
-        return Support()
 
     def update(self, gram: np.ndarray, state: Any = None, *, losses: Any = None, jacobian: Any = None,
                rng: Any = None) -> Step:
@@ -54,18 +48,12 @@ class UPGrad(Method):
         return Step(weights=V.sum(axis=1), state=Support(V > U if K > 5 else None))
 
 
-@register
-class DualProj(Method):
-    name = "dualproj"
-    family = "gradient aggregation"
-    display_name = "DualProj"
+@register("dualproj", "DualProj", "gradient aggregation")
+class DualProj(WarmStarted):
     claims = frozenset({"non_conflicting", "weighted"})
     description = "Projects the mean gradient onto the cone of non-conflicting directions."
     paper = "Lopez-Paz & Ranzato, GEM, NeurIPS 2017 (eq. 11); as DualProj in arXiv 2406.16232"
     params = (_REG,)
-
-    def init(self, batch: int, K: int) -> Support:
-        return Support()
 
     def update(self, gram: np.ndarray, state: Any = None, *, losses: Any = None, jacobian: Any = None,
                rng: Any = None) -> Step:

@@ -37,11 +37,8 @@ class UWState(NamedTuple):
     log_var: np.ndarray
 
 
-@register
+@register("uw", "UW", "loss weighting")
 class UW(Method):
-    name = "uw"
-    family = "loss weighting"
-    display_name = "UW"
     claims = frozenset({"linear_under_scaling", "weighted"})  # at a fresh state: weights 1/2, any G
     description = "Learns one log-variance per loss and weights each loss by 1/(2 sigma^2): losses on their own scale."
     paper = "Kendall et al., Multi-Task Learning Using Uncertainty to Weigh Losses, CVPR 2018 (arXiv 1705.07115)"

@@ -12,7 +12,7 @@ from typing import Any
 
 import numpy as np
 
-from pcd.methods.base import Method, Param, Step, register
+from pcd.methods.base import Kernel, Method, Param, Step, register
 
 
 def user_weights(w: Any, K: int, who: str) -> np.ndarray:
@@ -32,11 +32,8 @@ def user_weights(w: Any, K: int, who: str) -> np.ndarray:
     return out
 
 
-@register
+@register("ws", "Weighted sum", "loss weighting")
 class WeightedSum(Method):
-    name = "ws"
-    family = "loss weighting"
-    display_name = "Weighted sum"
     claims = frozenset({"linear_under_scaling", "weighted"})
     description = "Adds the gradients with fixed weights (Mean by default): the classic scalarization."
     paper = "Linear scalarization; Mean/Sum weightings of Jacobian Descent, arXiv 2406.16232"
@@ -64,3 +61,12 @@ class WeightedSum(Method):
         B, K = gram.shape[0], gram.shape[-1]
         w = self._weights_for(K)
         return Step(weights=np.repeat(w[None].astype(gram.dtype), B, axis=0))
+
+    def kernel(self) -> Kernel:
+        """Fixed weights: the step only writes them (a ``ValueError`` here, e.g. weights that sum to
+        0, sends the run to the NumPy loop, which reports it)."""
+        w0, w1 = (float(v) for v in self._weights_for(2))
+
+        def step(t: int, L: np.ndarray, G: np.ndarray, W: np.ndarray, S: np.ndarray) -> None:
+            W[0], W[1] = w0, w1
+        return Kernel(step)

@@ -17,9 +17,7 @@ from tests.methods._samplers import KINDS, gram, jacobian
 @pytest.mark.parametrize("kind", KINDS + ("zero",))
 @pytest.mark.parametrize("K", [2, 3, 5])
 @pytest.mark.parametrize("mode", ["min", "median", "rmse"])
-def test_oracle_torchjd(kind, K, mode):
-    torch = pytest.importorskip("torch")
-    agg = pytest.importorskip("torchjd.aggregation")
+def test_oracle_torchjd(kind, K, mode, torch, agg):
     J = np.zeros((2, K, 4)) if kind == "zero" else jacobian(kind, 5, K, seed=K)
     G = gram(J)
     w = methods.make("alignedmtl", scale_mode=mode)(G).weights

@@ -12,7 +12,7 @@ import pytest
 
 import pcd.methods as methods
 from pcd.methods._solvers import ridge
-from pcd.methods.cagrad import _cagrad_k2, _solve_enum, cagrad_weights
+from pcd.methods.cagrad import _solve_enum, cagrad_k2, cagrad_weights
 from tests.methods._samplers import KINDS, gram, jacobian
 
 
@@ -31,9 +31,7 @@ def _objective(w, Gn, b, phi):
 @pytest.mark.parametrize("kind", KINDS)
 @pytest.mark.parametrize("K", [2, 3, 4, 7])
 @pytest.mark.parametrize("c", [0.0, 0.5, 2.0])
-def test_oracle_torchjd(kind, K, c):
-    torch = pytest.importorskip("torch")
-    agg = pytest.importorskip("torchjd.aggregation")
+def test_oracle_torchjd(kind, K, c, torch, agg):
     pytest.importorskip("cvxpy")  # torchjd[cagrad]
     pytest.importorskip("clarabel")
     G = gram(jacobian(kind, 4, K, seed=K))
@@ -73,7 +71,8 @@ def test_k2_closed_form_equals_enumeration():
         gw = np.sqrt(np.maximum(np.einsum("bi,bij,bj->b", w, Gn, w), 0.0))
         big = gw >= 1e-4  # below norm_eps the method's weights are 0, as in TorchJD
         expected = np.where(big[:, None], 0.5 + (phi / np.where(big, gw, 1.0))[:, None] * w, 0.0)
-        np.testing.assert_allclose(_cagrad_k2(G, c, 1e-4), expected, atol=1e-7)
+        np.testing.assert_allclose(np.stack(cagrad_k2(G[:, 0, 0], G[:, 0, 1], G[:, 1, 1], (c, 1e-4)), -1), expected,
+                                   atol=1e-7)
 
 
 def test_mean_when_c_zero_and_conflict_aversion():

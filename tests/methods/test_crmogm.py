@@ -29,9 +29,7 @@ def _torchjd_inner(name):
 @pytest.mark.parametrize("inner,kinds,tol", [("imtlg", KINDS, 1e-9),
                                              ("upgrad", ("random", "rank_def", "cancel"), 1e-6)])
 @pytest.mark.parametrize("K", [2, 3, 5])
-def test_oracle_torchjd_over_several_calls(inner, kinds, tol, K):
-    torch = pytest.importorskip("torch")
-    agg = pytest.importorskip("torchjd.aggregation")
+def test_oracle_torchjd_over_several_calls(inner, kinds, tol, K, torch, agg):
     B, steps, alpha = 3, 6, 0.7
     for kind in kinds:
         m = methods.make("crmogm", weighting=inner, alpha=alpha)

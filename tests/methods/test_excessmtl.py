@@ -16,9 +16,7 @@ from tests.methods._samplers import KINDS, gram, jacobian
 @pytest.mark.parametrize("kind", KINDS)
 @pytest.mark.parametrize("K", [2, 3, 5])
 @pytest.mark.parametrize("warmup", [0, 3])
-def test_oracle_torchjd_over_several_calls(kind, K, warmup):
-    torch = pytest.importorskip("torch")
-    agg = pytest.importorskip("torchjd.aggregation")
+def test_oracle_torchjd_over_several_calls(kind, K, warmup, torch, agg):
     B, steps, step_size = 3, 8, 0.7
     m = methods.make("excessmtl", robust_step_size=step_size, n_warmup_steps=warmup)
     state = m.init(B, K)

@@ -92,15 +92,6 @@ def test_pinned_orthogonal():
                                rtol=1e-14)
 
 
-def test_bad_hyper_parameters_refused():
-    with pytest.raises(ValueError, match="alpha"):
-        methods.make("fairgrad", alpha=-1.0)
-    with pytest.raises(ValueError, match="alpha"):
-        methods.make("fairgrad", alpha=50.0)
-    with pytest.raises(ValueError, match="unknown hyper-parameter"):
-        methods.make("fairgrad", max_iters=10)
-
-
 @pytest.mark.parametrize("kind", KINDS)
 def test_finite_on_every_sampler(kind):
     G = gram(jacobian(kind, 8, 4, seed=2))

@@ -12,9 +12,7 @@ from tests.methods._samplers import KINDS, gram, jacobian
 @pytest.mark.parametrize("kind", KINDS)
 @pytest.mark.parametrize("K", [2, 3, 5])
 @pytest.mark.parametrize("leak", [0.0, 0.3])
-def test_oracle_torchjd(kind, K, leak):
-    torch = pytest.importorskip("torch")
-    agg = pytest.importorskip("torchjd.aggregation")
+def test_oracle_torchjd(kind, K, leak, torch, agg):
     J = jacobian(kind, 1, K, n=9, seed=K)
     J[0, :, 4] = 0.0  # an all-zero column: P = 0/0 -> nothing kept there, in both
     out = methods.make("graddrop", leak=leak)(gram(J), jacobian=J, rng=np.random.default_rng(7))

@@ -19,9 +19,7 @@ from tests.methods._samplers import KINDS, gram, jacobian
 
 @pytest.mark.parametrize("kind", KINDS)
 @pytest.mark.parametrize("K", [2, 3, 5, 7])
-def test_oracle_torchjd_over_several_calls(kind, K):
-    torch = pytest.importorskip("torch")
-    agg = pytest.importorskip("torchjd.aggregation")
+def test_oracle_torchjd_over_several_calls(kind, K, torch, agg):
     B, steps, beta = 3, 6, 0.3
     m = methods.make("gradvac", beta=beta)
     state = m.init(B, K)

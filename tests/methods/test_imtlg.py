@@ -8,9 +8,7 @@ from tests.methods._samplers import KINDS, gram, jacobian
 
 @pytest.mark.parametrize("kind", KINDS)
 @pytest.mark.parametrize("K", [2, 3, 5])
-def test_oracle_torchjd(kind, K):
-    torch = pytest.importorskip("torch")
-    agg = pytest.importorskip("torchjd.aggregation")
+def test_oracle_torchjd(kind, K, torch, agg):
     G = gram(jacobian(kind, 5, K, seed=K))
     w = methods.make("imtlg")(G).weights
     ref = np.stack([agg.IMTLGWeighting()(torch.tensor(g)).numpy() for g in G])

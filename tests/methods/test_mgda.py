@@ -55,9 +55,7 @@ def test_exact_kkt(kind, K):
 
 @pytest.mark.parametrize("kind", KINDS)
 @pytest.mark.parametrize("K", [2, 3, 5])
-def test_oracle_torchjd_frank_wolfe(kind, K):
-    torch = pytest.importorskip("torch")
-    agg = pytest.importorskip("torchjd.aggregation")
+def test_oracle_torchjd_frank_wolfe(kind, K, torch, agg):
     J = jacobian(kind, 5, K, seed=10 + K)
     G = gram(J)
     w = methods.make("mgda", solver="frank-wolfe")(G).weights

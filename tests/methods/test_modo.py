@@ -16,9 +16,7 @@ from tests.methods._samplers import KINDS, jacobian
 @pytest.mark.parametrize("kind", KINDS)
 @pytest.mark.parametrize("K", [2, 3, 5, 8])
 @pytest.mark.parametrize("double", [False, True])
-def test_oracle_torchjd_over_several_calls(kind, K, double):
-    torch = pytest.importorskip("torch")
-    agg = pytest.importorskip("torchjd.aggregation")
+def test_oracle_torchjd_over_several_calls(kind, K, double, torch, agg):
     B, steps, gamma, rho = 3, 10, 0.05, 0.1
     m = methods.make("modo", gamma=gamma, rho=rho)
     state = m.init(B, K)

@@ -43,9 +43,7 @@ def test_k2_closed_form_equals_newton():
 
 @pytest.mark.parametrize("K", [2, 3, 5])
 @pytest.mark.parametrize("max_norm", [0.0, 1.0])
-def test_oracle_torchjd_nashmtl(K, max_norm):
-    torch = pytest.importorskip("torch")
-    agg = pytest.importorskip("torchjd.aggregation")
+def test_oracle_torchjd_nashmtl(K, max_norm, torch, agg):
     pytest.importorskip("cvxpy")
     pytest.importorskip("ecos")
     J = jacobian("random", 3, K, n=K + 5, seed=40 + K)

@@ -24,9 +24,7 @@ def gram_sequence(rng, kind, K, steps, n=6):
 
 @pytest.mark.parametrize("kind", KINDS)
 @pytest.mark.parametrize("K", [2, 3, 5])
-def test_matches_torchjd_pcdweighting(kind, K):
-    torch = pytest.importorskip("torch")
-    agg = pytest.importorskip("torchjd.aggregation")
+def test_matches_torchjd_pcdweighting(kind, K, torch, agg):
     rng = np.random.default_rng(K * 10 + KINDS.index(kind))
     grams = gram_sequence(rng, kind, K, steps=8)
     tau = 0.3

@@ -16,9 +16,7 @@ from tests.methods._samplers import KINDS, gram, jacobian
 
 @pytest.mark.parametrize("kind", KINDS)
 @pytest.mark.parametrize("K", [2, 3, 5])
-def test_oracle_fixed_order(kind, K):
-    torch = pytest.importorskip("torch")
-    agg = pytest.importorskip("torchjd.aggregation")
+def test_oracle_fixed_order(kind, K, torch, agg):
     G = gram(jacobian(kind, 6, K, seed=K))
     w = methods.make("pcgrad", order="fixed")(G).weights
     with mock.patch("torch.randperm", lambda n: torch.arange(n)):

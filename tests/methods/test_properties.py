@@ -139,41 +139,42 @@ def test_mgda_not_linear_under_scaling():
     assert not np.allclose(d(c1 + c2), d(c1) + d(c2))
 
 
-ZERO_AT_G1_ZERO = {"mgda", "cagrad", "pcd", "crmogm"}  # CR-MOGM wraps MGDA by default
-
-
 @pytest.mark.parametrize("name", DETERMINISTIC)
 @pytest.mark.parametrize("K", [2, 3])
 def test_zero_primary_gradient(name, K):
+    """``Method.zero_where_primary_vanishes`` is declared exactly when the update is 0 at g_1 = 0."""
     J = jacobian("random", 3, K, seed=5)
     J[:, 0] = 0.0
     _, d = run(name, J)
     norm = np.linalg.norm(d, axis=-1)
     scale = np.linalg.norm(J, axis=-1).max()
-    if name in ZERO_AT_G1_ZERO:
+    if methods.get(name).zero_where_primary_vanishes:
         assert np.all(norm <= 1e-9 * scale)
     else:
         assert np.all(norm > 1e-6 * scale)
 
 
-CANCEL_ZERO = {"ws", "mgda", "pcgrad", "cagrad", "famo", "upgrad", "dualproj", "imtlg", "alignedmtl",
-               "nashmtl", "auxinash", "uw", "dwa", "gls", "stch", "config", "fairgrad", "gradvac",
-               "excessmtl", "crmogm", "modo", "sdmgrad", "krum", "trimmedmean"}
-
-
 @pytest.mark.parametrize("name", DETERMINISTIC + ["pcgrad"])
 def test_exact_cancellation(name):
+    """``Method.moves_at_cancellation`` is declared exactly when the update survives g_1 = -g_2."""
     J = jacobian("cancel", 3, 2, seed=2)
     _, d = run(name, J, losses=np.ones((3, 2)))
     norm = np.linalg.norm(d, axis=-1)
     g = np.linalg.norm(J[:, 0], axis=-1)
-    if name in CANCEL_ZERO:
+    if not methods.get(name).moves_at_cancellation:
         assert np.all(norm <= 1e-6 * g), f"{name}: the symmetric update should vanish at g1 = -g2"
     else:
-        assert name in ("pcd", "dbgd")
         assert np.all(norm >= 1e-3 * g) and np.all(np.isfinite(d))
         # it moves against g_1 by a share of the secondary's progress: g_2 . d > 0
         assert np.all(np.einsum("bn,bn->b", J[:, 1], d) > 0)
+
+
+def test_the_declared_exceptions_are_the_papers():
+    """The two declarations above single out the methods the papers name (a new method inherits
+    the symmetric default and touches neither)."""
+    ALLM = [methods.get(n) for n in ALL]
+    assert sorted(c.name for c in ALLM if c.moves_at_cancellation) == ["dbgd", "pcd"]
+    assert sorted(c.name for c in ALLM if c.zero_where_primary_vanishes) == ["cagrad", "crmogm", "mgda", "pcd"]
 
 
 try:
@@ -202,3 +203,36 @@ if given is not None:
                 dscale = np.linalg.norm(d[0]) + np.abs(out.weights[0]) @ gn
                 # plus rounding relative to the largest gradient (d ~ 1e-14 |g|max where 0 is in the hull)
                 assert np.all(prog >= -1e-9 * gn * dscale - 1e-12 * gn * gn.max()), name
+
+
+def test_a_subclass_with_its_own_update_has_no_inherited_compiled_step():
+    """Method.kernel is the compiled twin of update: a subclass that changes update does not inherit
+    its parent's (the engine then runs its NumPy loop), one that keeps update does."""
+    from pcd.methods.pcd import PCDMethod
+
+    class Changed(PCDMethod):
+        def update(self, *a, **k):
+            return super().update(*a, **k)
+
+    class Same(PCDMethod):
+        pass
+
+    assert Changed().kernel() is None and Same().kernel() is not None
+
+
+@pytest.mark.parametrize("name", ALL)
+def test_hyper_parameters_outside_their_range_are_refused(name):
+    """Every method refuses, with a one-line ValueError naming the parameter, a value below or above
+    its ``Param`` range, a non-integer for an integer parameter, and an unknown hyper-parameter."""
+    for p in methods.get(name).params:
+        bad = []
+        if p.kind in ("float", "int"):
+            bad += [p.low - 1.0] if p.low is not None else []
+            bad += [p.high + 1.0] if p.high is not None else []
+        if p.kind == "int":
+            bad.append((p.default if p.low is None else p.low) + 0.5)
+        for v in bad:
+            with pytest.raises(ValueError, match=p.name):
+                methods.make(name, **{p.name: v})
+    with pytest.raises(ValueError, match="unknown hyper-parameter"):
+        methods.make(name, no_such_parameter=1)

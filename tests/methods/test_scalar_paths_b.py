@@ -1,20 +1,23 @@
 """K = 2 scalar fast paths (small batches, used by the toy engine) vs the vectorized code they shortcut.
 
-CAGrad, DBGD, MGDA and PCGrad: the scalar path does the same IEEE operations in the same order, so
+CAGrad, DBGD, MGDA and PCGrad: the compiled small-batch path runs the same formula (same IEEE operations), so
 it must agree to the last bit. Aligned-MTL and IMTL-G's general path call the same LAPACK routine
 (eigh / pinv) as the vectorized code and redo the rest in Python floats: also bit-identical, on
 ill-conditioned, rank-deficient and zero Gram matrices too. IMTL-G's closed form (explicit 2x2
 inverse, used only when lambda_min > ~1e-3 lambda_max and |sum v| is not at its 1e-12 threshold)
 agrees with the pseudo-inverse to 1e-12 relative.
 """
+import os
+
 import numpy as np
 import pytest
 
 import pcd.methods as methods
 from pcd._fast import SMALL_BATCH, vectorized
+from pcd._kernels import AVAILABLE
 from pcd.methods import alignedmtl, cagrad, imtlg
-from pcd.methods._solvers import _simplex_k2_scalar, simplex_min_norm
-from pcd.methods.pcgrad import _pcgrad_k2_scalar, pcgrad_weights
+from pcd.methods._solvers import simplex_min_norm
+from pcd.methods.pcgrad import pcgrad_weights
 from tests.methods._samplers import KINDS, gram, jacobian
 
 
@@ -118,19 +121,15 @@ def _compare_method(name, rtol, **hp):
 
 @pytest.mark.parametrize("c", [0.0, 1e-9, 0.3, 0.5, 2.0, 10.0])
 @pytest.mark.parametrize("norm_eps", [0.0, 1e-4, 1e-1])
-def test_cagrad_scalar_bitwise(c, norm_eps):
-    with np.errstate(all="ignore"):
-        vec = cagrad._cagrad_k2(GRAMS, c, norm_eps)
-    for size in (3, SMALL_BATCH):
-        used = 0
-        for i, G in enumerate(_chunks(GRAMS, size)):
-            fast = cagrad._cagrad_k2_scalar(G, c, norm_eps)
-            if fast is None:
-                continue
-            used += len(G)
-            np.testing.assert_array_equal(fast, vec[size * i:size * i + len(G)])
-        # the fast path is really taken (norm_eps = 0: a zero ||g_w|| is left to NumPy's 0/0)
-        assert used >= (0.95 if norm_eps > 0 else 0.5) * len(GRAMS)
+def test_cagrad_compiled_rows_bitwise(c, norm_eps):
+    """``cagrad_k2`` compiled row by row (small batches, numba) == the same function on the whole
+    batch's arrays, on every adversarial Gram matrix (NaN/inf where NumPy gives them included)."""
+    with np.errstate(all="ignore"), vectorized():
+        vec = cagrad.cagrad_weights(GRAMS, c, norm_eps)
+    for size in (1, 3, SMALL_BATCH):
+        with np.errstate(all="ignore"):
+            fast = np.concatenate([cagrad.cagrad_weights(G, c, norm_eps) for G in _chunks(GRAMS, size)])
+        np.testing.assert_array_equal(fast, vec)
 
 
 @pytest.mark.parametrize("c", [0.0, 0.5, 2.0])
@@ -246,7 +245,7 @@ def test_alignedmtl_method_fast_vs_vectorized(mode):
 
 
 # ---------------------------------------------------------------------------------------------
-# DBGD, MGDA, PCGrad: the same closed forms in Python floats (same bits)
+# DBGD, MGDA, PCGrad: the same closed forms compiled row by row (same bits)
 
 
 @pytest.mark.parametrize("beta", [0.0, 0.3, 1.0, [0.7]])
@@ -270,12 +269,14 @@ def test_simplex_min_norm_scalar_bitwise():
     for size in (1, 3, SMALL_BATCH):
         for i, G in enumerate(_chunks(GRAMS, size)):
             np.testing.assert_array_equal(simplex_min_norm(G), vec[size * i:size * i + len(G)])
-    np.testing.assert_array_equal(_simplex_k2_scalar(GRAMS[:SMALL_BATCH]), vec[:SMALL_BATCH])
+    assert AVAILABLE or not os.environ.get("CI"), "numba is in requirements.txt: CI compiles"
 
 
 @pytest.mark.parametrize("order", ["random", "fixed"])
 def test_pcgrad_method_fast_vs_vectorized(order):
     _compare_method("pcgrad", 0.0, order=order)
-    vec = pcgrad_weights(GRAMS, np.broadcast_to(np.arange(2), (len(GRAMS), 2, 2)))
+    with vectorized():
+        vec = pcgrad_weights(GRAMS, np.broadcast_to(np.arange(2), (len(GRAMS), 2, 2)))
     for i, G in enumerate(_chunks(GRAMS, SMALL_BATCH)):
-        np.testing.assert_array_equal(_pcgrad_k2_scalar(G), vec[SMALL_BATCH * i:SMALL_BATCH * i + len(G)])
+        small = pcgrad_weights(G, np.broadcast_to(np.arange(2), (len(G), 2, 2)))
+        np.testing.assert_array_equal(small, vec[SMALL_BATCH * i:SMALL_BATCH * i + len(G)])

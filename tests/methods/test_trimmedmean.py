@@ -14,9 +14,7 @@ from tests.methods._samplers import KINDS, gram, jacobian
 
 @pytest.mark.parametrize("kind", KINDS)
 @pytest.mark.parametrize("K,b", [(3, 1), (5, 1), (5, 2), (8, 3), (9, 0)])
-def test_oracle_torchjd(kind, K, b):
-    torch = pytest.importorskip("torch")
-    agg = pytest.importorskip("torchjd.aggregation")
+def test_oracle_torchjd(kind, K, b, torch, agg):
     J = jacobian(kind, 4, K, n=11, seed=K + b)
     out = methods.make("trimmedmean", trim_number=b)(gram(J), jacobian=J)
     ref = np.stack([agg.TrimmedMean(trim_number=b)(torch.tensor(j)).numpy() for j in J])

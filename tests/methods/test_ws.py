@@ -28,9 +28,7 @@ def test_bad_weights():
 
 
 @pytest.mark.parametrize("kind", KINDS)
-def test_oracle_torchjd_mean_sum(kind):
-    torch = pytest.importorskip("torch")
-    agg = pytest.importorskip("torchjd.aggregation")
+def test_oracle_torchjd_mean_sum(kind, torch, agg):
     J = jacobian(kind, 3, 3)
     for mine, ref in ((methods.make("ws"), agg.MeanWeighting()),
                       (methods.make("ws", normalize=False), agg.SumWeighting())):
