@@ -30,6 +30,7 @@ from pcd.ui.page import (
     FAVICON,
     LOGO,
     claim,
+    figure_grid,
     page_link,
     settings_panel,
     setup_page,
@@ -42,7 +43,7 @@ from pcd.ui.widgets import method_picker, param_widget
 
 __all__ = [
     "APP_TITLE", "FAVICON", "HIDE_PARTS", "LOGO", "MAX_HIDE", "PRESENT_PARAM",
-    "claim", "download_csv", "download_figure", "download_gif", "download_json", "download_row",
+    "claim", "download_csv", "download_figure", "download_gif", "download_json", "download_row", "figure_grid",
     "hidden_parts", "hide_css", "method_picker", "page_link", "param_widget", "parse_hide", "plotly_chunk",
     "png_export", "preload_plotly", "presenter_mode", "settings_panel", "setup_page", "show_error",
     "url_default", "url_json", "url_sync",

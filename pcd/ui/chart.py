@@ -40,6 +40,7 @@ import streamlit as st
 
 from pcd.ui._assets import asset
 from pcd.ui.preload import plotly_chunk
+from pcd.ui.presenter import presenter_mode
 
 # plotly.js-basic-dist-min 4.1.1 (MIT; Python plotly 6.x / Streamlit 1.67 ship Plotly.js 4.1.x)
 BUNDLE = Path(__file__).resolve().parents[2] / "static" / "plotly-basic.min.js"
@@ -52,6 +53,9 @@ CARTESIAN_URL = "app/static/plotly-cartesian.min.js"
 CARTESIAN_TRACES = frozenset({"bar", "box", "contour", "heatmap", "histogram", "histogram2d", "histogram2dcontour",
                               "image", "pie", "scatter", "scatterternary", "violin"})
 DEFAULT_HEIGHT = 450  # px, st.plotly_chart's default when the layout has no height
+# presenter mode: a figure up to 1.6 times too tall for the window less `room` px (header, title, settings
+# drawer; `player` px more for an animated figure's controls) is drawn to fit it; its fonts are scaled by `font` (static/chart.js: fitHeight, presentFonts)
+PRESENT_FIT = {"room": 190, "player": 90, "font": 1.2}
 
 # The component's JavaScript and CSS (pcd/ui/static/): plotly_loader.js is the one Plotly.js loader
 # per browser page (the router's preload and every chart share it: fetch and evaluate the bundle once,
@@ -120,6 +124,7 @@ def plotly_chart(fig: Any, key: str, *, click: bool | str = False, config: dict 
     height = int(height) if height is not None and height >= 10 else DEFAULT_HEIGHT
     spec = getattr(fig, "_pcd_spec", None)
     payload = {"spec": spec if isinstance(spec, str) else fig.to_json(), "height": height, "config": config, "click": click,
-               "src": bundle_src(bundle), "chunk": plotly_chunk()}
+               "src": bundle_src(bundle), "chunk": plotly_chunk(), "present": PRESENT_FIT if presenter_mode() else None,
+               "animated": bool(fig.frames)}
     _chart_component()(data=payload, key=key, on_selection_change=lambda: None)
 

@@ -18,7 +18,7 @@ HIDE_PARTS = {
                '[data-testid="stExpandSidebarButton"]',  # the menu (Streamlit's ?embed=true keeps it)
     "title": None,  # not drawn at all
     "intro": None,
-    "settings": '[class*="st-key-pcd_settings_"]',  # every settings panel (the widgets stay: URL state holds)
+    "settings": '[class*="st-key-pcd_settings_"], [class*="st-key-pcd_drawer_"]',  # every settings panel (the widgets stay: URL state holds)
     "downloads": '[data-testid="stDownloadButton"], [class*="st-key-pcd_downloads"]',
     "tables": '.pcd-table, [data-testid="stTable"], [data-testid="stDataFrame"]',
     "captions": '[data-testid="stCaptionContainer"]',

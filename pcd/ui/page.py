@@ -19,6 +19,8 @@ LOGO = Path(__file__).resolve().parents[2] / "assets" / "logo.svg"
 # Google's font CDN by the browser: no icon offline, and a request to a third party)
 FAVICON = LOGO.parent / "favicon.svg"
 
+#: the label of the settings drawer (presenter mode, :func:`settings_panel`)
+DRAWER_LABEL = "Settings (click to open)"
 #: every page's style sheets, in order (pcd/ui/static/)
 PAGE_CSS = ("page.css", "table.css")
 
@@ -88,11 +90,32 @@ def settings_panel(key: str = "main", *, flow: bool = False) -> Any:
     of ~13 rem that wrap (4-5 a row at 1440 px, 2 at 800 px). A setting that depends on a result can
     be added later with ``with panel:`` again; a container keyed ``pcd_row_<name>`` in it takes a whole
     row. ``key`` names the box (one per tab or section;
-    the browser test finds settings by ``.st-key-pcd_settings_<key>``)."""
-    box = st.container(border=True, key=f"pcd_settings_{key}")
+    the browser test finds settings by ``.st-key-pcd_settings_<key>``).
+
+    In presenter mode the box sits in a drawer, folded to one line ("Settings") that opens on
+    demand: the figure under it is then whole on a 1280 x 720 projector's first screen. The widgets
+    are on the page all the same (their values, from the URL, hold)."""
+    if presenter_mode():
+        drawer = st.container(key=f"pcd_drawer_{key}").expander(DRAWER_LABEL, expanded=False)
+        box = drawer.container(border=True, key=f"pcd_settings_{key}")
+    else:
+        box = st.container(border=True, key=f"pcd_settings_{key}")
     if flow:
         return box.container(horizontal=True, wrap=True, gap="small", key=f"pcd_flow_{key}")
     return box
+
+
+def figure_grid(count: int, key: str, per_row: int = 3) -> list[Any]:
+    """``count`` cells for figures of one size on one grid (e.g. one basin map per method): every
+    cell has the same width and the rows line up, as many columns of at least ~20 rem as the page's
+    width holds (3 at 1280-1920 px, 1 at 800 px), in presenter mode too. ``per_row``: the cells
+    are written row by row in Streamlit columns (a figure shows as soon as it is drawn); the page's
+    style sheet lays them on one CSS grid (``.st-key-pcd_grid_<key>``), so a short last row never
+    stretches."""
+    if count < 0 or per_row < 1:
+        raise ValueError(f"figure_grid needs count >= 0 and per_row >= 1, got {count} and {per_row}")
+    box = st.container(key=f"pcd_grid_{key}")
+    return [c for _ in range(-(-count // per_row)) for c in box.columns(per_row)][:count]
 
 
 def claim(paper: str, here: str | None = None, note: str | None = None) -> None:

@@ -10,7 +10,7 @@ export default function(component) {
     box.className = 'pcd-chart';
     parentElement.appendChild(box);
   }
-  box.style.height = data.height + 'px';
+  box.style.height = fitHeight(data) + 'px';
   const s = box.__pcd || (box.__pcd = {gd: null, spec: null, token: 0});
   s.data = data;
   s.setStateValue = setStateValue;
@@ -43,11 +43,43 @@ export default function(component) {
     });
   }
 
+  // Presenter mode (data.present = {room, player, font}): a figure taller than the screen's room (the window's
+  // height less `room` px of header, title and settings drawer, and `player` px more for an animated figure's
+  // controls under it) but not more than 1.6 times that is drawn
+  // to fit it, so the whole figure is on the projector's screen; every font of the figure is scaled by
+  // `font` (read from the back of a room): axes, titles, legend.
+  function fitHeight(d) {
+    if (!d.present) return d.height;
+    const room = Math.max(260, window.innerHeight - d.present.room - (d.animated ? d.present.player : 0));
+    return d.height > room && d.height <= 1.6 * room ? room : d.height;
+  }
+  function scaleFonts(o, k, depth) {
+    if (!o || typeof o !== 'object' || depth > 8) return;
+    if (Array.isArray(o)) { o.forEach(v => scaleFonts(v, k, depth + 1)); return; }
+    for (const key of Object.keys(o)) {
+      const v = o[key];
+      if (v && typeof v === 'object' && /font$/i.test(key) && !Array.isArray(v)) {
+        if (typeof v.size === 'number') v.size = Math.round(v.size * k * 10) / 10;
+        else if (Array.isArray(v.size)) v.size = v.size.map(x => typeof x === 'number' ? Math.round(x * k * 10) / 10 : x);
+      }
+      scaleFonts(v, k, depth + 1);
+    }
+  }
+  // the axes, titles and legend (not the annotations nor the traces' text: insets and labels are laid out
+  // for their own sizes, and grow into each other)
+  function presentFonts(fig, k) {
+    if (!k || k === 1) return;
+    const { annotations, ...rest } = fig.layout;
+    scaleFonts(rest, k, 0);
+    const lf = fig.layout.font = fig.layout.font || {};
+    if (typeof lf.size !== 'number') lf.size = Math.round(12 * k);  // Plotly's default, 12 px
+  }
   function width() { return Math.max(150, Math.round(box.getBoundingClientRect().width || 700)); }
-  function height() { return document.fullscreenElement === box ? Math.round(box.clientHeight) : s.data.height; }
+  function height() { return document.fullscreenElement === box ? Math.round(box.clientHeight) : fitHeight(s.data); }
   function draw(P, box, s, token) {
     const fig = JSON.parse(s.data.spec);
-    const layout = fig.layout || {};
+    const layout = fig.layout = fig.layout || {};
+    if (s.data.present) presentFonts(fig, s.data.present.font);
     layout.width = width();
     layout.height = height();
     if (s.data.click === true) {
