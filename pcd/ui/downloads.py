@@ -4,6 +4,7 @@ when it is asked for (a click), not on every rerun of the page."""
 from __future__ import annotations
 
 import json
+import textwrap
 from collections.abc import Callable
 from typing import Any
 
@@ -40,8 +41,46 @@ def download_figure(fig: Any, filename: str, label: str = "Download figure (HTML
                        key=key or f"html-{filename}")
 
 
-def png_export(fig: Any, filename: str, key: str, label: str = "Figure (PNG)") -> None:
-    """A toggle offering the figure as a static PNG (rendered offline by kaleido + Chromium).
+#: px: the width a PNG is rendered at when the figure's layout has none -- the page column the studio's
+#: figures are laid out for (kaleido's own default, 700 px, drew the toy map's inset numbers over each other)
+PNG_WIDTH = 1000
+_STRIP_LINE_PX, _STRIP_FONT_PX = 16, 11
+
+
+def png_figure(fig: Any, settings: dict | None = None, width: int = PNG_WIDTH) -> Any:
+    """A copy of ``fig`` for a static PNG: ``width`` px wide unless its layout says otherwise, and with
+    ``settings`` (what produced it, plus the version: :func:`pcd.studio.export_settings`) as a strip of
+    small type above the plot (as the HTML download's settings line), the figure made taller by the
+    strip (the plot and a legend anchored to the figure's bottom keep their places)."""
+    import html
+
+    import plotly.graph_objects as go
+
+    out = go.Figure(fig)
+    if out.layout.width is None:
+        out.layout.width = int(width)
+    if settings:
+        from pcd.studio import export_settings
+
+        text = " · ".join(f"{k}: {v}" for k, v in export_settings(settings).items())
+        lines = textwrap.wrap(text, width=max(40, int(out.layout.width / (0.6 * _STRIP_FONT_PX))))
+        strip = _STRIP_LINE_PX * len(lines) + 10
+        height = out.layout.height if out.layout.height is not None else 450  # Plotly's defaults
+        top = out.layout.margin.t if out.layout.margin.t is not None else 100
+        bottom = out.layout.margin.b if out.layout.margin.b is not None else 80
+        plot_h = max(1.0, height - top - bottom)
+        out.update_layout(height=height + strip, margin={"t": top + strip})
+        out.add_annotation(text="<br>".join(html.escape(line) for line in lines), name="settings strip",
+                           xref="paper", yref="paper", x=0, xanchor="left", y=1 + (top + strip - 4) / plot_h,
+                           yanchor="top", showarrow=False, align="left",
+                           font={"size": _STRIP_FONT_PX, "color": "#57606a"})
+    return out
+
+
+def png_export(fig: Any, filename: str, key: str, label: str = "Figure (PNG)", settings: dict | None = None) -> None:
+    """A toggle offering the figure as a static PNG (rendered offline by kaleido + Chromium), at the
+    width the figure is laid out for (:data:`PNG_WIDTH` unless its layout has one), ``settings`` in a
+    strip above the plot (:func:`png_figure`).
 
     Off by default: a static render takes a few seconds. Degrades to a note when no exporter works.
     ``fig`` may be a function returning the figure (built only when the toggle is on).
@@ -49,7 +88,7 @@ def png_export(fig: Any, filename: str, key: str, label: str = "Figure (PNG)") -
     from pcd.viz.theme import to_png_bytes
 
     if st.toggle("PNG export", False, key=f"{key}-toggle"):
-        png = to_png_bytes(fig() if callable(fig) else fig)
+        png = to_png_bytes(png_figure(fig() if callable(fig) else fig, settings))
         if png:
             st.download_button(label, png, file_name=filename, mime="image/png", key=f"{key}-dl")
         else:
@@ -67,7 +106,7 @@ def download_row(fig: Any, stem: str, key: str, table: Any = None, settings: dic
     with cols[1]:
         download_figure(fig, f"{stem}.html", key=f"{key}_html", settings=settings)
     with cols[2]:
-        png_export(fig, f"{stem}.png", key=f"{key}_png")
+        png_export(fig, f"{stem}.png", key=f"{key}_png", settings=settings)
 
 
 def download_gif(build: Callable[[dict], bytes], filename: str, label: str = "Animation (GIF)",
