@@ -1,47 +1,34 @@
 """PCD Studio: the router (``st.navigation``) and the home page -- what PCD is, its QP, where to go next.
 
 Run with ``streamlit run app.py`` (binds to 127.0.0.1 by default, see .streamlit/config.toml).
-The menu lists the home page first, then every ``views/NN_Name.py`` in order, labelled with the
-title the page passes to ``setup_page`` and served at the old multipage URL ``/Name``, so shared
-links keep working. The folder is not called ``pages/``: Streamlit lists a ``pages/`` folder by
-file name in the first session a server serves ("app", "Tau dial", ...) and, in that session,
-never replaces that menu with ``st.navigation``'s titles.
+The menu lists the home page first, then every page of the registry (:data:`pcd.studio.registry.PAGES`:
+script in ``pages/``, title, icon, blurb) in order, served at the old multipage URL ``/Name`` of
+``pages/NN_Name.py``, so shared links keep working.
+
+Streamlit's own listing of a ``pages/`` folder (by file name: "app", "Tau dial", ...) is switched off
+(``client.showSidebarNavigation = false`` in .streamlit/config.toml); the menu is drawn here from the
+registry, with ``st.page_link``, in every session including a fresh server's first one (where
+Streamlit runs a deep link's page script directly: the page's ``this_page(__file__)`` runs this
+router in its place, see :func:`pcd.studio.registry.this_page`).
 """
 from __future__ import annotations
 
 import os
-from pathlib import Path
 
 import streamlit as st
 
 from pcd import solve_qp
+from pcd.experiments.geometry import gradient_vectors
 from pcd.jobs import default_data_dir, ensure_supervisor
-from pcd.studio import gradient_vectors, studio_pages
-from pcd.ui import FAVICON, claim, preload_plotly, setup_page, url_default, url_sync, warmup
-
-ROOT = Path(__file__).resolve().parent
-HOME_TITLE = "PCD Studio"
-# One line per page on the home page (pages not listed use their docstring's summary).
-BLURBS = {
-    "Guided_lesson": "the argument in seven steps, one figure each (presenter mode)",
-    "Gradient_geometry": "every method's update for two or three gradients",
-    "Toy_landscapes": "animated trajectories: who stalls at a conflict equilibrium",
-    "K_objective_benchmark": "the 1.536·√(K−1) law of the symmetric methods",
-    "Scale_invariance": "rescale the secondary over ten orders of magnitude",
-    "Tau_dial": "what τ sets: the trade-off after 100, 300, 1000 steps",
-    "Jacobian_descent": "aggregator properties, IWRM, Gramian memory (TorchJD)",
-    "Constraints_vs_penalties": "Lagrangian methods vs fixed penalties vs PCD",
-    "Pruning_lab": "queue CIFAR / digits pruning runs and compare the results",
-    "Basin_maps": "which start leads where: outcome maps per method",
-    "Training_geometry": "a real training run's gradient conflict: which methods would have stalled",
-}
-
+from pcd.studio import warmup
+from pcd.studio.registry import HOME_ICON, HOME_TITLE, PAGES
+from pcd.ui import FAVICON, claim, preload_plotly, setup_page, url_default, url_sync
 
 
 def home() -> None:
     setup_page(
         HOME_TITLE,
-        icon=":material/flag:",
+        icon=HOME_ICON,
         charts=False,
         intro=(
             "Hierarchical multi-objective optimization: **one objective is the deliverable** (accuracy) and "
@@ -102,30 +89,29 @@ def home() -> None:
     cols = st.columns(2)
     for i, page in enumerate(PAGES):
         with cols[i % 2]:
-            st.page_link(str(page["path"]), label=page["title"], icon=":material/arrow_forward:")
-            blurb = BLURBS.get(page["url_path"], page["blurb"])
-            if blurb:
-                st.caption(blurb)
-    if not PAGES:
-        st.caption("No pages are installed yet.")
+            st.page_link(page.link, label=page.title, icon=":material/arrow_forward:")
+            st.caption(page.blurb)
 
     st.caption("Command line: `python -m pcd --help` · every figure on these pages can be produced by the CLI.")
 
 
-PAGES = studio_pages(ROOT / "views")
 # the tab's icon for every page, served by the app (a page's ":material/...:" icon would be fetched
 # from Google's font CDN as the favicon; the menu draws its icons with the bundled font)
 st.set_page_config(page_icon=str(FAVICON))
-nav = st.navigation([st.Page(home, title=HOME_TITLE, icon=":material/flag:", default=True)]
-                   + [st.Page(str(p["path"]), title=p["title"], icon=p["icon"], url_path=p["url_path"])
-                      for p in PAGES])
+MENU = [st.Page(home, title=HOME_TITLE, icon=HOME_ICON, default=True)] + [
+    st.Page(p.link, title=p.title, icon=p.icon, url_path=p.url_path) for p in PAGES]
+nav = st.navigation(MENU, position="hidden")  # Streamlit's own menu stays off: the registry's is drawn here
+with st.sidebar.container(key="pcd_menu"):
+    for entry in MENU:
+        st.page_link(entry)
+
 # First of the run: the browser starts fetching and evaluating Plotly.js while the page runs (every
 # page but home draws charts; home preloads it once idle; pages 06-09 need Streamlit's full one).
 try:
     on_home = nav.title == HOME_TITLE
 except AttributeError:  # app.py run without a server (bare mode): no page is selected
     on_home = True
-full = not on_home and any(p["full_plotly"] and p["title"] == nav.title for p in PAGES)
+full = not on_home and any(p.full_plotly and p.title == nav.title for p in PAGES)
 preload_plotly(now=not on_home, full=full)
 
 # Once per server process: import what the pages need and compute their default views in a

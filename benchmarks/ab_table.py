@@ -3,7 +3,8 @@
     python benchmarks/ab_table.py [OUT_DIR]     (default /tmp/pcd-ab)
 
 Prints one Markdown table per benchmark: bench_engine (seconds per method and in total, 15 methods x
-3 starts x 3000 steps), bench_qp (median ms per solve) and bench_methods (us per call), with the
+3 starts x 3000 steps), bench_qp (median ms per solve), bench_methods (us per call) and bench_basin (s
+per basin map, 100 x 100 starts x 1,000 steps), with the
 after/before ratio; a ratio above 1 is slower. Minima, because these machines are noisy and noise
 only ever adds time.
 """
@@ -45,7 +46,16 @@ def _methods(text: str) -> dict[str, float]:
     return out
 
 
-PARSERS = {"engine": (_engine, "s"), "qp": (_qp, "ms"), "methods": (_methods, "us")}
+def _basin(text: str) -> dict[str, float]:
+    out = {}
+    for line in text.splitlines():
+        m = re.match(r"(.{52}) +\d+x\d+ +\d+ +\d+ +([0-9.]+) ", line)
+        if m:
+            out[m.group(1).strip()] = float(m.group(2))
+    return out
+
+
+PARSERS = {"engine": (_engine, "s"), "qp": (_qp, "ms"), "methods": (_methods, "us"), "basin": (_basin, "s")}
 
 
 def table(out_dir: Path) -> str:
@@ -68,6 +78,9 @@ def table(out_dir: Path) -> str:
             ratio = a / b if b > 0 else float("nan")
             rows.append(f"| {k} | {b:.4g} | {a:.4g} | {ratio:.2f} |")
         blocks.append("\n".join(rows))
+    first_load = out_dir / "first_load.txt"
+    if first_load.is_file():  # bench_first_load.py prints its own before/after table
+        blocks.append("### bench_first_load (s)\n\n" + first_load.read_text().strip())
     return "\n\n".join(blocks) + "\n"
 
 

@@ -4,7 +4,7 @@ measures the end-to-end latency; this script splits it.
 
     python benchmarks/bench_pages.py            # + --no-warmup to skip the first section
 
-First section, "warm-up: ...": the server warm-up (pcd.ui.warmup.warm_up) in this fresh process, part
+First section, "warm-up: ...": the server warm-up (pcd.studio.warmup.warm_up) in this fresh process, part
 by part -- the first imports a page would pay (pandas, pyarrow, Plotly's figure classes), and each
 page's default computation at the page's own defaults (what its first visitor would wait for
 without the warm-up). The rest: per-rerun work at the defaults (figure builds, which are not
@@ -21,6 +21,8 @@ from __future__ import annotations
 import json
 import time
 
+from pcd.experiments import geometry as xgeo
+
 
 def _t(fn, *a, **k):
     t = time.perf_counter()
@@ -36,7 +38,7 @@ def main() -> None:
 
     out: dict[str, float] = {}
     if "--no-warmup" not in sys.argv:
-        from pcd.ui import warmup
+        from pcd.studio import warmup
 
         out.update({f"warm-up: {k}": v for k, v in warmup.warm_up().items()})
     page_costs(out)
@@ -45,21 +47,24 @@ def main() -> None:
 
 def page_costs(out: dict[str, float]) -> None:
     import pcd.problems as problems
-    from pcd import studio
     from pcd.engine import run
     from pcd.experiments import synthetic
-    from pcd.studio import figure_html
-    from pcd.ui import warmup as W
+    from pcd.studio import geometry as GEO
+    from pcd.studio import kbench as KB
+    from pcd.studio import scale as SC
+    from pcd.studio import tau as TD
+    from pcd.studio import toy as toy_page
     from pcd.viz import toy as toy_map
     from pcd.viz.geometry import geometry_figure
     from pcd.viz.kbench import residual_figure
     from pcd.viz.landscape import background_image, landscape_figure, loss_figure
     from pcd.viz.scale import drift_figure, sweep_figure
+    from pcd.viz.stamp import figure_html
     from pcd.viz.tau import tradeoff_figure
     from pcd.viz.theme import png_data_uri
 
-    J = studio.gradient_vectors(W.GEO_ANGLE, W.GEO_NORM2)
-    res, out["geometry: 6 methods"] = _t(studio.method_directions, J, list(W.GEO_METHODS), W.GEO_TAU)
+    J = xgeo.gradient_vectors(GEO.ANGLE, GEO.NORM2)
+    res, out["geometry: 6 methods"] = _t(xgeo.method_directions, J, list(GEO.METHODS), GEO.TAU)
     gfig, out["geometry: figure"] = _t(geometry_figure, res)
     _, out["geometry: HTML export (on click only)"] = _t(figure_html, gfig, None)
 
@@ -76,22 +81,22 @@ def page_costs(out: dict[str, float]) -> None:
     out["toy: figure JSON MB"] = len(js) / 1e6
     # what the page builds: the map with the gradient inset, typed arrays, no Plotly controls
     bg = toy_map.toy_background(prob)
-    page_fig, out["toy: page map + inset (toy_map.toy_map_figure)"] = _t(toy_map.toy_map_figure, prob, r, bg)
+    page_fig, out["toy: page map + inset (toy_map.toy_map_figure)"] = _t(toy_page.map_figure, prob, r, bg)
     _, out["toy: page map to_dict (st.plotly_chart)"] = _t(page_fig.to_dict)
     out["toy: page map JSON MB"] = len(page_fig.to_json()) / 1e6
 
-    recs, out[f"kbench: K 2..65 x pcd/mgda/ws, {W.KB_STEPS} steps (page default)"] = _t(
-        lambda: [x for K in W.KB_KS for m in W.KB_METHODS
-                 for x in synthetic.kdw(Ks=[K], methods=[m], steps=W.KB_STEPS, lr=W.KB_LR, optimizer=W.KB_OPT,
-                                        tau=W.kbench_tau(m, W.KB_TAU))])
+    recs, out[f"kbench: K 2..65 x pcd/mgda/ws, {KB.STEPS} steps (page default)"] = _t(
+        lambda: [x for K in KB.KS for m in KB.METHODS
+                 for x in synthetic.kdw(Ks=[K], methods=[m], steps=KB.STEPS, lr=KB.LR, optimizer=KB.OPT,
+                                        tau=KB.kbench_tau(m, KB.TAU))])
     _, out["kbench: figure"] = _t(residual_figure, recs)
-    sc, out[f"scale: ws/pcd over every scale, {W.SC_STEPS} steps (page default)"] = _t(
-        synthetic.scale, methods=list(W.SC_METHODS), steps=W.SC_STEPS, tau=W.SC_TAU)
+    sc, out[f"scale: ws/pcd over every scale, {SC.STEPS} steps (page default)"] = _t(
+        synthetic.scale, methods=list(SC.METHODS), steps=SC.STEPS, tau=SC.TAU)
     _, out["scale: sweep figure (every highlight change)"] = _t(sweep_figure, sc, 0)
     _, out["scale: drift figure"] = _t(drift_figure, sc)
-    tr, out[f"tau: {len(W.TD_TAUS)} taus on {W.TD_PROBLEM}, budgets {W.TD_BUDGETS} (page default)"] = _t(
-        synthetic.tau_sweep, W.TD_PROBLEM, taus=list(W.TD_TAUS), lr=W.TD_LR, budgets=list(W.TD_BUDGETS))
-    _, out["tau: trade-off figure"] = _t(tradeoff_figure, tr, problems.make(W.TD_PROBLEM).pareto_front(200), W.TD_TAU)
+    tr, out[f"tau: {len(TD.TAUS)} taus on {TD.PROBLEM}, budgets {TD.BUDGETS} (page default)"] = _t(
+        synthetic.tau_sweep, TD.PROBLEM, taus=list(TD.TAUS), lr=TD.LR, budgets=list(TD.BUDGETS))
+    _, out["tau: trade-off figure"] = _t(tradeoff_figure, tr, problems.make(TD.PROBLEM).pareto_front(200), TD.TAU)
 
 
 if __name__ == "__main__":

@@ -46,8 +46,9 @@ D = {data!r}
 OUT = D + '/bench-out.json'
 from pcd.cli import main
 from pcd.jobs.store import RunStore
-from pcd.jobs.queue_view import done_studies, estimate_basis, queue_page, study_points
-import pcd.cli.runs, pcd.jobs.results, pcd.train.catalog  # imports are not timed
+from pcd.jobs.queue_view import estimate_basis, queue_page
+from pcd.train.studies import done_studies, study_points
+import pcd.cli.runs, pcd.train.studies, pcd.train.catalog  # imports are not timed
 {setup}
 T0 = time.perf_counter()
 {code}
@@ -60,8 +61,8 @@ print(dt, hwm / 1024)
 
 def build(data: Path, n: int, seed: int = 0) -> None:
     """A store of ``n`` runs, written with executemany (seconds for 200k)."""
-    from pcd.jobs import validate_for_queue
     from pcd.jobs.store import RunStore
+    from pcd.train.queue import validate_for_queue
 
     RunStore(data).close()  # schema, WAL
     rng = random.Random(seed)

@@ -1,5 +1,5 @@
 """Measure which methods follow the 1.536·√(K−1) law on the K-objective double well, with the
-K-objective page's default settings (``pcd.ui.warmup.KB_*``: Adam, 800 steps, lr 0.03, K = 2…65),
+K-objective page's default settings (``pcd.studio.kbench``: Adam, 800 steps, lr 0.03, K = 2…65),
 and write the table the page shows (``pcd/experiments/kdw_law.json``).
 
     python benchmarks/kdw_law.py                       # the 13 methods of issue 27 (~6 min, 1 core)
@@ -22,7 +22,7 @@ NEW = "uw,dwa,gls,stch,config,fairgrad,gradvac,excessmtl,crmogm,modo,sdmgrad,kru
 def main(argv: list[str] | None = None) -> int:
     import pcd.methods as registry
     from pcd.experiments import kdw_law
-    from pcd.ui import warmup as W
+    from pcd.studio import kbench as W
 
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--methods", default=NEW, help="comma-separated names, or 'all' (default: issue 27's 13)")
@@ -30,7 +30,7 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
     methods = registry.available() if args.methods == "all" else args.methods
     t = time.perf_counter()
-    data = kdw_law.measure(methods, W.KB_KS, W.KB_STEPS, W.KB_LR, W.KB_OPT, W.KB_TAU)
+    data = kdw_law.measure(methods, W.KS, W.STEPS, W.LR, W.OPT, W.TAU)
     cmd = kdw_law.COMMAND + ("" if args.methods == NEW else f" --methods {args.methods}")
     out = {"command": cmd, "settings": data["settings"], "records": data["records"]}
     Path(args.out).write_text(json.dumps(out, indent=1) + "\n", encoding="utf-8")

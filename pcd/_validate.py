@@ -20,6 +20,7 @@ API::
     text(v, name, max_len=, allow_empty=)                  -> str
     seed(v, name="seed")                                   -> int in [0, 2**63 - 1]
     limit(kind, v, name=None, low=1)                       -> int within LIMITS[kind]
+    frame_size(v, name)                                    -> (w, h) of an exported animation (FRAME_SIZE)
     query_value(raw, default, name, allowed=, low=, high=) -> a query parameter as default's type
     query_json(raw, name)                                  -> a query parameter as small strict JSON
     read_bytes(path, name, max_bytes=) / read_text(...)    -> bounded file read
@@ -52,6 +53,7 @@ __all__ = [
     "boolean",
     "box",
     "choice",
+    "frame_size",
     "inside",
     "integer",
     "json_depth",
@@ -88,7 +90,11 @@ LIMITS: dict[str, int] = {
     "runs": 10_000,              # runs in one sweep / submit
     "run_id": INT64_MAX,         # SQLite INTEGER PRIMARY KEY
     "seed": INT64_MAX,           # numpy / torch seeds
+    "frames": 1_000,             # frames of an exported animation (GIF / MP4), at least 2
 }
+
+#: An exported animation's frame size (w, h), inclusive bounds; both even (H.264 in yuv420p).
+FRAME_SIZE = ((320, 240), (3840, 2160))
 
 MAX_JSON_BYTES = 4 * 1024 * 1024  # 4 MiB: a config / query value / result file read as JSON
 MAX_JSON_DEPTH = 32               # nesting of objects and arrays
@@ -269,6 +275,23 @@ def limit(kind: str, value: Any, name: str | None = None, *, low: int = 1, allow
           strict: bool = True) -> int | None:
     """An integer in ``[low, LIMITS[kind]]`` -- e.g. ``limit("epochs", cfg["epochs"])``."""
     return integer(value, name or kind, low=low, high=LIMITS[kind], allow_none=allow_none, strict=strict)
+
+
+def frame_size(value: Any, name: str = "size") -> tuple[int, int]:
+    """An exported animation's frame size: ``"1280x720"`` or ``(1280, 720)``, width and height even
+    integers within :data:`FRAME_SIZE` (H.264 in yuv420p, what slide software plays, needs even sides)."""
+    (wlo, hlo), (whi, hhi) = FRAME_SIZE
+    allowed = f"'WxH' with even W in [{wlo}, {whi}] and even H in [{hlo}, {hhi}] (e.g. 1280x720)"
+    parts: Any = value
+    if isinstance(value, str):
+        parts = value.lower().replace("×", "x").split("x")
+    try:
+        w, h = (integer(v, name, strict=not isinstance(value, str)) for v in parts)
+    except (TypeError, ValueError):
+        raise _fail(name, allowed, value) from None
+    if not (wlo <= w <= whi and hlo <= h <= hhi) or w % 2 or h % 2:
+        raise _fail(name, allowed, value)
+    return w, h
 
 
 # ---- query parameters (a shared link) -----------------------------------------------------------

@@ -267,6 +267,34 @@ STALL_TOL = 1e-2  # speed <= STALL_TOL * scale counts as stopped
 #: Basin-map outcome classes (see :func:`outcomes`), in display order.
 OUTCOMES = ("cms", "conflict_equilibrium", "single_objective_minimum", "moving", "diverged")
 
+# The outcome wording, in one place (figures, tables, pages and the CLI read it from here).
+#: Each basin-map outcome class (:data:`OUTCOMES`) in words: ``(tag, name)`` -- a map's fractions
+#: line ("CMS 78 %") and its legend, hover and tables.
+OUTCOME_WORDS = {
+    "cms": ("CMS", "reached CMS"),
+    "conflict_equilibrium": ("conflict", "conflict equilibrium"),
+    "single_objective_minimum": ("one min.", "Pareto-stationary at one objective's minimum"),
+    "moving": ("moving", "still moving at the budget"),
+    "diverged": ("diverged", "diverged"),
+}
+#: Each trajectory diagnosis in words: ``(short, long)`` -- a table cell, a sentence. The labels of
+#: :func:`diagnose`, with ``primary_stationary`` and a PCD ``conflict_equilibrium`` told apart per method
+#: (``halted`` / ``pareto_at_primary``, ``held``: :func:`pcd.viz.theme.outcome_label`). PCD's deployed
+#: update d = d~ ||g_1|| / ||d~|| is zero wherever g_1 = 0 (a known limitation: the update halts), while a
+#: symmetric method there sits at a Pareto-stationary point of its own choosing (e.g. FAMO at the
+#: primary's minimum with the secondary > 0): different names.
+DIAGNOSIS_WORDS = {
+    "cms": ("reached CMS", "reached CMS (every objective stationary)"),
+    "conflict_equilibrium": ("stalled: gradients cancel", "stalled at a conflict equilibrium (the gradients cancel)"),
+    "pareto_at_primary": ("Pareto-stationary at ∇f₁ = 0",
+                          "ended where ∇f₁ = 0: Pareto-stationary, the secondary not at its optimum"),
+    "halted": ("PCD halted: ∇f₁ = 0", "PCD's update halted: ∇f₁ = 0 zeroes its rescaled step (known limitation)"),
+    "held": ("PCD held by a constraint", "PCD stopped: a secondary's τ constraint holds the primary back"),
+    "moving": ("still moving", "still moving (no end point within the step budget)"),
+    "diverged": ("diverged", "diverged"),
+    "error": ("method error", "method error"),
+}
+
 
 def diagnose(end_grad_norms: np.ndarray, speed: np.ndarray, alive: np.ndarray, errored: np.ndarray,
              optimizer: str, grad_tol: float = GRAD_TOL, stall_tol: float = STALL_TOL

@@ -41,7 +41,7 @@ def artifacts_dir() -> Path:
 
 @pytest.fixture(autouse=True)
 def _no_warmup_thread(monkeypatch):
-    """In-process AppTests of app.py would start the server warm-up (pcd.ui.warmup) as a background
+    """In-process AppTests of app.py would start the server warm-up (pcd.studio.warmup) as a background
     thread competing with the tests: off here; the browser tests' real server keeps it."""
     monkeypatch.setenv("PCD_NO_WARMUP", "1")
 
@@ -52,7 +52,7 @@ def serve_studio(data_dir: Path, log_path: Path):
     group: the queue supervisor it may start goes with it); yields ``{"url", "data_dir", "pid"}``."""
     port = _free_port()
     env = dict(os.environ, PCD_DATA_DIR=str(data_dir), PYTHONUNBUFFERED="1")
-    env.pop("PCD_NO_WARMUP", None)  # a real server warms its caches up, as deployed (pcd.ui.warmup)
+    env.pop("PCD_NO_WARMUP", None)  # a real server warms its caches up, as deployed (pcd.studio.warmup)
     log = open(log_path, "w")
     proc = subprocess.Popen(
         [sys.executable, "-m", "streamlit", "run", str(ROOT / "app.py"), "--server.port", str(port),

@@ -1,6 +1,14 @@
 """The package's layering: no import cycle among pcd's modules, and the lower layers never import
-the upper ones (core -> problems/methods -> engine/train/jobs -> experiments/studio -> viz ->
-ui/cli), not even lazily inside a function.
+the upper ones, not even lazily inside a function (nor under ``TYPE_CHECKING``):
+
+    core -> problems, methods -> engine -> jobs -> train -> experiments -> viz
+         -> page data modules (pcd/studio/) -> ui, cli
+
+plus areas kept apart although one sits above the other (:data:`APART`): the figure builders
+(``viz``) import neither the training code nor the run queue (a figure takes plain data). The run
+queue (``jobs``) sits below training: it knows a runner and a config check only as what it is
+handed. The page data modules (``pcd/studio/``) sit above ``viz``: a figure builder
+never reaches into a page's data module (the engine records what a figure needs).
 
 For cycles only module-level imports count (an import inside a function runs after every module
 has loaded); the implicit import of a parent package is never an edge."""
@@ -114,19 +122,28 @@ def test_the_cycle_finder_finds_a_cycle():
 
 # layer of each top-level area; a module may import its own layer or lower ones only
 LAYERS = {
-    "pcd._version": 0, "pcd._validate": 0, "pcd._files": 0, "pcd._json": 0, "pcd._fast": 0, "pcd.qp": 0, "pcd.normalize": 0, "pcd.direction": 0,
+    # the core: framework-free maths and the one reader / validator
+    "pcd._version": 0, "pcd._validate": 0, "pcd._files": 0, "pcd._json": 0, "pcd._fast": 0, "pcd.qp": 0,
+    "pcd.normalize": 0, "pcd.direction": 0, "pcd._kernels": 0,
     "pcd.problems": 1, "pcd.methods": 1,
-    "pcd._kernels": 0, "pcd._fastpath": 2, "pcd.optim": 2, "pcd.engine": 2, "pcd.train": 2, "pcd.monitor": 2, "pcd.frontend": 2, "pcd.jobs": 2,
-    "pcd.experiments": 3, "pcd.studio": 3, "pcd.teaching": 3,
-    "pcd.viz": 4,
-    "pcd.ui": 5, "pcd.cli": 5, "pcd.__main__": 5,
+    "pcd._fastpath": 2, "pcd.optim": 2, "pcd.engine": 2,
+    "pcd.jobs": 3,                                          # a generic run queue: never imports train
+    "pcd.train": 4, "pcd.monitor": 4, "pcd.frontend": 4,    # the pruning runs and their torch tools
+    "pcd.experiments": 5,
+    "pcd.viz": 6,                                           # figure builders: plain data in, figures out
+    "pcd.studio": 7,                                        # the pages' data modules (pcd/studio/)
+    "pcd.ui": 8, "pcd.cli": 8, "pcd.__main__": 8,
+}
+
+# Areas that never import each other's modules although one sits above the other.
+APART = {
+    ("pcd.viz", "pcd.train"),  # figures take plain data: the training code is not theirs to call
+    ("pcd.viz", "pcd.jobs"),   # nor the run queue
 }
 
 
-# Known exceptions, each with its reason (keep this list short).
-ALLOWED_UP = {
-    ("pcd.studio", "pcd.viz.theme"),  # the outcome words (viz.theme.outcome_label) in the studio's tables
-}
+# Known exceptions, each with its reason (keep this list short; a stale one fails the test).
+ALLOWED_UP: set[tuple[str, str]] = set()
 
 
 def _layer(mod: str) -> int | None:
@@ -137,10 +154,66 @@ def _layer(mod: str) -> int | None:
     return best
 
 
+def _area(mod: str) -> str | None:
+    best = None
+    for prefix in LAYERS:
+        if (mod == prefix or mod.startswith(prefix + ".")) and (best is None or len(prefix) > len(best)):
+            best = prefix
+    return best
+
+
+def _forbidden(mod: str, dep: str) -> bool:
+    """True when ``mod`` may not import ``dep``: ``dep`` sits in a higher layer, or the two areas are
+    kept apart (:data:`APART`); the known exceptions (:data:`ALLOWED_UP`) are allowed."""
+    if dep == "pcd" or (mod, dep) in ALLOWED_UP:
+        return False
+    return (_layer(dep) or 0) > (_layer(mod) or 0) or (_area(mod), _area(dep)) in APART
+
+
 @pytest.mark.parametrize("mod", sorted(m for m in MODULES if m != "pcd"))
 def test_no_upward_import(mod):
     here = _layer(mod)
     assert here is not None, f"{mod}: add its area to LAYERS"
-    up = sorted(dep for dep in graph(lazy=True)[mod]
-                if dep != "pcd" and (_layer(dep) or 0) > here and (mod, dep) not in ALLOWED_UP)
-    assert not up, f"{mod} (layer {here}) imports upper-layer modules {up}"
+    bad = sorted(dep for dep in graph(lazy=True)[mod] if _forbidden(mod, dep))
+    assert not bad, f"{mod} (layer {here}, {_area(mod)}) imports {bad}: upper-layer or kept-apart modules"
+
+
+def test_every_exception_is_still_needed():
+    stale = sorted(pair for pair in ALLOWED_UP if pair[0] not in MODULES or pair[1] not in graph(lazy=True)[pair[0]])
+    assert not stale, f"these ALLOWED_UP exceptions no longer occur: delete them from tests/test_import_graph.py: {stale}"
+
+
+@pytest.mark.parametrize("mod,dep", [
+    ("pcd.jobs.store", "pcd.train.catalog"),     # the queue checking a training config itself
+    ("pcd.jobs", "pcd.train.run"),
+    ("pcd.jobs.queue_view", "pcd.train.studies"),
+    ("pcd.viz.theme", "pcd.train.catalog"),      # a figure reaching into the training code
+    ("pcd.viz.runs", "pcd.jobs.store"),          # ... or the run queue
+    ("pcd.viz.landscape", "pcd.studio.lesson"),  # ... or a page's data module
+    ("pcd.viz.basin", "pcd.studio"),
+    ("pcd.viz.basin", "pcd.studio.basin"),       # the page data package (pcd/studio/)
+    ("pcd.engine", "pcd.viz.theme"),
+])
+def test_the_forbidden_edges_of_issue_26_would_fail(mod, dep):
+    assert _forbidden(mod, dep)
+
+
+@pytest.mark.parametrize("mod,dep", [
+    ("pcd.train.studies", "pcd.jobs.store"),     # training reads the queue's store
+    ("pcd.studio", "pcd.viz.theme"),             # a page data module reads the figures' words and colours
+    ("pcd.viz.basin", "pcd.engine"),
+    ("pcd.viz.kbench", "pcd.experiments.kdw_law"),
+    ("pcd.ui.chart", "pcd.studio.basin"),
+])
+def test_the_allowed_edges_stay_allowed(mod, dep):
+    assert not _forbidden(mod, dep)
+
+
+def test_figure_colours_have_one_home():
+    """Every colour a figure draws is named in pcd/viz/theme.py; the other figure builders use the names
+    (the words of the outcomes have theirs in pcd.engine)."""
+    import re
+
+    hexes = {p.name: re.findall(r"#[0-9a-fA-F]{6}\b", p.read_text())
+             for p in sorted((ROOT / "viz").glob("*.py")) if p.name != "theme.py"}
+    assert not {k: v for k, v in hexes.items() if v}, "hex colours outside pcd/viz/theme.py"

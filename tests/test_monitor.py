@@ -9,8 +9,9 @@ import pytest
 import torch
 
 import pcd.methods as M
-from pcd import engine, monitor, teaching
+from pcd import engine, monitor
 from pcd.cli import main as cli
+from pcd.studio import lesson
 from pcd.train.step import gram_update
 
 # ---------------------------------------------------------------------------- loops that record
@@ -108,7 +109,7 @@ def test_counterfactual_weights_equal_each_methods_own_call(tmp_path):
 
 
 def test_one_d_conflict_collapses_for_the_symmetric_methods(tmp_path):
-    """g1 = 0.5, g2 = -0.5 (teaching.one_d_case): every symmetric update is exactly 0, PCD's is not."""
+    """g1 = 0.5, g2 = -0.5 (lesson.one_d_case): every symmetric update is exactly 0, PCD's is not."""
     x = torch.nn.Parameter(torch.tensor([1.0], dtype=torch.float64))
     opt = torch.optim.SGD([x], lr=0.1)
     rec = monitor.Recorder(tmp_path / "c.jsonl", [x], every=1)
@@ -119,7 +120,7 @@ def test_one_d_conflict_collapses_for_the_symmetric_methods(tmp_path):
         (f1 + f2).backward()
         opt.step()
     tr = monitor.read(tmp_path / "c.jsonl")
-    studio = {r["method"]: r for r in teaching.one_d_case(methods=("ws", "mgda", "pcgrad"))["rows"]}
+    studio = {r["method"]: r for r in lesson.one_d_case(methods=("ws", "mgda", "pcgrad"))["rows"]}
     col = monitor.collapsed(tr)
     for name in ("ws", "mgda", "pcgrad"):
         assert studio[name]["norm"] == 0.0 and np.all(tr.ratio[name] == 0.0) and col[name].all()

@@ -1,4 +1,4 @@
-"""Teaching data (pcd.teaching): the gradients along a recorded run, the stall frames, the 1-D
+"""Teaching data (pcd.experiments.toy, pcd.studio.lesson, pcd.studio.geometry): the gradients along a recorded run, the stall frames, the 1-D
 case and the click -> (angle, norm) conversion of the geometry page."""
 from __future__ import annotations
 
@@ -8,8 +8,10 @@ import numpy as np
 import pytest
 
 import pcd.problems as problems
-from pcd import studio, teaching
 from pcd.engine import run
+from pcd.experiments import toy as xtoy
+from pcd.studio import geometry as geo_page
+from pcd.studio import lesson
 
 
 @pytest.fixture(scope="module")
@@ -17,7 +19,7 @@ def saddle():
     prob = problems.make("saddle2d")
     runs = [run(prob, [m], steps=1000, lr=0.02, record=120, method_params={"pcd": {"tau": 0.02}} if m == "pcd" else None)
             for m in ("pcd", "ws", "mgda", "graddrop")]
-    return prob, studio.merge_results(runs)
+    return prob, xtoy.merge_results(runs)
 
 
 def test_merge_results_keeps_each_methods_multipliers(saddle):
@@ -29,7 +31,7 @@ def test_merge_results_keeps_each_methods_multipliers(saddle):
 
 def test_gradients_are_the_problems_at_the_recorded_points(saddle):
     prob, res = saddle
-    g = teaching.trajectory_gradients(prob, res, 1)
+    g = xtoy.trajectory_gradients(prob, res, 1)
     assert g["start"] == 1 and np.array_equal(g["steps"], res.record)
     for m, name in enumerate(res.methods):
         data = g["methods"][name]
@@ -76,13 +78,13 @@ def test_the_recorded_direction_is_what_the_optimizer_was_fed_also_for_graddrop(
     _, J = prob.losses_and_jacobian(res.positions[0].reshape(-1, 3))
     wj = np.einsum("bk,bkn->bn", res.weights[0].reshape(-1, 2), J)
     assert np.abs(wj - res.directions[0].reshape(-1, 3)).max() > 1e-2  # w @ J would misdraw GradDrop's d
-    g = teaching.trajectory_gradients(prob, res, 0, methods=["graddrop"])["methods"]["graddrop"]
+    g = xtoy.trajectory_gradients(prob, res, 0, methods=["graddrop"])["methods"]["graddrop"]
     assert g["exact"] and np.array_equal(g["d"], res.directions[0, 0])
 
 
 def test_at_a_conflict_equilibrium_d_vanishes_while_g1_does_not(saddle):
     prob, res = saddle
-    g = teaching.trajectory_gradients(prob, res, 0, methods=["ws", "mgda"])
+    g = xtoy.trajectory_gradients(prob, res, 0, methods=["ws", "mgda"])
     for name in ("ws", "mgda"):
         assert str(res.diagnosis[res.index(name), 0]) == "conflict_equilibrium"
         last = g["methods"][name]
@@ -93,7 +95,7 @@ def test_at_a_conflict_equilibrium_d_vanishes_while_g1_does_not(saddle):
 
 def test_stall_frames_put_pcd_where_mgda_stopped(saddle):
     _, res = saddle
-    frames = teaching.stall_frames(res, 0, reference="mgda")
+    frames = lesson.stall_frames(res, 0, reference="mgda")
     T = res.record.size
     assert frames["ws"] == T - 1 and frames["mgda"] == T - 1
     p = res.positions[res.index("pcd"), 0, frames["pcd"]]
@@ -106,17 +108,17 @@ def test_stall_frames_put_pcd_where_mgda_stopped(saddle):
 def test_gradients_bad_input(saddle):
     prob, res = saddle
     with pytest.raises(ValueError, match="start must be in"):
-        teaching.trajectory_gradients(prob, res, res.S)
+        xtoy.trajectory_gradients(prob, res, res.S)
     with pytest.raises(ValueError, match="not in this run"):
-        teaching.trajectory_gradients(prob, res, 0, methods=["cagrad"])
+        xtoy.trajectory_gradients(prob, res, 0, methods=["cagrad"])
     with pytest.raises(ValueError, match="positions"):
-        teaching.trajectory_gradients(prob, object(), 0)
+        xtoy.trajectory_gradients(prob, object(), 0)
 
 
 def test_one_d_case_symmetric_methods_stop_pcd_moves():
-    r = teaching.one_d_case(0.5, -0.5, tau=0.3)
+    r = lesson.one_d_case(0.5, -0.5, tau=0.3)
     rows = {row["method"]: row for row in r["rows"]}
-    for name in teaching.SYMMETRIC:
+    for name in lesson.SYMMETRIC:
         assert rows[name]["norm"] == 0.0, name
     # exact opposition: d~ = g~1 + mu g~2 with mu = tau + ||g~1||/||g~2||, i.e. d~ = -tau * unit(g1) ...
     pcd = rows["pcd"]
@@ -130,12 +132,12 @@ def test_one_d_case_symmetric_methods_stop_pcd_moves():
                                           ((-1.0, -1e-9), (180.0, 1.0)), ((0.0, -2.0), (90.0, 2.0)),
                                           ((10.0, 0.0), (0.0, 3.0)), ((0.0, 0.0), (0.0, 0.1))])
 def test_vector_to_polar_for_the_g2_sliders(xy, expected):
-    assert teaching.vector_to_polar(*xy) == pytest.approx(expected)
+    assert geo_page.vector_to_polar(*xy) == pytest.approx(expected)
 
 
 def test_vector_to_polar_signed_for_g3_and_rejects_bad_points():
-    assert teaching.vector_to_polar(0.0, -1.0, angle_range=(-180.0, 180.0)) == (-90.0, 1.0)
-    assert teaching.vector_to_polar(-1.0, 1.0, angle_range=(-180.0, 180.0))[0] == 135.0
+    assert geo_page.vector_to_polar(0.0, -1.0, angle_range=(-180.0, 180.0)) == (-90.0, 1.0)
+    assert geo_page.vector_to_polar(-1.0, 1.0, angle_range=(-180.0, 180.0))[0] == 135.0
     for bad in [(math.nan, 1.0), (1.0, math.inf), ("a", 1.0)]:
         with pytest.raises(ValueError):
-            teaching.vector_to_polar(*bad)
+            geo_page.vector_to_polar(*bad)

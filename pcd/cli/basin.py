@@ -13,12 +13,13 @@ from pcd.cli import UsageError, write_json
 
 
 def _run(args: argparse.Namespace) -> int:
-    from pcd import studio
+    import pcd.problems as problems
     from pcd.experiments.basin import basin
 
     if args.problem != "custom" and (args.f1 is not None or args.f2 is not None):
         raise UsageError("--f1/--f2 are for --problem custom only")
-    prob = studio.toy_problem(args.problem, args.f1, args.f2)
+    formulas = {"primary": args.f1, "secondaries": None if args.f2 is None else [args.f2]}
+    prob = problems.named(args.problem, **{k: v for k, v in formulas.items() if v is not None})
     res = basin(prob, methods=args.methods, grid=args.grid, steps=args.steps, lr=args.lr, tau=args.tau,
                 optimizer=args.optimizer, seed=args.seed)
     write_json(res.to_json(), args.json)
@@ -31,7 +32,7 @@ def register(subparsers) -> None:
     p = subparsers.add_parser("basin", help="basin maps: outcome of every method from a dense grid of starts",
                               description=__doc__.splitlines()[0])
     p.add_argument("--problem", default="saddle2d",
-                   help="saddle2d (default), double_well, two_task, quadratic, quadratic_torchjd or custom")
+                   help="saddle2d (default), double_well, scale, two_task, quadratic, quadratic_torchjd or custom")
     p.add_argument("--f1", default=None, help="custom: the primary f1(x, y)")
     p.add_argument("--f2", default=None, help="custom: the secondary f2(x, y)")
     p.add_argument("--grid", default=DEFAULT_GRID, help=f"starts per side (2..{MAX_GRID}, default {DEFAULT_GRID})")

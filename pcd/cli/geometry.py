@@ -1,6 +1,6 @@
 """``python -m pcd geometry``: every method's update for two (or three) 2-D gradients.
 
-The same computation as the Gradient geometry page (:func:`pcd.studio.method_directions`).
+The same computation as the Gradient geometry page (:func:`pcd.experiments.geometry.method_directions`).
 """
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from pcd.cli import UsageError, write_json
 
 
 def _run(args) -> int:
-    from pcd import studio
+    from pcd.experiments.geometry import gradient_vectors, method_directions
 
     third = None
     if args.g3 is not None:
@@ -17,9 +17,9 @@ def _run(args) -> int:
         except ValueError:
             raise UsageError("--g3 must be ANGLE,NORM (two numbers), e.g. --g3=-90,1") from None
         third = (a3, n3)
-    J = studio.gradient_vectors(args.angle, args.norm2, third=third)
+    J = gradient_vectors(args.angle, args.norm2, third=third)
     methods = [m for m in args.methods.split(",") if m.strip()]
-    result = studio.method_directions(J, methods, tau=args.tau)
+    result = method_directions(J, methods, tau=args.tau)
     rows = []
     for r in result["rows"]:
         rows.append({"method": r["method"], "weights": r["weights"], "direction": r["direction"],

@@ -104,7 +104,7 @@ def run(args: argparse.Namespace) -> int:
 
     result = train(cfg, out_dir=args.out, on_progress=progress)
     if not args.quiet:
-        from pcd.jobs.results import export_report
+        from pcd.train.studies import export_report
 
         print(f"export: {export_report(result)['message']}", file=sys.stderr)
     if args.json:

@@ -97,8 +97,11 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def _store(args: argparse.Namespace):
+    """The data folder's run store, handed training's read-back check of a stored config (the queue
+    itself knows no run config)."""
     from pcd.jobs.store import RunStore
-    return RunStore(args.data_dir)
+    from pcd.train.queue import check_stored
+    return RunStore(args.data_dir, check=check_stored)
 
 
 def _public(run: dict) -> dict:
@@ -124,12 +127,12 @@ def _preset_configs(args: argparse.Namespace) -> tuple[list[dict], list[str]]:
 
 
 def _submit(args: argparse.Namespace) -> int:
-    from pcd.jobs import validate_for_queue
+    from pcd.train.queue import validate_for_queue
     if args.preset is not None:
         configs, labels = _preset_configs(args)
-        configs = [validate_for_queue(c) for c in configs]
         with _store(args) as store:
-            ids = store.submit_many(configs, priority=args.priority, max_attempts=args.max_attempts, labels=labels)
+            ids = store.submit_many(configs, priority=args.priority, max_attempts=args.max_attempts, labels=labels,
+                                    check=validate_for_queue)
         for i in ids:
             print(i)
         return 0
@@ -142,10 +145,9 @@ def _submit(args: argparse.Namespace) -> int:
     for i, c in enumerate(configs):
         if not isinstance(c, dict):
             raise UsageError(f"--config: config #{i} must be a JSON object, got {V.show(c)}")
-    if not args.no_validate:
-        configs = [validate_for_queue(c) for c in configs]
     with _store(args) as store:
-        ids = store.submit_many(configs, priority=args.priority, max_attempts=args.max_attempts)
+        ids = store.submit_many(configs, priority=args.priority, max_attempts=args.max_attempts,
+                                check=None if args.no_validate else validate_for_queue)
     for i in ids:
         print(i)
     return 0
@@ -273,8 +275,8 @@ def _presets(args: argparse.Namespace) -> int:
 
 
 def _summary(args: argparse.Namespace) -> int:
-    from pcd.jobs import results as R
-    from pcd.jobs.queue_view import summary_rows
+    from pcd.train import studies as R
+    from pcd.train.studies import summary_rows
 
     with _store(args) as store:  # streamed: memory stays bounded however many runs are done
         rows = summary_rows(store, args.study)
@@ -305,6 +307,15 @@ def _summary(args: argparse.Namespace) -> int:
             print(f"| {r['method']} | {r['setting']} | {r['n']} | {pm(r, 'test_acc')} | {pm(r, 'param_reduction')} | "
                   f"{f(r['params_after'], ',.0f')} | {f(r['flops_after'], ',.0f')} | {f(kb)} | "
                   f"{f(r['seconds'], '.0f')} | {f(r['wall_seconds'], '.0f')} | {R.landing(r, ref)} |")
+        if "l1+nuclear" in st:  # K = 3: the measures the paper's K = 3 table reports, with their definitions
+            from pcd.train.metrics import K3_MEASURES
+
+            print(f"K = 3 measures: {K3_MEASURES}")
+            print("| method | setting | seeds | accuracy % | parameter sparsity % | effective rank |")
+            print("|---|---|---|---|---|---|")
+            for r in sub:
+                print(f"| {r['method']} | {r['setting']} | {r['n']} | {pm(r, 'test_acc')} | {pm(r, 'param_sparsity')} | "
+                      f"{pm(r, 'effective_rank', '.2f')} |")
         c = comps[st]
         print(R.pairs_line(c) if c["n"] else c.get("nothing") or "no PCD / baseline pairs")
         for line in R.findings(sub):

@@ -6,6 +6,8 @@ import os
 import sys
 
 from pcd.cli import UsageError
+from pcd.jobs.executors import BACKENDS
+from pcd.train.queue import RUNNER
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -18,10 +20,11 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--slots", type=int, default=_env_int("PCD_WORKER_SLOTS"),
                    help="number of concurrent runs (default: one per GPU, else 1; on Ray: the cluster's slots, "
                         "this caps them)")
-    p.add_argument("--backend", choices=["local", "ray"], default=os.environ.get("PCD_BACKEND") or "local",
-                   help="local child processes (default) or tasks on a Ray cluster ($PCD_BACKEND)")
+    p.add_argument("--backend", choices=list(BACKENDS), default=os.environ.get("PCD_BACKEND") or "local",
+                   help="where runs execute: local child processes (default), tasks on a Ray cluster, ... "
+                        "(pcd.jobs.executors.BACKENDS; $PCD_BACKEND)")
     p.add_argument("--runner", default=None,
-                   help="module:function executing a run (default: $PCD_RUNNER or pcd.train.run:train)")
+                   help=f"module:function executing a run (default: $PCD_RUNNER or {RUNNER}, the pruning runs)")
     p.add_argument("--poll", type=float, default=0.5, help="seconds between queue polls (default 0.5)")
     p.add_argument("--stall-timeout", type=float, default=float(os.environ.get("PCD_STALL_TIMEOUT", 900)),
                    help="fail a run that reports no progress for this many seconds (default 900)")
@@ -56,9 +59,12 @@ def _run(args: argparse.Namespace) -> int:
         raise UsageError(f"--parent-pid must be a process id >= 1, got {args.parent_pid}")
     if args.parent_pid is not None and os.getppid() != args.parent_pid:
         return 0  # the process that started us is already gone
-    sup = Supervisor(args.data_dir, slots=args.slots, runner=args.runner, backend=args.backend,
+    # the worker entry point hands the queue training's runner (pcd.jobs never imports pcd.train)
+    runner = args.runner or os.environ.get("PCD_RUNNER") or RUNNER
+    options = {} if args.cpus_per_run is None else {"cpus_per_run": args.cpus_per_run}
+    sup = Supervisor(args.data_dir, slots=args.slots, runner=runner, backend=args.backend,
                      poll_s=args.poll, stall_timeout_s=args.stall_timeout, cancel_grace_s=args.cancel_grace,
-                     cpus_per_run=args.cpus_per_run, parent_pid=args.parent_pid)
+                     parent_pid=args.parent_pid, options=options)
     try:
         return sup.run(idle_exit_s=args.idle_exit)
     except SupervisorRunning as exc:

@@ -32,7 +32,7 @@ import numpy as np
 
 from pcd import _validate
 from pcd._json import jsonable
-from pcd.engine import OUTCOMES, outcomes, run
+from pcd.engine import OUTCOME_WORDS, OUTCOMES, outcomes, run
 from pcd.problems import Problem
 from pcd.problems import make as make_problem
 from pcd.problems.base import check_float, check_int
@@ -44,13 +44,8 @@ DEFAULT_GRID = 100
 MAX_GRID = _validate.LIMITS["basin_grid"]
 BASIN_METHODS = ("pcd", "ws", "mgda", "pcgrad", "cagrad", "famo")
 
-OUTCOME_LABELS = {
-    "cms": "reached CMS",
-    "conflict_equilibrium": "conflict equilibrium",
-    "single_objective_minimum": "Pareto-stationary at one objective's minimum",
-    "moving": "still moving at the budget",
-    "diverged": "diverged",
-}
+#: each outcome's name, as :data:`pcd.engine.OUTCOME_WORDS` (the one home of the wording) says it
+OUTCOME_LABELS = {k: OUTCOME_WORDS[k][1] for k in OUTCOMES}
 
 
 def check_grid(n: Any) -> int:

@@ -95,7 +95,7 @@ def measure(methods: str | Iterable[str], Ks: Iterable[int], steps: int, lr: flo
             tau: float | None) -> dict[str, Any]:
     """Run the double well for ``methods`` (one method at a time, every K) and return
     ``{"settings", "records", "verdicts"}`` (JSON-able): what ``benchmarks/kdw_law.py`` writes to
-    :data:`TABLE` with the K-objective page's defaults (``pcd.ui.warmup.KB_*``)."""
+    :data:`TABLE` with the K-objective page's defaults (:mod:`pcd.studio.kbench`)."""
     from pcd.experiments.synthetic import kdw, parse_methods
 
     names = parse_methods(methods)

@@ -26,8 +26,6 @@ from typing import Any
 
 from pcd.jobs.store import RunStore
 
-DEFAULT_RUNNER = "pcd.train.run:train"
-
 
 class Cancelled(Exception):
     """Raised by runners (or recognised by name, e.g. ``pcd.train.run.Cancelled``) on cancel."""
@@ -160,7 +158,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--data-dir", required=True)
     p.add_argument("--run-id", type=int, required=True)
     p.add_argument("--token", required=True)
-    p.add_argument("--runner", default=DEFAULT_RUNNER)
+    p.add_argument("--runner", required=True)
     p.add_argument("--parent-pid", type=int, default=None)
     p.add_argument("--heartbeat", type=float, default=2.0)
     a = p.parse_args(argv)

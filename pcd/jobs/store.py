@@ -104,18 +104,22 @@ def _file_problem(path: Path) -> str | None:
     return None
 
 
-def stored_config_problem(config: dict) -> str | None:
-    """Why a stored config would not run (types and bounds of its numbers, its data folder), or
-    None. The read-back check of a row (no torch import): a row edited by hand, or written by an
-    older version with laxer checks, is shown as invalid instead of crashing a page or a worker."""
-    from pcd.train.catalog import check_numbers
+#: A config check handed to the store by whoever sets up the queue (the queue knows no run config):
+#: ``check(config) -> config`` (normalized) or ``ValueError`` with a one-line reason. Training hands
+#: :func:`pcd.train.queue.check_stored` (the CLI, the Pruning lab).
+ConfigCheck = Callable[[dict], Any]
 
+
+def stored_config_problem(config: dict, check: ConfigCheck | None) -> str | None:
+    """Why a stored config would not run according to ``check`` (the read-back check of a row: a row
+    edited by hand, or written by an older version with laxer checks, is shown as invalid instead of
+    crashing a page or a worker), or None; None too when no check was handed."""
+    if check is None:
+        return None
     try:
-        check_numbers(config)
-        if config.get("data_dir") is not None:
-            V.data_folder(config["data_dir"], "data_dir")
+        check(config)
     except ValueError as exc:
-        return f"invalid stored config: {exc}"
+        return f"invalid stored config: {str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__}"
     return None
 
 
@@ -261,10 +265,17 @@ def _check_key(st: os.stat_result) -> tuple[int, int, int, int]:
 
 class RunStore:
     """Access to one data folder's run store (``<data_dir>/pcd.sqlite3``, run files in
-    ``<data_dir>/runs/<id>/``). Cheap to create; each instance opens its own connection."""
+    ``<data_dir>/runs/<id>/``). Cheap to create; each instance opens its own connection.
+
+    ``check``: the read-back check of a stored config (:data:`ConfigCheck`, handed by whoever sets up
+    the queue); a row it refuses is returned with ``invalid`` set. Without one, rows are not checked
+    beyond being a JSON object."""
 
     def __init__(self, data_dir: str | os.PathLike | None = None, *, timeout: float = 30.0,
-                 auto_rebuild: bool = True) -> None:
+                 auto_rebuild: bool = True, check: ConfigCheck | None = None) -> None:
+        if check is not None and not callable(check):
+            raise ValueError(f"check must be a function config -> config (or None), got {V.show(check)}")
+        self.check = check
         if data_dir is not None and not isinstance(data_dir, (str, os.PathLike)):
             raise ValueError(f"data_dir must be a folder path, got {V.show(data_dir)}")
         if data_dir is not None:
@@ -401,8 +412,7 @@ class RunStore:
         p = self.run_file(run_id, path)
         return None if p is None else _files.read_bytes(p, p.parent, kind=kind, name="run file")
 
-    @staticmethod
-    def _row(row: sqlite3.Row | None) -> dict | None:
+    def _row(self, row: sqlite3.Row | None) -> dict | None:
         if row is None:
             return None
         d = dict(row)
@@ -414,7 +424,7 @@ class RunStore:
         except V.Invalid as exc:
             d["invalid"], d["config"] = str(exc), {}
         if d["invalid"] is None and d["config"]:
-            d["invalid"] = stored_config_problem(d["config"])
+            d["invalid"] = stored_config_problem(d["config"], self.check)
         try:
             d["result"] = V.parse_json(d["result"], "stored result") if d.get("result") else None
         except V.Invalid as exc:
@@ -435,20 +445,29 @@ class RunStore:
     # ---- submitting ----------------------------------------------------------------------------
 
     def submit(self, config: dict, *, priority: int = 0, max_attempts: int = 3,
-               label: str | None = None) -> int:
-        """Queue one run; returns its id."""
+               label: str | None = None, check: ConfigCheck | None = None) -> int:
+        """Queue one run; returns its id (``check``: as in :meth:`submit_many`)."""
         return self.submit_many([config], priority=priority, max_attempts=max_attempts,
-                                labels=[label])[0]
+                                labels=[label], check=check)[0]
 
     def submit_many(self, configs: Iterable[dict], *, priority: int = 0, max_attempts: int = 3,
-                    labels: Iterable[str | None] | None = None) -> list[int]:
-        """Queue several runs in one transaction (a sweep is all queued or none); returns ids in order."""
+                    labels: Iterable[str | None] | None = None, check: ConfigCheck | None = None) -> list[int]:
+        """Queue several runs in one transaction (a sweep is all queued or none); returns ids in order.
+
+        ``check`` (handed by the caller, e.g. :func:`pcd.train.queue.validate_for_queue`): each config
+        is replaced by ``check(config)`` before anything is stored, so a bad config fails at submit
+        time (``ValueError``) and nothing is queued."""
         configs = list(configs)
         if not configs:
             raise ValueError("nothing to submit: give at least one config")
         for i, cfg in enumerate(configs):
             if not isinstance(cfg, dict):
                 raise ValueError(f"config #{i} must be a JSON object (dict), got {type(cfg).__name__}")
+        if check is not None:
+            configs = [check(dict(cfg)) for cfg in configs]
+            for i, cfg in enumerate(configs):
+                if not isinstance(cfg, dict):
+                    raise ValueError(f"check returned {type(cfg).__name__} for config #{i}, expected a dict")
         V.integer(priority, "priority", low=-(2**62), high=2**62)
         if isinstance(max_attempts, bool) or not isinstance(max_attempts, int) or not 1 <= max_attempts <= 100:
             raise ValueError(f"max_attempts must be an integer in [1, 100], got {max_attempts!r}")

@@ -27,6 +27,7 @@ and executes each in a fresh child process (or, with ``backend="ray"``, as a Ray
 from __future__ import annotations
 
 import fcntl
+import inspect
 import json
 import os
 import signal
@@ -42,16 +43,14 @@ from typing import Any
 
 from pcd import _files
 from pcd import _validate as V
-from pcd.jobs.child import DEFAULT_RUNNER, resolve_runner
+from pcd.jobs.executors import executor_class
 from pcd.jobs.executors.base import Job, Outcome, Slot, log_tail, package_root
-from pcd.jobs.executors.local import LocalExecutor
 from pcd.jobs.placement import CLUSTER_NAME
 from pcd.jobs.store import RunStore, StorageFault, StoreError, default_data_dir, rebuild_command, storage_fault
 
 LOCK_NAME = "supervisor.lock"
 # `python -m pcd worker` without importing the other CLI commands (some import torch at start-up)
 WORKER_CMD = [sys.executable, "-c", "import sys; from pcd.cli.worker import main; sys.exit(main())"]
-BACKENDS = ("local", "ray")
 
 
 class SupervisorRunning(RuntimeError):
@@ -164,16 +163,17 @@ class Supervisor:
     def __init__(self, data_dir: str | os.PathLike | None = None, *, slots: int | None = None,
                  runner: str | None = None, backend: str | None = None, poll_s: float = 0.5,
                  stall_timeout_s: float = 900.0, cancel_grace_s: float = 5.0, heartbeat_s: float = 2.0,
-                 cpus_per_run: float | None = None, resync_s: float = 2.0, parent_pid: int | None = None,
-                 ray_options: dict | None = None, log: Callable[[str], None] | None = None) -> None:
+                 resync_s: float = 2.0, parent_pid: int | None = None, options: dict | None = None,
+                 log: Callable[[str], None] | None = None) -> None:
         backend = backend or os.environ.get("PCD_BACKEND") or "local"
-        if backend not in BACKENDS:
-            raise ValueError(f"backend must be one of {list(BACKENDS)}, got {backend!r}")
-        runner = runner or os.environ.get("PCD_RUNNER") or DEFAULT_RUNNER
+        self.executor_class = executor_class(backend)  # ValueError naming the registered backends
+        runner = runner or os.environ.get("PCD_RUNNER")
+        if not runner:
+            raise ValueError("no runner: give runner='package.module:function' or set $PCD_RUNNER "
+                             "(python -m pcd worker hands pcd.train's)")
         if not isinstance(runner, str) or runner.count(":") != 1:
             raise ValueError(f"runner must look like 'package.module:function', got {runner!r}")
-        if backend == "ray":
-            resolve_runner(runner)  # local children import it themselves (keeps the supervisor light)
+        self.executor_class.check_runner(runner)
         for name, v, lo in (("poll_s", poll_s, 0.01), ("stall_timeout_s", stall_timeout_s, 1.0),
                             ("cancel_grace_s", cancel_grace_s, 0.0), ("heartbeat_s", heartbeat_s, 0.05),
                             ("resync_s", resync_s, 0.05)):
@@ -190,16 +190,16 @@ class Supervisor:
         self._stop = threading.Event()
         if parent_pid is not None and (isinstance(parent_pid, bool) or not isinstance(parent_pid, int) or parent_pid < 1):
             raise ValueError(f"parent_pid must be a process id (integer >= 1), got {parent_pid!r}")
-        if cpus_per_run is None:
-            env_cpr = os.environ.get("PCD_RAY_CPUS_PER_RUN")
-            try:
-                cpus_per_run = float(env_cpr) if env_cpr else 1.0
-            except ValueError:
-                raise ValueError(f"PCD_RAY_CPUS_PER_RUN must be a number > 0, got {env_cpr!r}") from None
-        if isinstance(cpus_per_run, bool) or not isinstance(cpus_per_run, (int, float)) or not 0 < cpus_per_run <= 1024:
-            raise ValueError(f"cpus_per_run must be a number in (0, 1024], got {cpus_per_run!r}")
-        self.cpus_per_run, self.resync_s, self.parent_pid = float(cpus_per_run), float(resync_s), parent_pid
-        self.ray_options = dict(ray_options or {})
+        if options is not None and not isinstance(options, dict):
+            raise ValueError(f"options must be a dict of the backend's options, got {V.show(options)}")
+        takes = {k for k, p in inspect.signature(self.executor_class).parameters.items()
+                 if p.kind is p.KEYWORD_ONLY or (p.kind is p.POSITIONAL_OR_KEYWORD and k not in ("store", "runner"))}
+        unknown = sorted(set(options or {}) - takes - {"heartbeat_s", "log"})
+        if unknown:
+            raise ValueError(f"backend {backend!r} takes no option {', '.join(unknown)}; its options: "
+                             f"{', '.join(sorted(takes - {'heartbeat_s', 'log'})) or 'none'}")
+        self.resync_s, self.parent_pid = float(resync_s), parent_pid
+        self.options = dict(options or {})
         self.slots: list[Slot] = []
         self.executor: Any = None
         self._next_resync = self._next_reconcile = 0.0
@@ -219,12 +219,8 @@ class Supervisor:
         max_seconds = V.number(max_seconds, "max_seconds", low=0.0, allow_none=True)
         lock = SupervisorLock(self.data_dir).acquire()
         try:
-            if self.backend == "ray":
-                from pcd.jobs.executors.ray import RayExecutor
-                self.executor = RayExecutor(self.store, self.runner, cpus_per_run=self.cpus_per_run, log=self.log,
-                                            **self.ray_options)
-            else:
-                self.executor = LocalExecutor(self.store, self.runner, self.heartbeat_s)
+            self.executor = self.executor_class(self.store, self.runner, heartbeat_s=self.heartbeat_s,
+                                                log=self.log, **self.options)
             self._resync(force=True)
             reaped = self.store.reap_orphans("the previous supervisor died while this run was running")
             for rid, st in reaped.items():
@@ -410,7 +406,7 @@ class Supervisor:
         if row["status"] != "running" or row["token"] != job.token:
             return  # the child wrote its verdict; we will see it exit on a later tick
         now = time.monotonic()  # elapsed time only: a wall-clock step never fails a healthy run
-        if self.backend == "ray":
+        if not self.executor.runs_heartbeat:  # e.g. a Ray task: the supervisor heartbeats for it
             self.store.heartbeat(job.run_id, job.token)
         marker = (row.get("progress_at"), row.get("started_at"), row.get("pid"))
         if marker != job.progress_seen:  # progress (or the worker coming up) since the last look
@@ -464,7 +460,7 @@ class Supervisor:
                     rc = out.value
                     why = f"killed by signal {-rc}" if isinstance(rc, int) and rc < 0 else f"exit code {rc}"
                     try:
-                        tail = log_tail(self.store.run_dir(job.run_id) / "worker.log")
+                        tail = log_tail(self.data_dir, job.run_id)
                     except Exception as exc:  # one run's log never stops the queue
                         tail = f"(its worker.log could not be read: {V.show(str(exc), 200)})"
                     self.store.finish(job.run_id, job.token, "failed",

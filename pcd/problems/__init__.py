@@ -25,6 +25,30 @@ for _info in pkgutil.iter_modules(__path__):
         importlib.import_module(f"{__name__}.{_info.name}")
 
 
+# The problems the Studio pages offer, by key (one list: the toy, basin, τ and lesson pages pick
+# from it; each shows ``problem.display_name``): key -> (registry name, parameters). A registered
+# problem not listed here is offered under its own name with its defaults.
+NAMED: dict[str, tuple[str, dict[str, Any]]] = {
+    "saddle2d": ("saddle2d", {}),
+    "double_well": ("double_well", {"K": 2, "dim": 2}),   # the K = 2 slice: two coordinates, one secondary
+    "scale": ("scale", {}),
+    "two_task": ("two_task", {}),
+    "quadratic": ("quadratic", {}),
+    "quadratic_torchjd": ("quadratic", {"variant": "torchjd"}),
+    "custom": ("custom", {}),
+}
+
+
+def named(key: str, **params: Any) -> Problem:
+    """The page problem ``key``: an entry of :data:`NAMED`, else a registered problem with its
+    defaults (``params`` on top, e.g. a custom problem's formulas)."""
+    k = str(key).strip().lower()
+    if k not in NAMED and k not in _REGISTRY:
+        raise ValueError(f"unknown problem {key!r}; allowed: {', '.join(dict.fromkeys([*NAMED, *available()]))}")
+    name, base = NAMED.get(k, (k, {}))
+    return make(name, **{**base, **params})
+
+
 def available() -> list[str]:
     """Registry names, in display order."""
     return sorted(_REGISTRY, key=lambda n: (ORDER.index(n) if n in ORDER else len(ORDER), n))
@@ -53,4 +77,4 @@ def make(name: str | Problem, **params: Any) -> Problem:
         raise ValueError(f"{cls.name}: bad parameters {sorted(params)}; allowed: {', '.join(allowed) or 'none'} ({exc})") from None
 
 
-__all__ = ["Problem", "available", "get", "make", "register", "check_points"]
+__all__ = ["NAMED", "Problem", "available", "check_points", "get", "make", "named", "register"]

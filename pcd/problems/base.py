@@ -59,7 +59,7 @@ class Problem:
     """
 
     name: ClassVar[str] = ""
-    display_name: ClassVar[str] = ""
+    display_name: str = ""  # the class's; an instance may say more (a variant, its K)
     description: ClassVar[str] = ""
     paper: ClassVar[str] = ""
 

@@ -56,6 +56,7 @@ class DoubleWell(Problem):
             raise ValueError(f"double_well: dim must be K - 1 = {self.K - 1} (one secondary per coordinate), "
                              f"or K = 2 with any dim (one merged secondary); got K = {self.K}, dim = {self.dim}")
         self.merged = self.K == 2
+        self.display_name = f"Double well, K = {self.K}"
         self.start = check_float(start, "start", -10.0, 10.0, self.name)
         self.bounds = tuple((-2.0, 2.0) for _ in range(self.dim))
         if self.merged:

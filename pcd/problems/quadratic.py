@@ -90,6 +90,7 @@ class Quadratic(QuadraticPair):
             raise ValueError(f"quadratic: variant must be one of {list(VARIANTS)}, got {variant!r}")
         self.variant = variant
         if variant == "torchjd":
+            self.display_name = "TorchJD's convex quadratic form"
             self.A1 = 2.0 * _TORCHJD_B1 @ _TORCHJD_B1.T
             self.A2 = 2.0 * _TORCHJD_B2 @ _TORCHJD_B2.T
             self.C1 = np.array([1.0, -1.0])

@@ -11,9 +11,9 @@ ARCH_HELP = {
     "googlenet": "GoogLeNet / Inception-v1 for CIFAR (~6.2M params)",
 }
 
-SPECIAL_METHOD_NAMES = ("unpruned", "prox", "lagrangian")  # pcd.train.config.SPECIAL_METHODS holds their parameters
-SPECIAL_METHOD_LABELS = {"unpruned": "Unpruned (primary only)", "prox": "Proximal group lasso",
-                         "lagrangian": "Lagrangian (Cooper)"}
+# pcd.train.config.SPECIAL_METHODS holds their parameters; their display names are the figures'
+# (pcd.viz.theme.BASELINE_LABELS), next to their colours
+SPECIAL_METHOD_NAMES = ("unpruned", "prox", "lagrangian")
 
 # The numeric fields of a run config with their types and bounds (inclusive; "lr" excludes tiny
 # values). One table for pcd.train.run.validate_config (submit time) and

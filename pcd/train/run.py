@@ -365,6 +365,10 @@ def _finish(cfg: dict, model, data, rows: list[dict], elapsed: float, diverged: 
         "param_sparsity": last.get("param_sparsity"),
         "effective_rank": last.get("effective_rank"),
         "numerical_rank_reduction": last.get("numerical_rank_reduction"),
+        "param_sparsity_threshold": mt.PARAM_ZERO,  # relative to each layer's largest |w|
+        "param_sparsity_sweep": None if diverged else mt.param_sparsity_sweep(model),
+        "param_sparsity_abs_sweep": None if diverged else mt.param_sparsity_sweep(model, relative=False),
+        "zeroed_acc": None if diverged else mt.zeroed_accuracy(model, data.test_batches()),
         "seconds": elapsed,
         "epochs_completed": len(rows),
         "diverged": diverged,

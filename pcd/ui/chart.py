@@ -95,15 +95,6 @@ def bundle_src(bundle: str = "basic") -> str | None:
     return url if serving and path.is_file() else None
 
 
-def frozen(fig: Any) -> Any:
-    """``fig``, serialized once now: :func:`plotly_chart` then sends this JSON instead of
-    serializing the figure on every run of the page (the toy map with its animation frames: ~0.1 s
-    of the server's time per run). For a figure a cache keeps (``st.cache_resource``) and that
-    nobody changes afterwards -- a change made later is not drawn."""
-    fig._pcd_spec = fig.to_json()
-    return fig
-
-
 def plotly_chart(fig: Any, key: str, *, click: bool | str = False, config: dict | None = None) -> None:
     """Draw the Plotly figure ``fig`` (see the module docstring). ``key``: the widget key (the
     chart's container gets the class ``st-key-<key>``). ``click=True``: a click on a data point is

@@ -12,7 +12,7 @@ import streamlit as st
 
 
 def _csv_bytes(df: Any, settings: dict | None) -> bytes:
-    from pcd.studio import table_with_settings
+    from pcd.viz.stamp import table_with_settings
 
     return table_with_settings(df, settings).to_csv(index=False).encode("utf-8")
 
@@ -32,7 +32,7 @@ def download_figure(fig: Any, filename: str, label: str = "Download figure (HTML
     ``fig``: a figure, or a function returning one (built only when the file is asked for). The
     HTML (~4 MB with Plotly bundled) is made on the click, not on every rerun of the page.
     """
-    from pcd.studio import figure_html
+    from pcd.viz.stamp import figure_html
 
     def _html() -> bytes:
         return figure_html(fig() if callable(fig) else fig, settings).encode("utf-8")
@@ -49,7 +49,7 @@ _STRIP_LINE_PX, _STRIP_FONT_PX = 16, 11
 
 def png_figure(fig: Any, settings: dict | None = None, width: int = PNG_WIDTH) -> Any:
     """A copy of ``fig`` for a static PNG: ``width`` px wide unless its layout says otherwise, and with
-    ``settings`` (what produced it, plus the version: :func:`pcd.studio.export_settings`) as a strip of
+    ``settings`` (what produced it, plus the version: :func:`pcd.viz.stamp.export_settings`) as a strip of
     small type above the plot (as the HTML download's settings line), the figure made taller by the
     strip (the plot and a legend anchored to the figure's bottom keep their places)."""
     import html
@@ -60,7 +60,7 @@ def png_figure(fig: Any, settings: dict | None = None, width: int = PNG_WIDTH) -
     if out.layout.width is None:
         out.layout.width = int(width)
     if settings:
-        from pcd.studio import export_settings
+        from pcd.viz.stamp import export_settings
 
         text = " · ".join(f"{k}: {v}" for k, v in export_settings(settings).items())
         lines = textwrap.wrap(text, width=max(40, int(out.layout.width / (0.6 * _STRIP_FONT_PX))))

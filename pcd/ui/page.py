@@ -38,8 +38,8 @@ def setup_page(title: str, icon: str = ":material/insights:", intro: str | None 
     Plotly charts (Plotly.js is then preloaded only once the page is idle, see
     :func:`pcd.ui.preload.preload_plotly`). ``full_plotly=True``: a page that draws ``st.plotly_chart``
     figures (trace types beyond the basic bundle, see :mod:`pcd.ui.chart`): Streamlit's full
-    Plotly.js is imported at once (the router reads the flag from the page's source,
-    :func:`pcd.studio.studio_pages`)."""
+    Plotly.js is imported at once (the router reads the flag from the page registry,
+    :data:`pcd.studio.registry.PAGES`)."""
     present_now = starts_on()
     try:  # on a projector the sidebar starts collapsed: the figures get the width
         st.set_page_config(page_title=f"{title} · {APP_TITLE}", page_icon=str(FAVICON) if FAVICON.is_file() else icon,
@@ -66,7 +66,7 @@ def setup_page(title: str, icon: str = ":material/insights:", intro: str | None 
 
 def page_link(path: str, label: str, query_params: dict[str, Any] | None = None,
               icon: str = ":material/open_in_new:") -> None:
-    """A link to another page of the app (``"views/02_Toy_landscapes.py"``) opening it with
+    """A link to another page of the app (``"pages/02_Toy_landscapes.py"``) opening it with
     ``query_params`` (and presenter mode, when on). Falls back to a plain link when the page is not
     registered with this run (e.g. a page script run on its own under a test harness)."""
     params = {k: str(v) for k, v in (query_params or {}).items()}

@@ -10,10 +10,11 @@ from typing import Any
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
+from pcd.viz import theme
 from pcd.viz.theme import base_layout, method_color, method_label, objective_color, rgba, style_axes
 
 KEPT = objective_color(0)
-REMOVED = "#d0d7de"
+REMOVED = theme.BORDER
 
 
 def _empty(text: str, height: int = 220) -> go.Figure:
@@ -63,10 +64,10 @@ def norms_figure(norms: Sequence[float], threshold: float | None, height: int = 
     if threshold is not None and threshold > 0:
         t = math.log10(threshold)
         below = sum(v < threshold for v in vals)
-        fig.add_vline(x=t, line=dict(color="#cf222e", width=2, dash="dash"))
+        fig.add_vline(x=t, line=dict(color=theme.ALERT, width=2, dash="dash"))
         fig.add_annotation(x=t, y=1.0, yref="paper", xanchor="left", yanchor="top", showarrow=False,
                            text=f" export threshold {threshold:.3g}: {below} of {len(vals)} below",
-                           font=dict(color="#cf222e"))
+                           font=dict(color=theme.ALERT))
     fig.update_layout(**base_layout(height=height), showlegend=False)
     fig.update_xaxes(title_text="log10 of the channel's filter norm" + (f"  ({zeros} exactly zero, not shown)"
                                                                          if zeros else ""))
@@ -111,7 +112,7 @@ def curve_figure(curves: Mapping[str, Sequence[Mapping[str, Any]]], methods: Map
         for i, (key, _) in enumerate(CURVE_PANELS):
             fig.add_trace(go.Scatter(
                 x=[100.0 * float(budget["param_reduction"])], y=[float(budget[key]) * scale.get(key, 1.0)],
-                mode="markers", marker=dict(size=16, color=rgba("#cf222e", 0.0), line=dict(color="#cf222e", width=2.5)),
+                mode="markers", marker=dict(size=16, color=rgba(theme.ALERT, 0.0), line=dict(color=theme.ALERT, width=2.5)),
                 name="meets the budget", showlegend=i == 0, hoverinfo="skip"), row=i // 2 + 1, col=i % 2 + 1)
     layout = base_layout(height=height)
     layout["margin"] = dict(l=60, r=20, t=100, b=50)
@@ -130,7 +131,7 @@ PARALLEL_AXES = (("test_acc", "accuracy %"), ("param_reduction", "params removed
 def parallel_figure(points: Sequence[Mapping[str, Any]], height: int = 460) -> go.Figure:
     """Parallel coordinates over (method, accuracy, sparsity, FLOPs, latency, size) of a study's runs,
     lines coloured by method (drag along an axis to brush). ``points`` are
-    :func:`pcd.jobs.results.run_point` rows."""
+    :func:`pcd.train.studies.run_point` rows."""
     pts = [p for p in points if p.get("method")]
     if not pts:
         return _empty("no finished run to compare yet")

@@ -21,30 +21,14 @@ import numpy as np
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
-from pcd.engine import OUTCOMES
-from pcd.viz.theme import base_layout, method_label, outcome_label
+from pcd.engine import OUTCOME_WORDS, OUTCOMES
+from pcd.viz.theme import INK, OUTCOME_COLORS, STAR_GOLD, base_layout, method_label, outcome_label
 
 __all__ = ["basin_figure", "legend_html", "OUTCOME_COLORS", "OUTCOME_SHORT", "fractions_text"]
 
-OUTCOME_COLORS = {
-    "cms": "#2da44e",                       # green: every objective stationary
-    "conflict_equilibrium": "#cf222e",      # red: stalled, the gradients cancel
-    "single_objective_minimum": "#d4a72c",  # amber: stopped at one objective's minimum
-    "moving": "#54aeff",                    # blue: still moving at the budget
-    "diverged": "#6e7781",                  # grey
-}
-OUTCOME_NAMES = {
-    "cms": "reached CMS",
-    "conflict_equilibrium": "conflict equilibrium",
-    "single_objective_minimum": "Pareto-stationary at one objective's minimum",
-    "moving": "still moving at the budget",
-    "diverged": "diverged",
-}
-OUTCOME_HOVER = {"cms": "reached CMS", "conflict_equilibrium": "conflict equilibrium",
-                 "single_objective_minimum": "at one objective's minimum", "moving": "still moving",
-                 "diverged": "diverged"}
-OUTCOME_SHORT = {"cms": "CMS", "conflict_equilibrium": "conflict", "single_objective_minimum": "one min.",
-                 "moving": "moving", "diverged": "diverged"}
+# the words are the engine's (pcd.engine.OUTCOME_WORDS), the colours the theme's
+OUTCOME_NAMES = {k: OUTCOME_WORDS[k][1] for k in OUTCOMES}
+OUTCOME_SHORT = {k: OUTCOME_WORDS[k][0] for k in OUTCOMES}
 
 
 def fractions_text(fractions: dict[str, float], sep: str = " · ") -> str:
@@ -62,7 +46,7 @@ def legend_html() -> str:
 def _hover_label(outcome: str, diagnosis: str, method: str) -> str:
     """The outcome class, with the engine's finer wording where it says more (e.g. PCD's update
     halting where grad f1 = 0, or PCD held back by a constraint)."""
-    text = OUTCOME_HOVER[outcome]
+    text = OUTCOME_NAMES[outcome]
     if diagnosis == "primary_stationary" or (diagnosis == "conflict_equilibrium" and outcome == diagnosis):
         detail = outcome_label(diagnosis, method, short=True)
         if detail.lower() != text.lower() and not detail.startswith("stalled"):
@@ -130,8 +114,8 @@ def basin_figure(res: Any, methods: Sequence[str] | None = None, columns: int = 
         if stars is not None and stars.size:
             fig.add_trace(go.Scatter(x=stars[:, 0], y=stars[:, 1], mode="markers", name="CMS point",
                                      showlegend=idx == 0, hoverinfo="skip",
-                                     marker=dict(symbol="star", size=13, color="#ffd33d",
-                                                 line=dict(color="#24292f", width=1))), row=r, col=c)
+                                     marker=dict(symbol="star", size=13, color=STAR_GOLD,
+                                                 line=dict(color=INK, width=1))), row=r, col=c)
         fig.update_xaxes(range=[x0, x1], constrain="domain", showgrid=False, zeroline=False, row=r, col=c,
                          ticks="outside", tickfont=dict(size=11))
         fig.update_yaxes(range=[y0, y1], showgrid=False, zeroline=False, row=r, col=c, ticks="outside",

@@ -16,6 +16,7 @@ import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
 from pcd.experiments.constraints._common import FAMILY_LABELS
+from pcd.viz import theme
 from pcd.viz.theme import METHOD_COLORS as COLORS
 from pcd.viz.theme import base_layout, rgba, style_axes
 
@@ -27,7 +28,7 @@ __all__ = [
 
 # Reference lines (targets, x*, λ*) are drawn ABOVE the data, in a neutral ink (not PCD's red), their
 # labels on a white backing so a marker under them never hides the text.
-REFERENCE = "#24292f"
+REFERENCE = theme.INK
 _REF_LABEL = dict(bgcolor="rgba(255,255,255,0.85)", font=dict(size=12, color=REFERENCE))
 FAMILIES = ("penalty", "gda", "auglag", "nupi", "pcd")
 LABELS = FAMILY_LABELS
@@ -82,10 +83,10 @@ def toy_landscape_figure(c: float, eps: float, finals: Sequence[Mapping[str, Any
     xs = np.linspace(0.0, HALF_PI, int(n))
     x_star = math.asin(e)
     fig = go.Figure()
-    fig.add_vrect(x0=0.0, x1=x_star, fillcolor=rgba("#2ca02c", 0.10), line_width=0, layer="below",
+    fig.add_vrect(x0=0.0, x1=x_star, fillcolor=rgba(theme.SERIES_GREEN, 0.10), line_width=0, layer="below",
                   annotation_text="feasible: sin x ≤ ε", annotation_position="top left")
     fig.add_trace(go.Scatter(x=xs, y=np.cos(xs), mode="lines", name="objective cos x",
-                             line=dict(color="#24292f", width=2)))
+                             line=dict(color=theme.INK, width=2)))
     fig.add_trace(go.Scatter(x=xs, y=np.cos(xs) + cc * np.sin(xs), mode="lines",
                              name=f"penalty objective cos x + {cc:g}·sin x",
                              line=dict(color=COLORS["penalty"], width=2, dash="dash")))
@@ -152,7 +153,7 @@ def toy_trajectory_figure(traces: Sequence[Mapping[str, Any]], x_star: float, la
     fig.update_layout(legend=_LEGEND_RIGHT)
     if off:
         fig.add_annotation(text="off scale: " + "; ".join(off), xref="paper", yref="paper", x=1.0, y=0.0,
-                           xanchor="right", yanchor="bottom", showarrow=False, font=dict(size=12, color="#57606a"))
+                           xanchor="right", yanchor="bottom", showarrow=False, font=dict(size=12, color=theme.MUTED))
     return style_axes(fig)
 
 
@@ -167,7 +168,7 @@ def epsilon_figure(rows: Sequence[Mapping[str, Any]]) -> go.Figure:
     eps_all = sorted({float(r["eps"]) for r in rows})
     ee = np.linspace(min(eps_all), max(eps_all), 100)
     fig.add_trace(go.Scatter(x=ee, y=np.arcsin(ee), mode="lines", name="x* = arcsin ε",
-                             line=dict(color="#24292f", width=3)))
+                             line=dict(color=theme.INK, width=3)))
     methods: dict[str, list] = {}
     for r in rows:
         methods.setdefault(r.get("label", r["method"]), []).append(r)
@@ -197,7 +198,7 @@ def decision_boundary_figure(X: Any, y: Any, boundaries: Sequence[Mapping[str, A
     if X.shape[1] != 2 or X.shape[0] != y.shape[0]:
         raise ValueError(f"X must be [n, 2] and y [n], got {X.shape} and {y.shape}")
     fig = go.Figure()
-    for k, sym, col in ((0, "circle", "#1f77b4"), (1, "x", "#ff7f0e")):
+    for k, sym, col in ((0, "circle", theme.SERIES_BLUE), (1, "x", theme.SERIES_ORANGE)):
         m = y == k
         fig.add_trace(go.Scatter(x=X[m, 0], y=X[m, 1], mode="markers", name=f"class {k}",
                                  marker=dict(symbol=sym, size=6, color=rgba(col, 0.55))))
@@ -267,7 +268,7 @@ def rate_sweep_figure(penalty: Mapping[str, Any], lagrangian: Mapping[str, Any],
         if paper is not None:
             qp, qr = _positive(_arr(paper["param"], "paper param"), _arr(paper["rate"], "paper rate"))
             fig.add_trace(go.Scatter(x=qp, y=qr, mode="markers", name=f"paper: {LABELS[fam]} rate",
-                                     marker=dict(color="#24292f", size=11, symbol="circle-open", line=dict(width=2))),
+                                     marker=dict(color=theme.INK, size=11, symbol="circle-open", line=dict(width=2))),
                           row=1, col=col)
         fig.add_hline(y=float(target_pct), line=dict(color=REFERENCE, dash="dot", width=1.5), layer="above",
                       annotation=_REF_LABEL, row=1, col=col,
@@ -313,7 +314,7 @@ def bisection_figure(runs: Sequence[Mapping[str, Any]], target_pct: float, tol: 
     rates = [float(r["rate"]) for r in runs]
     text = [f"c = {float(r['c']):.3g}" for r in runs]
     fig = go.Figure()
-    fig.add_hrect(y0=target_pct - tol, y1=target_pct + tol, fillcolor=rgba("#2ca02c", 0.15), line_width=0,
+    fig.add_hrect(y0=target_pct - tol, y1=target_pct + tol, fillcolor=rgba(theme.SERIES_GREEN, 0.15), line_width=0,
                   annotation_text="target band", annotation_position="top left")
     fig.add_trace(go.Bar(x=n, y=rates, text=text, textposition="outside", name="penalty: one full training each",
                          marker_color=COLORS["penalty"]))

@@ -1,7 +1,7 @@
 """Gradient-geometry figure (page 1): the gradients, PCD's feasible region and every method's
 update vector in the method's colour (cf. PCD paper, Fig. 3).
 
-Input is the plain data of :func:`pcd.studio.method_directions`; output a ``go.Figure``.
+Input is the plain data of :func:`pcd.experiments.geometry.method_directions`; output a ``go.Figure``.
 """
 from __future__ import annotations
 
@@ -11,9 +11,10 @@ from typing import Any
 import numpy as np
 import plotly.graph_objects as go
 
-from pcd.viz.theme import base_layout, objective_color, rgba, style_axes
+from pcd.viz import theme
+from pcd.viz.theme import base_layout, method_color, objective_color, rgba, style_axes
 
-REGION_COLOR = "#d62728"
+REGION_COLOR = theme.PCD_RED
 
 
 def clip_polygon(box: tuple[float, float, float, float], halfplanes: Sequence[tuple[Any, float]]) -> np.ndarray:
@@ -106,7 +107,7 @@ def geometry_figure(result: dict[str, Any], show_region: bool = True, height: in
     click a legend entry to hide it, double-click to show it alone.
     """
     if not isinstance(result, dict) or "J" not in result or "rows" not in result:
-        raise ValueError("geometry_figure needs the dict returned by pcd.studio.method_directions")
+        raise ValueError("geometry_figure needs the dict returned by pcd.experiments.geometry.method_directions")
     J = np.asarray(result["J"], dtype=np.float64)
     if J.ndim != 2 or J.shape[1] != 2:
         raise ValueError(f"geometry_figure draws 2-D gradients, got J of shape {J.shape}")
@@ -160,13 +161,14 @@ def geometry_figure(result: dict[str, Any], show_region: bool = True, height: in
                     annotations.append(dict(
                         x=float(d[0]), y=float(d[1]), xref="x", yref="y", text="<b>" + "<br>".join(
                             ("" if k == 0 else "> ") + n for k, n in enumerate(tips_named)) + "</b>",
-                        showarrow=True, arrowhead=0, arrowwidth=1, arrowcolor="#8c959f", ax=46 if d[0] >= 0 else -46,
+                        showarrow=True, arrowhead=0, arrowwidth=1, arrowcolor=theme.FAINT, ax=46 if d[0] >= 0 else -46,
                         ay=38, axref="pixel", ayref="pixel", xanchor="left" if d[0] >= 0 else "right", align="left",
-                        font=dict(size=12, color="#24292f"), bgcolor="rgba(255,255,255,0.8)"))
+                        font=dict(size=12, color=theme.INK), bgcolor="rgba(255,255,255,0.8)"))
                 # a tip on a gradient's tip (1-D: PCD's update is g2's arrow) labels under it, g_k above
                 on_gradient = bool((np.abs(J - d).max(axis=1) <= tol).any())
+                col = method_color(r["method"])
                 fig.add_trace(_arrow(
-                    d[0], d[1], r["color"] if pos == len(t) - 1 else rgba(r["color"], 0.5), width, r["label"], r["method"],
+                    d[0], d[1], col if pos == len(t) - 1 else rgba(col, 0.5), width, r["label"], r["method"],
                     text=(f"<b>{label}</b>" if first and len(ray) == 1 else ""), below=on_gradient,
                     hover=(f"<b>{r['label']}</b><br>d = ({d[0]:.3f}, {d[1]:.3f})<br>‖d‖ = {r['norm']:.3f}<br>{prog}"
                            f"{same}<extra></extra>")))
@@ -180,8 +182,8 @@ def geometry_figure(result: dict[str, Any], show_region: bool = True, height: in
                                  hovertemplate="d̃ = (%{x:.3f}, %{y:.3f})<extra></extra>"))
     fig.update_layout(**base_layout(height=height, showlegend=True, annotations=annotations))
     style_axes(fig)
-    fig.update_xaxes(range=[-lim, lim], zeroline=True, zerolinecolor="#c9ced4", constrain="domain")
-    fig.update_yaxes(range=[-lim, lim], scaleanchor="x", scaleratio=1, zeroline=True, zerolinecolor="#c9ced4",
+    fig.update_xaxes(range=[-lim, lim], zeroline=True, zerolinecolor=theme.ZERO_LINE, constrain="domain")
+    fig.update_yaxes(range=[-lim, lim], scaleanchor="x", scaleratio=1, zeroline=True, zerolinecolor=theme.ZERO_LINE,
                      constrain="domain")
     # legend below the plot: the square plot keeps the full width of its box at any screen size
     fig.update_layout(legend=dict(orientation="h", x=0.0, y=-0.08, xanchor="left", yanchor="top"),

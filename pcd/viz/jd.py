@@ -10,6 +10,7 @@ import numpy as np
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
+from pcd.viz import theme
 from pcd.viz.theme import base_layout, method_color, method_label, rgba, style_axes
 
 PROPERTY_LABELS = {
@@ -19,10 +20,10 @@ PROPERTY_LABELS = {
     "primary_anchored": "primary-anchored (PCD)",
     "per_secondary_progress": "per-secondary progress (PCD)",
 }
-MODE_COLORS = {"erm": "#7f7f7f", "jacobian": "#1f77b4", "autojac": "#ff7f0e", "autogram": "#2ca02c"}
+MODE_COLORS = {"erm": theme.SERIES_GREY, "jacobian": theme.SERIES_BLUE, "autojac": theme.SERIES_ORANGE, "autogram": theme.SERIES_GREEN}
 MODE_NAMES = {"erm": "ERM backward (reference)", "jacobian": "per-sample Jacobian (ours, torch.func)",
               "autojac": "TorchJD autojac (materialized J)", "autogram": "TorchJD autogram (Gramian)"}
-_YES, _NO = "#dafbe1", "#ffebe9"
+_YES, _NO = theme.YES_FILL, theme.NO_FILL
 _ROW_PX, _HEAD_PX = 50, 30  # a two-line cell; the header grows by its line count
 # Legend below the panels, so it never covers the subplot titles.
 _LEGEND_BELOW = dict(orientation="h", yanchor="top", y=-0.25, xanchor="left", x=0.0)
@@ -65,10 +66,10 @@ def properties_figure(table: dict[str, dict[str, Any]]) -> go.Figure:
              + ["paper<br>(NC / LS / W)"])
     fig = go.Figure(go.Table(
         columnwidth=[1.1] + [1.0] * len(props) + [1.0],
-        header=dict(values=[f"<b>{h}</b>" for h in heads], fill_color="#f6f8fa", align="left",
+        header=dict(values=[f"<b>{h}</b>" for h in heads], fill_color=theme.HEADER_FILL, align="left",
                     font=dict(size=12), height=_HEAD_PX),
         cells=dict(values=cols, fill_color=fills, align="left", height=_ROW_PX,
-                   font=dict(size=13, color=[[method_color(n) for n in names]] + [["#24292f"] * len(names)] * (len(cols) - 1))),
+                   font=dict(size=13, color=[[method_color(n) for n in names]] + [[theme.INK] * len(names)] * (len(cols) - 1))),
     ))
     lines = max(h.count("<br>") + 1 for h in heads)
     fig.update_layout(**base_layout(None, height=20 + max(_HEAD_PX, 18 * lines + 12) + (_ROW_PX + 1) * len(names)))
@@ -131,7 +132,7 @@ def memory_figure(mem: dict[str, Any]) -> go.Figure:
                                         "time per step (s)"))
     bs = list(mem["batch_sizes"])
     for mode, r in mem["modes"].items():
-        c = MODE_COLORS.get(mode, "#444444")
+        c = MODE_COLORS.get(mode, theme.UNKNOWN_COLOR)
         name = MODE_NAMES.get(mode, mode)
         peaks = [None if v is None else max(float(v), 1e-2) for v in r["peak_mb"]]
         fig.add_trace(go.Scatter(x=bs, y=peaks, mode="lines+markers", name=name, legendgroup=mode,

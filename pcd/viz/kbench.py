@@ -13,6 +13,7 @@ from typing import Any
 import numpy as np
 import plotly.graph_objects as go
 
+from pcd.viz import theme
 from pcd.viz.theme import base_layout, method_label, method_style, outcome_label, style_axes
 
 LAW_COEF = 1.536
@@ -58,7 +59,7 @@ def residual_figure(records: Sequence[dict], floor: float = 1e-16, height: int =
     kk = np.geomspace(max(2, Ks[0]), max(Ks[-1], Ks[0] + 1), 100)
     fig.add_trace(go.Scatter(x=[kk[0], kk[-1]], y=[floor, floor], mode="lines",
                              name=f"< {floor:g}: exactly 0 or machine precision (one row per method below)",
-                             line=dict(color="#8c959f", width=1, dash="dot"), hoverinfo="name"))
+                             line=dict(color=theme.FAINT, width=1, dash="dot"), hoverinfo="name"))
     for j, m in enumerate(methods):
         rows = sorted((r for r in recs if r["method"] == m), key=lambda r: r["K"])
         x = np.array([r["K"] for r in rows], dtype=float)
@@ -78,7 +79,7 @@ def residual_figure(records: Sequence[dict], floor: float = 1e-16, height: int =
                           "<br>%{customdata[1]}<extra></extra>"))
     # the law on top (dashed), so it stays visible where a method sits exactly on it
     fig.add_trace(go.Scatter(x=kk, y=law(kk), mode="lines", name="law 1.536·√(K−1)",
-                             line=dict(color="#24292f", width=2, dash="dash"),
+                             line=dict(color=theme.INK, width=2, dash="dash"),
                              hovertemplate="K = %{x:.0f}<br>1.536·√(K−1) = %{y:.4f}<extra></extra>"))
     fig.update_layout(**base_layout(height=height))
     style_axes(fig)

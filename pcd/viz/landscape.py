@@ -16,6 +16,7 @@ from typing import Any
 import numpy as np
 import plotly.graph_objects as go
 
+from pcd.viz import theme
 from pcd.viz.theme import (
     base_layout,
     colorize,
@@ -259,11 +260,11 @@ def end_annotations(ends: Any, methods: Sequence[str], diagnosis: Any, view: Seq
         # not only of its centre (a five-line label is ~90 px tall)
         bx, by, hw, hh = c[0] + ax / sx, c[1] - ay / sx, size[0] / 2 / sx, size[1] / 2 / sx
         placed.extend((bx + i * hw, by + j * hh) for i in (-1, 0, 1) for j in (-1, 0, 1))
-        color = method_color(names[0]) if len(names) == 1 else "#24292f"
+        color = method_color(names[0]) if len(names) == 1 else theme.INK
         out.append(dict(x=float(c[0]), y=float(c[1]), xref="x", yref="y", text=text, hovertext=hover,
-                        showarrow=True, arrowhead=0, arrowwidth=1, arrowcolor="#57606a", ax=ax, ay=ay,
+                        showarrow=True, arrowhead=0, arrowwidth=1, arrowcolor=theme.MUTED, ax=ax, ay=ay,
                         standoff=6, font=dict(size=12, color=color), bgcolor="rgba(255,255,255,0.85)",
-                        bordercolor="#d0d7de", borderwidth=1, borderpad=2, name="end label"))
+                        bordercolor=theme.BORDER, borderwidth=1, borderpad=2, name="end label"))
     return out
 
 
@@ -391,20 +392,20 @@ def landscape_figure(res: Any, grid: tuple[Any, Any, Any], pareto_set: Any = Non
         raise ValueError("image must be a PNG data URI (see pcd.viz.theme.png_data_uri)")
     traces: list[dict] = []
     # legend keys for what is drawn in the image
-    traces.append(dict(type="scatter", x=[None], y=[None], mode="lines", line=dict(color="#57606a", width=1),
+    traces.append(dict(type="scatter", x=[None], y=[None], mode="lines", line=dict(color=theme.MUTED, width=1),
                        name="primary contours (log)", hoverinfo="skip"))
     if undefined_mask(Z).any():
         traces.append(dict(type="scatter", x=[None], y=[None], mode="markers", hoverinfo="skip",
-                           marker=dict(symbol="square", size=12, color="#afb8c1"),
+                           marker=dict(symbol="square", size=12, color=theme.PALE),
                            name="formula undefined (hatched)"))
     if Z.shape[0] > 1:
         traces.append(dict(type="scatter", x=[None], y=[None], mode="markers",
-                           marker=dict(symbol="square", size=12, color=rgba("#2ea043", 0.8)),
+                           marker=dict(symbol="square", size=12, color=rgba(theme.GREEN, 0.8)),
                            name="secondary at its minimum", hoverinfo="skip"))
     if optima is not None:
         op = np.asarray(optima, dtype=np.float64).reshape(-1, 2)
         traces.append(dict(type="scatter", x=op[:, 0], y=op[:, 1], mode="markers", name="all objectives optimal",
-                           marker=dict(symbol="star", size=17, color="#ffd33d", line=dict(color="#24292f", width=1.2)),
+                           marker=dict(symbol="star", size=17, color=theme.STAR_GOLD, line=dict(color=theme.INK, width=1.2)),
                            hovertemplate="optimum (%{x:.3f}, %{y:.3f})<extra></extra>"))
     diag = np.asarray(getattr(res, "diagnosis", np.full((M, S), "")), dtype=object)
     reveal = bool(reveal and animate and T >= 2)
@@ -442,13 +443,13 @@ def landscape_figure(res: Any, grid: tuple[Any, Any, Any], pareto_set: Any = Non
         ps = np.asarray(pareto_set, dtype=np.float64)
         if ps.ndim == 2 and ps.shape[1] == 2 and len(ps) > 1:
             traces.append(dict(type="scatter", x=ps[:, 0], y=ps[:, 1], mode="lines", name="Pareto set",
-                               line=dict(color="#8250df", width=3, dash="dash"), hoverinfo="name"))
+                               line=dict(color=theme.FRONT, width=3, dash="dash"), hoverinfo="name"))
     traces.append(dict(type="scatter", x=starts[:, 0], y=starts[:, 1], mode="markers+text", name="starts",
                        text=[f"S{s + 1}" for s in range(S)], textposition="top center",
-                       textfont=dict(size=12, color="#24292f"),
+                       textfont=dict(size=12, color=theme.INK),
                        # a ring wider than the heads (13 px) that sit on it at step 0: the drawn
                        # symbol is the legend's symbol
-                       marker=dict(symbol="circle-open", size=21, color="#24292f", line=dict(width=2.5)),
+                       marker=dict(symbol="circle-open", size=21, color=theme.INK, line=dict(width=2.5)),
                        hovertemplate="start (%{x:.3f}, %{y:.3f})<extra></extra>"))
 
     click_grid = int(click_grid)
@@ -512,7 +513,7 @@ def landscape_figure(res: Any, grid: tuple[Any, Any, Any], pareto_set: Any = Non
         if reveal and not with_controls:  # shown by the page's frame controls at the last frame
             for a in layout["annotations"]:
                 a["visible"] = False
-    axis = dict(showgrid=False, zeroline=False, linecolor="#57606a", ticks="outside", tickcolor="#57606a",
+    axis = dict(showgrid=False, zeroline=False, linecolor=theme.MUTED, ticks="outside", tickcolor=theme.MUTED,
                 constrain="domain")
     layout["xaxis"] = dict(axis, range=[x0, x1], title=dict(text="x₁"))
     layout["yaxis"] = dict(axis, range=[y0, y1], title=dict(text="x₂"), scaleanchor="x", scaleratio=1)
@@ -598,8 +599,8 @@ def loss_figure(res: Any, objective_names: Sequence[str] | None = None, floor: f
                                    hovertemplate=f"{method_label(name)} · start {s + 1}<br>step %{{customdata}}"
                                                  f"<br>%{{y:.3e}}<extra></extra>"))
     layout = base_layout(height=height)
-    axis = dict(showgrid=True, gridcolor="#e6e8eb", zeroline=False, linecolor="#57606a", ticks="outside",
-                tickcolor="#57606a", type="log")
+    axis = dict(showgrid=True, gridcolor=theme.GRID, zeroline=False, linecolor=theme.MUTED, ticks="outside",
+                tickcolor=theme.MUTED, type="log")
     annotations = []
     for k in range(K):
         x0 = k * (width + gap)

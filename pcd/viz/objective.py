@@ -4,7 +4,7 @@ plays both (:func:`pcd.ui.controls.frame_controls`, ``follow``).
 
 A conflict equilibrium is a statement about the losses: the symmetric methods stop on a
 Pareto-stationary point that another point dominates, while PCD reaches the point where both
-objectives are optimal. The data is :func:`pcd.studio.objective_space` (the engine's own losses).
+objectives are optimal. The data is :func:`pcd.studio.toy.objective_space` (the engine's own losses).
 """
 from __future__ import annotations
 
@@ -12,6 +12,7 @@ from typing import Any
 
 import numpy as np
 
+from pcd.viz import theme
 from pcd.viz.landscape import fit_legend, frame_index, log_shift, path_so_far
 from pcd.viz.theme import base_layout, figure_from_spec, method_color, method_label, method_style, rgba
 
@@ -21,7 +22,7 @@ FLOOR = 1e-12  # a log axis draws an exact zero here (as the loss chart does)
 def objective_space_figure(space: dict[str, Any], *, log: bool = True, plot_height: int = 360,
                            width_px: float = 900.0, max_frames: int | None = None, animate: bool = True,
                            floor: float = FLOOR) -> Any:
-    """The (f1, f2) plane of :func:`pcd.studio.objective_space`: the Pareto front (dashed; said
+    """The (f1, f2) plane of :func:`pcd.studio.toy.objective_space`: the Pareto front (dashed; said
     when it is numerical), the point where both objectives are optimal (star), each method's path
     -- drawn as far as the frame shown, as on the map (:func:`pcd.viz.landscape.path_so_far`) --
     and its current points (one animated trace of heads), and at the last frame each group of end
@@ -58,14 +59,14 @@ def objective_space_figure(space: dict[str, Any], *, log: bool = True, plot_heig
     if len(front):  # a line, or one point (the front of a problem whose objectives share an optimum)
         fr = shown(front)
         traces.append(dict(type="scatter", x=fr[:, 0], y=fr[:, 1], mode="lines" if len(front) >= 2 else "markers",
-                           hoverinfo="name", marker=dict(symbol="square-open", size=16, color="#8250df",
+                           hoverinfo="name", marker=dict(symbol="square-open", size=16, color=theme.FRONT,
                                                          line=dict(width=2.5)),
                            name="Pareto front" + (" (numerical: the map's grid)" if space.get("numerical") else ""),
-                           line=dict(color="#8250df", width=3, dash="dash")))
+                           line=dict(color=theme.FRONT, width=3, dash="dash")))
     if optimum is not None:
         o = shown(optimum)
         traces.append(dict(type="scatter", x=[o[0]], y=[o[1]], mode="markers", name="both objectives optimal",
-                           marker=dict(symbol="star", size=18, color="#ffd33d", line=dict(color="#24292f", width=1.2)),
+                           marker=dict(symbol="star", size=18, color=theme.STAR_GOLD, line=dict(color=theme.INK, width=1.2)),
                            hovertemplate=f"both optimal: {names[0]} = {optimum[0]:.3g}, {names[1]} = {optimum[1]:.3g}"
                                          "<extra></extra>"))
     path_idx = []
@@ -101,8 +102,8 @@ def objective_space_figure(space: dict[str, Any], *, log: bool = True, plot_heig
     head_idx = len(traces) - 1
 
     layout = base_layout(height=plot_height)
-    axis = dict(showgrid=True, gridcolor="#e6e8eb", zeroline=not log, linecolor="#57606a", ticks="outside",
-                tickcolor="#57606a", type="log" if log else "linear", exponentformat="power")
+    axis = dict(showgrid=True, gridcolor=theme.GRID, zeroline=not log, linecolor=theme.MUTED, ticks="outside",
+                tickcolor=theme.MUTED, type="log" if log else "linear", exponentformat="power")
 
     def title(k: int) -> str:
         if not log:
@@ -162,12 +163,12 @@ def _verdict_labels(ends: np.ndarray, methods: list[str], verdicts: list[list[st
         x, y = (np.log10(c) if log else c).tolist()
         who = " · ".join(method_label(methods[m]) for m in ms)
         text = f"<b>{who}</b><br>" + verdict.replace(" · dominated by ", "<br>dominated by ")
-        color = method_color(methods[ms[0]]) if len(ms) == 1 else "#24292f"
+        color = method_color(methods[ms[0]]) if len(ms) == 1 else theme.INK
         out.append(dict(x=x, y=y, xref="x", yref="y", text=text, showarrow=True, arrowhead=0, arrowwidth=1,
-                        arrowcolor="#57606a", standoff=6,
+                        arrowcolor=theme.MUTED, standoff=6,
                         ax=-70 if x > (xr[0] + xr[1]) / 2 else 70,
                         ay=(45 + 40 * i) * (1 if y > (yr[0] + yr[1]) / 2 else -1),
-                        font=dict(size=12, color=color), bgcolor="rgba(255,255,255,0.9)", bordercolor="#d0d7de",
+                        font=dict(size=12, color=color), bgcolor="rgba(255,255,255,0.9)", bordercolor=theme.BORDER,
                         borderwidth=1, borderpad=3, align="left", name="end label",
                         **({"visible": False} if hidden else {})))
     return out

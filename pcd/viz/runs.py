@@ -10,6 +10,7 @@ from typing import Any
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
+from pcd.viz import theme
 from pcd.viz.theme import base_layout, method_color, method_label, style_axes
 
 CURVE_KEYS: dict[str, str] = {
@@ -114,7 +115,7 @@ def results_scatter(points: Sequence[Mapping[str, Any]], x: str, y: str = "test_
     if front:
         fp = [points[i] for i in front if 0 <= i < len(points)]
         fig.add_trace(go.Scatter(x=[p[x] for p in fp], y=[p[y] for p in fp], mode="lines", name="Pareto front",
-                                 line=dict(color="#24292f", width=1.5, dash="dot"), hoverinfo="skip"))
+                                 line=dict(color=theme.INK, width=1.5, dash="dot"), hoverinfo="skip"))
     return _finish_scatter(fig, bool(pts), x_label or x, y_label or y, height)
 
 
@@ -168,5 +169,5 @@ def study_scatter(rows: Sequence[Mapping[str, Any]], x: str, y: str = "test_acc"
         xs = [r[x] for _, r in pts]
         fig.add_trace(go.Scatter(x=[min(xs), max(xs)], y=[sum(ref) / len(ref)] * 2, mode="lines",
                                  name=f"{method_label(reference)} accuracy", hoverinfo="skip",
-                                 line={"color": "#24292f", "width": 1, "dash": "dash"}))
+                                 line={"color": theme.INK, "width": 1, "dash": "dash"}))
     return _finish_scatter(fig, bool(pts), x_label or x, y_label or y, height)

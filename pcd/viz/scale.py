@@ -11,9 +11,10 @@ from __future__ import annotations
 import numpy as np
 import plotly.graph_objects as go
 
+from pcd.viz import theme
 from pcd.viz.theme import base_layout, method_color, method_label, method_style, rgba, style_axes
 
-EPS_REGION = "#bf8700"   # amber: where the normalizer's eps takes over
+EPS_REGION = theme.AMBER   # amber: where the normalizer's eps takes over
 _SUP = str.maketrans("-0123456789.", "⁻⁰¹²³⁴⁵⁶⁷⁸⁹·")
 COINCIDE_TOL = 0.01      # operating points closer than this share one label
 
@@ -93,11 +94,11 @@ def sweep_figure(result: dict, current: float | None = None, height: int = 540) 
     if result.get("pareto_set") is not None:
         ps = np.asarray(result["pareto_set"], dtype=float)
         fig.add_trace(go.Scatter(x=ps[:, 0], y=ps[:, 1], mode="lines", name="Pareto set",
-                                 line=dict(color="#8250df", width=4), opacity=0.45, hoverinfo="name"))
+                                 line=dict(color=theme.FRONT, width=4), opacity=0.45, hoverinfo="name"))
     if result.get("ws_theory") is not None:
         wt = np.asarray(result["ws_theory"], dtype=float)
         fig.add_trace(go.Scatter(x=wt[:, 0], y=wt[:, 1], mode="markers", name="WS theory x*(10ᵏ)",
-                                 marker=dict(symbol="x-thin", size=10, color="#57606a", line=dict(width=2)),
+                                 marker=dict(symbol="x-thin", size=10, color=theme.MUTED, line=dict(width=2)),
                                  hovertemplate="WS theory (%{x:.3f}, %{y:.3f})<extra></extra>"))
     cur_idx = None
     if current is not None:

@@ -19,6 +19,7 @@ from typing import Any
 import numpy as np
 import plotly.graph_objects as go
 
+from pcd.viz import theme
 from pcd.viz.theme import base_layout, method_color, method_label, method_style, outcome_label, rgba, style_axes
 
 ZERO_FLOOR = 1e-12   # values below this are drawn on the "0" line of a log axis
@@ -149,7 +150,7 @@ def tradeoff_figure(records: Sequence[dict], pareto_front: Any = None, selected:
     label_idx = sorted({0, len(taus) - 1, int(np.argmin(np.abs(taus - 0.1))), int(np.argmin(np.abs(taus - 0.5)))})
     fig.add_trace(go.Scatter(x=fx(L0[label_idx, 0]), y=fy(L0[label_idx, 1]), mode="text", showlegend=False,
                              text=[tau_text(taus[i]) for i in label_idx], textposition="middle right",
-                             textfont=dict(size=11, color="#57606a"), hoverinfo="skip", name="τ labels"))
+                             textfont=dict(size=11, color=theme.MUTED), hoverinfo="skip", name="τ labels"))
     px = [p[i, 0] for t, p in per if p.ndim == 2 and p.shape[1] >= 2 for i in range(len(p))]
     py = [p[i, 1] for t, p in per if p.ndim == 2 and p.shape[1] >= 2 for i in range(len(p))]
     pt = [t for t, p in per if p.ndim == 2 and p.shape[1] >= 2 for _ in range(len(p))]
@@ -162,8 +163,8 @@ def tradeoff_figure(records: Sequence[dict], pareto_front: Any = None, selected:
                                  hoverinfo="skip"))
     if pf is not None:
         fig.add_trace(go.Scatter(x=fx(pf[:, 0]), y=fy(pf[:, 1]), mode="lines+markers" if len(pf) == 1 else "lines",
-                                 name="Pareto front", line=dict(color="#8250df", width=3, dash="dash"),
-                                 marker=dict(size=12, symbol="star", color="#8250df"), customdata=pf[:, :2],
+                                 name="Pareto front", line=dict(color=theme.FRONT, width=3, dash="dash"),
+                                 marker=dict(size=12, symbol="star", color=theme.FRONT), customdata=pf[:, :2],
                                  hovertemplate="Pareto front<br>f₁ = %{customdata[0]:.4g}<br>f₂ = %{customdata[1]:.4g}"
                                                "<extra></extra>"))
     for m, L in refs.items():
@@ -179,7 +180,7 @@ def tradeoff_figure(records: Sequence[dict], pareto_front: Any = None, selected:
         if abs(taus[i] - float(selected)) > 1e-9:
             raise ValueError(f"selected τ = {selected} is not in the sweep")
         fig.add_trace(go.Scatter(x=fx(L0[[i], 0]), y=fy(L0[[i], 1]), mode="markers", name=f"selected {tau_text(taus[i])}",
-                                 marker=dict(size=24, color="rgba(0,0,0,0)", line=dict(color="#24292f", width=3)),
+                                 marker=dict(size=24, color="rgba(0,0,0,0)", line=dict(color=theme.INK, width=3)),
                                  hoverinfo="skip"))
     fig.update_layout(**base_layout(height=height), clickmode="event+select")
     style_axes(fig)

@@ -1,7 +1,7 @@
 """Figures of the teaching views: the gradient inset animated with the toy map, the gradients at
 one frame as a figure of their own, and a step cursor on the loss plot.
 
-Input is the plain data of :func:`pcd.teaching.trajectory_gradients`; output a ``go.Figure``.
+Input is the plain data of :func:`pcd.experiments.toy.trajectory_gradients`; output a ``go.Figure``.
 
 The inset is a grid of small panels (one per method) on a second pair of axes beside the map, in
 the SAME figure and the SAME frames as the animated trajectories, so playing or scrubbing the
@@ -18,6 +18,7 @@ from typing import Any
 import numpy as np
 import plotly.graph_objects as go
 
+from pcd.viz import theme
 from pcd.viz.theme import base_layout, figure_from_spec, method_color, method_label, objective_color, rgba
 
 ARROW = 0.9          # the scale circle's radius in panel units (a panel spans [-1, 1])
@@ -144,9 +145,9 @@ def _panels(grads: dict[str, Any], names: Sequence[str], cols: int, scale: float
     for p, name in enumerate(names):
         cx, cy = centers[p]
         shapes.append(dict(type="rect", xref=xref, yref=yref, x0=cx - 1, x1=cx + 1, y0=cy - 1, y1=cy + 1,
-                           line=dict(color="#d0d7de", width=1), fillcolor="rgba(255,255,255,0.92)", layer="below"))
+                           line=dict(color=theme.BORDER, width=1), fillcolor="rgba(255,255,255,0.92)", layer="below"))
         shapes.append(dict(type="circle", xref=xref, yref=yref, x0=cx - ARROW, x1=cx + ARROW, y0=cy - ARROW,
-                           y1=cy + ARROW, line=dict(color="#afb8c1", width=1, dash="dot"), layer="below"))
+                           y1=cy + ARROW, line=dict(color=theme.PALE, width=1, dash="dot"), layer="below"))
         g = grads["methods"][name]
         annotations.append(dict(x=cx, y=cy + geom["title"], xref=xref, yref=yref, showarrow=False, yanchor="bottom",
                                 text=f"<b>{method_label(name)}</b>" + ("" if g["exact"] else " (d ≈ w·J)"),
@@ -164,7 +165,7 @@ def _panels(grads: dict[str, Any], names: Sequence[str], cols: int, scale: float
     traces += [vec_trace(method_color(name), 3.5, f"d ({method_label(name)})", False) for name in names]
     traces.append(dict(type="scatter", mode="text", xaxis=xref, yaxis=yref, showlegend=False, hoverinfo="skip",
                        x=centers[:, 0].astype(np.float32), y=(centers[:, 1] - geom["numbers"]).astype(np.float32),
-                       textposition="bottom center", textfont=dict(size=11, color="#24292f"),
+                       textposition="bottom center", textfont=dict(size=11, color=theme.INK),
                        text=[""] * P, cliponaxis=False, name="inset numbers"))
 
     def data_at(frame: int) -> list[dict]:
@@ -206,7 +207,7 @@ def add_gradient_inset(fig: go.Figure, grads: dict[str, Any], methods: Sequence[
     if not isinstance(fig, (go.Figure, dict)):
         raise ValueError("add_gradient_inset needs the go.Figure (or spec) of landscape_figure")
     if not isinstance(grads, dict) or "methods" not in grads or "steps" not in grads:
-        raise ValueError("add_gradient_inset needs the dict of pcd.teaching.trajectory_gradients")
+        raise ValueError("add_gradient_inset needs the dict of pcd.experiments.toy.trajectory_gradients")
     names = list(grads["methods"]) if methods is None else [m for m in methods if m in grads["methods"]]
     if not names:
         raise ValueError("choose at least one method of the run for the gradient inset")
@@ -273,7 +274,7 @@ def add_gradient_inset(fig: go.Figure, grads: dict[str, Any], methods: Sequence[
     lay["shapes"] = list(lay.get("shapes", [])) + shapes
     lay["annotations"] = list(lay.get("annotations", [])) + annotations + [dict(
         x=xr[0], y=yr[0], xref="x2", yref="y2", xanchor="left", yanchor="bottom", showarrow=False,
-        font=dict(size=12, color="#57606a"),
+        font=dict(size=12, color=theme.MUTED),
         text=f"gradients at the current step, start S{grads['start'] + 1}<br>one fixed scale: circle = {scale:.3g}")]
     return spec if spec_only else figure_from_spec(spec)
 
@@ -282,11 +283,11 @@ def gradients_figure(grads: dict[str, Any], frame: int | dict[str, int] = -1, me
                      cols: int | None = None, height: int = 330, title: str | None = None,
                      scale: float | None = None) -> go.Figure:
     """The inset's panels alone, at one recorded frame (default: the last one; a dict gives each
-    method its own frame, e.g. :func:`pcd.teaching.stall_frames`) -- e.g. the gradients at the
+    method its own frame, e.g. :func:`pcd.studio.lesson.stall_frames`) -- e.g. the gradients at the
     stall: g1 and g2 point against each other and a symmetric method's d ~ 0 while g1 != 0. Each
     panel's title names its step."""
     if not isinstance(grads, dict) or "methods" not in grads:
-        raise ValueError("gradients_figure needs the dict of pcd.teaching.trajectory_gradients")
+        raise ValueError("gradients_figure needs the dict of pcd.experiments.toy.trajectory_gradients")
     names = list(grads["methods"]) if methods is None else [m for m in methods if m in grads["methods"]]
     if not names:
         raise ValueError("choose at least one method of the run")
@@ -313,7 +314,7 @@ def gradients_figure(grads: dict[str, Any], frame: int | dict[str, int] = -1, me
     layout.update(xaxis=dict(hidden, range=xr), yaxis=dict(hidden, range=yr, scaleanchor="x", scaleratio=1),
                   shapes=shapes, annotations=annotations + [dict(
                       x=0.0, y=0.0, xref="paper", yref="paper", xanchor="left", yanchor="top", showarrow=False,
-                      font=dict(size=12, color="#57606a"),
+                      font=dict(size=12, color=theme.MUTED),
                       text=f"start S{grads['start'] + 1} · one fixed scale: circle = {scale:.3g}")],
                   margin=dict(l=10, r=10, t=60 if title else 30, b=30))
     return go.Figure({"data": traces, "layout": layout}, _validate=False)
@@ -322,7 +323,7 @@ def gradients_figure(grads: dict[str, Any], frame: int | dict[str, int] = -1, me
 CURSOR_NAME = "step cursor"
 
 
-def with_step_cursor(fig: go.Figure, step: int = 0, color: str = "#cf222e") -> go.Figure:
+def with_step_cursor(fig: go.Figure, step: int = 0, color: str = theme.ALERT) -> go.Figure:
     """The loss figure (:func:`pcd.viz.landscape.loss_figure`) with a vertical cursor at ``step``
     on every panel (shapes named ``"step cursor"``, x = step + 1 on the log step axis), which the
     page's frame controls move with the map's frame. ``fig`` is not modified."""

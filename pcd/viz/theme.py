@@ -16,12 +16,38 @@ import plotly.graph_objects as go
 
 import pcd.methods as registry
 from pcd import _validate as V
+from pcd.engine import DIAGNOSIS_WORDS
 
 FONT = "Inter, -apple-system, 'Segoe UI', Roboto, Helvetica, Arial, sans-serif"
 WIDTH = 1100          # figures are sized for a laptop screen (the page is ~1250 px wide)
 HEIGHT = 560
+# ---- named colours: the one home of every colour a figure draws (GitHub Primer greys and accents)
+INK = "#24292f"           # text, reference lines, outlines, the unpruned network
+MUTED = "#57606a"         # secondary text; axis lines and ticks
+AXIS = MUTED
 GRID = "#e6e8eb"
-AXIS = "#57606a"
+FAINT = "#8c959f"         # faint guide lines, leader arrows
+PALE = "#afb8c1"          # pale fills, dotted guides
+BORDER = "#d0d7de"        # label borders, removed items
+ZERO_LINE = "#c9ced4"
+HEADER_FILL = "#f6f8fa"   # table headers
+YES_FILL, NO_FILL = "#dafbe1", "#ffebe9"  # table cells: a property holds / fails
+ALERT = "#cf222e"         # red: a threshold, a step cursor, what is cut
+FRONT = "#8250df"         # purple: Pareto fronts and optimal sets
+STAR_GOLD = "#ffd33d"     # the gold stars of CMS / optimal points
+AMBER = "#bf8700"         # where the normalizer's eps takes over
+GREEN = "#2ea043"         # a reachable / feasible set
+PCD_RED = "#d62728"       # PCD's red (the hierarchical family's first colour)
+# plain series colours of the figures that compare modes, not methods (Plotly's / D3's category10)
+SERIES_BLUE, SERIES_ORANGE, SERIES_GREEN, SERIES_GREY = "#1f77b4", "#ff7f0e", "#2ca02c", "#7f7f7f"
+# Basin-map outcome colours (pcd.engine.OUTCOMES; their words are pcd.engine.OUTCOME_WORDS)
+OUTCOME_COLORS = {
+    "cms": "#2da44e",                       # green: every objective stationary
+    "conflict_equilibrium": "#cf222e",      # red: stalled, the gradients cancel
+    "single_objective_minimum": "#d4a72c",  # amber: stopped at one objective's minimum
+    "moving": "#54aeff",                    # blue: still moving at the budget
+    "diverged": "#6e7781",                  # grey
+}
 # Objective colours (primary, secondary 1, 2, ...): distinct from the method palette's accents.
 OBJECTIVE_COLORS = ("#24292f", "#0969da", "#bf8700", "#8250df", "#1a7f37", "#cf222e", "#6e7781", "#953800")
 # Light sequential colour map for backgrounds (low = pale, high = dark): control points.
@@ -62,14 +88,18 @@ FAMILY_BANDS: dict[str, tuple[tuple[float, float], tuple[float, float], tuple[fl
 # 00) are kept out of every band: no method colour within this ΔE of them, in any of the four visions.
 RESERVED_OBJECTIVES = 3
 RESERVED_DISTANCE = 15.0
-FAMILY_ANCHORS = {"hierarchical": "#d62728"}  # a family's first colour where it is fixed (PCD's red)
+FAMILY_ANCHORS = {"hierarchical": PCD_RED}  # a family's first colour where it is fixed (PCD's red)
 FAMILY_SYMBOLS = {"hierarchical": "circle", "gradient aggregation": "square", "loss weighting": "diamond",
                   "constrained": "triangle-up"}
 FAMILY_GLYPHS = {"hierarchical": "●", "gradient aggregation": "■", "loss weighting": "◆", "constrained": "▲"}
 DASHES = ("solid", "dash", "dot", "dashdot", "longdash", "longdashdot")
 # The constrained baselines of pcd.train / pcd.experiments (page 07), not registry methods.
 CONSTRAINED_BASELINES = ("lagrangian", "auglag", "nupi", "gda", "penalty", "prox")
-REFERENCE_COLORS = {"unpruned": "#24292f"}  # references, not methods: the unpruned network (pruning lab)
+REFERENCE_COLORS = {"unpruned": INK}  # references, not methods: the unpruned network (pruning lab)
+# Display names of the pruning runs' baselines that are not registry methods (pcd.train.catalog's
+# SPECIAL_METHOD_NAMES): figures name them without importing the training code.
+BASELINE_LABELS = {"unpruned": "Unpruned (primary only)", "prox": "Proximal group lasso",
+                   "lagrangian": "Lagrangian (Cooper)"}
 UNKNOWN_COLOR = "#444444"
 _XYZ = np.array([[0.4124, 0.3576, 0.1805], [0.2126, 0.7152, 0.0722], [0.0193, 0.1192, 0.9505]])
 _WHITE = np.array([0.95047, 1.0, 1.08883])  # D65
@@ -214,30 +244,14 @@ def method_label(name: str) -> str:
     try:
         return registry.get(name).display_name or str(name)
     except ValueError:
-        from pcd.train.catalog import SPECIAL_METHOD_LABELS
-
-        return SPECIAL_METHOD_LABELS.get(str(name), str(name))
-
-
-# Outcome names (the engine's one-word diagnosis in words). "primary_stationary" means two different
-# things: PCD's deployed update d = d~ ||g_1|| / ||d~|| is zero wherever g_1 = 0 (a known limitation:
-# the update halts), while a symmetric method there sits at a Pareto-stationary point of its own
-# choosing (e.g. FAMO at the primary's minimum with the secondary > 0). They get different names.
-OUTCOME_WORDS = {
-    "cms": ("reached CMS", "reached CMS (every objective stationary)"),
-    "conflict_equilibrium": ("stalled: gradients cancel", "stalled at a conflict equilibrium (the gradients cancel)"),
-    "pareto_at_primary": ("Pareto-stationary at ∇f₁ = 0",
-                          "ended where ∇f₁ = 0: Pareto-stationary, the secondary not at its optimum"),
-    "halted": ("PCD halted: ∇f₁ = 0", "PCD's update halted: ∇f₁ = 0 zeroes its rescaled step (known limitation)"),
-    "held": ("PCD held by a constraint", "PCD stopped: a secondary's τ constraint holds the primary back"),
-    "moving": ("still moving", "still moving (no end point within the step budget)"),
-    "diverged": ("diverged", "diverged"),
-    "error": ("method error", "method error"),
-}
+        return BASELINE_LABELS.get(str(name), str(name))
 
 
 def outcome_label(diagnosis: str, method: str | None = None, short: bool = False) -> str:
-    """The outcome of a trajectory in words, from the engine's diagnosis and the method."""
+    """The outcome of a trajectory in words (:data:`pcd.engine.DIAGNOSIS_WORDS`, the one home of the
+    wording), from the engine's diagnosis and the method: ``primary_stationary`` is ``halted`` for a
+    method that halts where the primary's gradient vanishes (PCD) and ``pareto_at_primary`` otherwise;
+    a conflict equilibrium of PCD is ``held`` (its primary keeps weight 1)."""
     d = str(diagnosis)
     key = str(method or "").lower()
     pcd_like = key in registry.available() and registry.get(key).halts_where_primary_vanishes
@@ -245,8 +259,22 @@ def outcome_label(diagnosis: str, method: str | None = None, short: bool = False
         d = "halted" if pcd_like else "pareto_at_primary"
     elif d == "conflict_equilibrium" and pcd_like:
         d = "held"  # PCD's primary keeps weight 1: it stops only where a constraint binds against it
-    words = OUTCOME_WORDS.get(d)
+    words = DIAGNOSIS_WORDS.get(d)
     return d if words is None else words[0 if short else 1]
+
+
+# The light background of a table cell that names an outcome (the toy page's end-point table), by the
+# engine's diagnosis (the outcome's words are OUTCOME_WORDS').
+OUTCOME_SHADES = {"cms": "#dafbe1", "conflict_equilibrium": "#ffebe9", "pareto_at_primary": "#ddf4ff",
+                  "halted": "#fbefff", "held": "#fbefff", "diverged": "#fff8c5", "error": "#fff8c5"}
+
+
+def outcome_shade(text: str) -> str:
+    """The :data:`OUTCOME_SHADES` colour of a cell whose text starts with an outcome's short words
+    (``"stalled: gradients cancel at step 12"``), ``""`` when it names none."""
+    t = str(text)
+    return next((OUTCOME_SHADES[k] for k, words in DIAGNOSIS_WORDS.items()
+                 if k in OUTCOME_SHADES and t.startswith(words[0])), "")
 
 
 def objective_color(k: int) -> str:
@@ -271,7 +299,7 @@ def base_layout(title: str | None = None, height: int = HEIGHT, width: int | Non
     """Layout defaults: white background, readable fonts, light grid, legend on top."""
     layout: dict[str, Any] = dict(
         template="plotly_white",
-        font=dict(family=FONT, size=14, color="#24292f"),
+        font=dict(family=FONT, size=14, color=INK),
         height=int(height),
         margin=dict(l=60, r=20, t=60 if title else 30, b=50),
         legend=dict(orientation="h", yanchor="bottom", y=1.01, xanchor="left", x=0.0,
@@ -390,3 +418,12 @@ def plain_array(value: Any) -> np.ndarray:
         inv = {v: k for k, v in _TYPED_DTYPES.items()}
         return np.frombuffer(base64.b64decode(value["bdata"]), dtype=inv[value["dtype"]]).copy()
     return np.asarray(value)
+
+
+def frozen(fig: Any) -> Any:
+    """``fig``, serialized once now: :func:`pcd.ui.chart.plotly_chart` then sends this JSON instead
+    of serializing the figure on every run of the page (the toy map with its animation frames: ~0.1 s
+    of the server's time per run). For a figure a cache keeps (``st.cache_resource``) and that
+    nobody changes afterwards -- a change made later is not drawn."""
+    fig._pcd_spec = fig.to_json()
+    return fig

@@ -6,11 +6,12 @@ One builder for the page, the CLI (``python -m pcd toy --html``) and the tests; 
 """
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
 
-from pcd import teaching
+from pcd import _validate as V
 from pcd.viz.landscape import background_image, fit_legend, landscape_figure, undefined_mask
 from pcd.viz.teaching import add_gradient_inset, side_inset_height_px
 from pcd.viz.theme import figure_from_spec, png_data_uri
@@ -38,17 +39,42 @@ def toy_background(problem: Any, bounds: Any = None) -> dict[str, Any]:
             "undefined": float(undefined_mask(grid[2]).mean())}
 
 
+def fit_bounds(res: Any, bounds: Sequence[Sequence[float]], pad: float = 0.06,
+               max_factor: float = 4.0) -> tuple[tuple[float, float], tuple[float, float]]:
+    """The map's box ``bounds`` grown to cover every finite recorded point of ``res`` (start points
+    included), with ``pad`` of the span as a margin on the sides that grew; a run that ran away is
+    covered up to ``max_factor`` times the box's span around its centre (the table has the rest)."""
+    (x0, x1), (y0, y1) = V.box(bounds)
+    pad = V.number(pad, "pad", low=0.0, high=1.0, strict=False)
+    pos = np.asarray(res.positions, dtype=np.float64)[..., :2].reshape(-1, 2)
+    pos = np.concatenate([pos, np.asarray(res.starts, dtype=np.float64)[:, :2]])
+    pos = pos[np.isfinite(pos).all(axis=1)]
+    out = []
+    for lo, hi, col in ((x0, x1, 0), (y0, y1, 1)):
+        span, mid = hi - lo, (lo + hi) / 2
+        cap_lo, cap_hi = mid - max_factor * span / 2, mid + max_factor * span / 2
+        if len(pos):
+            plo, phi = float(np.clip(pos[:, col].min(), cap_lo, cap_hi)), float(np.clip(pos[:, col].max(), cap_lo, cap_hi))
+            if plo < lo:
+                lo = plo - pad * (max(hi, phi) - plo)
+            if phi > hi:
+                hi = phi + pad * (hi - lo)
+        out.append((float(lo), float(hi)))
+    return (out[0], out[1])
+
+
 def toy_map_figure(problem: Any, res: Any, background: dict[str, Any] | None = None, *,
-                   inset_start: int | None = 0, width: str = "wide", controls: bool = False,
+                   inset: dict[str, Any] | None = None, width: str = "wide", controls: bool = False,
                    animate: bool = True, click_grid: int = 0, max_frames: int | None = TOY_FRAMES):
-    """The toy page's map: trajectories of ``res`` over :func:`toy_background` with, when
-    ``inset_start`` is a start index, the animated gradient inset of that start -- beside the map,
+    """The toy page's map: trajectories of ``res`` over :func:`toy_background` with, when ``inset`` is
+    given (one start's gradients at every recorded frame,
+    :func:`pcd.experiments.toy.trajectory_gradients`), the animated gradient inset -- beside the map,
     or under it for ``width`` "medium" / "narrow" (:data:`TOY_CHART_PX`). ``controls``: Plotly's own play button and
     slider (a standalone HTML file); the page has its own controls. ``animate=False``: the last
     frame as a still (the PNG export). ``max_frames``: frames spread over the recorded steps
     (:func:`pcd.viz.landscape.frame_index`)."""
     bg = background if background is not None else toy_background(problem)
-    with_inset = inset_start is not None
+    with_inset = inset is not None
     xs, ys = bg["grid"][0], bg["grid"][1]
     aspect = float((ys[-1] - ys[0]) / (xs[-1] - xs[0]))        # the map keeps 1:1 units
     if width not in TOY_CHART_PX:
@@ -69,8 +95,7 @@ def toy_map_figure(problem: Any, res: Any, background: dict[str, Any] | None = N
         lay = spec["layout"]
         side = max(340.0, side_inset_height_px(len(res.methods))) if with_inset and not narrow else 0.0
         lay["height"] = int(lay["margin"]["t"] + lay["margin"]["b"] + max(map_h + inset_h + (60 if inset_h else 0), side))
-    if inset_start is not None:
-        grads = teaching.trajectory_gradients(problem, res, int(inset_start))
-        spec = add_gradient_inset(spec, grads, placement="below" if narrow else "side", width_px=chart_w,
+    if inset is not None:
+        spec = add_gradient_inset(spec, inset, placement="below" if narrow else "side", width_px=chart_w,
                                   map_fraction=TOY_MAP_FRACTION, spec_only=True)
     return figure_from_spec(spec)

@@ -11,6 +11,7 @@ import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
 from pcd import monitor
+from pcd.viz import theme
 from pcd.viz.theme import base_layout, method_color, method_label, objective_color, rgba, style_axes
 
 __all__ = ["geometry_figure", "RATIO_FLOOR"]
@@ -89,7 +90,7 @@ def geometry_figure(trace: monitor.Trace, methods: list[str] | None = None, step
                          ticktext=["≤1e-4", "0.01", "1"] + [f"1e{e}" for e in range(2, int(hi) + 1, 2)], row=r, col=1)
     if step is not None:
         for r in range(1, rows + 1):
-            fig.add_vline(x=float(step), line=dict(color="#24292f", width=1, dash="dot"), row=r, col=1)
+            fig.add_vline(x=float(step), line=dict(color=theme.INK, width=1, dash="dot"), row=r, col=1)
     fig.update_xaxes(title_text="training step", row=rows, col=1)
     fig.update_annotations(font=dict(size=12), x=0.0, xanchor="left")
     height = 90 + int(row_height * sum(heights))

@@ -145,3 +145,29 @@ def test_merge_basins_equals_one_run():
         merge_basins([whole, whole])
     with pytest.raises(ValueError, match="share"):
         merge_basins([whole, basin("saddle2d", ["famo"], grid=4, steps=100)])
+
+
+def test_every_outcome_and_diagnosis_has_its_words_in_one_home():
+    """The wording lives in pcd.engine (OUTCOME_WORDS, DIAGNOSIS_WORDS); the basin tables, the figures and
+    the pages read it from there."""
+    from pcd.engine import DIAGNOSIS_WORDS, OUTCOME_WORDS, diagnose
+    from pcd.experiments.basin import OUTCOME_LABELS
+    from pcd.viz.basin import OUTCOME_NAMES, OUTCOME_SHORT
+    from pcd.viz.theme import OUTCOME_COLORS, outcome_label
+
+    assert list(OUTCOME_WORDS) == list(OUTCOMES) == list(OUTCOME_COLORS)
+    assert OUTCOME_LABELS == OUTCOME_NAMES == {k: OUTCOME_WORDS[k][1] for k in OUTCOMES}
+    assert OUTCOME_SHORT == {k: OUTCOME_WORDS[k][0] for k in OUTCOMES}
+    g = np.array([[0.0, 0.0], [1.0, 1.0], [0.0, 1.0], [1.0, 1.0], [1.0, 1.0], [1.0, 1.0]])
+    speed = np.array([0.0, 0.0, 0.0, 1.0, 0.0, 0.0])
+    alive = np.array([True, True, True, True, False, False])
+    errored = np.array([False, False, False, False, False, True])
+    labels = set(diagnose(g, speed, alive, errored, "sgd")[3])
+    assert labels == {"cms", "conflict_equilibrium", "primary_stationary", "moving", "diverged", "error"}
+    for d in labels:
+        for m in ("pcd", "mgda"):
+            for short in (True, False):
+                words = outcome_label(d, m, short=short)
+                assert words in {w[0 if short else 1] for w in DIAGNOSIS_WORDS.values()}, (d, m, words)
+    assert outcome_label("primary_stationary", "pcd", short=True) == DIAGNOSIS_WORDS["halted"][0]
+    assert outcome_label("primary_stationary", "famo", short=True) == DIAGNOSIS_WORDS["pareto_at_primary"][0]

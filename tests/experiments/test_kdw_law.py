@@ -8,7 +8,7 @@ import pytest
 
 from pcd.experiments import kdw_law
 from pcd.experiments.synthetic import kdw
-from pcd.ui import warmup as W
+from pcd.studio import kbench as W
 from pcd.viz.kbench import law_summary
 
 NEW = ("uw", "dwa", "gls", "stch", "config", "fairgrad", "gradvac", "excessmtl", "crmogm", "modo", "sdmgrad",
@@ -50,17 +50,17 @@ def test_verdicts_follow_cross_stall_and_mixed():
 
 
 def test_page_summary_uses_the_same_verdicts():
-    recs = kdw(Ks=[2, 3], methods=["mgda", "pcd"], steps=W.KB_STEPS, lr=W.KB_LR, optimizer=W.KB_OPT, tau=W.KB_TAU)
+    recs = kdw(Ks=[2, 3], methods=["mgda", "pcd"], steps=W.STEPS, lr=W.LR, optimizer=W.OPT, tau=W.TAU)
     table = law_summary(recs)
     assert dict(zip(table["method"], table["outcome"])) == {"MGDA": "follows the law", "PCD": "crosses: zero residual"}
 
 
 def test_stored_table_is_for_the_page_defaults_and_covers_every_new_method():
     data = kdw_law.table()
-    assert data["settings"] == {"Ks": list(W.KB_KS), "steps": W.KB_STEPS, "lr": W.KB_LR, "optimizer": W.KB_OPT,
-                                "tau": W.KB_TAU}
+    assert data["settings"] == {"Ks": list(W.KS), "steps": W.STEPS, "lr": W.LR, "optimizer": W.OPT,
+                                "tau": W.TAU}
     assert data["command"] == kdw_law.COMMAND
-    assert {(r["method"], r["K"]) for r in data["records"]} == {(m, k) for m in NEW for k in W.KB_KS}
+    assert {(r["method"], r["K"]) for r in data["records"]} == {(m, k) for m in NEW for k in W.KS}
     assert [v["method"] for v in data["verdicts"]] == list(NEW)
     with pytest.raises(ValueError, match="benchmarks/kdw_law.py"):
         kdw_law.table("/nonexistent/kdw_law.json")

@@ -12,8 +12,8 @@ BAD = [
 
 
 def sweep() -> tuple[int, list[str]]:
-    from pcd.jobs import validate_for_queue
     from pcd.jobs.store import stored_config_problem
+    from pcd.train.queue import check_stored, validate_for_queue
 
     tried, failures = 0, []
     for cfg in BAD:
@@ -28,6 +28,6 @@ def sweep() -> tuple[int, list[str]]:
         tried += 1
         if cfg.get("lr") != cfg.get("lr") or cfg in ({"tau": None},):  # NaN / null cannot be stored as JSON numbers
             continue
-        if stored_config_problem(c) is None:
+        if stored_config_problem(c, check_stored) is None:
             failures.append(f"not flagged when read back: {cfg}")
     return tried, failures

@@ -9,9 +9,9 @@ import re
 
 import pytest
 
-from tests.pages._apptest import PAGES, VIEWS, open_page
+from tests.pages._apptest import PAGE_DIR, PAGES, open_page
 
-KEYS = sorted({m for p in VIEWS.glob("*.py")
+KEYS = sorted({m for p in PAGE_DIR.glob("*.py")
                for m in re.findall(r'url_(?:default|json)\("([a-z0-9_]+)"', p.read_text())})
 BIG = "9" * 400
 DEEP = "[" * 5000 + "]" * 5000

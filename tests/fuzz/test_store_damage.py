@@ -188,7 +188,9 @@ def test_download_path_must_stay_inside_the_run_folder(tmp_path):
                                        ("threads", 10**6), ("batch_size", 10**12), ("progress_every", 10**12),
                                        ("lr", 1e-300), ("tau", "0.1"), ("epochs", "3"), ("data_dir", "/etc")])
 def test_stored_row_failing_validation_is_flagged(tmp_path, key, value):
-    s = RunStore(tmp_path / "d")
+    from pcd.train.queue import check_stored
+
+    s = RunStore(tmp_path / "d", check=check_stored)  # the check training hands the queue
     rid = s.submit({"method": "pcd"})
     s._conn.execute("UPDATE runs SET config=? WHERE id=?", (json.dumps({"method": "pcd", key: value}), rid))
     row = s.get(rid)

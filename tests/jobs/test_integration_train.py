@@ -10,7 +10,8 @@ import time
 import pytest
 
 from pcd.cli import main
-from pcd.jobs import RunStore, train_available
+from pcd.jobs import RunStore
+from pcd.train.queue import train_available
 from tests.jobs.conftest import wait_for
 
 pytestmark = [pytest.mark.slow,

@@ -57,7 +57,7 @@ def test_reconcile_copies_only_the_missing_epoch_rows(tmp_path):
     rows = [{"epoch": e, "test_acc": 0.5 + e / 100} for e in (1, 2, 3)]
     store.run_dir(rid).mkdir(parents=True, exist_ok=True)
     (store.run_dir(rid) / "metrics.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows) + '{"epoch": 4, "te')
-    sup = Supervisor(tmp_path, log=lambda m: None)
+    sup = Supervisor(tmp_path, runner="tests.jobs.runners:quick", log=lambda m: None)
     assert sup.reconcile(rid) == 2  # epochs 2 and 3; the torn last line is skipped
     assert [(m["epoch"], m["test_acc"]) for m in store.metrics(rid)] == [(1, 0.5), (2, 0.52), (3, 0.53)]
     assert sup.reconcile(rid) == 0  # idempotent

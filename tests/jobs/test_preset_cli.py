@@ -68,3 +68,20 @@ def test_summary_prints_mean_std_per_method_and_setting_and_the_pairs(tmp_path, 
     data = json.loads(out)
     assert [r["method"] for r in data["rows"]] == ["unpruned", "pcd", "ws"]
     assert list(data["comparisons"].values())[0]["better"] == 1
+
+
+def test_summary_of_a_k3_study_states_its_measures_and_shows_sparsity_and_rank(tmp_path, capsys):
+    d = tmp_path / "data"
+    with RunStore(d) as store:
+        for seed, (sp, er) in enumerate(((80.0, 10.0), (84.0, 12.0))):
+            cfg = {"dataset": "digits", "arch": "smallcnn", "method": "pcd", "tau": 0.2, "method_params": {},
+                   "seed": seed, "epochs": 40, "secondary": "l1+nuclear", "grouping": "filter", "optimizer": "adam",
+                   "lr": 0.01, "batch_size": 128}
+            rid = store.submit(cfg)
+            run = store.claim("t", "cpu:0")
+            store.finish(rid, run["token"], "done", result={"config": cfg, "test_acc": 99.0, "seconds": 3.0,
+                                                             "param_sparsity": sp, "effective_rank": er})
+    rc, out, _ = _run(capsys, "runs", "summary", "--data-dir", d)
+    assert rc == 0 and "K = 3 measures: parameter sparsity: % of penalized conv weights with |w| < 0.001" in out
+    assert "effective rank: exp(entropy of the normalized singular values)" in out
+    assert "| pcd | τ=0.2 | 2 | 99.0 ± 0.0 | 82.0 ± 2.8 | 11.00 ± 1.41 |" in out

@@ -4,13 +4,11 @@ store is not re-read. Speed at 200k runs: ``benchmarks/bench_store_scale.py``.""
 from __future__ import annotations
 
 import json
-import math
 
 import pytest
 
 from pcd.cli import main as cli_main
-from pcd.jobs import results as R
-from pcd.jobs.queue_view import done_studies, queue_page, study_points, summary_rows
+from pcd.jobs.queue_view import queue_page
 from pcd.jobs.store import RunStore
 
 
@@ -59,43 +57,6 @@ def test_queue_page_rereads_only_what_changed(tmp_path):
     assert [r["id"] for r in p4.running] == [run["id"]]
 
 
-def test_summary_from_sql_fields_equals_the_full_read(tmp_path):
-    s, ids = _store(tmp_path, n=12)
-    for i in range(10):
-        res = {"test_acc": 90.0 + i, "group_sparsity": 10.0 * i, "seconds": 3.0 + i, "diverged": i == 4,
-               "history": [{"epoch": 1, "test_acc": 1.0}], "grouping": "filter",
-               "export": {"params_before": 1000, "params_after": 300 + 10 * i, "flops_before": 50.0,
-                          "flops_after": 20.0 + i, "latency_ms_before": 1.0, "latency_ms_after": 0.5,
-                          "file_bytes_before": 4000, "file_bytes_after": 1000 + i, "test_acc": 89.0 + i}}
-        if i == 7:  # a result that carries its own config (the runner's validated one) wins
-            res["config"] = {"method": "pcd", "seed": 9, "tau": 0.1, "epochs": 3}
-        if i == 8:
-            del res["export"]
-        _finish(s, res)
-    full = R.aggregate(R.run_points(s.list("done")))
-    fast = summary_rows(s)
-    assert len(full) == len(fast) >= 3
-    for a, b in zip(full, fast):
-        for k, v in a.items():
-            w = b[k]
-            assert (math.isclose(v, w, rel_tol=1e-12) if isinstance(v, float) and isinstance(w, float)
-                    else v == w), (k, v, w)
-    study = full[0]["study"]
-    assert summary_rows(s, study=study) == [r for r in fast if study in r["study"]]
-    # the results explorer: studies from one SQL aggregate, one study's points (newest `limit`), rows of all
-    answer = done_studies(s)
-    marker, studies = answer
-    assert sum(v["runs"] for v in studies.values()) == 10 and set(studies) == {r["study"] for r in full}
-    assert done_studies(s, answer) is answer  # nothing finished since: not re-read
-    for name, info in studies.items():
-        pts, rows = study_points(s, info)
-        assert rows == [r for r in fast if r["study"] == name] and len(pts) == info["runs"]
-        few, rows_few = study_points(s, info, limit=1)  # bounded: the newest run only
-        assert len(few) == 1 and few[0]["id"] == info["newest"] and rows_few == R.aggregate(few)
-    _finish(s, {"test_acc": 1.0})
-    assert done_studies(s, answer) is not answer
-
-
 def test_runs_list_pages_in_the_cli(tmp_path, capsys):
     s, ids = _store(tmp_path, n=60)
     d = str(tmp_path / "d")
@@ -114,6 +75,7 @@ def test_runs_list_pages_in_the_cli(tmp_path, capsys):
 
 def test_estimates_from_the_light_newest_runs_equal_the_full_read(tmp_path):
     from pcd.jobs.queue_view import estimate_basis
+    from pcd.train import studies as R
 
     s, ids = _store(tmp_path, n=8)
     for i in range(6):

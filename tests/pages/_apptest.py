@@ -9,16 +9,18 @@ from typing import Any
 import pandas as pd
 from streamlit.testing.v1 import AppTest
 
-VIEWS = Path(__file__).resolve().parents[2] / "views"
-PAGES = sorted(p.name for p in VIEWS.glob("[0-9][0-9]_*.py"))  # every page file, in menu order
+from pcd.studio import registry
+
+PAGE_DIR = registry.PAGES_DIR
+PAGES = [p.script for p in registry.PAGES]  # every page file, in menu order (the page registry)
 
 
 def open_page(page: str, params: dict[str, Any], tmp_path: Path, monkeypatch: Any, timeout: float = 180) -> AppTest:
-    """Run ``views/<page>`` once with the query parameters ``params`` (a fresh data folder, no queue
+    """Run ``pages/<page>`` once with the query parameters ``params`` (a fresh data folder, no queue
     supervisor) and return the AppTest."""
     monkeypatch.setenv("PCD_DATA_DIR", str(tmp_path))
     monkeypatch.setenv("PCD_NO_AUTOSTART", "1")
-    at = AppTest.from_file(str(VIEWS / page), default_timeout=timeout)
+    at = AppTest.from_file(str(PAGE_DIR / page), default_timeout=timeout)
     for k, v in params.items():
         at.query_params[k] = v
     at.run()

@@ -8,10 +8,10 @@ from pathlib import Path
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from pcd import studio
+from pcd.studio import toy as toy_page
 from tests.pages._apptest import tables
 
-PAGE = str(Path(__file__).resolve().parents[2] / "views" / "09_Basin_maps.py")
+PAGE = str(Path(__file__).resolve().parents[2] / "pages" / "09_Basin_maps.py")
 
 
 def _app(**query) -> AppTest:
@@ -53,7 +53,7 @@ def test_custom_formula_and_bad_formula():
 
 
 def test_toy_link_opens_one_start():
-    q = studio.toy_query("saddle2d", "ws", [-2.5, 0.4], tau=0.02, optimizer="adam", lr=0.02, steps=1000)
+    q = toy_page.toy_query("saddle2d", "ws", [-2.5, 0.4], tau=0.02, optimizer="adam", lr=0.02, steps=1000)
     assert q == {"problem": "saddle2d", "methods": "ws", "tau": "0.02", "opt": "adam", "lr": "0.02", "steps": "1000",
                  "starts": "typed", "typed": "-2.500, 0.400"}
     toy = AppTest.from_file(str(Path(PAGE).parent / "02_Toy_landscapes.py"), default_timeout=180)
@@ -64,4 +64,4 @@ def test_toy_link_opens_one_start():
     table = tables(toy)[0]  # the endpoint table (an HTML table: it wraps, never cuts)
     assert len(table) == 1 and table.iloc[0]["method"] in ("WS", "Weighted sum")
     with pytest.raises(ValueError, match="toy page offers"):
-        studio.toy_query("saddle2d", "ws", [0, 0], tau=0.1, optimizer="adam", lr=0.03, steps=1000)
+        toy_page.toy_query("saddle2d", "ws", [0, 0], tau=0.1, optimizer="adam", lr=0.03, steps=1000)

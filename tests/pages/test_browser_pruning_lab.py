@@ -7,7 +7,8 @@ import signal
 
 import pytest
 
-from pcd.jobs import RunStore, supervisor_pid, train_available
+from pcd.jobs import RunStore, supervisor_pid
+from pcd.train.queue import train_available
 from tests.pages._browser import wait_until
 
 pytestmark = [pytest.mark.slow, pytest.mark.browser,

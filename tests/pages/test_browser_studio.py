@@ -103,7 +103,7 @@ CLIPPED = """() => {
     if (e.innerText && e.scrollWidth > e.clientWidth + 1) out.push('widget label cut: ' + e.innerText.slice(0, 40));
   });
   // a sidebar page name fits the sidebar (wraps, never cut)
-  document.querySelectorAll('[data-testid="stSidebarNav"] a').forEach(a => {
+  document.querySelectorAll('.st-key-pcd_menu a').forEach(a => {
     const r = a.getBoundingClientRect();
     a.querySelectorAll('p').forEach(p => { if (p.getBoundingClientRect().right > r.right + 1 || p.scrollWidth > p.clientWidth + 1)
       out.push('sidebar page name cut: ' + p.innerText.slice(0, 40)); });
@@ -213,7 +213,7 @@ def _cpu_seconds(pid: int) -> float:
 
 
 def _wait_server_idle(pid: int, timeout: float = 90.0) -> float:
-    """Wait until the server has finished starting (its warm-up thread, pcd.ui.warmup, fills the
+    """Wait until the server has finished starting (its warm-up thread, pcd.studio.warmup, fills the
     pages' caches for ~10 s of CPU after the first request): under 5 % of a core over 1 s. Returns
     the seconds waited (bounded: a busy server is measured as it is)."""
     t0 = time.monotonic()
@@ -324,7 +324,7 @@ def test_other_pages_screens_and_nothing_clipped(browser, warm, artifacts_dir, p
 def test_menu_starts_with_home_and_uses_page_titles(page, warm):
     page.goto(warm["url"] + "/")
     _wait_content(page)
-    links = page.locator("[data-testid='stSidebarNav'] a")
+    links = page.locator(".st-key-pcd_menu a")
     # a link's text is "<icon name>\n\n<label>"
     labels = [links.nth(i).inner_text().strip().split("\n")[-1].strip() for i in range(links.count())]
     assert labels[0] == "PCD Studio"
@@ -544,17 +544,21 @@ def test_toy_map_plays_and_steps_in_every_width_class(browser, warm, w, h, query
 
 
 def test_toy_page_gif_download(page, warm, artifacts_dir):
-    """The toy page's "Animation for slides" button gives a GIF of the map's frames at 1280 x 720."""
+    """The toy page's "Animation for slides": Build (a progress bar) then Download gives a GIF of the
+    map's frames at 1280 x 720 (pcd.ui.animation_export)."""
     from PIL import Image
 
     page.goto(f"{warm['url']}/Toy_landscapes?methods=pcd,ws,mgda")
     _wait_content(page)
     _wait_idle(page)
-    button = page.locator(".st-key-toy_gif button")
+    button = page.locator(".st-key-toy_anim_build button")
     button.scroll_into_view_if_needed()
     t0 = time.monotonic()
+    button.click()
+    download = page.locator(".st-key-toy_anim_download button")
+    download.wait_for(timeout=120_000)
     with page.expect_download(timeout=120_000) as dl:
-        button.click()
+        download.click()
     took = time.monotonic() - t0
     path = artifacts_dir / "studio_toy_animation.gif"
     dl.value.save_as(str(path))

@@ -220,7 +220,7 @@ def test_presenter_mode_on_the_studio_pages_and_across_a_page_switch(browser, st
         page.screenshot(path=str(artifacts_dir / "teach_present_geometry.png"))
         # switch page through the app's navigation: presenter mode stays on and back in the URL
         page.locator("[data-testid='stSidebarCollapsedControl'] button, [data-testid='stExpandSidebarButton']").first.click()
-        page.locator("[data-testid='stSidebarNav'] a[href$='Toy_landscapes']").first.click()
+        page.locator(".st-key-pcd_menu a[href$='Toy_landscapes']").first.click()
         page.wait_for_selector(".st-key-toy_map .js-plotly-plot .main-svg")
         _wait_idle(page)
         page.wait_for_timeout(800)

@@ -10,7 +10,7 @@ from streamlit.testing.v1 import AppTest
 from tests.pages._apptest import figure_specs, tables
 
 torch.set_num_threads(1)
-PAGE = str(Path(__file__).resolve().parents[2] / "views" / "07_Constraints_vs_penalties.py")
+PAGE = str(Path(__file__).resolve().parents[2] / "pages" / "07_Constraints_vs_penalties.py")
 
 
 def _metrics(at):

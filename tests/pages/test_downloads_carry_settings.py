@@ -11,9 +11,9 @@ from pathlib import Path
 
 import pytest
 
-VIEWS = Path(__file__).resolve().parents[2] / "views"
+PAGE_DIR = Path(__file__).resolve().parents[2] / "pages"
 HELPERS = {"download_csv", "download_figure", "download_row", "download_gif"}
-PAGES = sorted(p for p in VIEWS.glob("*.py") if not p.name.startswith("08_"))
+PAGES = sorted(p for p in PAGE_DIR.glob("*.py") if not p.name.startswith("08_"))
 
 
 def _calls(path: Path) -> list[ast.Call]:

@@ -16,3 +16,20 @@ def test_home_renders_formulas_and_live_k2_demo(tmp_path, monkeypatch):
     after = [m.value for m in at.metric]
     assert before != after and after[0] == "0.000"
     assert at.success  # "PCD is plain gradient descent here"
+
+
+def test_home_and_menu_list_the_registry_pages(tmp_path, monkeypatch):
+    """The sidebar menu (home first) and the home page's list are the page registry's titles, in its
+    order, with its blurbs: nothing is read from the pages' sources."""
+    from pcd.studio.registry import HOME_TITLE, PAGES
+
+    monkeypatch.setenv("PCD_DATA_DIR", str(tmp_path))
+    monkeypatch.setenv("PCD_NO_AUTOSTART", "1")
+    at = AppTest.from_file(APP, default_timeout=30).run()
+    assert not at.exception
+    menu = [e.proto.label for e in at.sidebar.get("page_link")]
+    assert menu[:len(PAGES) + 1] == [HOME_TITLE] + [p.title for p in PAGES]
+    listed = [e.proto.label for e in at.main.get("page_link")]
+    assert listed == [p.title for p in PAGES[0::2] + PAGES[1::2]]  # two columns, filled row by row
+    captions = {c.value for c in at.caption}
+    assert all(p.blurb in captions for p in PAGES)

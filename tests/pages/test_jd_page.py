@@ -9,9 +9,10 @@ import torch
 from streamlit.testing.v1 import AppTest
 
 from pcd.experiments import gramian_memory, jd
+from pcd.studio import jd as JD
 
 torch.set_num_threads(1)
-PAGE = str(Path(__file__).resolve().parents[2] / "views" / "06_Jacobian_descent.py")
+PAGE = str(Path(__file__).resolve().parents[2] / "pages" / "06_Jacobian_descent.py")
 
 
 def _text(at) -> str:
@@ -96,7 +97,7 @@ def test_empty_method_selection_is_a_friendly_error():
 
 @pytest.mark.slow
 def test_memory_tab_degrades_without_torchjd(monkeypatch):
-    monkeypatch.setattr(jd, "torchjd_available", lambda: False)  # what the page asks
+    monkeypatch.setattr(JD, "torchjd_available", lambda: False)  # what the page asks (its studio module)
     monkeypatch.setattr(gramian_memory, "torchjd_available", lambda: False)  # what the measurement asks
     at = AppTest.from_file(PAGE, default_timeout=240)
     at.query_params["samples"] = "1"

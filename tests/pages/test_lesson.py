@@ -12,7 +12,7 @@ from streamlit.testing.v1 import AppTest
 from tests.pages._apptest import figure_specs
 
 ROOT = Path(__file__).resolve().parents[2]
-LESSON = str(ROOT / "views" / "00_Guided_lesson.py")
+LESSON = str(ROOT / "pages" / "00_Guided_lesson.py")
 
 
 def _ok(at: AppTest) -> None:
@@ -138,7 +138,7 @@ def test_presenter_mode_survives_a_page_switch():
 
 
 def test_every_page_calls_the_one_setup_helper():
-    scripts = [ROOT / "app.py"] + sorted((ROOT / "views").glob("*.py"))
+    scripts = [ROOT / "app.py"] + sorted((ROOT / "pages").glob("*.py"))
     assert len(scripts) >= 9
     for path in scripts:
         # app.py calls it inside its home() page function (st.navigation), the pages at top level

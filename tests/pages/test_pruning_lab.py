@@ -11,7 +11,7 @@ from streamlit.testing.v1 import AppTest
 from pcd.jobs import RunStore
 from tests.pages._apptest import figure_specs
 
-PAGE = str(Path(__file__).resolve().parents[2] / "views" / "08_Pruning_lab.py")
+PAGE = str(Path(__file__).resolve().parents[2] / "pages" / "08_Pruning_lab.py")
 
 
 @pytest.fixture
@@ -211,14 +211,18 @@ def test_runs_table_actions_follow_the_selected_runs(data_dir):
     assert any(f"run {running}" in spec for spec in live)
     assert at.button(key="pl_cancel").disabled  # nothing selected, nothing to act on
     _select(at, "pl_table", [1])  # the queued ws run
-    # meanwhile a new run is queued: it appears on top and the selection stays on the ws run
+    # meanwhile a new run is queued: under a selection the rows hold still (issue 29's refresh /
+    # selection race), the new run is added below, and the selection stays on the ws run
     newer = store.submit({"dataset": "digits", "method": "mgda", "epochs": 4})
     at.run()
-    assert list(_table(at, "ETA")["run"]) == [running, newer, queued]
+    assert list(_table(at, "ETA")["run"]) == [running, queued, newer]
+    assert at.session_state["pl_table"]["selection"]["rows"] == [1]
     assert any(f"run {queued} (Weighted sum" in m.value for m in at.markdown)
     at.button(key="pl_cancel").click().run()
     assert store.get(queued)["status"] == "cancelled"
     assert store.get(newer)["status"] == "queued" and store.get(running)["status"] == "running"
+    _select(at, "pl_table", [])  # nothing selected: the natural order again (running, newest first)
+    assert list(_table(at, "ETA")["run"]) == [running, newer, queued]
     # multi-select: cancel the running one and the newer one; retry the cancelled one
     _select(at, "pl_table", [0, 1])
     assert at.button(key="pl_cancel").label == "Cancel (2)"
@@ -347,6 +351,9 @@ def test_k3_hypervolume_warns_when_parameter_sparsity_is_flat(data_dir):
     at = _app()
     assert any("hypervolume" in s.value for s in at.subheader)
     assert any("stays at or below 1.5 % for every method" in w.value for w in at.warning)
+    # the measures are stated next to the axis (pcd.train.metrics: one home for their thresholds)
+    assert any("% of penalized conv weights with |w| < 0.001" in c.value and "effective rank: exp(entropy" in c.value
+               for c in at.caption)
 
 
 def test_queue_tab_shows_counts_and_one_page_newest_first(data_dir):

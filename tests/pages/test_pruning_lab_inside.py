@@ -14,7 +14,7 @@ from pcd.jobs import RunStore
 from pcd.train.run import train
 from tests.pages._apptest import figure_specs, tables
 
-PAGE = str(Path(__file__).resolve().parents[2] / "views" / "08_Pruning_lab.py")
+PAGE = str(Path(__file__).resolve().parents[2] / "pages" / "08_Pruning_lab.py")
 SMALL = dict(dataset="digits", method="pcd", tau=0.5, epochs=2, batch_size=64, max_train_samples=256,
              max_test_samples=120, lr=0.02, latency_repeats=3, device="cpu")
 

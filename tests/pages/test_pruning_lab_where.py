@@ -11,7 +11,7 @@ from streamlit.testing.v1 import AppTest
 from pcd.jobs import RunStore
 from pcd.jobs.supervisor import SupervisorLock
 
-PAGE = str(Path(__file__).resolve().parents[2] / "views" / "08_Pruning_lab.py")
+PAGE = str(Path(__file__).resolve().parents[2] / "pages" / "08_Pruning_lab.py")
 NODE_A, NODE_B = "1a2b3c4d" + "0" * 48, "9f8e7d6c" + "1" * 48
 
 

@@ -23,7 +23,7 @@ WIDGETS = ("button", "checkbox", "color_picker", "date_input", "multiselect", "n
 def test_settings_are_in_the_page_not_the_sidebar(page, tmp_path, monkeypatch):
     monkeypatch.setenv("PCD_DATA_DIR", str(tmp_path))
     monkeypatch.setenv("PCD_NO_AUTOSTART", "1")
-    at = AppTest.from_file(str(ROOT / "views" / page), default_timeout=240)
+    at = AppTest.from_file(str(ROOT / "pages" / page), default_timeout=240)
     for k, v in PAGES[page].items():
         at.query_params[k] = v
     at.run()

@@ -10,10 +10,10 @@ from pathlib import Path
 import numpy as np
 from streamlit.testing.v1 import AppTest
 
-from pcd import studio
+from pcd.studio import toy as toy_page
 from tests.pages._apptest import component_names, figure_specs, tables
 
-PAGES = Path(__file__).resolve().parents[2] / "views"
+PAGES = Path(__file__).resolve().parents[2] / "pages"
 
 
 def _app(name: str, **query) -> AppTest:
@@ -129,7 +129,7 @@ def test_toy_page_objective_space_panel_plays_with_the_map():
     at.radio(key="toy_obj_axes").set_value("linear").run()
     _ok(at)
     assert _specs(at)[1]["layout"]["xaxis"]["type"] == "linear" and at.query_params["oaxes"] in ("linear", ["linear"])
-    assert any(b.label.startswith("Animation for slides (GIF") for b in at.get("download_button"))
+    assert at.button(key="toy_anim_build").label == "Build animation"  # GIF / MP4 for slides (pcd.ui.animation_export)
     at = _app("02_Toy_landscapes.py", steps=200, methods="pcd,ws", problem="custom")
     _ok(at)
     obj = _specs(at)[1]
@@ -221,7 +221,7 @@ def _ranges(spec: dict) -> tuple[list, list]:
 def test_toy_page_presets_bounds_and_undefined_region():
     at = _app("02_Toy_landscapes.py", steps=500, methods="pcd,ws", problem="custom", preset="log_barrier")
     _ok(at)
-    assert at.text_input(key="toy_f1").value == studio.TOY_FORMULAS["log_barrier"]["f1"]
+    assert at.text_input(key="toy_f1").value == toy_page.FORMULAS["log_barrier"]["f1"]
     # log(x) on part of the map: said once, hatched and in the legend; no start in the undefined part
     assert any("undefined on the hatched part" in w.value for w in at.warning)
     spec = _specs(at)[0]
@@ -230,7 +230,7 @@ def test_toy_page_presets_bounds_and_undefined_region():
     # a preset fills the formula boxes; the map's box covers every trajectory (fit to trajectories)
     at.selectbox(key="toy_preset").set_value("himmelblau").run()
     _ok(at)
-    assert at.text_input(key="toy_f1").value == studio.TOY_FORMULAS["himmelblau"]["f1"]
+    assert at.text_input(key="toy_f1").value == toy_page.FORMULAS["himmelblau"]["f1"]
     (x0, x1), (y0, y1) = _ranges(_specs(at)[0])
     for t in _specs(at)[0]["data"]:
         if t.get("legendgroup") in ("pcd", "ws") and str(t.get("mode", "")).startswith("lines"):
@@ -406,6 +406,6 @@ def test_method_picker_groups_methods_by_family():
     assert glyphs == sorted(glyphs, key=order.index)  # contiguous, in family order
     assert opts[0] == "● PCD" and "◆ UW" in opts and "◆ STCH" in opts and "■ MGDA" in opts
     assert "◆ loss weighting: Weighted sum, FAMO, UW, DWA, GLS, STCH" in box.help
-    from pcd.ui import warmup
+    from pcd.studio import geometry
 
-    assert box.value == warmup.available(warmup.GEO_METHODS)  # the default keeps the page's order
+    assert box.value == geometry.available(geometry.METHODS)  # the default keeps the page's order

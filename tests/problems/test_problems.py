@@ -30,11 +30,23 @@ def random_points(problem, B=64):
 
 
 def test_registry_lists_every_problem_and_rejects_unknown():
-    assert P.available() == ["saddle2d", "double_well", "scale", "two_task", "quadratic", "custom"]
+    names = P.available()
+    assert names[:len(P.ORDER)] == P.ORDER  # the display order first, any newer problem after it
+    assert len(set(names)) == len(names) and all(P.get(n).name == n for n in names)
     with pytest.raises(ValueError, match="unknown problem 'nope'; available: saddle2d"):
         P.make("nope")
     with pytest.raises(ValueError, match="allowed: K, dim, start"):
         P.make("double_well", L=3)
+
+
+def test_the_pages_problem_list_builds_each_with_its_own_label():
+    """pcd.problems.NAMED is the one list the pages offer: each key builds a registered problem, and
+    each shows a display name of its own (a variant says so: the K = 2 double well, TorchJD's quadratic)."""
+    labels = {key: P.named(key).display_name for key in P.NAMED}
+    assert all(labels.values()) and len(set(labels.values())) == len(labels), labels
+    assert labels["double_well"] == "Double well, K = 2" and labels["quadratic_torchjd"] != labels["quadratic"]
+    with pytest.raises(ValueError, match="unknown problem 'nope'; allowed: saddle2d"):
+        P.named("nope")
 
 
 @pytest.mark.parametrize("name,params", [("saddle2d", {}), ("double_well", {"K": 4}), ("double_well", {"K": 2, "dim": 2}),

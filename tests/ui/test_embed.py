@@ -9,7 +9,7 @@ from streamlit.testing.v1 import AppTest
 
 from pcd.ui import HIDE_PARTS, MAX_HIDE, hide_css, parse_hide
 
-PAGE = str(Path(__file__).resolve().parents[2] / "views" / "04_Scale_invariance.py")
+PAGE = str(Path(__file__).resolve().parents[2] / "pages" / "04_Scale_invariance.py")
 
 
 def test_parse_hide_words_and_keys():

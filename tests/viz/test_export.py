@@ -10,11 +10,11 @@ import pytest
 from PIL import Image
 
 import pcd.problems as problems
-from pcd import studio
 from pcd.cli import main
 from pcd.engine import run
+from pcd.experiments import toy as xtoy
 from pcd.viz import toy as toy_map
-from pcd.viz.export import SLIDE_SIZES, caption_text, toy_gif
+from pcd.viz.export import SLIDE_SIZES, caption_text, toy_gif, toy_map_box
 from pcd.viz.landscape import frame_index
 from pcd.viz.theme import method_color
 
@@ -22,9 +22,9 @@ from pcd.viz.theme import method_color
 @pytest.fixture(scope="module")
 def saddle():
     prob = problems.make("saddle2d")
-    res = studio.merge_results([run(prob, [m], steps=1000, lr=0.02, method_params={"pcd": {"tau": 0.02}}
+    res = xtoy.merge_results([run(prob, [m], steps=1000, lr=0.02, method_params={"pcd": {"tau": 0.02}}
                                     if m == "pcd" else None) for m in ("pcd", "ws", "mgda")])
-    return prob, res, toy_map.toy_background(prob, studio.fit_bounds(res, prob.bounds))
+    return prob, res, toy_map.toy_background(prob, toy_map.fit_bounds(res, prob.bounds))
 
 
 def _frames(data: bytes) -> list[np.ndarray]:
@@ -49,10 +49,9 @@ def test_gif_frames_size_heads_and_caption(saddle):
     # where the engine put each head, the frame shows that method's colour (the view box of the map,
     # 1:1 units, centred above the caption strip)
     xs, ys = bg["grid"][0], bg["grid"][1]
-    h, w, strip, pad = 720, 1280, max(28, round(720 * 0.085)), max(10, 1280 // 64)
-    scale = min((w - 2 * pad) / (xs[-1] - xs[0]), (h - strip - 2 * pad) / (ys[-1] - ys[0]))
-    ox = (w - int((xs[-1] - xs[0]) * scale)) // 2
-    oy = pad + ((h - strip - 2 * pad) - int((ys[-1] - ys[0]) * scale)) // 2
+    h, w, strip = 720, 1280, max(28, round(720 * 0.085))
+    scale, ox, oy = toy_map_box(res, bg["grid"], (w, h))
+    assert scale > 0 and 0 <= ox < w // 2 and 0 < oy < h // 2
     for f in (0, 20, 39):
         m = 0  # PCD, drawn on top
         for s in range(res.S):
@@ -81,6 +80,6 @@ def test_cli_writes_the_gif(tmp_path, capsys):
     assert rc == 0
     im = Image.open(out)
     assert im.size == (1280, 720) and im.n_frames == toy_map.TOY_FRAMES
-    assert main(["toy", "--steps", "20", "--gif", str(out), "--size", "800x600",
+    assert main(["toy", "--steps", "20", "--gif", str(out), "--size", "801x600",
                  "--json", str(tmp_path / "t.json")]) == 2
     assert "--size" in capsys.readouterr().err

@@ -7,7 +7,8 @@ import numpy as np
 import pytest
 
 import pcd.methods as registry
-from pcd import studio
+from pcd.experiments import geometry as xgeo
+from pcd.studio import geometry as geo_page
 from pcd.viz.geometry import clip_polygon, geometry_figure
 from pcd.viz.theme import method_color, png_data_uri, rgba
 
@@ -17,36 +18,36 @@ def _row(result, name):
 
 
 def test_gradient_vectors_angle_and_norms():
-    J = studio.gradient_vectors(120, 2.0, third=(-90, 0.5))
+    J = xgeo.gradient_vectors(120, 2.0, third=(-90, 0.5))
     assert J.shape == (3, 2)
     np.testing.assert_allclose(np.linalg.norm(J, axis=1), [1.0, 2.0, 0.5])
     cos = J[0] @ J[1] / (np.linalg.norm(J[0]) * np.linalg.norm(J[1]))
     assert math.isclose(math.degrees(math.acos(cos)), 120.0, abs_tol=1e-9)
     with pytest.raises(ValueError, match="angle"):
-        studio.gradient_vectors(200, 1.0)
+        xgeo.gradient_vectors(200, 1.0)
     with pytest.raises(ValueError, match="g2"):
-        studio.gradient_vectors(90, -1.0)
+        xgeo.gradient_vectors(90, -1.0)
 
 
 def test_equal_norms_ws_mgda_cagrad_coincide_in_direction():
     # ||g2|| = ||g1||: all three point along the bisector g1 + g2 (page 1's explanation)
-    J = studio.gradient_vectors(130, 1.0)
-    res = studio.method_directions(J, ["ws", "mgda", "cagrad"], tau=0.3)
+    J = xgeo.gradient_vectors(130, 1.0)
+    res = xgeo.method_directions(J, ["ws", "mgda", "cagrad"], tau=0.3)
     bis = (J[0] + J[1]) / np.linalg.norm(J[0] + J[1])
     for r in res["rows"]:
         d = r["direction"] / np.linalg.norm(r["direction"])
         np.testing.assert_allclose(d, bis, atol=1e-6, err_msg=r["method"])
     # and they separate when the norms differ (MGDA leans to the smaller gradient)
-    J2 = studio.gradient_vectors(130, 3.0)
-    res2 = studio.method_directions(J2, ["ws", "mgda"], tau=0.3)
+    J2 = xgeo.gradient_vectors(130, 3.0)
+    res2 = xgeo.method_directions(J2, ["ws", "mgda"], tau=0.3)
     dw, dm = (r["direction"] / np.linalg.norm(r["direction"]) for r in res2["rows"])
     assert np.linalg.norm(dw - dm) > 0.1
 
 
 def test_pcd_primary_coefficient_pinned_and_constraint_met():
-    J = studio.gradient_vectors(150, 1.5)
+    J = xgeo.gradient_vectors(150, 1.5)
     tau = 0.3
-    res = studio.method_directions(J, ["pcd", "ws"], tau=tau)
+    res = xgeo.method_directions(J, ["pcd", "ws"], tau=tau)
     p = _row(res, "pcd")
     mu = float(p["mu"][0])
     assert mu > 0  # the constraint binds at 150 degrees
@@ -67,7 +68,7 @@ def test_pcd_primary_coefficient_pinned_and_constraint_met():
 def test_antiparallel_symmetric_methods_vanish_pcd_does_not():
     # the 1-D conflict equilibrium of the PCD paper: g1 = 0.5, g2 = -0.5
     J = np.array([[0.5, 0.0], [-0.5, 0.0]])
-    res = studio.method_directions(J, ["ws", "mgda", "pcd"], tau=0.3)
+    res = xgeo.method_directions(J, ["ws", "mgda", "pcd"], tau=0.3)
     assert _row(res, "ws")["norm"] < 1e-12
     assert _row(res, "mgda")["norm"] < 1e-12
     assert not _row(res, "mgda")["conflicts"]
@@ -75,31 +76,31 @@ def test_antiparallel_symmetric_methods_vanish_pcd_does_not():
 
 
 def test_every_registered_method_gives_a_row_and_errors_are_reported():
-    J = studio.gradient_vectors(100, 0.7, third=(-120, 1.2))
-    res = studio.method_directions(J, registry.available(), tau=0.2)
+    J = xgeo.gradient_vectors(100, 0.7, third=(-120, 1.2))
+    res = xgeo.method_directions(J, registry.available(), tau=0.2)
     assert [r["method"] for r in res["rows"]] == registry.available()
     for r in res["rows"]:
         if r["error"] is None:
             assert r["direction"].shape == (2,)
             np.testing.assert_allclose(r["progress"], J @ r["direction"])
     with pytest.raises(ValueError, match="unknown method"):
-        studio.method_directions(J, ["nope"])
+        xgeo.method_directions(J, ["nope"])
     with pytest.raises(ValueError, match="tau"):
-        studio.method_directions(J, ["pcd"], tau=1.5)
-    bad = studio.method_directions(J, ["pcd"], method_params={"pcd": {"beta": 5.0}})
+        xgeo.method_directions(J, ["pcd"], tau=1.5)
+    bad = xgeo.method_directions(J, ["pcd"], method_params={"pcd": {"beta": 5.0}})
     assert bad["rows"][0]["error"] and "beta" in bad["rows"][0]["error"]
 
 
 def test_directions_table_columns():
-    J = studio.gradient_vectors(150, 1.0, third=(-100, 0.8))
-    df = studio.directions_table(studio.method_directions(J, ["pcd", "mgda"], tau=0.3))
+    J = xgeo.gradient_vectors(150, 1.0, third=(-100, 0.8))
+    df = geo_page.directions_table(xgeo.method_directions(J, ["pcd", "mgda"], tau=0.3))
     assert list(df["method"]) == ["PCD", "MGDA"]
     for c in ("g1·d", "g2·d", "g3·d", "conflicts", "‖d‖", "w", "w̃ × scale"):
         assert c in df.columns
     # PCD: normalized weights pin the primary to 1; deployed scale = ||g1|| / ||d~||
     pcd_cell = df.loc[0, "w̃ × scale"]
     assert pcd_cell.startswith("(1, ")
-    r = studio.method_directions(J, ["pcd"], tau=0.3)["rows"][0]
+    r = xgeo.method_directions(J, ["pcd"], tau=0.3)["rows"][0]
     np.testing.assert_allclose(r["weights"], r["normalized_weights"] / np.linalg.norm(J, axis=1) * r["deployed_scale"])
 
 
@@ -115,8 +116,8 @@ def test_clip_polygon_halfplane_and_empty():
 
 
 def test_geometry_figure_traces_colours_and_region():
-    J = studio.gradient_vectors(150, 1.0)
-    res = studio.method_directions(J, ["pcd", "ws", "mgda"], tau=0.3)
+    J = xgeo.gradient_vectors(150, 1.0)
+    res = xgeo.method_directions(J, ["pcd", "ws", "mgda"], tau=0.3)
     fig = geometry_figure(res)
     names = [t.name for t in fig.data]
     assert names[0] == "PCD feasible region" and fig.data[0].fill == "toself"
@@ -136,7 +137,7 @@ def test_geometry_figure_traces_colours_and_region():
     labels = [a.text for a in fig.layout.annotations]
     assert "<b>Weighted sum = MGDA</b>" in labels
     # collinear updates of different length: one stacked label, longest first
-    six = geometry_figure(studio.method_directions(J, ["pcd", "ws", "mgda", "pcgrad", "cagrad", "upgrad"], tau=0.3))
+    six = geometry_figure(xgeo.method_directions(J, ["pcd", "ws", "mgda", "pcgrad", "cagrad", "upgrad"], tau=0.3))
     assert [a.text for a in six.layout.annotations] == ["<b>PCGrad<br>> UPGrad<br>> CAGrad<br>> Weighted sum = MGDA</b>"]
     assert fig.layout.yaxis.scaleanchor == "x"
     no_region = geometry_figure(res, show_region=False)
@@ -159,7 +160,7 @@ def test_a_method_tip_on_a_gradient_tip_labels_below_it():
     """1-D (the lesson's first step): PCD's update is g2's arrow; its label sits under the tip, g2's
     above, so the two names do not overprint."""
     J = np.array([[0.5, 0.0], [-0.5, 0.0]])
-    res = studio.method_directions(J, ["pcd", "ws"], tau=0.3)
+    res = xgeo.method_directions(J, ["pcd", "ws"], tau=0.3)
     pcd_row = next(r for r in res["rows"] if r["method"] == "pcd")
     assert np.allclose(pcd_row["direction"], J[1])  # the premise: the tips coincide
     fig = geometry_figure(res)

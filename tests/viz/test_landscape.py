@@ -5,8 +5,9 @@ import numpy as np
 import pytest
 
 import pcd.problems as problems
-from pcd import studio, teaching
 from pcd.engine import run, sample_steps
+from pcd.experiments import toy as xtoy
+from pcd.studio import toy as toy_page
 from pcd.viz import toy as toy_map
 from pcd.viz.landscape import TRAIL, background_image, landscape_figure, loss_figure, zero_set_mask
 from pcd.viz.theme import method_color, method_style
@@ -17,7 +18,7 @@ def saddle_run():
     prob = problems.make("saddle2d")
     runs = [run(prob, [m], steps=400, lr=0.02, record=200, method_params={"pcd": {"tau": 0.02}} if m == "pcd" else None)
             for m in ("pcd", "ws", "mgda")]
-    return prob, studio.merge_results(runs)
+    return prob, xtoy.merge_results(runs)
 
 
 def test_background_image_orientation_zero_set_and_contours():
@@ -149,7 +150,7 @@ def test_loss_figure_shifts_negative_objectives():
 
 def test_endpoint_table_diagnosis_matches_paper_claim(saddle_run):
     prob, res = saddle_run
-    df = studio.endpoint_table(res, prob.objective_names)
+    df = toy_page.endpoint_table(res, prob.objective_names)
     assert len(df) == len(res.methods) * res.S
     ws = df[df["method"] == "Weighted sum"]
     assert all(d == "stalled: gradients cancel" for d in ws["diagnosis"])
@@ -158,35 +159,35 @@ def test_endpoint_table_diagnosis_matches_paper_claim(saddle_run):
 
 def test_trajectories_table_and_merge(saddle_run):
     prob, res = saddle_run
-    tab = studio.trajectories_table(res)
+    tab = toy_page.trajectories_table(res)
     T = len(res.record)
     assert len(tab) == len(res.methods) * res.S * T
     row = tab[(tab["method"] == "ws") & (tab["start"] == 2)].iloc[10]
     np.testing.assert_allclose([row["x1"], row["x2"]], res.positions[1, 1, 10])
     with pytest.raises(ValueError, match="different methods"):
-        studio.merge_results([res, res])
+        xtoy.merge_results([res, res])
 
 
 def test_starts_helpers():
-    pts = studio.parse_starts("-2.5, 0.4\n(1, 2); 3 4")
+    pts = toy_page.parse_starts("-2.5, 0.4\n(1, 2); 3 4")
     np.testing.assert_allclose(pts, [[-2.5, 0.4], [1, 2], [3, 4]])
     with pytest.raises(ValueError, match="point 2"):
-        studio.parse_starts("1, 2; 3")
+        toy_page.parse_starts("1, 2; 3")
     with pytest.raises(ValueError, match="numbers"):
-        studio.parse_starts("1, a")
-    g = studio.grid_starts(((-1, 1), (0, 2)), 3)
+        toy_page.parse_starts("1, a")
+    g = toy_page.grid_starts(((-1, 1), (0, 2)), 3)
     assert g.shape == (9, 2) and g[:, 0].min() > -1 and g[:, 1].max() < 2
     with pytest.raises(ValueError):
-        studio.grid_starts(((-1, 1), (0, 2)), 9)
+        toy_page.grid_starts(((-1, 1), (0, 2)), 9)
 
 
 def test_toy_problem_custom_formula_error_names_the_token():
     with pytest.raises(ValueError, match="foo"):
-        studio.toy_problem("custom", "x**2 + foo(y)", "y**2")
-    p = studio.toy_problem("double_well")
+        toy_page.make_problem("custom", "x**2 + foo(y)", "y**2")
+    p = toy_page.make_problem("double_well")
     assert p.K == 2 and p.dim == 2
     with pytest.raises(ValueError, match="unknown toy problem"):
-        studio.toy_problem("nope")
+        toy_page.make_problem("nope")
 
 
 def test_outcome_names_tell_a_pareto_stationary_end_from_pcds_halt():
@@ -288,7 +289,7 @@ def test_contours_are_anti_aliased_not_stair_steps():
 def test_undefined_region_is_hatched_and_in_the_legend():
     from pcd.viz.landscape import undefined_mask
 
-    prob = studio.toy_problem("custom", "x - log(x) + y**2", "abs(y)", bounds=((-1, 3), (-1, 1)))
+    prob = toy_page.make_problem("custom", "x - log(x) + y**2", "abs(y)", bounds=((-1, 3), (-1, 1)))
     xs, ys, Z = prob.grid(80, 40)
     bad = undefined_mask(Z)
     assert bad[:, xs <= 0].all() and not bad[:, xs > 0.05].any()
@@ -333,25 +334,25 @@ def test_typed_array_figure_roundtrip(saddle_run):
 
 
 def test_fit_bounds_covers_every_trajectory_and_presets_parse():
-    prob = studio.toy_problem("custom", studio.TOY_FORMULAS["himmelblau"]["f1"],
-                              studio.TOY_FORMULAS["himmelblau"]["f2"], bounds=((-1.0, 1.0), (-1.0, 1.0)))
+    prob = toy_page.make_problem("custom", toy_page.FORMULAS["himmelblau"]["f1"],
+                              toy_page.FORMULAS["himmelblau"]["f2"], bounds=((-1.0, 1.0), (-1.0, 1.0)))
     res = run(prob, ["ws"], starts=[[0.5, 0.5]], steps=300, lr=0.1, record=50)
-    (x0, x1), (y0, y1) = studio.fit_bounds(res, prob.bounds)
+    (x0, x1), (y0, y1) = toy_map.fit_bounds(res, prob.bounds)
     pos = res.positions.reshape(-1, 2)
     assert x0 <= pos[:, 0].min() and x1 >= pos[:, 0].max() and y0 <= pos[:, 1].min() and y1 >= pos[:, 1].max()
     assert pos[:, 0].max() > 1.5  # the run does leave the box it started in: the fit is needed
     assert (x0, y0) <= (-1.0, -1.0)  # never smaller than the problem's box
-    for key, preset in studio.TOY_FORMULAS.items():
-        p = studio.toy_problem("custom", preset["f1"], preset["f2"], bounds=preset["bounds"], starts=preset.get("starts"))
+    for key, preset in toy_page.FORMULAS.items():
+        p = toy_page.make_problem("custom", preset["f1"], preset["f2"], bounds=preset["bounds"], starts=preset.get("starts"))
         L = p.losses(p.default_starts())
         assert np.isfinite(L).all(), key  # every preset's starts are where its formulas are defined
 
 
 def test_formula_caret_points_at_the_parsers_position():
     with pytest.raises(ValueError) as info:
-        studio.toy_problem("custom", "x**2 + foo(y)", "y**2")
-    assert studio.formula_caret(info.value) == "x**2 + foo(y)\n       ^"
-    assert studio.formula_caret(ValueError("no position")) is None
+        toy_page.make_problem("custom", "x**2 + foo(y)", "y**2")
+    assert toy_page.formula_caret(info.value) == "x**2 + foo(y)\n       ^"
+    assert toy_page.formula_caret(ValueError("no position")) is None
 
 
 def test_max_frames_spreads_frames_over_the_record_and_the_inset_follows(saddle_run):
@@ -369,7 +370,7 @@ def test_max_frames_spreads_frames_over_the_record_and_the_inset_follows(saddle_
     assert [f["name"] for f in spec["frames"]] == [str(int(res.record[i])) for i in idx]
     # a frame still moves the heads to that recorded step (comet tails use every recorded point)
     from pcd.viz.theme import plain_array
-    fig = add_gradient_inset(spec, teaching.trajectory_gradients(prob, res, 0))
+    fig = add_gradient_inset(spec, xtoy.trajectory_gradients(prob, res, 0))
     fr = fig.frames[7]
     M, S = len(res.methods), res.S
     heads = np.c_[plain_array(fr.data[0].x), plain_array(fr.data[0].y)][-M * S:]
@@ -380,18 +381,18 @@ def test_max_frames_spreads_frames_over_the_record_and_the_inset_follows(saddle_
 def test_toy_map_figure_layout_per_width_class(saddle_run):
     prob, res = saddle_run
     bg = toy_map.toy_background(prob)
-    wide = toy_map.toy_map_figure(prob, res, bg, width="wide").layout
+    wide = toy_page.map_figure(prob, res, bg, width="wide").layout
     assert wide.xaxis.domain[1] < wide.xaxis2.domain[0]          # inset beside the map
     for w in ("medium", "narrow"):
-        lay = toy_map.toy_map_figure(prob, res, bg, width=w).layout
+        lay = toy_page.map_figure(prob, res, bg, width=w).layout
         assert lay.yaxis2.domain[1] < lay.yaxis.domain[0]        # inset under a full-width map
         assert lay.height > wide.height
-    still = toy_map.toy_map_figure(prob, res, bg, animate=False)
+    still = toy_page.map_figure(prob, res, bg, animate=False)
     assert len(still.frames) == 0 and not still.layout.updatemenus
-    html = toy_map.toy_map_figure(prob, res, bg, controls=True)
+    html = toy_page.map_figure(prob, res, bg, controls=True)
     assert html.layout.updatemenus and html.layout.sliders       # a standalone file keeps Plotly's controls
     with pytest.raises(ValueError, match="width"):
-        toy_map.toy_map_figure(prob, res, bg, width="huge")
+        toy_page.map_figure(prob, res, bg, width="huge")
 
 
 def test_reveal_draws_no_ending_before_the_last_frame(saddle_run):
@@ -403,7 +404,7 @@ def test_reveal_draws_no_ending_before_the_last_frame(saddle_run):
 
     prob, res = saddle_run
     M, S, T = len(res.methods), res.S, len(res.record)
-    fig = toy_map.toy_map_figure(prob, res, toy_map.toy_background(prob), inset_start=None, max_frames=40)
+    fig = toy_map.toy_map_figure(prob, res, toy_map.toy_background(prob), max_frames=40)
     idx = frame_index(T, 40)
     paths = [i for i, t in enumerate(fig.data) if t.mode == "lines" and t.legendgroup in res.methods]
     ends = [t for t in fig.data if t.meta == "end"]
@@ -433,5 +434,5 @@ def test_reveal_draws_no_ending_before_the_last_frame(saddle_run):
     for m in range(M):  # the whole path at the end
         np.testing.assert_allclose(drawn(m, last.data[m]), res.positions[m], atol=1e-6)
     # the standalone file (Plotly's own controls) keeps the ending visible: no page controls there
-    html = toy_map.toy_map_figure(prob, res, toy_map.toy_background(prob), inset_start=None, controls=True)
+    html = toy_map.toy_map_figure(prob, res, toy_map.toy_background(prob), controls=True)
     assert all(t.visible is not False for t in html.data) and all(a.visible is not False for a in html.layout.annotations)

@@ -9,8 +9,9 @@ import plotly.graph_objects as go
 import pytest
 
 import pcd.problems as problems
-from pcd import studio, teaching
 from pcd.engine import run
+from pcd.experiments import toy as xtoy
+from pcd.studio import lesson
 from pcd.viz.landscape import landscape_figure, loss_figure
 from pcd.viz.teaching import ARROW, CURSOR_NAME, add_gradient_inset, gradients_figure, inset_scale, with_step_cursor
 from pcd.viz.theme import plain_array
@@ -21,8 +22,8 @@ def saddle():
     prob = problems.make("saddle2d")
     runs = [run(prob, [m], steps=600, lr=0.02, record=80, method_params={"pcd": {"tau": 0.02}} if m == "pcd" else None)
             for m in ("pcd", "ws", "mgda")]
-    res = studio.merge_results(runs)
-    grads = teaching.trajectory_gradients(prob, res, 0)
+    res = xtoy.merge_results(runs)
+    grads = xtoy.trajectory_gradients(prob, res, 0)
     fig = landscape_figure(res, prob.grid(120, 80), validate=False)
     return prob, res, grads, fig
 
@@ -92,7 +93,7 @@ def test_inset_validation(saddle):
 
 def test_gradients_figure_per_method_frames(saddle):
     _, res, grads, _ = saddle
-    frames = teaching.stall_frames(res, 0)
+    frames = lesson.stall_frames(res, 0)
     fig = gradients_figure(grads, frame=frames)
     assert isinstance(fig, go.Figure)
     titles = [a.text for a in fig.layout.annotations]

@@ -45,8 +45,21 @@ class Outcome:
 
 
 class Executor(Protocol):
-    name: str
+    """A run backend's executor, constructed by the supervisor as
+    ``cls(store, runner, heartbeat_s=..., log=..., **options)`` (``options``: the backend's own,
+    e.g. Ray's ``cpus_per_run``, its keyword parameters; the supervisor refuses any other option with
+    a ``ValueError`` before it starts).
 
+    ``runs_heartbeat``: True when a run heartbeats the store itself (a local child process); False
+    when the supervisor must heartbeat for it (a Ray task has no connection to the store).
+    ``check_runner(runner)``: called when the supervisor is created, so a runner the backend cannot
+    use fails at once (Ray resolves it in the supervisor; local children import it themselves)."""
+
+    name: str
+    runs_heartbeat: bool
+
+    @classmethod
+    def check_runner(cls, runner: str) -> None: ...
     def plan_slots(self, slots: int | None) -> list[Slot]: ...
     def start(self, run: dict, slot: Slot) -> Any: ...
     def poll(self, job: Job) -> Outcome | None: ...
@@ -61,8 +74,15 @@ def package_root() -> str:
     return str(Path(__file__).resolve().parents[3])
 
 
-def log_tail(path: Path, n: int = 4000) -> str:
-    """The last non-empty line of a log file among its last ``n`` bytes ('' when there is none, or
-    when the file is refused by the one reader :mod:`pcd._files`: a FIFO, a device, a link out)."""
-    found = [ln.strip() for ln in _files.tail_lines(path, path.parent, 200, max_bytes=n) if ln.strip()]
+def log_tail(data_dir: Any, run_id: int, n: int = 4000) -> str:
+    """The last non-empty line of run ``run_id``'s ``worker.log`` among its last ``n`` bytes, read
+    from the run's real folder (:func:`pcd._files.run_folder`) through the one reader
+    (:func:`pcd._files.read_tail`); '' when there is none, or when the file is refused: a run folder
+    that is a link, a FIFO, a device, a link out of the run folder."""
+    try:
+        folder = _files.run_folder(data_dir, run_id)
+        text = _files.read_tail(folder / "worker.log", folder, kind="log", max_bytes=n, name="worker.log")
+    except _files.FileRefused:
+        return ""
+    found = [ln.strip() for ln in text.splitlines()[-200:] if ln.strip()]
     return found[-1] if found else ""

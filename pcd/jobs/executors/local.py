@@ -9,6 +9,7 @@ import socket
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from typing import Any
 
 from pcd import _files
@@ -56,10 +57,16 @@ class LocalExecutor:
     """Each run in a fresh Python process (``pcd.jobs.child.main``) in its own process group."""
 
     name = "local"
+    runs_heartbeat = True  # the child heartbeats the store itself
 
-    def __init__(self, store: RunStore, runner: str, heartbeat_s: float) -> None:
+    def __init__(self, store: RunStore, runner: str, heartbeat_s: float = 2.0,
+                 log: Callable[[str], None] | None = None) -> None:
         self.store, self.runner, self.heartbeat_s = store, runner, heartbeat_s
         self._slots: list[Slot] | None = None
+
+    @classmethod
+    def check_runner(cls, runner: str) -> None:
+        """Nothing to do here: each child imports the runner itself (keeps the supervisor light)."""
 
     def plan_slots(self, slots: int | None) -> list[Slot]:
         """This machine's slots (they do not change while the supervisor runs)."""

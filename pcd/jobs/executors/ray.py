@@ -286,9 +286,23 @@ class RayExecutor:
     """Executor used by :class:`pcd.jobs.supervisor.Supervisor` when ``backend="ray"``."""
 
     name = "ray"
+    runs_heartbeat = False  # a Ray task has no connection to the store: the supervisor heartbeats for it
 
-    def __init__(self, store: RunStore, runner: str, address: str | None = None, *, cpus_per_run: float = 1.0,
-                 channel_node: str | None = None, log: Callable[[str], None] | None = None) -> None:
+    @classmethod
+    def check_runner(cls, runner: str) -> None:
+        """Resolve the runner here: the supervisor ships it to the cluster (a ``ValueError`` at once
+        when it does not import)."""
+        resolve_runner(runner)
+
+    def __init__(self, store: RunStore, runner: str, address: str | None = None, *,
+                 cpus_per_run: float | None = None, channel_node: str | None = None,
+                 log: Callable[[str], None] | None = None, heartbeat_s: float | None = None) -> None:
+        if cpus_per_run is None:
+            env_cpr = os.environ.get("PCD_RAY_CPUS_PER_RUN")
+            try:
+                cpus_per_run = float(env_cpr) if env_cpr else 1.0
+            except ValueError:
+                raise ValueError(f"PCD_RAY_CPUS_PER_RUN must be a number > 0, got {env_cpr!r}") from None
         try:
             import ray
             from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
@@ -484,7 +498,7 @@ class RayExecutor:
         except ray.exceptions.RayError as exc:
             name = type(exc).__name__
             if name == "WorkerCrashedError" and not self._node_dead(job.slot.node):
-                tail = log_tail(self.store.run_dir(job.run_id) / "worker.log")
+                tail = log_tail(self.store.data_dir, job.run_id)
                 msg = "the run crashed: its Ray worker process died (WorkerCrashedError)" + (f": {tail}" if tail else "")
                 self._crashed[job.run_id] = (time.monotonic() + CRASH_CONFIRM_S, msg)
                 return None

@@ -4,6 +4,9 @@ from __future__ import annotations
 import streamlit as st
 
 import pcd.methods as registry
+from pcd.studio import problem_label
+from pcd.studio import tau as TD
+from pcd.studio.registry import this_page
 from pcd.ui import (
     claim,
     download_row,
@@ -13,16 +16,15 @@ from pcd.ui import (
     show_error,
     url_default,
     url_sync,
-    warmup,
 )
+from pcd.ui.animation_export import tau_export
 from pcd.ui.chart import plotly_chart
 from pcd.ui.controls import frame_controls
 from pcd.ui.table import html_table
 from pcd.viz.tau import tau_table, tradeoff_figure
 
 setup_page(
-    "τ dial",
-    icon=":material/tune:",
+    **this_page(__file__).setup,
     intro=(
         "τ is PCD's only hyper-parameter: every secondary must get at least a share τ of its own first-order "
         "progress, g̃ⱼ·d ≥ τ‖g̃ⱼ‖². τ = 0 only forbids making a secondary worse; larger τ lets the secondaries "
@@ -31,13 +33,9 @@ setup_page(
     ),
 )
 
-PROBLEMS = {"quadratic": "Convex quadratic pair (a genuine trade-off)",
-            "saddle2d": "Saddle (PCD Fig. 1): both optimal at (2, 0)",
-            "scale": "Box constraint (scale problem, k = 0)",
-            "two_task": "Two-task toy (CAGrad)"}
-TAUS = list(warmup.TD_TAUS)
+TAUS = list(TD.TAUS)
 BUDGETS = [30, 100, 300, 1000, 3000]
-DEFAULT_BUDGETS = list(warmup.TD_BUDGETS)
+DEFAULT_BUDGETS = list(TD.BUDGETS)
 LRS = [0.005, 0.01, 0.02, 0.05]
 
 OTHERS = [m for m in registry.available() if m != "pcd"]  # PCD is the curve
@@ -45,9 +43,9 @@ OTHERS = [m for m in registry.available() if m != "pcd"]  # PCD is the curve
 panel = settings_panel()
 c1, c2, c3 = panel.columns([1.6, 1.6, 1])
 with c1:
-    names = list(PROBLEMS)
-    problem = st.selectbox("problem", names, index=names.index(url_default("problem", warmup.TD_PROBLEM, names)),
-                           format_func=PROBLEMS.get, key="td_problem")
+    names = list(TD.PROBLEMS)
+    problem = st.selectbox("problem", names, index=names.index(url_default("problem", TD.PROBLEM, names)),
+                           format_func=problem_label, key="td_problem")
 with c2:
     url_budgets = url_default("budgets", DEFAULT_BUDGETS, allowed=BUDGETS)
     budgets = st.multiselect("step budgets (one curve each)", BUDGETS, default=url_budgets,
@@ -56,7 +54,7 @@ with c2:
                                   "after that many steps")
     budgets = sorted(int(b) for b in budgets) or DEFAULT_BUDGETS
 with c3:
-    lr = st.select_slider("learning rate (Adam)", LRS, value=url_default("lr", warmup.TD_LR, LRS), key="td_lr")
+    lr = st.select_slider("learning rate (Adam)", LRS, value=url_default("lr", TD.LR, LRS), key="td_lr")
 steps = budgets[-1]
 others = method_picker("compare with (where each ends after the largest budget, its own defaults)", OTHERS,
                        default=url_default("others", [], allowed=OTHERS), key="td_others", container=panel)
@@ -64,14 +62,14 @@ others = method_picker("compare with (where each ends after the largest budget, 
 
 try:
     with st.spinner("sweeping τ…"):
-        records = warmup.tau_sweep(problem, tuple(budgets), lr)
-        refs = {m: warmup.tau_reference(problem, m, steps, lr) for m in others}
-    front = warmup.tau_front(problem)
+        records = TD.tau_sweep(problem, tuple(budgets), lr)
+        refs = {m: TD.tau_reference(problem, m, steps, lr) for m in others}
+    front = TD.tau_front(problem)
 except ValueError as exc:
     show_error(exc)
     st.stop()
 
-sel_default = url_default("tau", warmup.TD_TAU, TAUS)
+sel_default = url_default("tau", TD.TAU, TAUS)
 event = st.session_state.get("td_chart")
 clicked = None
 try:
@@ -96,7 +94,7 @@ url_sync(problem=problem, budgets=budgets, lr=lr, tau=tau_sel, others=others)
 try:
     fig = tradeoff_figure(records, pareto_front=front, selected=tau_sel, log_axes=problem in ("saddle2d",),
                           references=refs)
-    tfig = warmup.tau_trajectory_figure(problem, tau_sel, steps, lr)
+    tfig = TD.tau_trajectory_figure(problem, tau_sel, steps, lr)
 except ValueError as exc:
     show_error(exc)
     st.stop()
@@ -151,3 +149,4 @@ else:
 download_row(fig, "tau_dial", key="td", table=table,
              settings={"problem": problem, "method": "pcd", "compare with": others, "τ": TAUS, "optimizer": "Adam", "lr": lr,
                        "steps": budgets})
+tau_export(problem, TAUS, budgets, lr)  # the budget curves played, as GIF / MP4 for slides

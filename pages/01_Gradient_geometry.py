@@ -4,7 +4,8 @@ from __future__ import annotations
 import streamlit as st
 
 import pcd.methods as registry
-from pcd import studio, teaching
+from pcd.studio import geometry as G
+from pcd.studio.registry import this_page
 from pcd.ui import (
     claim,
     download_row,
@@ -14,15 +15,14 @@ from pcd.ui import (
     show_error,
     url_default,
     url_sync,
-    warmup,
 )
 from pcd.ui.chart import plotly_chart
 from pcd.ui.controls import vector_drag
 from pcd.ui.table import html_table
+from pcd.viz.theme import method_color
 
 setup_page(
-    "Gradient geometry",
-    icon=":material/explore:",
+    **this_page(__file__).setup,
     intro=(
         "One step of every method, drawn. Two gradients g₁ (the **primary**) and g₂ (a secondary) meet at an "
         "angle; each method turns them into one update vector d (the optimizer steps along −d). Progress on "
@@ -36,15 +36,15 @@ st.latex(r"\begin{gathered}\tilde d=\arg\min_d\|d-\tilde g_1\|^2\ \ \text{s.t.}\
          r"\\ \Rightarrow\quad \tilde d=\tilde g_1+\textstyle\sum_j\mu_j\tilde g_j,\ \ \mu_j\ge 0\end{gathered}")
 
 ALL = registry.available()
-DEFAULT_METHODS = warmup.available(warmup.GEO_METHODS)
+DEFAULT_METHODS = G.available(G.METHODS)
 
 panel = settings_panel()
 methods = method_picker("methods", ALL, default=url_default("methods", DEFAULT_METHODS, allowed=ALL),
                         key="geo_methods", container=panel)
 # The vectors' sliders are driven by session state only (a click in the figure sets them, _dropped):
 # a widget given a value AND set through session state logs a warning on every such click
-for _key, _val in (("geo_angle", lambda: url_default("angle", warmup.GEO_ANGLE, low=0, high=180)),
-                   ("geo_norm2", lambda: url_default("norm2", warmup.GEO_NORM2, low=0.1, high=3.0)),
+for _key, _val in (("geo_angle", lambda: url_default("angle", G.ANGLE, low=0, high=180)),
+                   ("geo_norm2", lambda: url_default("norm2", G.NORM2, low=0.1, high=3.0)),
                    ("geo_angle3", lambda: url_default("angle3", -110, low=-180, high=180)),
                    ("geo_norm3", lambda: url_default("norm3", 0.8, low=0.1, high=3.0))):
     if _key not in st.session_state:
@@ -55,7 +55,7 @@ with c1:
 with c2:
     norm2 = st.slider("‖g₂‖ (‖g₁‖ = 1)", 0.1, 3.0, step=0.05, key="geo_norm2")
 with c3:
-    tau = st.slider("τ (PCD)", 0.0, 1.0, url_default("tau", warmup.GEO_TAU, low=0.0, high=1.0), 0.01, key="geo_tau")
+    tau = st.slider("τ (PCD)", 0.0, 1.0, url_default("tau", G.TAU, low=0.0, high=1.0), 0.01, key="geo_tau")
 with c4:
     use_g3 = st.toggle("g₃ (K = 3)", url_default("g3", False), key="geo_g3",
                        help="a third gradient g₃: PCD with two secondaries")
@@ -74,16 +74,16 @@ url_sync(angle=angle, norm2=norm2, tau=tau, g3=use_g3, methods=methods,
 def _dropped(tip):
     """A click/drag in the figure: the vector's new tip -> the sliders (before they are drawn)."""
     if tip.get("name") == "g3":
-        a, n = teaching.vector_to_polar(tip["x"], tip["y"], angle_range=(-180.0, 180.0))
+        a, n = G.vector_to_polar(tip["x"], tip["y"], angle_range=(-180.0, 180.0))
         st.session_state["geo_angle3"], st.session_state["geo_norm3"] = int(a), n
     else:
-        a, n = teaching.vector_to_polar(tip["x"], tip["y"], angle_range=(0.0, 180.0))
+        a, n = G.vector_to_polar(tip["x"], tip["y"], angle_range=(0.0, 180.0))
         st.session_state["geo_angle"], st.session_state["geo_norm2"] = int(a), n
 
 
 try:
-    result = warmup.geometry(angle, norm2, third, tau, tuple(methods))
-    fig = warmup.geometry_fig(angle, norm2, third, tau, tuple(methods))
+    result = G.geometry(angle, norm2, third, tau, tuple(methods))
+    fig = G.geometry_fig(angle, norm2, third, tau, tuple(methods))
 except ValueError as exc:
     show_error(exc)
     st.stop()
@@ -98,10 +98,10 @@ st.caption("Click or drag in the figure to move g₂" + (" or g₃ (whichever ti
            "coincide are nested (the widest underneath). Click a legend entry to hide a method, double-click to "
            "show it alone.")
 
-table = studio.directions_table(result)
+table = G.directions_table(result)
 
 
-_method_colors = {r["label"]: r["color"] for r in result["rows"]}
+_method_colors = {r["label"]: method_color(r["method"]) for r in result["rows"]}
 
 
 st.subheader("What each update does")

@@ -1,13 +1,8 @@
-"""Data for the teaching views (no Streamlit, no new math): the gradients at every recorded frame of
-a toy run, the lesson's steps, and the small conversions the interactive figures need.
-
-Everything here only *calls* the problem's ``losses_and_jacobian`` at positions the engine
-recorded and rearranges the engine's own records (``directions``, ``multipliers``), so the inset on
-the toy page, the lesson and the tests consume the same plain data.
-"""
+"""The toy runs' plain-data helpers: one run from several per-method runs, the non-dominated points
+of a loss cloud, and the gradients at every recorded frame of a trajectory (the toy page's inset,
+the lesson, ``python -m pcd toy``)."""
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
 from typing import Any
 
@@ -15,7 +10,61 @@ import numpy as np
 
 import pcd.methods as registry
 
-__all__ = ["trajectory_gradients", "vector_to_polar", "stall_frames", "one_d_case", "SYMMETRIC"]
+
+def merge_results(results: Sequence[Any]):
+    """Concatenate engine runs of *different methods* on the same problem, starts and recorded
+    steps into one :class:`pcd.engine.RunResult` (so each method can be run and cached separately).
+    """
+    import dataclasses
+
+    results = list(results)
+    if not results:
+        raise ValueError("merge_results needs at least one run")
+    if len(results) == 1:
+        return results[0]
+    first = results[0]
+    for r in results[1:]:
+        if r.problem != first.problem or r.steps != first.steps or not np.array_equal(r.record, first.record) \
+                or not np.array_equal(r.starts, first.starts):
+            raise ValueError("runs to merge must share problem, steps, recorded steps and starts")
+    names = [m for r in results for m in r.methods]
+    if len(set(names)) != len(names):
+        raise ValueError(f"runs to merge must have different methods, got {names}")
+    per_method = ["positions", "losses", "grad_norms", "weights", "update_norms", "end", "end_losses",
+                  "end_grad_norms", "primary_grad_norm", "cms_residual", "pareto_residual",
+                  "final_update_norm", "speed", "stalled", "diverged", "diverged_step", "diagnosis"]
+    fields = {f: np.concatenate([getattr(r, f) for r in results], axis=0) for f in per_method}
+    for opt in ("multipliers", "directions"):  # optional records: kept when every run has them
+        if all(getattr(r, opt, None) is not None for r in results):
+            fields[opt] = np.concatenate([getattr(r, opt) for r in results], axis=0)
+    mp: dict = {}
+    errors: dict = {}
+    ms: dict = {}
+    for r in results:
+        mp.update(r.method_params)
+        errors.update(r.errors)
+        ms.update(r.method_seconds)
+    return dataclasses.replace(first, methods=names, method_params=mp, errors=errors, method_seconds=ms,
+                               seconds=float(sum(r.seconds for r in results)), **fields)
+
+
+def pareto_filter(points: Any) -> np.ndarray:
+    """The non-dominated rows of ``points [N, 2]`` (both columns minimized; non-finite rows
+    dropped), sorted by the first column."""
+    P = np.asarray(points, dtype=np.float64).reshape(-1, 2)
+    P = P[np.isfinite(P).all(axis=1)]
+    if not len(P):
+        return P
+    P = P[np.lexsort((P[:, 1], P[:, 0]))]
+    best = np.minimum.accumulate(P[:, 1])
+    keep = np.r_[True, P[1:, 1] < best[:-1]]  # strictly below every point with a smaller first loss
+    return P[keep]
+
+
+def _dominates(a: np.ndarray, b: np.ndarray) -> bool:
+    """Loss vector ``a`` dominates ``b``: no worse anywhere, better somewhere (beyond 1e-9 relative)."""
+    tol = 1e-9 * (1.0 + np.abs(b))
+    return bool(np.all(a <= b + tol) and np.any(a < b - tol))
 
 
 def trajectory_gradients(problem: Any, res: Any, start: int = 0, methods: Sequence[str] | None = None) -> dict[str, Any]:
@@ -87,61 +136,3 @@ def trajectory_gradients(problem: Any, res: Any, start: int = 0, methods: Sequen
         out["methods"][name] = {"g": J, "d": d, "norms": norms, "d_norm": d_norm, "cos": np.clip(cos, -1.0, 1.0),
                                 "mu": mu, "exact": exact, "diagnosis": str(np.asarray(res.diagnosis)[m, s])}
     return out
-
-
-def vector_to_polar(x: float, y: float, reference: Sequence[float] = (1.0, 0.0),
-                    angle_range: tuple[float, float] = (0.0, 180.0),
-                    norm_range: tuple[float, float] = (0.1, 3.0)) -> tuple[float, float]:
-    """A point set by clicking/dragging in the geometry figure -> ``(angle_deg, norm)`` of that
-    vector, the angle measured counter-clockwise from ``reference`` (g1), both clipped into the
-    page's slider ranges (rounded to 1 degree and 0.05 in norm, the sliders' steps).
-    """
-    try:
-        x, y = float(x), float(y)
-        rx, ry = (float(v) for v in reference)
-    except (TypeError, ValueError):
-        raise ValueError(f"a vector needs two numbers, got {(x, y)!r}") from None
-    if not all(math.isfinite(v) for v in (x, y, rx, ry)):
-        raise ValueError("the vector must be finite")
-    ang = math.degrees(math.atan2(y, x) - math.atan2(ry, rx))
-    ang = (ang + 180.0) % 360.0 - 180.0
-    lo, hi = angle_range
-    if lo >= 0:  # the g2 slider is 0..180: the angle between the vectors, its mirror image
-        ang = abs(ang)
-    ang = float(min(max(round(ang), lo), hi))
-    norm = math.hypot(x, y)
-    norm = float(min(max(round(norm / 0.05) * 0.05, norm_range[0]), norm_range[1]))
-    return ang, round(norm, 2)
-
-
-SYMMETRIC = ("ws", "mgda", "pcgrad", "cagrad", "famo", "upgrad")
-
-
-def stall_frames(res: Any, start: int = 0, reference: str = "mgda") -> dict[str, int]:
-    """Which recorded frame shows each method "at the stall" of start ``start``: the last frame
-    for every method except PCD / DBGD, and for those the frame where their trajectory passes
-    closest to ``reference``'s end point (where the symmetric method stopped) -- so PCD's panel
-    shows its step at (almost) the same place. Returns ``{method: frame index}``."""
-    pos = np.asarray(res.positions, dtype=np.float64)
-    T = pos.shape[2]
-    out = {name: T - 1 for name in res.methods}
-    if reference not in res.methods:
-        return out
-    end = np.asarray(res.end, dtype=np.float64)[res.methods.index(reference), int(start)]
-    for name in ("pcd", "dbgd"):
-        if name in res.methods and name != reference:
-            dist = np.linalg.norm(pos[res.methods.index(name), int(start)] - end, axis=1)
-            if np.isfinite(dist).any():
-                out[name] = int(np.nanargmin(dist))
-    return out
-
-
-def one_d_case(g1: float = 0.5, g2: float = -0.5, methods: Sequence[str] = ("pcd",) + SYMMETRIC,
-               tau: float = 0.3) -> dict[str, Any]:
-    """The 1-D conflict: ``g1 = 0.5``, ``g2 = -0.5`` (drawn on the x axis of the geometry figure).
-    Every symmetric method's update is exactly 0 there although ``g1 != 0``; PCD's is not. The
-    plain data of :func:`pcd.studio.method_directions`."""
-    from pcd import studio
-
-    J = np.array([[float(g1), 0.0], [float(g2), 0.0]])
-    return studio.method_directions(J, list(methods), tau=tau)

@@ -1,9 +1,10 @@
-"""The server warm-up (pcd.ui.warmup): it fills exactly the cache entries the pages' default views
+"""The server warm-up (pcd.studio.warmup): it fills exactly the cache entries the pages' default views
 read (a page opened with no query parameters after the warm-up runs none of its computations),
 its results equal the library's, a failing part is skipped, and the Plotly.js preload finds the
 installed Streamlit's chunk."""
 from __future__ import annotations
 
+import importlib
 from pathlib import Path
 from unittest import mock
 
@@ -11,15 +12,14 @@ import pytest
 import streamlit as st
 from streamlit.testing.v1 import AppTest
 
-from pcd import studio
 from pcd.experiments import synthetic
-from pcd.ui import plotly_chunk, warmup
+from pcd.studio import kbench, registry, warmup
+from pcd.ui import plotly_chunk
 from tests.pages._apptest import figure_specs
 
-PAGES = Path(__file__).resolve().parents[2] / "views"
-DEFAULT_PAGES = ["01_Gradient_geometry.py", "02_Toy_landscapes.py", "03_K_objective_benchmark.py",
-                 "04_Scale_invariance.py", "05_Tau_dial.py", "06_Jacobian_descent.py",
-                 "07_Constraints_vs_penalties.py"]
+PAGES = Path(__file__).resolve().parents[2] / "pages"
+# every page whose module warms its default view (the registry says which)
+DEFAULT_PAGES = [p.script for p in registry.PAGES if p.module and hasattr(importlib.import_module(f"pcd.studio.{p.module}"), "warm")]
 
 
 def _refuse(*args, **kwargs):
@@ -38,15 +38,20 @@ def warmed():
 
 
 def test_every_part_ran(warmed):
-    assert list(warmed) == ["imports", "first use", "geometry", "tau dial", "scale", "toy", "k-objective",
-                            "jd properties", "constraints", "numba kernels"]
+    """One part per page of the registry with a ``warm()``, in menu order, between the imports and the kernels."""
+    assert DEFAULT_PAGES == ["01_Gradient_geometry.py", "02_Toy_landscapes.py", "03_K_objective_benchmark.py",
+                             "04_Scale_invariance.py", "05_Tau_dial.py", "06_Jacobian_descent.py",
+                             "07_Constraints_vs_penalties.py"]
+    assert list(warmed) == ["imports", "first use", "Gradient geometry", "Toy landscapes", "K-objective benchmark",
+                            "Scale invariance", "τ dial", "Jacobian descent", "Constraints vs fixed penalties",
+                            "numba kernels"]
 
 
 @pytest.mark.parametrize("page", DEFAULT_PAGES)
 def test_default_view_is_served_from_the_warm_cache(warmed, page):
     with mock.patch.object(synthetic, "kdw", _refuse), mock.patch.object(synthetic, "scale", _refuse), \
             mock.patch.object(synthetic, "tau_sweep", _refuse), mock.patch.object(synthetic, "toy_run", _refuse), \
-            mock.patch.object(studio, "method_directions", _refuse), mock.patch("pcd.engine.run", _refuse), \
+            mock.patch("pcd.studio.geometry.method_directions", _refuse), mock.patch("pcd.engine.run", _refuse), \
             mock.patch("pcd.viz.toy.toy_map_figure", _refuse), mock.patch("pcd.viz.toy.toy_background", _refuse), \
             mock.patch("pcd.viz.landscape.loss_figure", _refuse), \
             mock.patch("pcd.experiments.constraints.run_toy", _refuse), \
@@ -60,10 +65,9 @@ def test_default_view_is_served_from_the_warm_cache(warmed, page):
 
 
 def test_warm_results_are_the_librarys(warmed):
-    recs = warmup.kbench_one(65, "pcd", warmup.KB_STEPS, warmup.KB_LR, warmup.KB_TAU, warmup.KB_OPT)
-    assert recs == synthetic.kdw(Ks=[65], methods=["pcd"], steps=warmup.KB_STEPS, lr=warmup.KB_LR,
-                                 tau=warmup.KB_TAU)
-    assert warmup.kbench_tau("mgda", 0.3) is None and warmup.kbench_tau("pcd", 0.3) == 0.3
+    recs = kbench.kbench_one(65, "pcd", kbench.STEPS, kbench.LR, kbench.TAU, kbench.OPT)
+    assert recs == synthetic.kdw(Ks=[65], methods=["pcd"], steps=kbench.STEPS, lr=kbench.LR, tau=kbench.TAU)
+    assert kbench.kbench_tau("mgda", 0.3) is None and kbench.kbench_tau("pcd", 0.3) == 0.3
 
 
 def test_a_failing_part_is_skipped_not_raised():
@@ -168,3 +172,16 @@ def test_a_module_that_fails_to_import_does_not_stop_the_others(monkeypatch):
     with pytest.raises(ImportError, match=warmup.IMPORTS[0]):
         warmup._imports()
     assert seen == list(warmup.IMPORTS)
+
+
+def test_a_page_module_that_fails_to_import_is_skipped(monkeypatch):
+    real = importlib.import_module
+
+    def fake(name, *a, **k):
+        if name == "pcd.studio.kbench":
+            raise ImportError("broken page module")
+        return real(name, *a, **k)
+
+    monkeypatch.setattr(importlib, "import_module", fake)
+    titles = [t for t, _ in warmup._defaults()]
+    assert "K-objective benchmark" not in titles and "Gradient geometry" in titles

@@ -5,7 +5,8 @@ import pandas as pd
 import streamlit as st
 
 import pcd.methods as registry
-from pcd.experiments import kdw_law
+from pcd.studio import kbench as KB
+from pcd.studio.registry import this_page
 from pcd.ui import (
     claim,
     download_row,
@@ -15,15 +16,13 @@ from pcd.ui import (
     show_error,
     url_default,
     url_sync,
-    warmup,
 )
 from pcd.ui.chart import plotly_chart
 from pcd.ui.table import html_table
 from pcd.viz.kbench import law_summary, residual_figure, residual_table, verdict_table
 
 setup_page(
-    "K-objective benchmark",
-    icon=":material/stacked_line_chart:",
+    **this_page(__file__).setup,
     intro=(
         "A double well in every coordinate (primary) and K−1 secondaries, each pulling one coordinate to +1 "
         "across the barrier. Every method starts in the wrong valley, at xⱼ = −0.6. There the convex "
@@ -34,9 +33,9 @@ setup_page(
     ),
 )
 
-KS = list(warmup.KB_KS)
+KS = list(KB.KS)
 ALL = registry.available()
-DEFAULT_METHODS = warmup.available(warmup.KB_METHODS)
+DEFAULT_METHODS = KB.available(KB.METHODS)
 STEPS = [200, 300, 500, 800, 1000, 2000, 3000]
 LRS = [0.005, 0.01, 0.02, 0.03, 0.05]
 
@@ -52,13 +51,13 @@ with c2:
                             key="kb_methods",
                             help="CAGrad, UPGrad and Nash-MTL solve an inner problem per step: slow at large K")
 with c3:
-    steps = st.select_slider("steps", STEPS, value=url_default("steps", warmup.KB_STEPS, STEPS), key="kb_steps")
+    steps = st.select_slider("steps", STEPS, value=url_default("steps", KB.STEPS, STEPS), key="kb_steps")
 with c4:
-    lr = st.select_slider("learning rate", LRS, value=url_default("lr", warmup.KB_LR, LRS), key="kb_lr")
+    lr = st.select_slider("learning rate", LRS, value=url_default("lr", KB.LR, LRS), key="kb_lr")
 with c5:
-    tau = st.slider("τ (PCD)", 0.0, 1.0, url_default("tau", warmup.KB_TAU, low=0.0, high=1.0), 0.01, key="kb_tau")
+    tau = st.slider("τ (PCD)", 0.0, 1.0, url_default("tau", KB.TAU, low=0.0, high=1.0), 0.01, key="kb_tau")
 with c6:
-    opt = st.radio("optimizer", list(OPTS), index=list(OPTS).index(url_default("opt", warmup.KB_OPT, list(OPTS))),
+    opt = st.radio("optimizer", list(OPTS), index=list(OPTS).index(url_default("opt", KB.OPT, list(OPTS))),
                    format_func=OPTS.get, key="kb_opt")
 url_sync(kmin=k_lo, kmax=k_hi, methods=methods, steps=steps, lr=lr, tau=tau, opt=opt)
 Ks = [k for k in KS if k_lo <= k <= k_hi]
@@ -70,7 +69,7 @@ if not methods:
 try:
     with st.spinner("running the double well for every K…"):
         records = [r for K in Ks for m in methods
-                   for r in warmup.kbench_one(K, m, steps, lr, warmup.kbench_tau(m, tau), opt)]
+                   for r in KB.kbench_one(K, m, steps, lr, KB.kbench_tau(m, tau), opt)]
     fig = residual_figure(records)
     table = residual_table(records)
     summary = law_summary(records)
@@ -115,7 +114,7 @@ claim("MGDA / CAGrad residual 1.536·√(K−1); PCD gradient residual ~1e-15, l
       note="PCD's residual depends on the step budget (Adam): the default 800 steps at lr 0.03 reach an exactly "
            "zero residual at every K; 300 steps leave about 1e-5. CAGrad's inner problem lets it creep off the start (its residual can fall below the law).")
 
-measured = kdw_law.table()
+measured = KB.law_table()
 ms = measured["settings"]
 st.subheader("Does each method follow the law? Measured")
 st.caption(f"The loss-weighting methods (UW, DWA, GLS, STCH) and TorchJD 0.18's aggregators (ConFIG … TrimmedMean) at this page's defaults ({OPTS.get(ms['optimizer'], ms['optimizer'])}, "

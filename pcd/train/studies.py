@@ -1,8 +1,12 @@
-"""Plain-data views of finished runs for the results explorer, the CLI and tests: one point per run,
-Pareto fronts, matched-sparsity comparisons, dominated hypervolume, run-time estimates.
+"""Pruning studies as plain data, for the results explorer, the CLI and tests: one point per run,
+Pareto fronts, matched-sparsity comparisons, dominated hypervolume, mean ± std per setting, the
+setting / study labels, run-time estimates -- and the same summaries read from a run store
+(:func:`summary_rows`, :func:`done_studies`, :func:`study_points`: the fields are extracted in SQL
+and aggregated as a stream, so time and memory stay small whatever the store holds).
 
-All functions take the run dicts of :meth:`pcd.jobs.store.RunStore.list` (or the points built from
-them) and return plain lists / dicts / floats.
+The functions take the run dicts of :meth:`pcd.jobs.store.RunStore.list` (or the points built from
+them) and return plain lists / dicts / floats. The queue (``pcd.jobs``) knows nothing of them: they
+are training's reading of its runs' results.
 """
 from __future__ import annotations
 
@@ -10,13 +14,18 @@ import math
 import statistics
 from array import array
 from collections.abc import Callable, Iterable, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+from pcd import _validate as V
+
+if TYPE_CHECKING:
+    from pcd.jobs.store import RunStore
 
 # x-axis choices: key -> (label, "higher is better" is always true after this transform)
 X_AXES: dict[str, str] = {
     "group_sparsity": "native group sparsity (% filters with norm < 1e-4)",
     "param_reduction": "parameter reduction after physical pruning (%)",
-    "param_sparsity": "parameter sparsity (% weights |w| < 1e-8)",
+    "param_sparsity": "parameter sparsity (% weights |w| < 1e-3 × their layer's largest |w|)",
     "flops_factor": "FLOPs reduction (before / after, x)",
     "latency_factor": "latency speed-up (before / after, batch 1, x)",
     "size_factor": "file size reduction (before / after, x)",
@@ -572,3 +581,67 @@ def best_above(rows: Sequence[dict], low: float = 80.0, x: str = "param_reductio
         out[m] = {"row": max(ok, key=lambda r: r[y]) if ok else None,
                   "max_x": max((r.get(x) or 0.0 for r in sub), default=None)}
     return out
+
+
+# --------------------------------------------------------------------------- studies read from a run store
+
+def summary_rows(store: RunStore, study: str | None = None) -> list[dict]:
+    """Mean ± std per (study, method, setting) of the finished runs in ``store`` (optionally only
+    studies whose label contains ``study``): the result fields :func:`run_point`
+    needs are extracted in SQL (:meth:`RunStore.iter_done`) and aggregated as a stream, so time
+    and memory stay small whatever the store holds."""
+    points = (p for p in _points(store.iter_done(POINT_RESULT_PATHS))
+              if p is not None and (not study or study in p["study"]))
+    return aggregate(points)
+
+
+def _points(runs: Any) -> Any:
+    """:func:`run_point` of light runs (:meth:`RunStore.iter_done`), the setting and
+    study labels computed once per distinct config (they do not depend on the seed)."""
+    labels: dict[str, tuple[str, str]] = {}
+    for run in runs:
+        key = run["config_key"]
+        lab = labels.get(key)
+        if lab is None:
+            if len(labels) > 10_000:
+                labels.clear()
+            try:  # run["config"] is already the result's own config where it has one
+                lab = labels[key] = (setting_label(run["config"]), study_label(run["config"]))
+            except (TypeError, ValueError):  # a config the labels cannot describe: left out
+                continue
+        yield run_point(run, lab)
+
+
+STUDY_POINTS = 20_000  # the results explorer draws at most the newest 20,000 runs of a study
+
+
+def done_studies(store: RunStore, previous: tuple | None = None) -> tuple:
+    """``(marker, studies)``: ``{study label: {"keys": [configs without seed], "runs": n, "newest": id}}``
+    of the finished runs, newest study first, from one SQL aggregate (:meth:`RunStore.done_groups`);
+    ``previous`` is returned as it is while no run finished or was removed since."""
+    marker = store.status_marker("done")
+    if previous is not None and previous[0] == marker:
+        return previous
+    studies: dict[str, dict] = {}
+    for key, n, newest in store.done_groups():
+        try:
+            cfg = V.parse_json(key, "stored config")
+            label = study_label(cfg) if isinstance(cfg, dict) else None
+        except (TypeError, ValueError):
+            label = None
+        if label is None:
+            continue
+        st = studies.setdefault(label, {"keys": [], "runs": 0, "newest": 0})
+        st["keys"].append(key)
+        st["runs"] += n
+        st["newest"] = max(st["newest"], newest)
+    return marker, dict(sorted(studies.items(), key=lambda kv: -kv[1]["newest"]))
+
+
+def study_points(store: RunStore, study: dict, limit: int = STUDY_POINTS) -> tuple[list[dict], list[dict]]:
+    """``(points, rows)`` of one study of :func:`done_studies`: the points of its newest ``limit``
+    runs and their mean ± std rows. Bounded work per refresh whatever the study holds; a study with
+    more runs is summarised whole by ``python -m pcd runs summary`` (:func:`summary_rows`)."""
+    pts = [p for p in _points(store.iter_done(POINT_RESULT_PATHS, keys=study["keys"], newest_first=True,
+                                              limit=limit)) if p is not None][::-1]
+    return pts, aggregate(pts)

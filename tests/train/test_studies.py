@@ -1,12 +1,16 @@
-"""Results helpers: points, Pareto front, matched comparison, exact hypervolume, estimates."""
+"""Study statistics (``pcd.train.studies``): points, Pareto front, matched comparison, exact hypervolume,
+estimates, and the same summaries streamed from a run store."""
 from __future__ import annotations
 
 import itertools
+import math
 import random
 
 import pytest
 
-from pcd.jobs import results as R
+from pcd.jobs.store import RunStore
+from pcd.train import studies as R
+from pcd.train.studies import done_studies, study_points, summary_rows
 
 
 def _run(i, method, acc, gs, pa=500, status="done", secondary="group_lasso", rank=3.0, seconds=10.0, epochs=2,
@@ -245,3 +249,61 @@ def test_front_hypervolume_per_method_in_percent_axes():
     assert hv["pcd"] == pytest.approx(0.8 * 0.99 + (0.995 - 0.99) * 0.5)
     assert hv["ws"] == pytest.approx(0.99 * 0.10)
     assert R.front_hypervolumes(rows, x="flops_factor") == {}
+
+
+def _store(tmp_path, n=12):
+    s = RunStore(tmp_path / "d")
+    ids = s.submit_many([{"method": "pcd" if i % 2 else "ws", "seed": i % 3, "tau": 0.02 if i % 4 else 0.05}
+                         for i in range(n)])
+    return s, ids
+
+
+def _finish(s, result):
+    run = s.claim("w", "cpu:0")
+    assert s.finish(run["id"], run["token"], "done", result=result)
+    return run["id"]
+
+
+def test_summary_from_sql_fields_equals_the_full_read(tmp_path):
+    s, ids = _store(tmp_path, n=12)
+    for i in range(10):
+        res = {"test_acc": 90.0 + i, "group_sparsity": 10.0 * i, "seconds": 3.0 + i, "diverged": i == 4,
+               "history": [{"epoch": 1, "test_acc": 1.0}], "grouping": "filter",
+               "export": {"params_before": 1000, "params_after": 300 + 10 * i, "flops_before": 50.0,
+                          "flops_after": 20.0 + i, "latency_ms_before": 1.0, "latency_ms_after": 0.5,
+                          "file_bytes_before": 4000, "file_bytes_after": 1000 + i, "test_acc": 89.0 + i}}
+        if i == 7:  # a result that carries its own config (the runner's validated one) wins
+            res["config"] = {"method": "pcd", "seed": 9, "tau": 0.1, "epochs": 3}
+        if i == 8:
+            del res["export"]
+        _finish(s, res)
+    full = R.aggregate(R.run_points(s.list("done")))
+    fast = summary_rows(s)
+    assert len(full) == len(fast) >= 3
+    for a, b in zip(full, fast):
+        for k, v in a.items():
+            w = b[k]
+            assert (math.isclose(v, w, rel_tol=1e-12) if isinstance(v, float) and isinstance(w, float)
+                    else v == w), (k, v, w)
+    study = full[0]["study"]
+    assert summary_rows(s, study=study) == [r for r in fast if study in r["study"]]
+    # the results explorer: studies from one SQL aggregate, one study's points (newest `limit`), rows of all
+    answer = done_studies(s)
+    marker, studies = answer
+    assert sum(v["runs"] for v in studies.values()) == 10 and set(studies) == {r["study"] for r in full}
+    assert done_studies(s, answer) is answer  # nothing finished since: not re-read
+    for name, info in studies.items():
+        pts, rows = study_points(s, info)
+        assert rows == [r for r in fast if r["study"] == name] and len(pts) == info["runs"]
+        few, rows_few = study_points(s, info, limit=1)  # bounded: the newest run only
+        assert len(few) == 1 and few[0]["id"] == info["newest"] and rows_few == R.aggregate(few)
+    _finish(s, {"test_acc": 1.0})
+    assert done_studies(s, answer) is not answer
+
+
+def test_every_special_baseline_has_a_display_name_in_the_figures():
+    from pcd.train.catalog import SPECIAL_METHOD_NAMES
+    from pcd.viz.theme import BASELINE_LABELS, method_label
+
+    assert set(BASELINE_LABELS) == set(SPECIAL_METHOD_NAMES)
+    assert method_label("unpruned") == "Unpruned (primary only)" and method_label("pcd") == "PCD"

@@ -6,7 +6,8 @@ import pandas as pd
 import streamlit as st
 
 import pcd.methods as registry
-from pcd.experiments import jd
+from pcd.studio import jd as JD
+from pcd.studio.registry import this_page
 from pcd.ui import (
     claim,
     download_csv,
@@ -19,12 +20,10 @@ from pcd.ui import (
     url_default,
     url_sync,
 )
-from pcd.ui import warmup as W
 from pcd.viz.jd import iwrm_figure, memory_figure, properties_figure
 
 setup_page(
-    "Jacobian descent",
-    icon=":material/grid_on:",
+    **this_page(__file__).setup,
     intro=(
         "Jacobian descent (Quinton & Rey, arXiv 2406.16232, the **TorchJD** library) views every multi-objective "
         "method as an **aggregator** A that turns the Jacobian J (one row per objective gradient) into one update "
@@ -33,7 +32,6 @@ setup_page(
         "computes the Gram matrix G = JJᵀ without ever materializing J. This page checks those claims live, and "
         "shows where PCD stands — honestly: PCD is built for a *hierarchy*, not for symmetric balance."
     ),
-    full_plotly=True,  # its figures are st.plotly_chart's: Streamlit's full Plotly.js, preloaded
 )
 
 ALL = registry.available()
@@ -67,19 +65,19 @@ with tab_props:
     with c1:
         methods = method_picker("methods", ALL, default=url_default("methods", ALL, allowed=ALL), key="jd_methods")
     with c2:
-        samples = st.slider("Jacobians per family and K", 1, 10, url_default("samples", W.JD_SAMPLES, low=1, high=10), key="jd_samples")
+        samples = st.slider("Jacobians per family and K", 1, 10, url_default("samples", JD.SAMPLES, low=1, high=10), key="jd_samples")
     with c3:
-        tau = st.slider("τ (PCD, and the progress share checked)", 0.0, 0.5, url_default("tau", W.JD_TAU, low=0.0, high=0.5), 0.01,
+        tau = st.slider("τ (PCD, and the progress share checked)", 0.0, 0.5, url_default("tau", JD.TAU, low=0.0, high=0.5), 0.01,
                         key="jd_tau")
     try:
-        table = W.jd_properties(tuple(methods), int(samples), float(tau), W.JD_SEED)  # warmed at start
+        table = JD.jd_properties(tuple(methods), int(samples), float(tau), JD.SEED)  # warmed at start
         fig = properties_figure(table)
     except ValueError as exc:
         show_error(exc)
         table = None
     if table:
         st.plotly_chart(fig, theme=None, key="jd_props_chart", config={"displaylogo": False})
-        rows = jd.property_rows(table)
+        rows = JD.property_rows(table)
         all_three = [_label(r["method"]) for r in rows if r["all_three_jd"]]
         listed = [r for r in rows if r["matches_paper"] is not None]
         agree = sum(1 for r in listed if r["matches_paper"])
@@ -97,19 +95,11 @@ with tab_props:
         d1, d2 = st.columns(2)
         with d1:
             download_csv(df, "jd_properties.csv", key="jd_props_csv",
-                         settings={"methods": methods, "samples": int(samples), "τ": float(tau), "seed": W.JD_SEED})
+                         settings={"methods": methods, "samples": int(samples), "τ": float(tau), "seed": JD.SEED})
         with d2:
             download_json(table, "jd_properties.json", key="jd_props_json")
 
 # ------------------------------------------------------------------------------------------ IWRM
-
-
-@st.cache_data(show_spinner=False, max_entries=16)
-def _iwrm(methods: tuple[str, ...], seeds: int, steps: int, batch: int, lr: float, tau: float,
-          _progress=None) -> dict:
-    cfg = jd.IWRMConfig(methods=methods, seeds=tuple(range(seeds)), steps=steps, batch_size=batch, lr=lr, tau=tau,
-                        eval_every=max(1, steps // 12))
-    return jd.run_iwrm(cfg, progress=_progress)
 
 
 with tab_iwrm:
@@ -122,7 +112,7 @@ with tab_iwrm:
         "where a sample would not get its τ share. PCGrad *sums* B projected gradients, so its lr is divided by B."
     )
     iwrm_all = [m for m in ALL]
-    iwrm_default = [m for m in jd.IWRM_DEFAULT_METHODS if m in ALL]
+    iwrm_default = [m for m in JD.IWRM_DEFAULT_METHODS if m in ALL]
     c1, c2, c3, c4, c5 = settings_panel("iwrm").columns([2.2, 1, 1, 1, 1])
     with c1:
         i_methods = method_picker("methods", iwrm_all, default=url_default("iwrm_methods", iwrm_default,
@@ -145,7 +135,7 @@ with tab_iwrm:
     if st.button("Train", type="primary", key="jd_iwrm_run"):
         bar = st.progress(0.0, text="starting…")
         try:
-            st.session_state["jd_iwrm_result"] = (key, _iwrm(*key, _progress=lambda f, t: bar.progress(
+            st.session_state["jd_iwrm_result"] = (key, JD.iwrm(*key, _progress=lambda f, t: bar.progress(
                 min(max(f, 0.0), 1.0), text=t)))
         except ValueError as exc:
             show_error(exc)
@@ -161,7 +151,7 @@ with tab_iwrm:
             show_error(exc)
         else:
             st.plotly_chart(fig, theme=None, key="jd_iwrm_chart", config={"displaylogo": False})
-            rows = jd.iwrm_rows(res)
+            rows = JD.iwrm_rows(res)
             here = "; ".join(f"{r['display_name'] if r['method'] != 'ws' else 'Mean'} "
                              f"{r['final_test_acc_pct']:.1f} % (loss {r['final_train_loss']:.3f}, "
                              f"early cos {r['early_cosine']:.2f})" for r in rows)
@@ -188,7 +178,7 @@ with tab_iwrm:
 # ------------------------------------------------------------------------------------------ memory
 
 with tab_mem:
-    have_torchjd = jd.torchjd_available()
+    have_torchjd = JD.torchjd_available()
     st.markdown(
         "Most aggregators need only the Gram matrix G = JJᵀ (B × B), never J itself (B × n). The paper's "
         "**Gramian reverse accumulation** builds G layer by layer during the backward pass — O(n + B²) memory "
@@ -220,7 +210,7 @@ with tab_mem:
     if st.button("Measure", type="primary", key="jd_mem_run"):
         bar = st.progress(0.0, text="starting…")
         try:
-            st.session_state["jd_mem_result"] = jd.measure_gramian_memory(
+            st.session_state["jd_mem_result"] = JD.measure_gramian_memory(
                 sorted(int(b) for b in m_bs), width=int(m_width), repeats=2, device=m_device,
                 progress=lambda f, t: bar.progress(min(max(f, 0.0), 1.0), text=t))
         except ValueError as exc:
@@ -263,7 +253,7 @@ with tab_mem:
             if mem.get("gram_rel_max_diff"):
                 st.caption(f"Largest relative difference between the modes' Gram matrices: "
                            f"{max(mem['gram_rel_max_diff']):.1e} (float32). Memory: {mem['memory_source']}.")
-            df = pd.DataFrame(jd.memory_rows(mem))
+            df = pd.DataFrame(JD.memory_rows(mem))
             st.dataframe(df, hide_index=True, width="stretch")
             download_csv(df, "jd_memory.csv", key="jd_mem_csv",
                          settings={"batch sizes": mem["batch_sizes"], "parameters": mem["n_params"],

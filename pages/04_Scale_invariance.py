@@ -5,7 +5,8 @@ import pandas as pd
 import streamlit as st
 
 import pcd.methods as registry
-from pcd.experiments import synthetic
+from pcd.studio import scale as SC
+from pcd.studio.registry import this_page
 from pcd.ui import (
     claim,
     download_row,
@@ -15,17 +16,15 @@ from pcd.ui import (
     show_error,
     url_default,
     url_sync,
-    warmup,
 )
 from pcd.ui.chart import plotly_chart
 from pcd.ui.table import html_table
 from pcd.viz.scale import drift_table, eps_window_text, power_label, sweep_figure
 
-_K = [int(k) for k in synthetic.SCALE_EXPONENTS]  # the sweep's range, written once (the intro says it)
+_K = [int(k) for k in SC.EXPONENTS]  # the sweep's range, written once (the intro says it)
 _KR = " … ".join(str(k).replace("-", "−") for k in (_K[0], _K[-1]))
 setup_page(
-    "Scale invariance",
-    icon=":material/straighten:",
+    **this_page(__file__).setup,
     intro=(
         f"The same problem, with the secondary loss multiplied by 10ᵏ for k = {_KR} (the units changed, nothing "
         "else). The weighted sum's operating point depends on the ratio of the raw losses, so it **slides along "
@@ -43,21 +42,21 @@ ALL = registry.available()
 EPS = ["1e-04", "1e-06", "1e-08", "1e-12", "1e-16", "1e-20", "0"]
 STEPS = [200, 300, 500, 1000, 2000, 3000]
 EXPS = _K
-PCD_EPS = warmup.PCD_EPS
+PCD_EPS = SC.PCD_EPS
 panel = settings_panel()
 c1, c2, c3, c4 = panel.columns([2, 1, 1, 1])
 with c1:
-    methods = method_picker("methods", ALL, default=url_default("methods", warmup.available(warmup.SC_METHODS), allowed=ALL),
+    methods = method_picker("methods", ALL, default=url_default("methods", SC.available(SC.METHODS), allowed=ALL),
                             key="sc_methods")
 with c2:
-    tau = st.slider("τ (PCD)", 0.0, 1.0, url_default("tau", warmup.SC_TAU, low=0.0, high=1.0), 0.01, key="sc_tau")
+    tau = st.slider("τ (PCD)", 0.0, 1.0, url_default("tau", SC.TAU, low=0.0, high=1.0), 0.01, key="sc_tau")
 with c3:
     eps_url = url_default("eps", PCD_EPS, [float(e) for e in EPS])
     eps_text = st.select_slider("PCD ε", EPS, value=next(e for e in EPS if float(e) == eps_url), key="sc_eps",
                                 help=f"the normalizer's ε; the library's (and the paper's) default is {PCD_EPS:g}")
     eps = float(eps_text)
 with c4:
-    steps = st.select_slider("steps", STEPS, value=url_default("steps", warmup.SC_STEPS, STEPS), key="sc_steps",
+    steps = st.select_slider("steps", STEPS, value=url_default("steps", SC.STEPS, STEPS), key="sc_steps",
                              help="Adam, lr 0.01. 300 steps are not enough: PCD is still on its way to the operating "
                                   "point there")
 k = panel.slider("highlight the scale 10ᵏ of the secondary", EXPS[0], EXPS[-1], url_default("k", 0, low=EXPS[0], high=EXPS[-1]),
@@ -70,9 +69,9 @@ if not methods:
 
 try:
     with st.spinner(f"running {len(EXPS)} scales…"):
-        result = warmup.scale_sweep(tuple(methods), tau, eps, steps)
+        result = SC.scale_sweep(tuple(methods), tau, eps, steps)
     fig = sweep_figure(result, current=k)
-    dfig = warmup.scale_drift_fig(tuple(methods), tau, eps, steps)
+    dfig = SC.scale_drift_fig(tuple(methods), tau, eps, steps)
     table = drift_table(result)
 except ValueError as exc:
     show_error(exc)

@@ -7,8 +7,10 @@ import numpy as np
 import streamlit as st
 
 import pcd.methods as registry
-from pcd import studio
-from pcd.experiments.basin import BASIN_METHODS, basin, merge_basins
+from pcd.studio import basin as B
+from pcd.studio import problem_label
+from pcd.studio import toy as T
+from pcd.studio.registry import page, this_page
 from pcd.ui import (
     download_csv,
     download_json,
@@ -21,11 +23,10 @@ from pcd.ui import (
     url_sync,
 )
 from pcd.ui.table import html_table
-from pcd.viz.basin import basin_figure, legend_html
+from pcd.viz.basin import legend_html
 
 setup_page(
-    "Basin maps",
-    icon=":material/grid_view:",
+    **this_page(__file__).setup,
     intro=(
         "Every method runs from every point of a dense grid of starts; each start is coloured by where its "
         "trajectory ends: **reached CMS** (every objective stationary), **conflict equilibrium** (stopped where "
@@ -34,31 +35,28 @@ setup_page(
         "maps split at the barrier, PCD's is (almost) all CMS. Hover for a start's end point; **click a start** "
         "to open its trajectory on the Toy landscapes page."
     ),
-    full_plotly=True,  # its figures are st.plotly_chart's: Streamlit's full Plotly.js, preloaded
 )
 
 ALL = registry.available()
-PROBLEMS = list(studio.TOY_PROBLEMS)
-DEFAULT_F1 = "(x**2-4)**2/4 + y**2/2"
-DEFAULT_F2 = "relu(abs(x-2)-0.5) + relu(abs(y)-0.5)"
+PROBLEMS = list(T.PROBLEMS)
 
 with settings_panel(flow=True):
-    problem_name = st.selectbox("problem", PROBLEMS, index=PROBLEMS.index(url_default("problem", "saddle2d", PROBLEMS)),
-                                format_func=lambda k: studio.TOY_PROBLEMS[k], key="basin_problem")
+    problem_name = st.selectbox("problem", PROBLEMS, index=PROBLEMS.index(url_default("problem", B.PROBLEM, PROBLEMS)),
+                                format_func=problem_label, key="basin_problem")
     f1 = f2 = None
     if problem_name == "custom":
-        f1 = st.text_input("primary f₁(x, y)", url_default("f1", DEFAULT_F1), key="basin_f1")
-        f2 = st.text_input("secondary f₂(x, y)", url_default("f2", DEFAULT_F2), key="basin_f2")
-    methods = method_picker("methods", ALL, default=url_default("methods", list(BASIN_METHODS), allowed=ALL),
+        f1 = st.text_input("primary f₁(x, y)", url_default("f1", B.DEFAULT_F1), key="basin_f1")
+        f2 = st.text_input("secondary f₂(x, y)", url_default("f2", B.DEFAULT_F2), key="basin_f2")
+    methods = method_picker("methods", ALL, default=url_default("methods", list(B.METHODS), allowed=ALL),
                             key="basin_methods")
-    tau = st.slider("τ (PCD)", 0.0, 1.0, url_default("tau", 0.02, low=0.0, high=1.0), 0.01, key="basin_tau")
-    opt = st.radio("optimizer", ["adam", "sgd"], index=["adam", "sgd"].index(url_default("opt", "adam", ["adam", "sgd"])),
+    tau = st.slider("τ (PCD)", 0.0, 1.0, url_default("tau", B.TAU, low=0.0, high=1.0), 0.01, key="basin_tau")
+    opt = st.radio("optimizer", ["adam", "sgd"], index=["adam", "sgd"].index(url_default("opt", B.OPT, ["adam", "sgd"])),
                    horizontal=True, format_func={"adam": "Adam", "sgd": "SGD"}.get, key="basin_opt")
-    lr = st.select_slider("learning rate", studio.TOY_LRS, value=url_default("lr", 0.02, studio.TOY_LRS), key="basin_lr")
-    steps = st.select_slider("steps", studio.TOY_STEPS, value=url_default("steps", 1000, studio.TOY_STEPS),
+    lr = st.select_slider("learning rate", T.LRS, value=url_default("lr", B.LR, T.LRS), key="basin_lr")
+    steps = st.select_slider("steps", T.STEP_CHOICES, value=url_default("steps", B.STEPS, T.STEP_CHOICES),
                              key="basin_steps")
-    grid = st.select_slider("grid (starts per side)", studio.BASIN_GRIDS,
-                            value=url_default("grid", 100, studio.BASIN_GRIDS), key="basin_grid",
+    grid = st.select_slider("grid (starts per side)", B.GRIDS,
+                            value=url_default("grid", B.GRID, B.GRIDS), key="basin_grid",
                             help="grid × grid start points per method (at most 200 × 200)")
 
 url_sync(problem=problem_name, methods=methods, tau=tau, opt=opt, lr=lr, steps=steps, grid=grid,
@@ -69,33 +67,9 @@ if not methods:
     st.stop()
 
 
-@st.cache_resource(show_spinner=False)
-def _results() -> dict:
-    """Computed basin maps by (settings, methods) (the last 48), shared by the sessions. Not an
-    st.cache of the computation itself: that would replay the progress bar's calls on a cache hit."""
-    return {}
-
-
-def _compute(settings, chunk, progress):
-    store = _results()
-    key = (settings, tuple(chunk))
-    if key not in store:
-        name, f1, f2, tau, opt, lr, steps, grid = settings
-        prob = studio.toy_problem(name, f1, f2)
-        store[key] = basin(prob, list(chunk), grid=grid, steps=steps, lr=lr, tau=tau, optimizer=opt, progress=progress)
-        while len(store) > 48:
-            store.pop(next(iter(store)))
-    return store[key]
-
-
-@st.cache_resource(show_spinner=False, max_entries=64)
-def _figure(key, method, _res, optima):
-    return basin_figure(_res, methods=[method], columns=1, optima=optima, legend=False, height=360)
-
-
 settings = (problem_name, f1, f2, tau, opt, lr, steps, grid)
 try:
-    problem = studio.toy_problem(problem_name, f1, f2)
+    problem = T.make_problem(problem_name, f1, f2)
     if problem.dim != 2:
         raise ValueError(f"basin maps need a 2-D problem; {problem_name} has {problem.dim} coordinates")
     optima = None if problem.optima() is None else np.asarray(problem.optima())
@@ -112,15 +86,15 @@ try:
             done = (i + fraction * len(chunk)) / len(methods)
             bar.progress(min(max(done, 0.0), 1.0), text=f"running… {message}")
 
-        part = _compute(settings, chunk, _progress)
+        part = B.compute(settings, chunk, _progress)
         parts.append(part)
         for j, m in enumerate(chunk):
             with cells[i + j]:
-                events[m] = st.plotly_chart(_figure(settings, m, part, optima), theme=None, key=f"basin_map_{m}",
+                events[m] = st.plotly_chart(B.figure(settings, m, part, optima), theme=None, key=f"basin_map_{m}",
                                             on_select="rerun", selection_mode="points",
                                             config={"displaylogo": False, "scrollZoom": False})
     bar.empty()
-    res = merge_basins(parts)
+    res = B.merge_basins(parts)
 except ValueError as exc:
     show_error(exc)
     st.stop()
@@ -143,17 +117,17 @@ for method, event in events.items():
     if last.get(method) == click:
         continue
     last[method] = click
-    query = studio.toy_query(problem_name, method, res.starts[s], tau=tau, optimizer=opt, lr=lr, steps=steps,
+    query = T.toy_query(problem_name, method, res.starts[s], tau=tau, optimizer=opt, lr=lr, steps=steps,
                              f1=f1, f2=f2)
     for k in [k for k in st.session_state if str(k).startswith("toy_")]:
         del st.session_state[k]  # the toy page reads its settings from the link, not from an old visit
-    st.switch_page("views/02_Toy_landscapes.py", query_params=query)
+    st.switch_page(page("02_Toy_landscapes.py").link, query_params=query)
 
 for name, msg in res.errors.items():
     st.warning(f"{registry.get(name).display_name} failed: {msg}")
 
 st.subheader("Where the starts end")
-table = studio.basin_table(res)
+table = B.basin_table(res)
 html_table(table, formats={"fraction": "{:.1%}", "median end x": "{:.3f}", "median end y": "{:.3f}"})  # wraps at 800 px
 st.caption("Median end point of the starts with each outcome. PCD's few non-CMS starts end where ∇f₁ = 0 "
            "(e.g. on the saddle at (0, 0)): its deployed update is rescaled to ‖∇f₁‖ and halts there — a known "

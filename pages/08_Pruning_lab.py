@@ -3,7 +3,7 @@
 Everything here reads and writes the run store of the data folder (``pcd.jobs.RunStore``), the
 same one ``python -m pcd runs ...`` uses; a background supervisor executes the queue. The presets
 are ``pcd.train.presets`` (``python -m pcd runs submit --preset NAME``); the tables and the
-matched-sparsity comparison are ``pcd.jobs.results`` (``python -m pcd runs summary``).
+matched-sparsity comparison are ``pcd.train.studies`` (``python -m pcd runs summary``).
 """
 from __future__ import annotations
 
@@ -16,15 +16,19 @@ import streamlit as st
 
 import pcd.methods as registry
 from pcd import _validate as V
-from pcd.jobs import RunStore, default_data_dir, ensure_supervisor, eta_seconds, supervisor_pid, validate_for_queue
-from pcd.jobs import results as R
-from pcd.jobs.queue_view import PAGE_SIZE, done_studies, estimate_basis, queue_page, study_points
+from pcd.jobs import RunStore, default_data_dir, ensure_supervisor, eta_seconds, supervisor_pid
+from pcd.jobs.queue_view import PAGE_SIZE, estimate_basis, queue_page
 from pcd.jobs.sweep import build_sweep, describe, parse_numbers
+from pcd.studio.registry import this_page
 from pcd.train import presets as P
+from pcd.train import studies as R
 from pcd.train.config import SPECIAL_METHODS, method_names
 from pcd.train.data import cifar_source, missing_data_message
+from pcd.train.metrics import K3_MEASURES, PARAM_ZERO
 from pcd.train.models import ARCHS
 from pcd.train.objectives import GROUPINGS, SECONDARIES
+from pcd.train.queue import check_stored, validate_for_queue
+from pcd.train.studies import done_studies, study_points
 from pcd.ui import (
     claim,
     download_csv,
@@ -39,15 +43,14 @@ from pcd.ui import (
 )
 from pcd.ui.chart import plotly_chart
 from pcd.ui.geometry_view import show_file as show_geometry
+from pcd.ui.queue_tab import table_runs
 from pcd.ui.run_inside import config_diff_panel, inside_panel, parallel_panel
 from pcd.ui.runs_where import where_panel
-from pcd.ui.selection import selected_ids
 from pcd.viz.runs import curves_figure, method_bars, results_scatter, study_scatter
 from pcd.viz.theme import method_label
 
 setup_page(
-    "Pruning lab",
-    icon=":material/content_cut:",
+    **this_page(__file__).setup,
     intro=(
         "Structured pruning as a hierarchical problem: the **primary** objective is cross-entropy, the "
         "**secondary** is a group lasso over conv filters (or ℓ1 + nuclear norm, K = 3). Pick a **preset** to "
@@ -60,7 +63,7 @@ setup_page(
 
 DATA_DIR = default_data_dir()
 try:
-    store = RunStore(DATA_DIR)
+    store = RunStore(DATA_DIR, check=check_stored)
 except ValueError as exc:
     show_error(exc)
     st.stop()
@@ -380,14 +383,11 @@ def _runs_view() -> None:
                         key="pl_page")
         c2.caption(f"Runs {data.offset + 1:,}–{data.offset + len(runs):,} of {data.total:,}, {PAGE_SIZE} per page. "
                    "`python -m pcd runs list --all` lists every run.")
-    # newest first, the running runs pinned on top of the first page (a run started long ago would
-    # otherwise sink below the newer queued rows, out of the table's window)
-    pinned = data.running if data.offset == 0 else []
-    shown = pinned + [r for r in runs if r["id"] not in {p["id"] for p in pinned}]
-    ids = [r["id"] for r in shown]
-    chosen = selected_ids("pl_table", ids)
+    # running runs pinned on top, then newest first; held still while rows are selected (pcd.ui.queue_tab)
+    shown, chosen = table_runs(store, data, "pl_table")
     st.caption("Select rows (click the boxes at the left; shift-click for a range) to cancel, retry, delete or "
-               "compare exactly those runs.")
+               "compare exactly those runs. While rows are selected the table keeps its order (new runs are "
+               "added below), so a refresh never moves a selection.")
     st.dataframe(_runs_table(shown), hide_index=True, key="pl_table", on_select="rerun",
                  selection_mode="multi-row", column_config={
                      "progress": st.column_config.ProgressColumn("progress", min_value=0.0, max_value=1.0,
@@ -585,13 +585,13 @@ def _results_view() -> None:
         plotly_chart(method_bars({m: v for m, v in hv["methods"].items()}, "dominated hypervolume per method",
                                     "hypervolume", text_format=".3f"), key="pl_hv",
                         config={"displaylogo": False})
-        st.caption(f"Normalization: {hv['normalization']}.")
+        st.caption(f"Measures: {K3_MEASURES}. Normalization: {hv['normalization']}.")
         top = max((p["param_sparsity"] or 0.0) for p in pts if p["secondary"] == "l1+nuclear")
         if top < 5.0:
-            st.warning(f"Parameter sparsity (share of weights with |w| < 1e-8) stays at or below {top:.1f} % for "
-                       "every method here: Adam with an ℓ1 subgradient rarely drives a weight exactly to zero, so "
-                       "that axis is nearly flat and the hypervolume mostly ranks it. Compare effective rank and "
-                       "parameter reduction in the summary instead.", icon=":material/info:")
+            st.warning(f"Parameter sparsity (share of weights with |w| < {PARAM_ZERO:g} × their layer's largest) stays at or below {top:.1f} % "
+                       "for every method here: nothing was sparsified (too few epochs?), so that axis is flat and "
+                       "the hypervolume does not rank it. Compare effective rank and parameter reduction in the "
+                       "summary instead.", icon=":material/info:")
         claim("PCD vs AuxiNash hypervolume 39.03 vs 14.1 (2.78×), ResNet-34/CIFAR-100, in the paper's own "
               "normalization", here=", ".join(f"{method_label(m)} {v:.3f}" for m, v in hv["methods"].items()),
               note="Different normalization and scale: compare the ratio between methods, not the values.")

@@ -7,12 +7,13 @@ import numpy as np
 import streamlit as st
 
 import pcd.methods as registry
-from pcd import studio
+from pcd.studio import problem_label
+from pcd.studio import toy as T
+from pcd.studio.registry import this_page
 from pcd.ui import (
     claim,
     download_csv,
     download_figure,
-    download_gif,
     method_picker,
     param_widget,
     png_export,
@@ -23,16 +24,15 @@ from pcd.ui import (
     url_json,
     url_sync,
 )
-from pcd.ui import warmup as W
+from pcd.ui.animation_export import toy_export
 from pcd.ui.chart import plotly_chart
 from pcd.ui.controls import frame_controls, reported_width
 from pcd.ui.table import html_table
 from pcd.viz import toy as toy_map
-from pcd.viz.export import SLIDE_SIZES, toy_gif
+from pcd.viz.theme import outcome_shade
 
 setup_page(
-    "Toy landscapes",
-    icon=":material/landscape:",
+    **this_page(__file__).setup,
     intro=(
         "Run every method from the same start points on a 2-D problem and watch where it goes. The background "
         "is the primary objective (darker = higher, log scale, contour lines); green marks where the secondary "
@@ -43,11 +43,11 @@ setup_page(
 )
 
 ALL = registry.available()
-DEFAULT_METHODS = W.available(W.TOY_METHODS)
-LRS = list(studio.TOY_LRS)      # one home: the basin page links here with these choices
-STEPS = list(studio.TOY_STEPS)
-PROBLEMS = list(studio.TOY_PROBLEMS)
-FORMULAS = studio.TOY_FORMULAS
+DEFAULT_METHODS = T.available(T.METHODS)
+LRS = list(T.LRS)      # one home: the basin page links here with these choices
+STEPS = list(T.STEP_CHOICES)
+PROBLEMS = list(T.PROBLEMS)
+FORMULAS = T.FORMULAS
 PRESETS = list(FORMULAS)
 DEFAULT_F1, DEFAULT_F2 = FORMULAS["valleys"]["f1"], FORMULAS["valleys"]["f2"]
 # the figure is laid out for the width it is shown at (the frame controls report the column width)
@@ -76,8 +76,8 @@ if _pts and "x" in _pts[-1] and "y" in _pts[-1]:
 
 settings = settings_panel(flow=True)
 with settings:
-    problem_name = st.selectbox("problem", PROBLEMS, index=PROBLEMS.index(url_default("problem", W.TOY_PROBLEM, PROBLEMS)),
-                                format_func=lambda k: studio.TOY_PROBLEMS[k], key="toy_problem")
+    problem_name = st.selectbox("problem", PROBLEMS, index=PROBLEMS.index(url_default("problem", T.PROBLEM, PROBLEMS)),
+                                format_func=problem_label, key="toy_problem")
     f1 = f2 = None
     formula_error = None
     custom_bounds = custom_starts = None
@@ -97,17 +97,17 @@ with settings:
         custom_bounds = FORMULAS[preset]["bounds"]
         custom_starts = FORMULAS[preset].get("starts")
         try:
-            problem = studio.toy_problem("custom", f1, f2, bounds=custom_bounds, starts=custom_starts)
+            problem = T.make_problem("custom", f1, f2, bounds=custom_bounds, starts=custom_starts)
         except ValueError as exc:
             formula_error = exc
     methods = method_picker("methods", ALL, default=url_default("methods", DEFAULT_METHODS, allowed=ALL),
                             key="toy_methods")
-    tau = st.slider("τ (PCD)", 0.0, 1.0, url_default("tau", W.TOY_TAU, low=0.0, high=1.0), 0.01, key="toy_tau",
+    tau = st.slider("τ (PCD)", 0.0, 1.0, url_default("tau", T.TAU, low=0.0, high=1.0), 0.01, key="toy_tau",
                     help="share of each secondary's own progress PCD guarantees per step")
-    opt = st.radio("optimizer", ["adam", "sgd"], index=["adam", "sgd"].index(url_default("opt", W.TOY_OPT, ["adam", "sgd"])),
+    opt = st.radio("optimizer", ["adam", "sgd"], index=["adam", "sgd"].index(url_default("opt", T.OPT, ["adam", "sgd"])),
                    horizontal=True, format_func={"adam": "Adam", "sgd": "SGD"}.get, key="toy_opt")
-    lr = st.select_slider("learning rate", LRS, value=url_default("lr", W.TOY_LR, LRS), key="toy_lr")
-    steps = st.select_slider("steps", STEPS, value=url_default("steps", W.TOY_STEPS, STEPS), key="toy_steps")
+    lr = st.select_slider("learning rate", LRS, value=url_default("lr", T.LR, LRS), key="toy_lr")
+    steps = st.select_slider("steps", STEPS, value=url_default("steps", T.STEPS, STEPS), key="toy_steps")
     mode = st.radio("start points", MODES, horizontal=True, key="toy_starts",
                     help="or click on the map to add a start point")
     grid_n = 3
@@ -124,7 +124,7 @@ with settings:
     if view_mode == "set":
         bounds_text = st.text_input("x min, x max, y min, y max", url_default("bounds", ""), key="toy_bounds",
                                     placeholder="-3.5, 3.5, -2, 2")
-    hp_url = studio.url_hparams(url_json("hp", {}))  # validated; hostile values dropped
+    hp_url = T.url_hparams(url_json("hp", {}))  # validated; hostile values dropped
     # the methods' own settings only on request (a shared link with some turns it on): ~20 widgets
     # fewer for the browser to draw before the map
     show_hp = st.toggle("hyper-parameters", bool(hp_url), key="toy_show_hp",
@@ -153,7 +153,7 @@ with settings:
         else:
             vals = {p.name: hp_url[m][p.name] for p in params if p.name in hp_url.get(m, {})}
         try:
-            hparams[m] = studio.hparam_values(m, vals)
+            hparams[m] = T.hparam_values(m, vals)
         except ValueError as exc:
             show_error(exc)
             hparams[m] = {}
@@ -167,7 +167,7 @@ url_sync(problem=problem_name, methods=methods, tau=tau, opt=opt, lr=lr, steps=s
 
 if formula_error is not None:  # shown once, here (the parser names the token and its 0-based position)
     st.error(f"Fix the formula in the settings above to run: {formula_error}", icon=":material/function:")
-    caret = studio.formula_caret(formula_error)
+    caret = T.formula_caret(formula_error)
     if caret:
         st.code(caret, language=None)
     st.stop()
@@ -177,21 +177,21 @@ if not methods:
     st.stop()
 
 
-# the page's cached computations live in pcd.ui.warmup: the server fills them with this page's
+# the page's cached computations live in pcd.studio.toy: the server fills them with this page's
 # default view when it starts, so a first visitor is served from the cache
 try:
     pbounds = custom_bounds if problem_name == "custom" else None
     pstarts = custom_starts if problem_name == "custom" else None
-    problem = W.toy_problem(problem_name, f1, f2, pbounds, pstarts)
+    problem = T.toy_problem(problem_name, f1, f2, pbounds, pstarts)
     if mode == "presets":
         starts = problem.default_starts()
     elif mode == "grid":
-        starts = studio.grid_starts(problem.bounds, grid_n)
+        starts = T.grid_starts(problem.bounds, grid_n)
     else:
-        starts = studio.parse_starts(typed)
+        starts = T.parse_starts(typed)
     st.session_state["toy_last_starts"] = "\n".join(f"{x:.3f}, {y:.3f}" for x, y in np.asarray(starts)[:, :2])
     with st.spinner("running…"):  # the view box: typed, or the problem's box grown to cover every trajectory
-        problem, res, view, bg, runs_key = W.toy_runs(problem_name, f1, f2, pbounds, pstarts, methods, hparams, tau,
+        problem, res, view, bg, runs_key = T.toy_runs(problem_name, f1, f2, pbounds, pstarts, methods, hparams, tau,
                                                       opt, lr, steps, starts,
                                                       bounds_text if view_mode == "set" else None)
     with settings:
@@ -199,22 +199,22 @@ try:
                                help="beside the map: g₁, g₂ and each method's step d where its trajectory is, "
                                     "at the frame shown")
         inset_start = st.selectbox("inset: start point", list(range(res.S)), format_func=lambda s: f"S{s + 1}",
-                                   index=min(url_default("istart", W.TOY_INSET_START, low=0, high=res.S - 1), res.S - 1),
+                                   index=min(url_default("istart", T.INSET_START, low=0, high=res.S - 1), res.S - 1),
                                    key="toy_inset_start", disabled=not show_inset)
     url_sync(inset=show_inset, istart=inset_start)
-    width_class = reported_width("toy_map-controls") or W.TOY_WIDTH  # a 1280-1440 px window: no second run
+    width_class = reported_width("toy_map-controls") or T.WIDTH  # a 1280-1440 px window: no second run
     istart = inset_start if show_inset else None
     if width_class not in toy_map.TOY_CHART_PX:  # a stale or odd report: the default layout
-        width_class = W.TOY_WIDTH
-    fig = W.toy_map(runs_key + (istart, width_class), problem, res, bg, istart, width_class)
-    lfig = W.toy_loss(runs_key, res, tuple(bg["names"]))
+        width_class = T.WIDTH
+    fig = T.toy_map(runs_key + (istart, width_class), problem, res, bg, istart, width_class)
+    lfig = T.toy_loss(runs_key, res, tuple(bg["names"]))
     with settings:
         obj_log = st.radio("objective space axes", ["log", "linear"], horizontal=True, key="toy_obj_axes",
-                           index=["log", "linear"].index(url_default("oaxes", "log" if W.TOY_OBJ_LOG else "linear",
+                           index=["log", "linear"].index(url_default("oaxes", "log" if T.OBJ_LOG else "linear",
                                                                      ["log", "linear"])),
                            help="the (f₁, f₂) panel under the map: log axes draw exact zeros at 1e-12") == "log"
     url_sync(oaxes="log" if obj_log else "linear")
-    ofig = W.toy_objective(runs_key, problem, res, bg, obj_log, width_class) if res.losses.shape[-1] == 2 else None
+    ofig = T.toy_objective(runs_key, problem, res, bg, obj_log, width_class) if res.losses.shape[-1] == 2 else None
 except ValueError as exc:
     show_error(exc)
     st.stop()
@@ -250,16 +250,12 @@ for name, msg in res.errors.items():
 
 names = bg["names"]
 st.subheader("Where each trajectory ended")
-table = studio.endpoint_table(res)
+table = T.endpoint_table(res)
 st.caption(" · ".join(f"f{k + 1} = {n}" for k, n in enumerate(names)))
 
 
-OUTCOME_SHADES = {"reached CMS": "#dafbe1", "stalled": "#ffebe9", "Pareto-stationary": "#ddf4ff",
-                  "PCD halted": "#fbefff", "PCD held": "#fbefff", "diverged": "#fff8c5", "method error": "#fff8c5"}
-
-
 def _shade(v):
-    bg = next((c for k, c in OUTCOME_SHADES.items() if str(v).startswith(k)), "")
+    bg = outcome_shade(str(v))
     return f"background-color: {bg}" if bg else ""
 
 
@@ -287,17 +283,14 @@ export_settings = {"problem": problem_name, **({"f1": f1, "f2": f2} if problem_n
             "map bounds": ", ".join(f"{v:g}" for b in view for v in b)}
 c1, c2, c3, c4 = st.columns(4)
 with c4:  # the last frame as a still, built only when asked for
-    png_export(lambda: W.toy_map(runs_key + (istart, "last"), problem, res, bg, istart, "wide", animate=False),
+    png_export(lambda: T.toy_map(runs_key + (istart, "last"), problem, res, bg, istart, "wide", animate=False),
                "toy_landscape.png", key="toy_png", label="Map (PNG, last frame)", settings=export_settings)
 with c1:
-    download_csv(studio.trajectories_table(res), "toy_trajectories.csv", "Trajectories (CSV)", key="toy_csv",
+    download_csv(T.trajectories_table(res), "toy_trajectories.csv", "Trajectories (CSV)", key="toy_csv",
                  settings=export_settings)
 with c2:
     download_csv(table, "toy_endpoints.csv", "Endpoint table (CSV)", key="toy_end_csv", settings=export_settings)
 with c3:  # a standalone file: Plotly's own play button and slider (no page controls there); built on the click
-    download_figure(lambda: toy_map.toy_map_figure(problem, res, bg, inset_start=istart, controls=True),
+    download_figure(lambda: T.map_figure(problem, res, bg, inset_start=istart, controls=True),
                     "toy_landscape.html", "Animated figure (HTML)", key="toy_html", settings=export_settings)
-# the animation for slides (1280 × 720, the map's frames, the settings in a caption strip), drawn when asked
-download_gif(lambda s: toy_gif(res, bg, size=SLIDE_SIZES["1280x720"], settings=s, max_frames=toy_map.TOY_FRAMES),
-             "toy_landscape.gif", "Animation for slides (GIF, 1280 × 720, ~2 s to build)", key="toy_gif",
-             settings={k: v for k, v in export_settings.items() if k != "map bounds"})
+toy_export(problem, res, bg, export_settings, log=obj_log, inset_start=istart)  # GIF / MP4 for slides (+ progress bar)

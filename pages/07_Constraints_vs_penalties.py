@@ -7,16 +7,15 @@ import numpy as np
 import pandas as pd
 import streamlit as st
 
-from pcd.experiments import constraints as C
+from pcd.studio import constraints as CP
+from pcd.studio.registry import this_page
 from pcd.ui import claim, download_csv, download_figure, settings_panel, setup_page, show_error, url_default, url_sync
-from pcd.ui import warmup as W
 from pcd.ui.chart import plotly_chart
 from pcd.ui.table import html_table
 from pcd.viz import constraints as V
 
 setup_page(
-    "Constraints vs fixed penalties",
-    icon=":material/rule:",
+    **this_page(__file__).setup,
     intro=(
         "A hard requirement (a rate, a sparsity budget, a safety bound) is often folded into the loss as a "
         "**fixed penalty** c·g(x). The position paper *Adopt constraints over fixed penalties* argues that this "
@@ -35,7 +34,7 @@ st.latex(r"\begin{gathered}\text{penalty: }\min_x f(x)+c\,g(x)"
 st.caption("Lagrangian machinery (GDA, augmented Lagrangian, nuPI) runs on Cooper (cooper-optim 1.0.1); "
            "PCD uses this library's QP on the normalized Gram matrix.")
 
-# the page's cached experiments live in pcd.ui.warmup: the server computes this page's default
+# the page's cached experiments live in pcd.studio.constraints: the server computes this page's default
 # view when it starts (torch + Cooper, ~10 s of CPU), so a first visitor is served from the cache
 
 
@@ -53,28 +52,28 @@ st.markdown(
 
 c1, c2, c3 = settings_panel("toy").columns([1, 1, 1])
 with c1:
-    eps = st.number_input("ε (constraint level, in (0, 1))", value=float(url_default("eps", W.CP_EPS)), step=0.05,
+    eps = st.number_input("ε (constraint level, in (0, 1))", value=float(url_default("eps", CP.EPS)), step=0.05,
                           format="%.2f", key="cp_eps",
                           help="Steps of 0.05 answer instantly from the precomputed grid; other values run live.")
 with c2:
-    c = st.number_input("fixed penalty c (≥ 0)", value=float(url_default("c", W.CP_C)), step=0.1, format="%.2f",
+    c = st.number_input("fixed penalty c (≥ 0)", value=float(url_default("c", CP.PENALTY_C)), step=0.1, format="%.2f",
                         key="cp_c")
 with c3:
-    x0 = st.select_slider("start x₀", options=(0.3, 0.6, 1.0), value=url_default("x0", W.CP_X0, allowed=(0.3, 0.6, 1.0)),
+    x0 = st.select_slider("start x₀", options=(0.3, 0.6, 1.0), value=url_default("x0", CP.X0, allowed=(0.3, 0.6, 1.0)),
                           key="cp_x0", help="Every method starts here (x = 0 is stationary for all of them).")
 url_sync(eps=eps, c=c, x0=x0)
 
 toy_ok = True
 try:
-    C.check_eps(eps)
-    C.check_c(c)
-    shown, grid_runs, grid = W.cp_toy_runs(float(eps), float(c), float(x0), W.CP_TOY_STEPS)
+    CP.check_eps(eps)
+    CP.check_c(c)
+    shown, grid_runs, grid = CP.cp_toy_runs(float(eps), float(c), float(x0), CP.TOY_STEPS)
 except ValueError as exc:
     show_error(exc)
     toy_ok = False
 
 if toy_ok:
-    x_star, lam_star = (float(v[0]) for v in C.toy_solution(eps))
+    x_star, lam_star = (float(v[0]) for v in CP.toy_solution(eps))
     finals = [{"label": r.label, "family": r.family, "x": float(r.x_final[0])} for r in shown]
     fig_land = V.toy_landscape_figure(c, eps, finals)
     plotly_chart(fig_land, key="cp_land", config={"displaylogo": False})
@@ -84,7 +83,7 @@ if toy_ok:
     pen_end = float(shown[0].x_final[0])
     m3.metric(f"penalty c = {c:g} ends at", f"{pen_end:.4f}",
               help=f"arctan c = {math.atan(c):.3f}: from x₀ above it descent goes to π/2, below it to 0.")
-    rows = C.epsilon_table(shown)
+    rows = CP.epsilon_table(shown)
     final_df = pd.DataFrame([{"method": r["label"], "x_T": r["x"], "|x_T − x*| / x*": r["rel_error"],
                               "λ_T": f"{r['lambda']:.4g}" if math.isfinite(r["lambda"]) else "— (no multiplier)",
                               "sin x_T − ε": r["violation"], "ends at": r["endpoint"]}
@@ -106,8 +105,8 @@ if toy_ok:
     )
 
     st.subheader("Final x over ε (paper's table)")
-    pen_rows = C.epsilon_table([W.cp_toy_penalty(tuple(C.PAPER_EPS), c, x0, W.CP_TOY_STEPS)])
-    table_rows = [r for r in C.epsilon_table(grid_runs) if round(r["eps"], 2) in C.PAPER_EPS] + pen_rows
+    pen_rows = CP.epsilon_table([CP.cp_toy_penalty(tuple(CP.PAPER_EPS), c, x0, CP.TOY_STEPS)])
+    table_rows = [r for r in CP.epsilon_table(grid_runs) if round(r["eps"], 2) in CP.PAPER_EPS] + pen_rows
     fig_eps = V.epsilon_figure(table_rows)
     plotly_chart(fig_eps, key="cp_eps_fig", config={"displaylogo": False})
     eps_df = pd.DataFrame(table_rows)
@@ -122,7 +121,7 @@ if toy_ok:
           note="ρ = 20, dual step 1 (AL); Kp = 20, Ki = 0.5 (nuPI); projected SGD lr 0.05, 500 steps. A run that "
                "reaches π/2 stays there: the constraint's gradient cos x vanishes (e.g. AL with ρ = 20 at ε ≥ 0.9).")
     toy_settings = {"problem": "min cos x s.t. sin x ≤ ε on [0, π/2]", "ε": float(eps), "penalty c": float(c),
-                    "x0": float(x0), "steps": W.CP_TOY_STEPS, "methods": [r.label for r in shown]}
+                    "x0": float(x0), "steps": CP.TOY_STEPS, "methods": [r.label for r in shown]}
     c1, c2 = st.columns(2)
     with c1:
         download_csv(eps_df, "constraints_epsilon_table.csv", key="cp_eps_csv", settings=toy_settings)
@@ -138,7 +137,7 @@ st.markdown(
     "`strict_violation`, a proxy-Lagrangian). All runs: SGD lr 0.1, 3000 steps, w = 0 at the start."
 )
 try:
-    sweep = W.cp_sweep()
+    sweep = CP.cp_sweep()
 except ValueError as exc:  # pragma: no cover - defaults are valid
     show_error(exc)
     st.stop()
@@ -148,14 +147,14 @@ pcd_runs = sweep.family("pcd")
 
 c1, c2, c3 = settings_panel("rate").columns(3)
 with c1:
-    c_sel = st.select_slider("fixed penalty c", options=list(C.PAPER_C),
-                             value=url_default("rc", 2.15, allowed=list(C.PAPER_C)), key="cp_rate_c")
+    c_sel = st.select_slider("fixed penalty c", options=list(CP.PAPER_C),
+                             value=url_default("rc", 2.15, allowed=list(CP.PAPER_C)), key="cp_rate_c")
 with c2:
-    eta_sel = st.select_slider("dual step η (Lagrangian)", options=list(C.PAPER_ETA),
-                               value=url_default("eta", 0.1, allowed=list(C.PAPER_ETA)), key="cp_eta")
+    eta_sel = st.select_slider("dual step η (Lagrangian)", options=list(CP.PAPER_ETA),
+                               value=url_default("eta", 0.1, allowed=list(CP.PAPER_ETA)), key="cp_eta")
 with c3:
-    tau_sel = st.select_slider("τ (PCD)", options=list(C.DEFAULT_TAUS),
-                               value=url_default("tau", 0.5, allowed=list(C.DEFAULT_TAUS)), key="cp_tau")
+    tau_sel = st.select_slider("τ (PCD)", options=list(CP.DEFAULT_TAUS),
+                               value=url_default("tau", 0.5, allowed=list(CP.DEFAULT_TAUS)), key="cp_tau")
 url_sync(rc=c_sel, eta=eta_sel, tau=tau_sel)
 run_c = next(r for r in pen if r.param == c_sel)
 run_eta = next(r for r in lag if r.param == eta_sel)
@@ -180,13 +179,13 @@ fig_sweep = V.rate_sweep_figure(
     {"param": [r.param for r in lag], "rate": [r.rate for r in lag], "accuracy": [r.accuracy for r in lag]},
     target_pct=100 * sweep.target,
     curve={"param": sweep.curve_c, "rate": sweep.curve_rate, "accuracy": sweep.curve_acc},
-    paper_penalty={"param": C.PAPER_C, "rate": C.PAPER_PENALTY_RATE},
-    paper_lagrangian={"param": C.PAPER_ETA, "rate": C.PAPER_LAGRANGIAN_RATE})
+    paper_penalty={"param": CP.PAPER_C, "rate": CP.PAPER_PENALTY_RATE},
+    paper_lagrangian={"param": CP.PAPER_ETA, "rate": CP.PAPER_LAGRANGIAN_RATE})
 plotly_chart(fig_sweep, key="cp_sweep", config={"displaylogo": False})
 
 sweep_df = pd.DataFrame(sweep.rows())
-paper = {("penalty", p): (r, a) for p, r, a in zip(C.PAPER_C, C.PAPER_PENALTY_RATE, C.PAPER_PENALTY_ACC)}
-paper.update({("gda", p): (r, a) for p, r, a in zip(C.PAPER_ETA, C.PAPER_LAGRANGIAN_RATE, C.PAPER_LAGRANGIAN_ACC)})
+paper = {("penalty", p): (r, a) for p, r, a in zip(CP.PAPER_C, CP.PAPER_PENALTY_RATE, CP.PAPER_PENALTY_ACC)}
+paper.update({("gda", p): (r, a) for p, r, a in zip(CP.PAPER_ETA, CP.PAPER_LAGRANGIAN_RATE, CP.PAPER_LAGRANGIAN_ACC)})
 sweep_df["paper rate"] = [paper.get((f, p), (np.nan, np.nan))[0] for f, p in zip(sweep_df["family"], sweep_df["param"])]
 sweep_df["paper accuracy"] = [paper.get((f, p), (np.nan, np.nan))[1] for f, p in zip(sweep_df["family"], sweep_df["param"])]
 # an HTML table: it wraps to the page at 800 px (a data grid of 9 columns would scroll sideways)
@@ -213,8 +212,8 @@ download_csv(sweep_df, "constraints_rate_sweep.csv", key="cp_sweep_csv", setting
 
 # =================================================================================================
 st.header("3 · What finding c costs")
-tol = W.CP_TOL
-bis = W.cp_bisection(tol)
+tol = CP.TOL
+bis = CP.cp_bisection(tol)
 best_lag = next(r for r in lag if r.param == 0.1)
 left, right = st.columns([1.3, 1])
 with left:
@@ -233,7 +232,7 @@ with right:
                 "when you ask).")
     if st.button("Measure the overhead now (≈ 3 s)", key="cp_cost_btn") or st.session_state.get("cp_cost_done"):
         st.session_state["cp_cost_done"] = True
-        cost = W.cp_cost(200, 3)
+        cost = CP.cp_cost(200, 3)
         st.metric("constrained-loop overhead (this tiny model)", f"{cost['overhead_pct']:+.0f} %",
                   help="Median wall time of one run: Cooper's loop vs the plain penalty loop.")
         claim("overhead of the constrained loop over the penalty loop: +5.2 % (rate), +1.6 % (sparsity)",

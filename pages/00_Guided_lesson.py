@@ -2,31 +2,27 @@
 from __future__ import annotations
 
 import inspect
-from pathlib import Path
 
-import numpy as np
 import plotly.graph_objects as go
 import streamlit as st
 
 import pcd.methods as registry
-from pcd import studio, teaching
-from pcd.experiments import synthetic
-from pcd.experiments.basin import basin
+from pcd.studio import lesson as L
+from pcd.studio.registry import page, this_page
 from pcd.ui import page_link, presenter_mode, setup_page, show_error, url_default, url_sync
+from pcd.ui.animation_export import lesson_export
 from pcd.ui.chart import plotly_chart
 from pcd.ui.controls import frame_controls, scroll_to_top
 from pcd.viz.basin import basin_figure, fractions_text
 from pcd.viz.geometry import geometry_figure
 from pcd.viz.kbench import residual_figure
-from pcd.viz.landscape import landscape_figure
 from pcd.viz.scale import eps_window_text, power_label, sweep_figure
 from pcd.viz.tau import tradeoff_figure
-from pcd.viz.teaching import add_gradient_inset, gradients_figure
+from pcd.viz.teaching import gradients_figure
 
-setup_page("Guided lesson", icon=":material/school:", presenter_title=False)
+setup_page(**this_page(__file__).setup, presenter_title=False)
 
-SADDLE_METHODS = [m for m in ("pcd", "ws", "mgda", "pcgrad", "cagrad", "famo") if m in registry.available()]
-SYMMETRIC = [m for m in SADDLE_METHODS if m != "pcd"]
+SYMMETRIC = [m for m in L.available(L.SADDLE_METHODS) if m != "pcd"]
 STEPS = [
     ("one_d", "One dimension: symmetric methods stop, PCD moves"),
     ("saddle", "The saddle, animated"),
@@ -40,66 +36,9 @@ N = len(STEPS)
 _NAV_PX = 56  # the back / next row above the figure, in presenter mode taken off the figure's height
 
 
-# ---- cached computations (the same library calls the pages make) ---------------------------
-@st.cache_data(show_spinner=False)
-def _one_d(tau):
-    return teaching.one_d_case(0.5, -0.5, ["pcd"] + [m for m in teaching.SYMMETRIC if m in registry.available()], tau)
-
-
-@st.cache_resource(show_spinner=False)
-def _saddle():
-    return synthetic.toy_run("saddle2d", SADDLE_METHODS, steps=1000, lr=0.02, tau=0.02, record=200)
-
-
-@st.cache_resource(show_spinner=False)
-def _saddle_problem():
-    return studio.toy_problem("saddle2d")
-
-
-@st.cache_resource(show_spinner=False)
-def _saddle_figure(height):
-    prob, res = _saddle_problem(), _saddle()
-    fig = landscape_figure(res, prob.grid(300, 200), pareto_set=prob.pareto_set(), optima=prob.optima(),
-                           height=height, validate=False, controls=False)  # the page's one play control (frame_controls)
-    shown = [m for m in ("pcd", "ws", "mgda") if m in res.methods]  # one row of panels: large enough to read
-    return add_gradient_inset(fig, teaching.trajectory_gradients(prob, res, 0, methods=shown), cols=len(shown))
-
-
-BASIN_METHODS = [m for m in ("pcd", "ws", "mgda") if m in registry.available()]
-
-
-@st.cache_resource(show_spinner=False)
-def _basins():
-    # the toy run's settings (Adam, lr 0.02, 1000 steps, tau 0.02) from a 50 x 50 grid of starts
-    return basin("saddle2d", BASIN_METHODS, grid=50, steps=1000, lr=0.02, tau=0.02)
-
-
-@st.cache_data(show_spinner=False)
-def _kbench():
-    return synthetic.kdw(Ks=[2, 3, 5, 9, 17, 33], methods=["pcd", "mgda", "ws"], steps=800, lr=0.03, tau=0.3)
-
-
-@st.cache_data(show_spinner=False)
-def _scale():
-    # the Scale invariance page's defaults
-    return synthetic.scale(methods=list(synthetic.SCALE_METHODS), steps=synthetic.SCALE_STEPS, tau=0.3)
-
-
-TAUS = [0.0, 0.005, 0.01, 0.02, 0.05, 0.1, 0.2, 0.3, 0.5, 0.7, 1.0]
-BUDGETS = [100, 300, 1000]
-
-
-@st.cache_data(show_spinner=False)
-def _tau():
-    # the τ dial page's defaults: the convex pair, one curve per step budget
-    records = synthetic.tau_sweep("quadratic", taus=TAUS, lr=0.02, budgets=BUDGETS)
-    front = studio.toy_problem("quadratic").pareto_front(200)
-    return records, None if front is None else np.asarray(front)
-
-
 # ---- the steps: (figure, paragraph, page to explore it, chart extras) -----------------------
 def step_one_d():
-    r = _one_d(0.3)
+    r = L.one_d(0.3)
     rows = {row["method"]: row for row in r["rows"]}
     pcd_row = rows["pcd"]
     zero = [row["label"] for m, row in rows.items() if m != "pcd" and not row["error"] and row["norm"] == 0.0]
@@ -108,11 +47,11 @@ def step_one_d():
             f"only itself and what remains is g₂'s guaranteed share τ = 0.3 (μ = {pcd_row['mu'][0]:.2f}), "
             f"rescaled to ‖g₁‖: **d = {pcd_row['direction'][0]:+.2f}**. It costs the primary this step "
             f"(g₁·d = {pcd_row['progress'][0]:+.2f}), but PCD keeps moving.")
-    return geometry_figure(r, height=430), text, "views/01_Gradient_geometry.py", {"angle": 180, "norm2": 1.0}
+    return geometry_figure(r, height=430), text, page("01_Gradient_geometry.py").link, {"angle": 180, "norm2": 1.0}
 
 
 def step_saddle():
-    res = _saddle()
+    res = L.saddle()
     diag = {m: list(res.diagnosis[res.index(m)]) for m in res.methods}
     n_pcd = sum(d == "cms" for d in diag.get("pcd", []))
     stalled = [registry.get(m).display_name for m in SYMMETRIC
@@ -121,32 +60,30 @@ def step_saddle():
             f"{', '.join(stalled)} stop in the left valley where the gradients cancel; PCD crosses the barrier "
             f"and reaches the point where both objectives are optimal from {n_pcd} of {res.S} starts. "
             "Press ▶ Play or step: the panels follow start S1 of PCD, the weighted sum and MGDA.")
-    return _saddle_figure(420 if presenter_mode() else 560), text, "views/02_Toy_landscapes.py", {}
+    return L.saddle_figure(420 if presenter_mode() else 560), text, page("02_Toy_landscapes.py").link, {}
 
 
 def step_basins():
-    res = _basins()
+    res = L.basins()
     fr = {m: res.fractions(m) for m in res.methods}
     sym = [m for m in res.methods if m != "pcd"]
     text = (f"Every start of a {res.n} × {res.n} grid, coloured by where it ends (the animation's settings). "
             + (f"PCD: {fractions_text(fr['pcd'])}. " if "pcd" in fr else "")
             + " ".join(f"{registry.get(m).display_name}: {fractions_text(fr[m])}." for m in sym)
             + " The symmetric maps split near the barrier: starts on its left end in the conflict equilibrium (red).")
-    # the Basin maps page when installed (its file name is its own), else the toy page
-    basin_page = next(iter(sorted(Path(__file__).parent.glob("*[Bb]asin*.py"))), None)
-    link = f"views/{basin_page.name}" if basin_page else "views/02_Toy_landscapes.py"
+    link = page("09_Basin_maps.py").link
     params = {"problem": "saddle2d", "methods": ",".join(res.methods), "tau": 0.02, "lr": 0.02, "steps": 1000,
-              "grid": res.n} if basin_page else {}  # the same maps, larger, with a click to each trajectory
-    return (basin_figure(res, columns=len(res.methods), optima=_saddle_problem().optima(), height=380), text,
+              "grid": res.n}  # the same maps, larger, with a click to each trajectory
+    return (basin_figure(res, columns=len(res.methods), optima=L.saddle_problem().optima(), height=380), text,
             link, params)
 
 
 def step_stall():
-    prob, res = _saddle_problem(), _saddle()
+    prob, res = L.saddle_problem(), L.saddle()
     stalled = [m for m in SYMMETRIC if str(res.diagnosis[res.index(m), 0]) == "conflict_equilibrium"]
     shown = ["pcd"] + stalled if "pcd" in res.methods else stalled
-    grads = teaching.trajectory_gradients(prob, res, 0, methods=shown)
-    frames = teaching.stall_frames(res, 0, reference="mgda" if "mgda" in stalled else (stalled or ["pcd"])[0])
+    grads = L.trajectory_gradients(prob, res, 0, methods=shown)
+    frames = L.stall_frames(res, 0, reference="mgda" if "mgda" in stalled else (stalled or ["pcd"])[0])
     fig = gradients_figure(grads, frame=frames, cols=len(shown), height=330)
     ref = grads["methods"][stalled[0]] if stalled else None
     t = frames.get(stalled[0], -1) if stalled else -1
@@ -155,22 +92,22 @@ def step_stall():
             f"‖d‖ = {ref['d_norm'][t]:.0e}: the update vanished, not the gradient. PCD, where it passed MGDA's "
             "stopping point: g₁ cancels in its direction and g₂'s share τ remains, so d ≠ 0 and it climbs on."
             if ref is not None else "No symmetric method stalled at a conflict equilibrium from start S1 in this run.")
-    return fig, text, "views/02_Toy_landscapes.py", {}
+    return fig, text, page("02_Toy_landscapes.py").link, {}
 
 
 def step_kbench():
-    records = _kbench()
+    records = L.kbench_records()
     law_rows = [r for r in records if r["method"] == "mgda"]
     worst = max(abs(r["ratio"] - 1) for r in law_rows) if law_rows else float("nan")
     pcd_res = max(r["primary_grad_norm"] for r in records if r["method"] == "pcd")
     text = ("A double well in every coordinate and K−1 secondaries, all starting at xⱼ = −0.6, where a convex "
             "combination of the gradients is exactly zero. MGDA's final primary-gradient norm follows "
             f"1.536·√(K−1) (within {100 * worst:.2g} % here); PCD ends with ‖∇f₁‖ ≤ {pcd_res:.1e} at every K.")
-    return residual_figure(records, height=430), text, "views/03_K_objective_benchmark.py", {}
+    return residual_figure(records, height=430), text, page("03_K_objective_benchmark.py").link, {}
 
 
 def step_scale():
-    result = _scale()
+    result = L.scale_sweep()
     d = {m: r["drift"] for m, r in result["methods"].items()}
     ks = result["exponents"]
     span = eps_window_text(result) or f"{power_label(ks[0])} … {power_label(ks[-1])}"
@@ -178,17 +115,17 @@ def step_scale():
             f"change. The weighted sum's operating point slides along the front (drift {d.get('ws', float('nan')):.3g}); "
             f"PCD normalizes every gradient by its own running norm and stays put (drift {d.get('pcd', float('nan')):.3g} "
             f"over {span}, where the secondary's gradient is well above the normalizer's ε).")
-    return sweep_figure(result, current=0, height=430), text, "views/04_Scale_invariance.py", {}
+    return sweep_figure(result, current=0, height=430), text, page("04_Scale_invariance.py").link, {}
 
 
 def step_tau():
-    records, front = _tau()
-    by_budget = {b: [r["budgets"][b]["losses"][1] for r in records if r["tau"] > 0] for b in BUDGETS}
+    records, front = L.tau_curves()
+    by_budget = {b: [r["budgets"][b]["losses"][1] for r in records if r["tau"] > 0] for b in L.tau_page.BUDGETS}
     text = ("τ is the share of its own progress every secondary is guaranteed at every step. On this convex pair "
             "(no common minimizer) τ sets the *rate* at which PCD trades primary for secondary, not an end point: "
             + ", ".join(f"after {b} steps f₂ = {min(v):.2g} … {max(v):.2g}" for b, v in by_budget.items())
             + ". Where a point with every objective stationary exists (the saddle), every τ > 0 ends there.")
-    return (tradeoff_figure(records, pareto_front=front, selected=0.1, height=430), text, "views/05_Tau_dial.py",
+    return (tradeoff_figure(records, pareto_front=front, selected=0.1, height=430), text, page("05_Tau_dial.py").link,
             {"problem": "quadratic"})
 
 
@@ -243,8 +180,10 @@ if presenter_mode() and fig.layout.height:  # the navigation row's height, given
     fig = go.Figure(fig).update_layout(height=max(320, int(fig.layout.height) - _NAV_PX))
 plotly_chart(fig, key=f"lesson_fig_{key}")
 if key == "saddle":
-    frame_controls(f"lesson_fig_{key}", [str(int(k)) for k in _saddle().record])
+    frame_controls(f"lesson_fig_{key}", [str(int(k)) for k in L.saddle().record])
 st.markdown(text)
 if not presenter_mode():
     st.caption("PageDown / PageUp (a presenter's clicker) go to the next / previous step; on the animation, ← / → "
                "step through the frames. Every figure is computed live by the same functions as the pages.")
+    lesson_export(key, lambda: (L.saddle_problem(), L.saddle()),
+                  (L.tau_page.PROBLEM, L.tau_page.TAUS, L.tau_page.BUDGETS, L.tau_page.LR))  # GIF / MP4

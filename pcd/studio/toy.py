@@ -1,0 +1,389 @@
+"""Page 02, Toy landscapes: its defaults and choices (problems, formula presets, learning rates,
+step budgets), start-point parsing, the hyper-parameters of a shared link, the tables under the map,
+the objective-space data, and its cached runs and figures."""
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+import streamlit as st
+
+import pcd.methods as registry
+import pcd.problems as problems
+from pcd import _validate as V
+from pcd.experiments.toy import _dominates, merge_results, pareto_filter, trajectory_gradients
+from pcd.studio import available
+from pcd.viz.theme import outcome_label
+from pcd.viz.toy import fit_bounds
+
+# the page's problems (keys of pcd.problems.NAMED; the menu shows each one's display_name)
+PROBLEMS = ("saddle2d", "double_well", "two_task", "quadratic", "quadratic_torchjd", "custom")
+PROBLEM, METHODS = "saddle2d", ("pcd", "ws", "mgda", "pcgrad", "cagrad", "famo")
+TAU, OPT, LR, STEPS = 0.02, "adam", 0.02, 1000
+INSET_START, WIDTH = 0, "medium"  # the inset at S1; the map laid out for a 1280-1440 px window
+OBJ_LOG = True  # the objective-space panel on log axes (exact zeros drawn at the floor)
+
+
+def _halts(method: str) -> bool:
+    """The method's update halts where the primary gradient vanishes (PCD: it stalls only where a
+    constraint binds against g₁, never where the gradients merely cancel)."""
+    return method in registry.available() and registry.get(method).halts_where_primary_vanishes
+
+
+def make_problem(name: str, primary: str | None = None, secondary: str | None = None,
+                 bounds: Sequence[Sequence[float]] | None = None, starts: Any = None):
+    """The 2-D problem of the toy page (:func:`pcd.problems.named`); for ``custom``, the formula
+    pair (the parser's ValueError names the bad token and its position)."""
+    key = str(name).strip().lower()
+    if key not in PROBLEMS:
+        raise ValueError(f"unknown toy problem {name!r}; allowed: {', '.join(PROBLEMS)}")
+    kwargs: dict[str, Any] = {}
+    if key == "custom":
+        if primary is not None:
+            kwargs["primary"] = primary
+        if secondary is not None:
+            kwargs["secondaries"] = [secondary]
+        if bounds is not None:
+            kwargs["bounds"] = bounds
+        if starts is not None:
+            kwargs["starts"] = starts
+    return problems.named(key, **kwargs)
+
+
+def map_figure(problem: Any, res: Any, background: Any = None, *, inset_start: int | None = 0, **kw: Any) -> Any:
+    """:func:`pcd.viz.toy.toy_map_figure` with the gradient inset of start ``inset_start`` (its
+    gradients at every recorded frame: :func:`pcd.experiments.toy.trajectory_gradients`)."""
+    from pcd.viz.toy import toy_map_figure
+
+    inset = None if inset_start is None else trajectory_gradients(problem, res, int(inset_start))
+    return toy_map_figure(problem, res, background, inset=inset, **kw)
+
+
+MAX_STARTS = 64
+
+
+def parse_starts(text: str, dim: int = 2) -> np.ndarray:
+    """Typed start points ``"x, y; x, y"`` (or one point per line) -> ``[S, dim]``.
+
+    Raises ValueError naming the bad entry; at most ``MAX_STARTS`` points.
+    """
+    if not isinstance(text, str) or not text.strip():
+        raise ValueError("type at least one start point as 'x, y' (separate points with ';' or new lines)")
+    parts = [p.strip() for p in text.replace("\n", ";").split(";") if p.strip()]
+    if len(parts) > MAX_STARTS:
+        raise ValueError(f"at most {MAX_STARTS} start points, got {len(parts)}")
+    pts = []
+    for i, part in enumerate(parts):
+        vals = [v for v in part.replace("(", " ").replace(")", " ").replace(",", " ").split() if v]
+        if len(vals) != dim:
+            raise ValueError(f"start point {i + 1} ({part!r}) must have {dim} numbers")
+        try:
+            p = [float(v) for v in vals]
+        except ValueError:
+            raise ValueError(f"start point {i + 1} ({part!r}) must contain numbers only") from None
+        if not all(math.isfinite(v) for v in p):
+            raise ValueError(f"start point {i + 1} ({part!r}) must be finite")
+        pts.append(p)
+    return np.array(pts, dtype=np.float64)
+
+
+def grid_starts(bounds: Sequence[Sequence[float]], n: int = 3, margin: float = 0.12) -> np.ndarray:
+    """An ``n x n`` grid of start points inside 2-D ``bounds`` (``margin`` = fraction left at each edge)."""
+    n = int(n)
+    if not 1 <= n <= 8:
+        raise ValueError(f"grid size must be in [1, 8] (at most 64 starts), got {n}")
+    margin = V.number(margin, "margin", low=0.0, high=0.49, strict=False)
+    try:
+        (a0, a1), (b0, b1) = bounds
+    except (TypeError, ValueError):
+        raise ValueError(f"bounds must be ((xmin, xmax), (ymin, ymax)), got {bounds!r}") from None
+    def axis(lo, hi):
+        w = hi - lo
+        return np.array([(lo + hi) / 2]) if n == 1 else np.linspace(lo + margin * w, hi - margin * w, n)
+    X, Y = np.meshgrid(axis(float(a0), float(a1)), axis(float(b0), float(b1)))
+    return np.stack([X.ravel(), Y.ravel()], axis=1)
+
+
+def endpoint_table(res: Any, objective_names: Sequence[str] | None = None):
+    """One row per trajectory: method, start, end point, final losses, ``||grad f_1||``, CMS
+    residual and the engine's diagnosis in words (with the step for divergence)."""
+    import pandas as pd
+
+    K = res.end_losses.shape[-1]
+    names = list(objective_names) if objective_names is not None else [f"f{k + 1}" for k in range(K)]
+    recs = []
+    for m, name in enumerate(res.methods):
+        label = registry.get(name).display_name if name in registry.available() else name
+        for s in range(res.S):
+            diag = str(res.diagnosis[m, s])
+            text = outcome_label(diag, name, short=True)
+            if diag == "diverged" and res.diverged_step[m, s] == 0 \
+                    and not np.isfinite(np.asarray(res.losses)[m, s, 0]).all():
+                text = "start is where the formula is undefined"
+            elif diag in ("diverged", "error") and res.diverged_step[m, s] >= 0:
+                text += f" at step {int(res.diverged_step[m, s])}"
+            if diag == "error" and name in res.errors:
+                text += f" ({res.errors[name]})"
+            rec = {"method": label, "start": f"S{s + 1} ({', '.join(f'{v:.2f}' for v in res.starts[s])})",
+                   "end": "(" + ", ".join(f"{v:.3f}" for v in res.end[m, s]) + ")"}
+            for k in range(K):
+                rec[f"final {names[k]}"] = float(res.end_losses[m, s, k])
+            rec["‖∇f₁‖"] = float(res.primary_grad_norm[m, s])
+            rec["CMS residual"] = float(res.cms_residual[m, s])
+            rec["diagnosis"] = text
+            recs.append(rec)
+    return pd.DataFrame.from_records(recs)
+
+
+def objective_space(problem: Any, res: Any, grid: Any = None, n: int = 200) -> dict[str, Any]:
+    """The toy runs in the (f1, f2) plane: ``losses [M, S, T, 2]`` (the engine's own, recorded with
+    the trajectories), the problem's Pareto ``front [P, 2]`` -- its losses along the known Pareto
+    set, else (``numerical=True``) the non-dominated points of ``grid = (xs, ys, Z [K, ny, nx])``,
+    the map's background grid --, the ``optimum`` (f1, f2) where both objectives are optimal (None
+    when the problem has no such point) and one ``verdicts [M][S]`` text per end point: the outcome
+    (a stall where the gradients cancel is Pareto-stationary) and who dominates it (another end
+    point or the optimum). Two objectives only."""
+    L = np.asarray(res.losses, dtype=np.float64)
+    if L.ndim != 4 or L.shape[-1] != 2:
+        raise ValueError(f"the objective space needs a run with 2 objectives, got losses of shape {L.shape}")
+    front, numerical = problem.pareto_front(n), False
+    if front is None or len(front) < 1:
+        if grid is None:
+            front = np.zeros((0, 2))
+        else:
+            Z = np.asarray(grid[2], dtype=np.float64)
+            front, numerical = pareto_filter(Z[:2].reshape(2, -1).T), True
+    opt = problem.optima()
+    optimum = None if opt is None or not len(opt) else np.asarray(problem.losses(np.asarray(opt)[:1]))[0, :2]
+    ends = np.asarray(res.end_losses, dtype=np.float64)[..., :2]
+    M, S = ends.shape[:2]
+    names = [registry.get(m).display_name if m in registry.available() else m for m in res.methods]
+    diag = np.asarray(res.diagnosis, dtype=object)
+    verdicts = []
+    for m in range(M):
+        row = []
+        for s in range(S):
+            e = ends[m, s]
+            d = str(diag[m, s])
+            text = ("Pareto-stationary: gradients cancel" if d == "conflict_equilibrium" and not _halts(res.methods[m])
+                    else outcome_label(d, res.methods[m], short=True))
+            by = [names[k] for k in range(M) if k != m and any(_dominates(ends[k, j], e) for j in range(S))]
+            if optimum is not None and _dominates(optimum, e):
+                by = ["★ both optimal"] + by
+            row.append(text + (" · dominated by " + ", ".join(dict.fromkeys(by)) if by and np.isfinite(e).all()
+                               else ""))
+        verdicts.append(row)
+    return {"methods": list(res.methods), "record": np.asarray(res.record), "losses": L,
+            "front": np.asarray(front, dtype=np.float64).reshape(-1, 2), "numerical": numerical,
+            "optimum": optimum, "verdicts": verdicts, "names": list(getattr(problem, "objective_names", ("f1", "f2")))}
+
+
+def trajectories_table(res: Any):
+    """Long table of every recorded point: method, start, step, coordinates, losses (for CSV)."""
+    import pandas as pd
+
+    M, S, T, n = res.positions.shape
+    K = res.losses.shape[-1]
+    cols: dict[str, Any] = {
+        "method": np.repeat(np.asarray(res.methods, dtype=object), S * T),
+        "start": np.tile(np.repeat(np.arange(1, S + 1), T), M),
+        "step": np.tile(np.asarray(res.record), M * S),
+    }
+    for i in range(n):
+        cols[f"x{i + 1}"] = res.positions[..., i].reshape(-1)
+    for k in range(K):
+        cols[f"f{k + 1}"] = res.losses[..., k].reshape(-1)
+    cols["update_norm"] = res.update_norms.reshape(-1)
+    return pd.DataFrame(cols)
+
+
+# Named formula pairs for the custom problem (primary, secondary, the map's box): typed into the
+# formula boxes by the page's preset selector, editable from there.
+FORMULAS: dict[str, dict[str, Any]] = {
+    "valleys": {"label": "Two valleys, box secondary (the default)", "f1": "(x**2-4)**2/4 + y**2/2",
+                "f2": "relu(abs(x-2)-0.5) + relu(abs(y)-0.5)", "bounds": ((-3.5, 3.5), (-2.0, 2.0))},
+    "himmelblau": {"label": "Himmelblau: four minima, the secondary picks (3, 2)",
+                   "f1": "((x**2+y-11)**2 + (x+y**2-7)**2)/10",
+                   "f2": "relu(abs(x-3)-0.3) + relu(abs(y-2)-0.3)", "bounds": ((-5.0, 5.0), (-5.0, 5.0))},
+    "rosenbrock": {"label": "Rosenbrock-style pair: one curved valley, minima at (±1, 1)",
+                   "f1": "(1-x)**2 + 5*(y-x**2)**2", "f2": "(1+x)**2 + 5*(y-x**2)**2",
+                   "bounds": ((-2.0, 2.0), (-1.0, 3.0))},
+    "camel": {"label": "Three-hump camel: the secondary wants the side hump (-1.75, 0.87)",
+              "f1": "2*x**2 - 1.05*x**4 + x**6/6 + x*y + y**2",
+              "f2": "relu(abs(x+1.75)-0.3) + relu(abs(y-0.87)-0.3)", "bounds": ((-2.5, 2.5), (-2.0, 2.0))},
+    "log_barrier": {"label": "Log barrier: f1 undefined for x <= 0",
+                    "f1": "x - log(x) + (y-1)**2/2", "f2": "abs(y)", "bounds": ((-1.0, 3.0), (-1.5, 2.5)),
+                    "starts": ((2.6, 2.0), (0.4, -1.0), (2.2, -1.2))},
+}
+
+
+def formula_caret(exc: BaseException) -> str | None:
+    """For a formula error of the custom problem: the formula with a caret under the position
+    the parser names (``"x**2 + foo(y)\n       ^"``), or None when the error has no position."""
+    text, pos = getattr(exc, "formula", None), getattr(exc, "position", None)
+    if not isinstance(text, str) or not isinstance(pos, int) or "\n" in text:
+        return None
+    return f"{text}\n{' ' * max(0, min(pos, len(text)))}^"
+
+
+def hparam_values(method: str, values: dict[str, Any] | None) -> dict[str, Any]:
+    """Keep only a method's known hyper-parameters that differ from their defaults (validated)."""
+    cls = registry.get(method)
+    out = {}
+    known = {p.name: p for p in cls.params}
+    for k, v in (values or {}).items():
+        if k not in known:
+            raise ValueError(f"{method}: unknown hyper-parameter {k!r}; allowed: {', '.join(known) or 'none'}")
+        v = known[k].validate(v, method)
+        if v != known[k].default:
+            out[k] = v
+    return out
+
+
+def url_hparams(obj: Any) -> dict[str, dict[str, Any]]:
+    """Hyper-parameters from a shared link (``{"method": {"param": value}}``), every value
+    validated by its :class:`~pcd.methods.base.Param`; anything else (unknown methods or names,
+    ``{"pcd": 5}``, ``null``, lists where a number goes, 400-digit numbers) is dropped."""
+    out: dict[str, dict[str, Any]] = {}
+    if not isinstance(obj, dict):
+        return out
+    names = set(registry.available())
+    for m, vals in obj.items():
+        if m not in names or not isinstance(vals, dict):
+            continue
+        known = {p.name: p for p in registry.get(m).params}
+        good = {}
+        for k, v in vals.items():
+            if k not in known or isinstance(v, (list, dict)) or v is None:
+                continue
+            try:
+                good[k] = known[k].validate(v, m)
+            except ValueError:
+                continue
+        if good:
+            out[m] = good
+    return out
+
+
+LRS = (0.001, 0.002, 0.005, 0.01, 0.02, 0.05, 0.1, 0.2)
+STEP_CHOICES = (200, 500, 1000, 1500, 2000, 3000, 5000)
+
+
+def toy_query(problem: str, method: str, start: Sequence[float], *, tau: float, optimizer: str, lr: float,
+              steps: int, f1: str | None = None, f2: str | None = None) -> dict[str, str]:
+    """Query parameters that open the toy page on ONE start point and one method (the basin map's
+    click): ``problem``, ``methods``, ``tau``, ``opt``, ``lr``, ``steps``, ``starts=typed``, ``typed``
+    (and ``f1``/``f2`` for a custom pair). ``lr``/``steps`` must be among the toy page's choices
+    (:data:`LRS`, :data:`STEP_CHOICES`), else that page would fall back to its defaults."""
+    key = str(problem).strip().lower()
+    if key not in PROBLEMS:
+        raise ValueError(f"unknown toy problem {problem!r}; allowed: {', '.join(PROBLEMS)}")
+    registry.get(method)
+    if float(lr) not in LRS or int(steps) not in STEP_CHOICES:
+        raise ValueError(f"the toy page offers lr in {list(LRS)} and steps in {list(STEP_CHOICES)}; "
+                         f"got lr {lr}, steps {steps}")
+    x, y = (float(v) for v in start)
+    q = {"problem": key, "methods": method, "tau": f"{float(tau):g}", "opt": str(optimizer), "lr": f"{float(lr):g}",
+         "steps": str(int(steps)), "starts": "typed", "typed": f"{x:.3f}, {y:.3f}"}
+    if key == "custom":
+        q.update({"f1": str(f1 or ""), "f2": str(f2 or "")})
+    return q
+
+
+@st.cache_resource(show_spinner=False, max_entries=32)
+def toy_problem(name: str, f1: str | None, f2: str | None, bounds: Any, starts: Any = None) -> Any:
+    """The problem (a custom formula pair parsed once per text)."""
+    return make_problem(name, f1, f2, bounds=bounds, starts=starts)
+
+
+@st.cache_resource(show_spinner=False, max_entries=16)
+def toy_background(name: str, f1: str | None, f2: str | None, pbounds: Any, view: Any) -> dict[str, Any]:
+    """The landscape under the map (grid, PNG image, Pareto set, optima), once per problem and box."""
+    from pcd.viz import toy as toy_map
+
+    return toy_map.toy_background(toy_problem(name, f1, f2, pbounds), view)
+
+
+@st.cache_data(show_spinner=False, max_entries=256)
+def toy_run_one(name: str, f1: str | None, f2: str | None, pbounds: Any, method: str, hp_json: str,
+                tau: float | None, opt: str, lr: float, steps: int, starts: tuple) -> Any:
+    """One method from every start (one cache entry per method, so adding a method runs
+    only that one); ``tau`` only for methods with a primary knob."""
+    import json
+
+    from pcd.engine import run
+
+    hp = json.loads(hp_json)
+    knob = registry.get(method).primary_knob
+    if knob is not None:
+        hp[knob] = tau
+    return run(toy_problem(name, f1, f2, pbounds), [method], starts=np.array(starts), steps=steps, optimizer=opt,
+               lr=lr, method_params={method: hp} if hp else None, record=200)
+
+
+@st.cache_resource(show_spinner=False, max_entries=32)
+def toy_map(key: tuple, _prob: Any, _res: Any, _bg: Any, inset_start: int | None, width: str,
+            controls: bool = False, animate: bool = True) -> Any:
+    """The page's map (:func:`pcd.viz.toy.toy_map_figure`) with the gradient inset of start
+    ``inset_start`` (None: no inset), serialized once (:func:`pcd.viz.theme.frozen`)."""
+    from pcd.viz.theme import frozen
+
+    return frozen(map_figure(_prob, _res, _bg, inset_start=inset_start, width=width, controls=controls,
+                             animate=animate))
+
+
+@st.cache_resource(show_spinner=False, max_entries=32)
+def toy_objective(key: tuple, _prob: Any, _res: Any, _bg: Any, log: bool, width: str) -> Any:
+    """The page's objective-space panel (:func:`pcd.viz.objective.objective_space_figure` of
+    :func:`objective_space`), on the map's frames, its legend laid out for the page's
+    width class (as the map's), serialized once."""
+    from pcd.viz.objective import objective_space_figure
+    from pcd.viz.theme import frozen
+    from pcd.viz.toy import TOY_CHART_PX, TOY_FRAMES
+
+    space = objective_space(_prob, _res, _bg["grid"])
+    return frozen(objective_space_figure(space, log=log, max_frames=TOY_FRAMES, width_px=TOY_CHART_PX[width]))
+
+
+@st.cache_resource(show_spinner=False, max_entries=32)
+def toy_loss(key: tuple, _res: Any, names: tuple[str, ...]) -> Any:
+    """The page's loss-vs-step figure with its step cursor at 0, serialized once."""
+    from pcd.viz.landscape import loss_figure
+    from pcd.viz.teaching import with_step_cursor
+    from pcd.viz.theme import frozen
+
+    return frozen(with_step_cursor(loss_figure(_res, names), 0))
+
+
+def toy_runs(name: str, f1: str | None, f2: str | None, pbounds: Any, pstarts: Any, methods: Sequence[str],
+             hparams: dict[str, dict[str, Any]], tau: float, opt: str, lr: float, steps: int, starts: Any,
+             bounds_text: str | None = None) -> tuple[Any, Any, Any, dict[str, Any], tuple]:
+    """The page's runs for its settings: ``(problem, results, view box, background, key)``. The view
+    box is ``bounds_text`` (typed "x min, x max, y min, y max") or the problem's box grown to cover
+    every trajectory; ``key`` is what the figures depend on (:func:`toy_map`, :func:`toy_loss`)."""
+    import json
+
+    problem = toy_problem(name, f1, f2, pbounds, pstarts)
+    starts_key = tuple(map(tuple, np.round(np.asarray(starts, dtype=float), 10).tolist()))
+    runs = [toy_run_one(name, f1, f2, pbounds, m, json.dumps(hparams.get(m, {}), sort_keys=True),
+                        tau if registry.get(m).primary_knob else None, opt, lr, steps, starts_key) for m in methods]
+    res = merge_results(runs)
+    box = V.box(bounds_text, "map bounds") if bounds_text and bounds_text.strip() else fit_bounds(res, problem.bounds)
+    view = tuple(tuple(round(v, 6) for v in b) for b in box)
+    bg = toy_background(name, f1, f2, pbounds, view)
+    key = (name, f1, f2, pbounds, tuple(methods), json.dumps(hparams, sort_keys=True), tau, opt, lr, steps,
+           starts_key, view)
+    return problem, res, view, bg, key
+
+
+def warm() -> None:
+    """The page's default view: its runs, map, loss and objective-space figures."""
+    methods = available(METHODS)
+    problem = toy_problem(PROBLEM, None, None, None)
+    prob, res, _view, bg, key = toy_runs(PROBLEM, None, None, None, None, methods, {}, TAU, OPT, LR, STEPS,
+                                         problem.default_starts())
+    toy_map(key + (INSET_START, WIDTH), prob, res, bg, INSET_START, WIDTH)
+    toy_loss(key, res, tuple(bg["names"]))
+    toy_objective(key, prob, res, bg, OBJ_LOG, WIDTH)
