@@ -78,7 +78,7 @@ def test_basin_maps_share_one_size_and_one_grid(browser, streamlit_server, artif
     page = ctx.new_page()
     page.set_default_timeout(120_000)
     try:
-        page.goto(f"{streamlit_server['url']}/Basin_maps?grid=20&steps=300&methods=ws,pcd,mgda,pcgrad{query}")
+        page.goto(f"{streamlit_server['url']}/Basin_maps?grid=25&steps=500&methods=ws,pcd,mgda,pcgrad{query}")
         g = _settled(page, "[class*='st-key-basin_map_'] .js-plotly-plot", n=4, what="four basin maps")
         page.mouse.move(w // 2, 5)
         page.screenshot(path=str(artifacts_dir / f"present_basin_{w}x{h}.png"))
