@@ -284,7 +284,7 @@ export_settings = {"problem": problem_name, **({"f1": f1, "f2": f2} if problem_n
 c1, c2, c3, c4 = st.columns(4)
 with c4:  # the last frame as a still, built only when asked for
     png_export(lambda: T.toy_map(runs_key + (istart, "last"), problem, res, bg, istart, "wide", animate=False),
-               "toy_landscape.png", key="toy_png", label="Map (PNG, last frame)")
+               "toy_landscape.png", key="toy_png", label="Map (PNG, last frame)", settings=export_settings)
 with c1:
     download_csv(T.trajectories_table(res), "toy_trajectories.csv", "Trajectories (CSV)", key="toy_csv",
                  settings=export_settings)

@@ -14,6 +14,7 @@ from pcd.studio.registry import page, this_page
 from pcd.ui import (
     download_csv,
     download_json,
+    figure_grid,
     method_picker,
     settings_panel,
     setup_page,
@@ -74,7 +75,7 @@ try:
     optima = None if problem.optima() is None else np.asarray(problem.optima())
     st.markdown(legend_html(), unsafe_allow_html=True)
     bar = st.progress(0.0, text="running every method from every start…")
-    cells = [c for _ in range(-(-len(methods) // 3)) for c in st.columns(3)]
+    cells = figure_grid(len(methods), key="basin")  # one size, one grid (pcd.ui.page)
     # a few methods at a time (one per core, side by side): each map shows as soon as its method is done
     width = max(1, min(len(methods), os.cpu_count() or 1))
     parts, events = [], {}

@@ -6,7 +6,8 @@ machine before the first figure can be drawn -- the largest single part of a pag
 The studio's pages 00-05 draw only scatter/line figures (plus layout images, shapes, annotations
 and animation frames), which the partial bundle ``plotly.js-basic`` (scatter, bar, pie; 1.2 MB,
 ~0.3 s to evaluate; same Plotly.js version) covers. :func:`plotly_chart` draws a figure with it in
-a small Streamlit component (``st.components.v2``, no iframe, no build step):
+a small Streamlit component (``st.components.v2``, no iframe, no build step; its JavaScript and CSS
+are ``pcd/ui/static/chart.js``, ``plotly_loader.js`` and ``chart.css``):
 
 * width = the column's width (as ``st.plotly_chart``), height = ``layout.height`` (450 if unset),
   reserved before Plotly.js arrives (no layout shift); a chart below the window is first drawn when
@@ -32,11 +33,14 @@ div (``gd._pcdPlotly``): the lecturer controls (:mod:`pcd.ui.controls`) animate 
 """
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
 import streamlit as st
+
+from pcd.ui._assets import asset
+from pcd.ui.preload import plotly_chunk
+from pcd.ui.presenter import presenter_mode
 
 # plotly.js-basic-dist-min 4.1.1 (MIT; Python plotly 6.x / Streamlit 1.67 ship Plotly.js 4.1.x)
 BUNDLE = Path(__file__).resolve().parents[2] / "static" / "plotly-basic.min.js"
@@ -49,175 +53,16 @@ CARTESIAN_URL = "app/static/plotly-cartesian.min.js"
 CARTESIAN_TRACES = frozenset({"bar", "box", "contour", "heatmap", "histogram", "histogram2d", "histogram2dcontour",
                               "image", "pie", "scatter", "scatterternary", "violin"})
 DEFAULT_HEIGHT = 450  # px, st.plotly_chart's default when the layout has no height
+# presenter mode: a figure up to 1.6 times too tall for the window less `room` px (header, title, settings
+# drawer; `player` px more for an animated figure's controls) is drawn to fit it; its fonts are scaled by `font` (static/chart.js: fitHeight, presentFonts)
+PRESENT_FIT = {"room": 190, "player": 90, "font": 1.2}
 
-# One loader per browser page (the router's preload and every chart share it): fetch and evaluate
-# the bundle once, keep it as window.__pcdPlotly and give window.Plotly back to whoever had it
-# (Streamlit's own charts on other pages use their module's instance, the controls use the gd's).
-LOADER_JS = """
-window.__pcdLoadPlotly = window.__pcdLoadPlotly || function (src, chunk) {
-  const loads = window.__pcdPlotlyLoads = window.__pcdPlotlyLoads || {};  // one per bundle
-  if (loads[src || '']) return loads[src || ''];
-  const main = document.querySelector('script[type="module"][src*="/static/js/index."]');
-  const base = main ? main.src.replace(/static\\/js\\/index\\.[^/]*$/, '') : new URL('./', document.baseURI).href;
-  const full = () => chunk ? import(new URL('static/js/' + chunk, base).href).then(() => window.Plotly)
-                           : Promise.reject(new Error('Plotly.js is not available'));
-  return loads[src || ''] = new Promise((resolve, reject) => {
-    if (!src) { full().then(resolve, reject); return; }
-    const prev = window.Plotly;
-    const s = document.createElement('script');
-    s.src = new URL(src, base).href;
-    s.async = true;
-    s.onload = () => {
-      const mine = window.Plotly;
-      if (prev) window.Plotly = prev;
-      if (!window.__pcdPlotly) window.__pcdPlotly = mine;  // the first bundle the page loaded
-      if (mine && mine.newPlot) resolve(mine); else full().then(resolve, reject);
-    };
-    s.onerror = () => { full().then(resolve, reject); };
-    document.head.appendChild(s);
-  });
-};
-"""
-
-_CHART_JS = "export default function(component) {\n" + LOADER_JS + """
-  const FULLSCREEN_ICON = {width: 1000, height: 1000,
-    path: 'M0 0h400v110H110v290H0zM600 0h400v400H890V110H600zM0 600h110v290h290v110H0zM890 600h110v400H600V890h290z'};
-  const { data, parentElement, setStateValue } = component;
-  let box = parentElement.querySelector('.pcd-chart');
-  if (!box) {
-    box = document.createElement('div');
-    box.className = 'pcd-chart';
-    parentElement.appendChild(box);
-  }
-  box.style.height = data.height + 'px';
-  const s = box.__pcd || (box.__pcd = {gd: null, spec: null, token: 0});
-  s.data = data;
-  s.setStateValue = setStateValue;
-  if (s.spec === data.spec) return;
-  s.spec = data.spec;
-  const token = ++s.token;
-  window.__pcdLoadPlotly(data.src, data.chunk)
-    .then(P => (s.gd && s.gd._fullLayout) ? P : whenNeeded(box).then(() => P))
-    .then(P => { if (token === s.token) return draw(P, box, s, token); })
-    .catch(err => {
-      box.dataset.error = String(err);
-      let note = box.querySelector('.pcd-chart-error');
-      if (!note) { note = document.createElement('div'); note.className = 'pcd-chart-error'; box.prepend(note); }
-      note.textContent = 'The figure could not be drawn: ' + err;
-    });
-
-  // A chart first drawn below the window waits until it scrolls near, or until the browser is
-  // idle after the charts in view are drawn: they come first (a cold draw costs ~0.2-0.6 s each).
-  function whenNeeded(box) {
-    const near = () => box.getBoundingClientRect().top < window.innerHeight + 200;
-    if (near()) return Promise.resolve();
-    return new Promise(resolve => {
-      let done = false;
-      const go = () => { if (!done) { done = true; io.disconnect(); resolve(); } };
-      const io = new IntersectionObserver(es => { if (es.some(e => e.isIntersecting)) go(); },
-                                          {rootMargin: '200px 0px'});
-      io.observe(box);
-      const idle = window.requestIdleCallback || (f => setTimeout(f, 300));
-      setTimeout(() => idle(go, {timeout: 2000}), 400);
-    });
-  }
-
-  function width() { return Math.max(150, Math.round(box.getBoundingClientRect().width || 700)); }
-  function height() { return document.fullscreenElement === box ? Math.round(box.clientHeight) : s.data.height; }
-  function draw(P, box, s, token) {
-    const fig = JSON.parse(s.data.spec);
-    const layout = fig.layout || {};
-    layout.width = width();
-    layout.height = height();
-    if (s.data.click === true) {
-      if (!layout.clickmode) layout.clickmode = 'event';
-      if (!layout.hovermode) layout.hovermode = 'closest';
-    }
-    const config = Object.assign({displaylogo: false, showSendToCloud: false}, s.data.config || {});
-    const remove = new Set(config.modeBarButtonsToRemove || []);
-    ['lasso2d', 'select2d', 'sendDataToCloud'].forEach(b => remove.add(b));
-    config.modeBarButtonsToRemove = Array.from(remove);
-    // Streamlit's charts have a full-screen button: so do these (a lecturer's projector)
-    // one button object per chart: Plotly.react compares the config, and a new click function on
-    // every draw would read as a changed config -- then react redraws with newPlot and DROPS the
-    // animation frames it was given (plotly.js 4.1)
-    s.fsButton = s.fsButton || {name: 'pcd-fullscreen', title: 'Full screen (Esc leaves)', icon: FULLSCREEN_ICON,
-      click: () => document.fullscreenElement ? document.exitFullscreen() : (box.requestFullscreen && box.requestFullscreen())};
-    config.modeBarButtonsToAdd = (config.modeBarButtonsToAdd || []).concat([s.fsButton]);
-    const frames = fig.frames || [];
-    let gd = s.gd;
-    let done;
-    if (!gd || !gd._fullLayout) {
-      if (!gd) { gd = document.createElement('div'); gd.style.width = '100%'; box.appendChild(gd); s.gd = gd; }
-      gd._pcdPlotly = P;
-      // the first draw without the animation frames (the toy map's are 100 frames, ~60 % of its
-      // spec): they are added right after, when the browser is idle, so the figure shows sooner
-      done = P.newPlot(gd, {data: fig.data || [], layout, config}).then(() => bind(P, gd, s))
-        .then(() => frames.length && new Promise(res => (window.requestIdleCallback || setTimeout)(
-          () => (token === s.token ? P.addFrames(gd, frames) : Promise.resolve()).then(res, res), {timeout: 300})));
-    } else {
-      // react replaces the frames too (given a list; deleteFrames sorts its indices as strings);
-      // should it have redrawn from scratch all the same (a config that differs), they are added back
-      done = P.react(gd, {data: fig.data || [], layout, frames, config}).then(() =>
-        (token === s.token && frames.length && nFrames(gd) === 0) ? P.addFrames(gd, frames) : null);
-    }
-    return done.then(() => { if (token === s.token) box.dataset.drawn = String(token); });
-  }
-  function nFrames(gd) { return ((gd._transitionData || {})._frames || []).length; }
-  function bind(P, gd, s) {
-    // click="anywhere": the plot area's point under a click (not a drag), in the main axes' units
-    let down = null;
-    gd.addEventListener('mousedown', e => {  // not on the toolbar, the legend or a label
-      const on = e.target && e.target.closest && e.target.closest('.modebar, .legend, .annotation');
-      down = e.button === 0 && !on ? [e.clientX, e.clientY] : null;
-    }, true);
-    const onUp = e => {
-      if (!gd.isConnected) { document.removeEventListener('mouseup', onUp, true); return; }  // the chart is gone
-      const at = down;
-      down = null;
-      if (s.data.click !== 'anywhere' || !at || Math.hypot(e.clientX - at[0], e.clientY - at[1]) > 4) return;
-      const fl = gd._fullLayout, xa = fl && fl.xaxis, ya = fl && fl.yaxis;
-      if (!xa || !ya || !xa.p2l) return;
-      const r = gd.getBoundingClientRect();
-      const px = at[0] - r.left - xa._offset, py = at[1] - r.top - ya._offset;
-      if (px < 0 || py < 0 || px > xa._length || py > ya._length) return;
-      const un = (ax, v) => ax.type === 'log' ? Math.pow(10, v) : v;
-      s.setStateValue('selection', {points: [{x: un(xa, xa.p2l(px)), y: un(ya, ya.p2l(py)), curve_number: null,
-        point_number: null, point_index: null, customdata: null}], point_indices: [], box: [], lasso: []});
-    };
-    document.addEventListener('mouseup', onUp, true);
-    gd.on('plotly_click', ev => {
-      if (!s.data.click || s.data.click === 'anywhere') return;
-      const pts = (ev && ev.points || []).map(p => ({x: p.x, y: p.y, curve_number: p.curveNumber,
-        point_number: p.pointNumber, point_index: p.pointIndex,
-        customdata: p.customdata == null ? null : (ArrayBuffer.isView(p.customdata) ? Array.from(p.customdata)
-                                                                                : p.customdata)}));
-      s.setStateValue('selection', {points: pts, point_indices: pts.map(p => p.point_index), box: [], lasso: []});
-    });
-    box.addEventListener('fullscreenchange', () => {  // the figure takes the screen, then its column back
-      if (gd._fullLayout) P.relayout(gd, {width: width(), height: height()});
-    });
-    let pending = false;
-    new ResizeObserver(() => {
-      if (pending) return;
-      pending = true;
-      requestAnimationFrame(() => {
-        pending = false;
-        const w = width();
-        if (gd._fullLayout && Math.abs(gd._fullLayout.width - w) > 1) P.relayout(gd, {width: w});
-      });
-    }).observe(box);
-  }
-}
-"""
-
-_CSS = ".pcd-chart {width: 100%; position: relative;} .pcd-chart:fullscreen {background: #fff;}"
-
-_PRELOAD_HTML = """<script>(() => {{
-{loader}
-  const go = () => window.__pcdLoadPlotly({src}, {chunk}).catch(() => {{}});
-  {start}
-}})();</script>"""
+# The component's JavaScript and CSS (pcd/ui/static/): plotly_loader.js is the one Plotly.js loader
+# per browser page (the router's preload and every chart share it: fetch and evaluate the bundle once,
+# keep it as window.__pcdPlotly and give window.Plotly back to whoever had it); chart.js draws.
+LOADER_JS = asset("plotly_loader.js")
+_CHART_JS = LOADER_JS + asset("chart.js")
+_CSS = asset("chart.css")
 
 _component: list[Any] = []
 
@@ -226,20 +71,6 @@ def _chart_component() -> Any:
     if not _component:
         _component.append(st.components.v2.component("pcd_plotly", css=_CSS, js=_CHART_JS, isolate_styles=False))
     return _component[0]
-
-
-def preload(now: bool = True) -> None:
-    """Start loading the charts' Plotly.js in the browser (``now=False``: once the page is idle).
-    Renders nothing; see :func:`pcd.ui.preload_plotly`."""
-    from pcd.ui import plotly_chunk
-
-    src, chunk = bundle_src(), plotly_chunk()
-    if src is None and chunk is None:
-        return
-    # st.html, not a component: measured ~0.5 s earlier (the component chunk mounts later)
-    start = "go();" if now else "setTimeout(() => (window.requestIdleCallback || setTimeout)(go), 2500);"
-    st.html(_PRELOAD_HTML.format(loader=LOADER_JS, src=json.dumps(src), chunk=json.dumps(chunk), start=start),
-            unsafe_allow_javascript=True)
 
 
 def _types(fig: Any) -> set[str]:
@@ -272,8 +103,6 @@ def plotly_chart(fig: Any, key: str, *, click: bool | str = False, config: dict 
     ``st.session_state[key]["selection"]["points"]``. ``config``: Plotly's config (``displaylogo`` off)."""
     if click not in (False, True, "anywhere"):
         raise ValueError(f"click must be False, True or 'anywhere', got {click!r}")
-    from pcd.ui import plotly_chunk
-
     config = {"displaylogo": False, **(config or {})}
     bundle = bundle_for(fig)
     if bundle is None:
@@ -286,6 +115,7 @@ def plotly_chart(fig: Any, key: str, *, click: bool | str = False, config: dict 
     height = int(height) if height is not None and height >= 10 else DEFAULT_HEIGHT
     spec = getattr(fig, "_pcd_spec", None)
     payload = {"spec": spec if isinstance(spec, str) else fig.to_json(), "height": height, "config": config, "click": click,
-               "src": bundle_src(bundle), "chunk": plotly_chunk()}
+               "src": bundle_src(bundle), "chunk": plotly_chunk(), "present": PRESENT_FIT if presenter_mode() else None,
+               "animated": bool(fig.frames)}
     _chart_component()(data=payload, key=key, on_selection_change=lambda: None)
 

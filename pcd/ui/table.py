@@ -27,18 +27,7 @@ import streamlit as st
 CLASS = "pcd-table"
 DEFAULT_FLOAT = "{:.6g}"  # a float column without a format: six significant digits
 
-# part of every page's style sheet (pcd.ui.setup_page)
-CSS = (
-    f".{CLASS} {{max-width: 100%; overflow-x: auto; margin: 0 0 1rem 0;}}"
-    f".{CLASS} table {{border-collapse: collapse; font-size: .875rem; line-height: 1.35; width: 100%;}}"
-    f".{CLASS} th {{text-align: left; font-weight: 600; color: rgba(49, 51, 63, .75);"
-    " border-bottom: 1px solid rgba(49, 51, 63, .25); padding: .3rem .5rem; vertical-align: bottom;}"
-    f".{CLASS} td {{border-bottom: 1px solid rgba(49, 51, 63, .1); padding: .3rem .5rem; vertical-align: top;"
-    " overflow-wrap: anywhere;}"
-    f".{CLASS} th.num {{text-align: right;}}"  # a header wraps at its spaces (long method names)
-    f".{CLASS} td.num {{text-align: right; font-variant-numeric: tabular-nums; white-space: nowrap;}}"
-    f"@media (max-width: 900px) {{.{CLASS} th, .{CLASS} td {{padding: .25rem .3rem;}}}}"
-)
+# the tables' style (pcd/ui/static/table.css) is part of every page's style sheet (pcd.ui.page.setup_page)
 
 Format = str | Callable[[Any], str]
 

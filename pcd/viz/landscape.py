@@ -191,7 +191,10 @@ def end_clusters(ends: Any, view: Sequence[float], tol: float = 0.025) -> list[l
 
 LABEL_PLOT_PX = 520.0   # the map's plot width the label placement assumes (px); height follows the aspect
 LABEL_CLEAR_PX = 30.0
-LABEL_OFFSETS = ((0, -38), (0, 38), (80, -40), (80, 40), (-80, -40), (-80, 40), (110, 0), (-110, 0))  # px
+# the places tried around a point (px; nearest first among the clear ones): the far ring is for a tall
+# label (many methods ending together) that every near place would put over a start marker
+LABEL_OFFSETS = ((0, -38), (0, 38), (80, -40), (80, 40), (-80, -40), (-80, 40), (110, 0), (-110, 0),
+                 (0, -95), (0, 95), (150, -85), (150, 85), (-150, -85), (-150, 85), (190, 0), (-190, 0))  # px
 
 
 def _label_room(c: np.ndarray, off: tuple[int, int], size: tuple[float, float], others: np.ndarray,
@@ -253,7 +256,10 @@ def end_annotations(ends: Any, methods: Sequence[str], diagnosis: Any, view: Seq
                                  np.asarray(placed, dtype=np.float64).reshape(-1, 2)])
         ax, ay = max(LABEL_OFFSETS, key=lambda o: _label_room(c, o, size, others, view))
         sx = LABEL_PLOT_PX / (x1 - x0)
-        placed.append((c[0] + ax / sx, c[1] - ay / sx))
+        # the placed box as its centre, corners and edge midpoints: a later label keeps clear of the box,
+        # not only of its centre (a five-line label is ~90 px tall)
+        bx, by, hw, hh = c[0] + ax / sx, c[1] - ay / sx, size[0] / 2 / sx, size[1] / 2 / sx
+        placed.extend((bx + i * hw, by + j * hh) for i in (-1, 0, 1) for j in (-1, 0, 1))
         color = method_color(names[0]) if len(names) == 1 else theme.INK
         out.append(dict(x=float(c[0]), y=float(c[1]), xref="x", yref="y", text=text, hovertext=hover,
                         showarrow=True, arrowhead=0, arrowwidth=1, arrowcolor=theme.MUTED, ax=ax, ay=ay,

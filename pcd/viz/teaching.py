@@ -76,6 +76,26 @@ def _numbers(g: dict[str, Any], t: int) -> str:
     return f"{gn}<br>{line2}<br>{line3}"
 
 
+#: the smallest panel half-width (px) the side inset is laid out for: below it the rows' titles and
+#: numbers (fixed in pixels) run into each other
+INSET_MIN_U_PX = 30.0
+
+
+def side_inset_cols(n_methods: int) -> int:
+    """Columns of the inset beside the map (:func:`add_gradient_inset` ``placement="side"``)."""
+    return 1 if n_methods <= 2 else 2 if n_methods <= 4 else 3
+
+
+def side_inset_height_px(n_methods: int) -> float:
+    """The plot height (px) the side inset of ``n_methods`` panels needs so that no title, panel or
+    line of numbers overlaps another: 302 px for the default six, 710 px for all fifteen methods
+    (a figure builder makes its plot at least this tall)."""
+    if n_methods < 1:
+        raise ValueError(f"n_methods must be >= 1, got {n_methods}")
+    rows = -(-int(n_methods) // side_inset_cols(n_methods))
+    return rows * (TITLE_PX + NUMBERS_PX + 6 + 2.0 * INSET_MIN_U_PX) + CAPTION_PX
+
+
 def _geometry(P: int, cols: int, plot_h: float, plot_w: float) -> dict[str, Any]:
     """Panel pitch and text offsets (in panel units) so that the titles and numbers, whose size is
     fixed in pixels, fit around panels of ``P`` methods in ``cols`` columns drawn in a plot area of
@@ -194,7 +214,7 @@ def add_gradient_inset(fig: go.Figure, grads: dict[str, Any], methods: Sequence[
     if not 0.3 <= float(map_fraction) <= 0.9:
         raise ValueError(f"map_fraction must be in [0.3, 0.9], got {map_fraction}")
     if cols is None:  # 3 x 2 panels for the default six methods, fewer columns for fewer
-        cols = (1 if len(names) <= 2 else 2 if len(names) <= 4 else 3) if placement == "side" else min(3, len(names))
+        cols = side_inset_cols(len(names)) if placement == "side" else min(3, len(names))
     cols = max(1, min(int(cols), len(names)))
     scale = inset_scale(grads) if scale is None else float(scale)
     if not (np.isfinite(scale) and scale > 0):

@@ -13,7 +13,7 @@ import numpy as np
 
 from pcd import _validate as V
 from pcd.viz.landscape import background_image, fit_legend, landscape_figure, undefined_mask
-from pcd.viz.teaching import add_gradient_inset
+from pcd.viz.teaching import add_gradient_inset, side_inset_height_px
 from pcd.viz.theme import figure_from_spec, png_data_uri
 
 TOY_GRID = (300, 200)   # the map's background resolution (pixels of the image, stretched to the axes)
@@ -93,8 +93,8 @@ def toy_map_figure(problem: Any, res: Any, background: dict[str, Any] | None = N
         fit_legend(spec, chart_w, extra_names=[f"g{k + 1} (primary)" if k == 0 else f"g{k + 1}" for k in range(K)]
                    if with_inset else ())
         lay = spec["layout"]
-        lay["height"] = int(lay["margin"]["t"] + lay["margin"]["b"] + max(map_h + inset_h + (60 if inset_h else 0),
-                                                                          340 if with_inset and not narrow else 0))
+        side = max(340.0, side_inset_height_px(len(res.methods))) if with_inset and not narrow else 0.0
+        lay["height"] = int(lay["margin"]["t"] + lay["margin"]["b"] + max(map_h + inset_h + (60 if inset_h else 0), side))
     if inset is not None:
         spec = add_gradient_inset(spec, inset, placement="below" if narrow else "side", width_px=chart_w,
                                   map_fraction=TOY_MAP_FRACTION, spec_only=True)

@@ -407,6 +407,9 @@ def test_toy_map_png_is_the_last_frame(page, warm, artifacts_dir):
         button.click()
     png = open(dl.value.path(), "rb").read()
     (artifacts_dir / "studio_toy_last_frame.png").write_bytes(png)
+    # rendered at the width the map is laid out for (1000 px, x2): at kaleido's 700 px the inset's numbers
+    # were drawn over each other (pcd.ui.downloads.png_figure)
+    assert Image.open(io.BytesIO(png)).size[0] == 2000
     a = Image.open(io.BytesIO(png)).convert("RGB").resize((300, 240))
     b = Image.open(io.BytesIO(base64.b64decode(step0.split(",", 1)[1]))).convert("RGB").resize((300, 240))
     diff = ImageStat.Stat(ImageChops.difference(a, b)).mean

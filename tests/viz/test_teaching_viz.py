@@ -134,3 +134,18 @@ def test_inset_below_the_map_for_a_narrow_window(saddle):
     spec = landscape_figure(res, prob.grid(120, 80), validate=False, spec_only=True)
     same = add_gradient_inset(spec, grads, placement="below")
     assert same.to_plotly_json()["layout"]["yaxis2"] == out.to_plotly_json()["layout"]["yaxis2"]
+
+
+def test_side_inset_height_gives_every_panel_its_room():
+    """The toy map with all fifteen methods drew the inset's rows over each other (a 360 px plot for 5
+    rows): a figure builder makes the plot at least side_inset_height_px tall, where the panels keep the
+    minimum size their fixed-pixel titles and numbers need (the default six fit the former 340 px)."""
+    from pcd.viz import teaching as T
+
+    assert T.side_inset_height_px(6) <= 340
+    for n in range(1, 21):
+        h = T.side_inset_height_px(n)
+        geom = T._geometry(n, T.side_inset_cols(n), h, 2000.0)  # a wide plot: the height decides
+        u = 2.0 / (geom["title"] - 1.0)  # the panel half-width (px) the geometry chose
+        assert u >= T.INSET_MIN_U_PX - 1e-6, (n, u)
+    assert T.side_inset_height_px(15) > 2 * T.side_inset_height_px(6)

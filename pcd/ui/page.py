@@ -1,0 +1,134 @@
+"""Page set-up: the one call every page makes first (:func:`setup_page`: page config, style sheets,
+title, presenter-mode toggle, ``?hide=``), and the page's fixed parts -- the settings panel, a
+published claim, an error box, a link to another page. Only presentation lives here -- no math."""
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import streamlit as st
+
+from pcd.ui._assets import style
+from pcd.ui.embed import hidden_parts, hide_css
+from pcd.ui.preload import preload_for_page
+from pcd.ui.presenter import PRESENT_PARAM, presenter_css, presenter_mode, presenter_toggle, starts_on
+
+APP_TITLE = "PCD Studio"
+LOGO = Path(__file__).resolve().parents[2] / "assets" / "logo.svg"
+# the browser tab's icon, served by the app itself (a ":material/...:" page icon is fetched from
+# Google's font CDN by the browser: no icon offline, and a request to a third party)
+FAVICON = LOGO.parent / "favicon.svg"
+
+#: the label of the settings drawer (presenter mode, :func:`settings_panel`)
+DRAWER_LABEL = "Settings (click to open)"
+#: every page's style sheets, in order (pcd/ui/static/)
+PAGE_CSS = ("page.css", "table.css")
+
+
+def page_css() -> str:
+    """Every page's style sheet (``static/page.css`` + ``static/table.css``) as a ``<style>`` block."""
+    return style(*PAGE_CSS)
+
+
+def setup_page(title: str, icon: str = ":material/insights:", intro: str | None = None,
+               presenter_title: bool = True, charts: bool = True, full_plotly: bool = False) -> None:
+    """Common page set-up: page config, styling, title, the presenter-mode toggle and an optional
+    plain-words intro. ``presenter_title=False``: leave the page title out in presenter mode (a page
+    whose own headline is the title, e.g. the lesson's step). ``charts=False``: a page without
+    Plotly charts (Plotly.js is then preloaded only once the page is idle, see
+    :func:`pcd.ui.preload.preload_plotly`). ``full_plotly=True``: a page that draws ``st.plotly_chart``
+    figures (trace types beyond the basic bundle, see :mod:`pcd.ui.chart`): Streamlit's full
+    Plotly.js is imported at once (the router reads the flag from the page registry,
+    :data:`pcd.studio.registry.PAGES`)."""
+    present_now = starts_on()
+    try:  # on a projector the sidebar starts collapsed: the figures get the width
+        st.set_page_config(page_title=f"{title} · {APP_TITLE}", page_icon=str(FAVICON) if FAVICON.is_file() else icon,
+                           layout="wide",
+                           initial_sidebar_state="collapsed" if present_now else "auto")
+    except Exception:  # set_page_config may only be called once per run (e.g. under AppTest)
+        pass
+    st.markdown(page_css(), unsafe_allow_html=True)
+    preload_for_page(now=charts, full=full_plotly)
+    if LOGO.is_file():
+        st.logo(str(LOGO), size="large")
+    with st.sidebar:
+        present = presenter_toggle()
+    if present:
+        st.markdown(presenter_css(), unsafe_allow_html=True)
+    hidden = hidden_parts()
+    if hidden:
+        st.markdown(hide_css(hidden), unsafe_allow_html=True)
+    if (presenter_title or not present) and "title" not in hidden:
+        st.title(title)
+    if intro and "intro" not in hidden:
+        st.markdown(intro)
+
+
+def page_link(path: str, label: str, query_params: dict[str, Any] | None = None,
+              icon: str = ":material/open_in_new:") -> None:
+    """A link to another page of the app (``"pages/02_Toy_landscapes.py"``) opening it with
+    ``query_params`` (and presenter mode, when on). Falls back to a plain link when the page is not
+    registered with this run (e.g. a page script run on its own under a test harness)."""
+    params = {k: str(v) for k, v in (query_params or {}).items()}
+    if presenter_mode():
+        params[PRESENT_PARAM] = "1"
+    try:
+        st.page_link(path, label=label, icon=icon, query_params=params or None)
+    except Exception:  # StreamlitPageNotFoundError: not started from app.py
+        slug = Path(path).stem.split("_", 1)[-1]
+        query = "&".join(f"{k}={v}" for k, v in params.items())
+        st.markdown(f"[{label}](/{slug}{'?' + query if query else ''})")
+
+
+def settings_panel(key: str = "main", *, flow: bool = False) -> Any:
+    """THE place of a page's settings, the same on every page: a compact bordered box directly
+    under the page's (or tab's / section's) title and intro, above the figure it drives -- never the
+    sidebar, which is collapsed in presenter mode and takes a quarter of an 800 px screen.
+
+    Returns the box (a container). ``panel.columns(...)`` lays a row of settings out; with
+    ``flow=True`` widgets written into it one after another (``with panel: ...``) flow into cells
+    of ~13 rem that wrap (4-5 a row at 1440 px, 2 at 800 px). A setting that depends on a result can
+    be added later with ``with panel:`` again; a container keyed ``pcd_row_<name>`` in it takes a whole
+    row. ``key`` names the box (one per tab or section;
+    the browser test finds settings by ``.st-key-pcd_settings_<key>``).
+
+    In presenter mode the box sits in a drawer, folded to one line ("Settings") that opens on
+    demand: the figure under it is then whole on a 1280 x 720 projector's first screen. The widgets
+    are on the page all the same (their values, from the URL, hold)."""
+    if presenter_mode():
+        drawer = st.container(key=f"pcd_drawer_{key}").expander(DRAWER_LABEL, expanded=False)
+        box = drawer.container(border=True, key=f"pcd_settings_{key}")
+    else:
+        box = st.container(border=True, key=f"pcd_settings_{key}")
+    if flow:
+        return box.container(horizontal=True, wrap=True, gap="small", key=f"pcd_flow_{key}")
+    return box
+
+
+def figure_grid(count: int, key: str, per_row: int = 3) -> list[Any]:
+    """``count`` cells for figures of one size on one grid (e.g. one basin map per method): every
+    cell has the same width and the rows line up, as many columns of at least ~20 rem as the page's
+    width holds (3 at 1280-1920 px, 1 at 800 px), in presenter mode too. ``per_row``: the cells
+    are written row by row in Streamlit columns (a figure shows as soon as it is drawn); the page's
+    style sheet lays them on one CSS grid (``.st-key-pcd_grid_<key>``), so a short last row never
+    stretches."""
+    if count < 0 or per_row < 1:
+        raise ValueError(f"figure_grid needs count >= 0 and per_row >= 1, got {count} and {per_row}")
+    box = st.container(key=f"pcd_grid_{key}")
+    return [c for _ in range(-(-count // per_row)) for c in box.columns(per_row)][:count]
+
+
+def claim(paper: str, here: str | None = None, note: str | None = None) -> None:
+    """Show a published figure next to the live one: ``paper: ..., here: ...``."""
+    text = f"<b>paper:</b> {paper}"
+    if here is not None:
+        text += f" &nbsp;·&nbsp; <b>here:</b> {here}"
+    if note:
+        text += f"<br><span class='pcd-note'>{note}</span>"
+    st.markdown(f"<div class='pcd-claim'>{text}</div>", unsafe_allow_html=True)
+
+
+def show_error(exc: BaseException | str) -> None:
+    """A friendly error box (the message says what is wrong and what is allowed)."""
+    msg = str(exc) if str(exc) else exc.__class__.__name__
+    st.error(msg, icon=":material/error:")
