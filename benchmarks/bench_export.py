@@ -31,15 +31,7 @@ from pcd.experiments.synthetic import toy_run
 from pcd.experiments.toy import trajectory_gradients
 from pcd.studio.toy import objective_space
 from pcd.viz import toy as toy_map
-from pcd.viz.export import (
-    SLIDE_SIZES,
-    encode,
-    mp4_missing,
-    tau_frames,
-    tau_palette,
-    toy_frames,
-    toy_palette,
-)
+from pcd.viz.export import SLIDE_SIZES, encode, mp4_missing, tau_frames, tau_palette, toy_frames, toy_palette
 
 METHODS = "pcd,ws,mgda,pcgrad,cagrad,famo"
 TAUS = (0.0, 0.005, 0.01, 0.02, 0.05, 0.1, 0.2, 0.3, 0.5, 0.7, 1.0)

@@ -7,16 +7,7 @@ import streamlit as st
 import pcd.methods as registry
 from pcd.studio import scale as SC
 from pcd.studio.registry import this_page
-from pcd.ui import (
-    claim,
-    download_row,
-    method_picker,
-    settings_panel,
-    setup_page,
-    show_error,
-    url_default,
-    url_sync,
-)
+from pcd.ui import claim, download_row, method_picker, settings_panel, setup_page, show_error, url_default, url_sync
 from pcd.ui.chart import plotly_chart
 from pcd.ui.table import html_table
 from pcd.viz.scale import drift_table, eps_window_text, power_label, sweep_figure

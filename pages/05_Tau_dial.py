@@ -7,16 +7,7 @@ import pcd.methods as registry
 from pcd.studio import problem_label
 from pcd.studio import tau as TD
 from pcd.studio.registry import this_page
-from pcd.ui import (
-    claim,
-    download_row,
-    method_picker,
-    settings_panel,
-    setup_page,
-    show_error,
-    url_default,
-    url_sync,
-)
+from pcd.ui import claim, download_row, method_picker, settings_panel, setup_page, show_error, url_default, url_sync
 from pcd.ui.animation_export import tau_export
 from pcd.ui.chart import plotly_chart
 from pcd.ui.controls import frame_controls

@@ -15,14 +15,7 @@ one name:
 from __future__ import annotations
 
 from pcd.experiments.gramian_memory import MEMORY_MODES, measure_gramian_memory, memory_rows, torchjd_available
-from pcd.experiments.iwrm import (
-    IWRM_DEFAULT_METHODS,
-    IWRMConfig,
-    TinyCNN,
-    _per_sample_jacobian,
-    iwrm_rows,
-    run_iwrm,
-)
+from pcd.experiments.iwrm import IWRM_DEFAULT_METHODS, IWRMConfig, TinyCNN, _per_sample_jacobian, iwrm_rows, run_iwrm
 from pcd.methods.properties import (
     FAMILIES,
     PAPER_PROPERTIES,

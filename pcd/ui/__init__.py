@@ -16,26 +16,9 @@ The style sheets and the components' JavaScript and HTML are files in ``pcd/ui/s
 """
 from __future__ import annotations
 
-from pcd.ui.downloads import (
-    download_csv,
-    download_figure,
-    download_gif,
-    download_json,
-    download_row,
-    png_export,
-)
+from pcd.ui.downloads import download_csv, download_figure, download_gif, download_json, download_row, png_export
 from pcd.ui.embed import HIDE_PARTS, MAX_HIDE, hidden_parts, hide_css, parse_hide
-from pcd.ui.page import (
-    APP_TITLE,
-    FAVICON,
-    LOGO,
-    claim,
-    figure_grid,
-    page_link,
-    settings_panel,
-    setup_page,
-    show_error,
-)
+from pcd.ui.page import APP_TITLE, FAVICON, LOGO, claim, figure_grid, page_link, settings_panel, setup_page, show_error
 from pcd.ui.preload import plotly_chunk, preload_plotly
 from pcd.ui.presenter import PRESENT_PARAM, presenter_mode
 from pcd.ui.url_state import url_default, url_json, url_sync
