@@ -303,6 +303,8 @@ def test_bad_metrics_file_is_recorded_on_its_run_and_the_queue_goes_on(tmp_path,
 class _IdleExecutor:
     """An executor whose run never ends by itself (the watchdog decides)."""
 
+    runs_heartbeat = True  # as a local child process: the watchdog reads the run's own heartbeat
+
     def __init__(self):
         self.killed = []
 
