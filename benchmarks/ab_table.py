@@ -13,25 +13,27 @@ from __future__ import annotations
 import re
 import sys
 from collections import defaultdict
+from collections.abc import Callable
 from pathlib import Path
 
 
-def _engine(text: str) -> dict[str, float]:
+def _matched_lines(text: str, pattern: str, key: Callable[[re.Match], str]) -> dict[str, float]:
+    """``key(m) -> float(last group)`` for every line that ``pattern`` matches (``re.match``)."""
     out = {}
     for line in text.splitlines():
-        m = re.match(r"\s+(\S+(?: nashmtl)?)\s+([0-9.]+) s", line)
+        m = re.match(pattern, line)
         if m:
-            out[m.group(1)] = float(m.group(2))
+            out[key(m)] = float(m.groups()[-1])
     return out
+
+
+def _engine(text: str) -> dict[str, float]:
+    return _matched_lines(text, r"\s+(\S+(?: nashmtl)?)\s+([0-9.]+) s", lambda m: m.group(1))
 
 
 def _qp(text: str) -> dict[str, float]:
-    out = {}
-    for line in text.splitlines():
-        m = re.match(r"\s*(\d+)\s+(full rank|rank deficient)\s+([0-9.]+)", line)
-        if m:
-            out[f"K={m.group(1)} {m.group(2)}"] = float(m.group(3))
-    return out
+    return _matched_lines(text, r"\s*(\d+)\s+(full rank|rank deficient)\s+([0-9.]+)",
+                          lambda m: f"K={m.group(1)} {m.group(2)}")
 
 
 def _methods(text: str) -> dict[str, float]:
@@ -47,12 +49,7 @@ def _methods(text: str) -> dict[str, float]:
 
 
 def _basin(text: str) -> dict[str, float]:
-    out = {}
-    for line in text.splitlines():
-        m = re.match(r"(.{52}) +\d+x\d+ +\d+ +\d+ +([0-9.]+) ", line)
-        if m:
-            out[m.group(1).strip()] = float(m.group(2))
-    return out
+    return _matched_lines(text, r"(.{52}) +\d+x\d+ +\d+ +\d+ +([0-9.]+) ", lambda m: m.group(1).strip())
 
 
 PARSERS = {"engine": (_engine, "s"), "qp": (_qp, "ms"), "methods": (_methods, "us"), "basin": (_basin, "s")}

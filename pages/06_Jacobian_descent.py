@@ -44,6 +44,28 @@ def _label(m: str) -> str:
     return registry.get(m).display_name or m
 
 
+def _run_with_bar(state_key: str, compute) -> None:
+    """``compute(progress)`` under a progress bar, its result kept in ``st.session_state[state_key]``; a
+    ValueError is shown and the last result stays."""
+    bar = st.progress(0.0, text="starting…")
+    try:
+        st.session_state[state_key] = compute(lambda f, t: bar.progress(min(max(f, 0.0), 1.0), text=t))
+    except ValueError as exc:
+        show_error(exc)
+    bar.empty()
+
+
+def _chart(build, data, key: str):
+    """The figure ``build(data)`` drawn under ``key`` and returned; its ValueError shown instead (None)."""
+    try:
+        fig = build(data)
+    except ValueError as exc:
+        show_error(exc)
+        return None
+    st.plotly_chart(fig, theme=None, key=key, config={"displaylogo": False})
+    return fig
+
+
 # ------------------------------------------------------------------------------------------ properties
 
 with tab_props:
@@ -133,24 +155,13 @@ with tab_iwrm:
                "settings is instant.")
     key = (tuple(i_methods), int(i_seeds), int(i_steps), int(i_batch), float(i_lr), float(tau))
     if st.button("Train", type="primary", key="jd_iwrm_run"):
-        bar = st.progress(0.0, text="starting…")
-        try:
-            st.session_state["jd_iwrm_result"] = (key, JD.iwrm(*key, _progress=lambda f, t: bar.progress(
-                min(max(f, 0.0), 1.0), text=t)))
-        except ValueError as exc:
-            show_error(exc)
-        bar.empty()
+        _run_with_bar("jd_iwrm_result", lambda progress: (key, JD.iwrm(*key, _progress=progress)))
     stored = st.session_state.get("jd_iwrm_result")
     if stored is not None:
         skey, res = stored
         if skey != key:
             st.info("The settings changed since this run — press **Train** to update.")
-        try:
-            fig = iwrm_figure(res)
-        except ValueError as exc:
-            show_error(exc)
-        else:
-            st.plotly_chart(fig, theme=None, key="jd_iwrm_chart", config={"displaylogo": False})
+        if (fig := _chart(iwrm_figure, res, "jd_iwrm_chart")) is not None:
             rows = JD.iwrm_rows(res)
             here = "; ".join(f"{r['display_name'] if r['method'] != 'ws' else 'Mean'} "
                              f"{r['final_test_acc_pct']:.1f} % (loss {r['final_train_loss']:.3f}, "
@@ -208,22 +219,11 @@ with tab_mem:
         st.caption("No CUDA GPU here: GPU memory is not measured on this machine. TorchJD's autojac grows fast: "
                    "B = 128 takes a few seconds per step on CPU.")
     if st.button("Measure", type="primary", key="jd_mem_run"):
-        bar = st.progress(0.0, text="starting…")
-        try:
-            st.session_state["jd_mem_result"] = JD.measure_gramian_memory(
-                sorted(int(b) for b in m_bs), width=int(m_width), repeats=2, device=m_device,
-                progress=lambda f, t: bar.progress(min(max(f, 0.0), 1.0), text=t))
-        except ValueError as exc:
-            show_error(exc)
-        bar.empty()
+        _run_with_bar("jd_mem_result", lambda progress: JD.measure_gramian_memory(
+            sorted(int(b) for b in m_bs), width=int(m_width), repeats=2, device=m_device, progress=progress))
     mem = st.session_state.get("jd_mem_result")
     if mem is not None:
-        try:
-            fig = memory_figure(mem)
-        except ValueError as exc:
-            show_error(exc)
-        else:
-            st.plotly_chart(fig, theme=None, key="jd_mem_chart", config={"displaylogo": False})
+        if (fig := _chart(memory_figure, mem, "jd_mem_chart")) is not None:
             here = None
             if mem.get("reduction_vs_autojac"):
                 bs = mem["batch_sizes"]

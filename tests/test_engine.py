@@ -26,17 +26,22 @@ def _torch_trajectory(opt_cls, x0, grads, **kw):
     return np.array(out)
 
 
+def _assert_steps_like_torch(ours, theirs, x0, grads, **kw):
+    """Our optimizer ``ours`` stepping through ``grads`` from ``x0`` matches ``theirs`` (torch.optim) step by step."""
+    ref = _torch_trajectory(theirs, x0, grads, **kw)
+    opt = ours(x0.shape, **kw)
+    x = x0.copy()
+    for t, g in enumerate(grads):
+        x = opt.step(x, g)
+        np.testing.assert_allclose(x, ref[t], rtol=1e-14, atol=1e-15)
+
+
 @pytest.mark.parametrize("kw", [dict(lr=0.01), dict(lr=0.3, betas=(0.5, 0.9), eps=1e-3, weight_decay=0.1)])
 def test_adam_equals_torch_optim_adam(kw):
     rng = np.random.default_rng(0)
     x0 = rng.normal(size=(4, 3))
     grads = rng.normal(size=(25, 4, 3)) * np.logspace(-6, 2, 25)[:, None, None]
-    ref = _torch_trajectory(torch.optim.Adam, x0, grads, **kw)
-    opt = Adam(x0.shape, **kw)
-    x = x0.copy()
-    for t, g in enumerate(grads):
-        x = opt.step(x, g)
-        np.testing.assert_allclose(x, ref[t], rtol=1e-14, atol=1e-15)
+    _assert_steps_like_torch(Adam, torch.optim.Adam, x0, grads, **kw)
 
 
 @pytest.mark.parametrize("kw", [dict(lr=0.1), dict(lr=0.05, momentum=0.9), dict(lr=0.05, momentum=0.9, nesterov=True),
@@ -45,12 +50,7 @@ def test_sgd_equals_torch_optim_sgd(kw):
     rng = np.random.default_rng(1)
     x0 = rng.normal(size=(3, 2))
     grads = rng.normal(size=(20, 3, 2))
-    ref = _torch_trajectory(torch.optim.SGD, x0, grads, **kw)
-    opt = SGD(x0.shape, **kw)
-    x = x0.copy()
-    for t, g in enumerate(grads):
-        x = opt.step(x, g)
-        np.testing.assert_allclose(x, ref[t], rtol=1e-14, atol=1e-15)
+    _assert_steps_like_torch(SGD, torch.optim.SGD, x0, grads, **kw)
 
 
 def test_engine_ws_trajectory_equals_a_torch_loop():

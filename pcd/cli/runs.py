@@ -24,9 +24,20 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         sp.add_argument("--data-dir", default=None,
                         help="data folder (default: $PCD_DATA_DIR or ~/.local/share/pcd-studio)")
 
-    s = sub.add_parser("submit", help="queue run(s) from a JSON config (the keys of `python -m pcd prune`) "
-                                      "or a whole preset study")
-    common(s)
+    def action(name: str, func: Any, helptext: str, *, data_dir: bool = True, **kw: Any) -> argparse.ArgumentParser:
+        """The subcommand ``name`` running ``func``, with ``--data-dir`` unless told otherwise."""
+        sp = sub.add_parser(name, help=helptext, **kw)
+        if data_dir:
+            common(sp)
+        sp.set_defaults(func=func)
+        return sp
+
+    def json_option(sp: argparse.ArgumentParser, helptext: str | None = None) -> None:
+        """``--json`` alone: JSON to stdout; ``--json FILE``: to that file."""
+        sp.add_argument("--json", nargs="?", const="-", default=None, metavar="FILE", help=helptext)
+
+    s = action("submit", _submit, "queue run(s) from a JSON config (the keys of `python -m pcd prune`) "
+                                  "or a whole preset study")
     src = s.add_mutually_exclusive_group(required=True)
     src.add_argument("--config", help="JSON file ('-' = stdin) holding one config object or a list of them")
     src.add_argument("--preset", help="queue every run of a preset study (see `python -m pcd runs presets`)")
@@ -38,61 +49,42 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     s.add_argument("--max-attempts", type=int, default=3,
                    help="how often a run whose worker died is retried (default 3)")
     s.add_argument("--no-validate", action="store_true", help="skip pcd.train's config validation")
-    s.set_defaults(func=_submit)
 
-    pr = sub.add_parser("presets", help="the preset studies with their runs and estimated time")
-    pr.add_argument("--json", nargs="?", const="-", default=None, metavar="FILE")
-    pr.set_defaults(func=_presets)
+    json_option(action("presets", _presets, "the preset studies with their runs and estimated time", data_dir=False))
 
-    sm = sub.add_parser("summary", help="mean ± std over seeds per (method, setting) of the finished runs, "
-                                        "and the matched-sparsity comparison")
-    common(sm)
+    sm = action("summary", _summary, "mean ± std over seeds per (method, setting) of the finished runs, "
+                                     "and the matched-sparsity comparison")
     sm.add_argument("--study", default=None, help="only runs whose study label contains this text")
-    sm.add_argument("--json", nargs="?", const="-", default=None, metavar="FILE",
-                    help="write the aggregated rows and the comparison as JSON to FILE or stdout")
-    sm.set_defaults(func=_summary)
+    json_option(sm, "write the aggregated rows and the comparison as JSON to FILE or stdout")
 
-    ls = sub.add_parser("list", help="list runs, newest first, one page at a time")
-    common(ls)
+    ls = action("list", _list, "list runs, newest first, one page at a time")
     ls.add_argument("--status", choices=["queued", "running", "done", "failed", "cancelled"], default=None)
     ls.add_argument("--limit", type=int, default=LIST_PAGE,
                     help=f"how many runs, newest first (default {LIST_PAGE})")
     ls.add_argument("--offset", type=int, default=0, help="skip this many of the newest runs (the next page)")
     ls.add_argument("--all", action="store_true", help="every run, newest first (read a page at a time)")
-    ls.add_argument("--json", nargs="?", const="-", default=None, metavar="FILE",
-                    help="write a JSON list (id, status, progress, config, result, error, ...) to FILE or stdout")
-    ls.set_defaults(func=_list)
+    json_option(ls, "write a JSON list (id, status, progress, config, result, error, ...) to FILE or stdout")
 
-    sh = sub.add_parser("show", help="one run with its per-epoch metrics as JSON")
-    common(sh)
+    sh = action("show", _show, "one run with its per-epoch metrics as JSON")
     sh.add_argument("id")
     sh.add_argument("--json", default="-", metavar="FILE")
-    sh.set_defaults(func=_show)
 
-    cl = sub.add_parser("cluster", help="the nodes and slots the live supervisor serves (Ray: per node)")
-    common(cl)
-    cl.add_argument("--json", nargs="?", const="-", default=None, metavar="FILE",
-                    help="write the supervisor's cluster.json view to FILE or stdout")
-    cl.set_defaults(func=_cluster)
+    json_option(action("cluster", _cluster, "the nodes and slots the live supervisor serves (Ray: per node)"),
+                "write the supervisor's cluster.json view to FILE or stdout")
 
-    lg = sub.add_parser("log", help="the tail of a run's worker.log (where it ran, its output, tracebacks)")
-    common(lg)
+    lg = action("log", _log, "the tail of a run's worker.log (where it ran, its output, tracebacks)")
     lg.add_argument("id")
     lg.add_argument("--lines", type=int, default=40, help="how many lines (default 40)")
-    lg.set_defaults(func=_log)
 
     for name, helptext in (("cancel", "cancel a queued or running run"),
                            ("retry", "requeue a failed or cancelled run (resumes from its checkpoint)"),
                            ("delete", "delete a finished run and its files")):
-        a = sub.add_parser(name, help=helptext)
-        common(a)
+        a = action(name, _action, helptext)
         a.add_argument("id", nargs="+")
-        a.set_defaults(func=_action, action=name)
-    rb = sub.add_parser("rebuild", help="rebuild a lost or damaged run database from the run folders",
-                        description="Move the database aside (kept as pcd.sqlite3.damaged-<time>) and rebuild it "
-                                    "from runs/<id>/config.json + final.json + metrics.jsonl.")
-    common(rb)
-    rb.set_defaults(func=_rebuild)
+        a.set_defaults(action=name)
+    action("rebuild", _rebuild, "rebuild a lost or damaged run database from the run folders",
+           description="Move the database aside (kept as pcd.sqlite3.damaged-<time>) and rebuild it "
+                       "from runs/<id>/config.json + final.json + metrics.jsonl.")
     p.set_defaults(func=lambda args: (p.print_help(), 0)[1])
 
 

@@ -263,6 +263,14 @@ def _check_key(st: os.stat_result) -> tuple[int, int, int, int]:
     return (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns)
 
 
+def _status_of(c: sqlite3.Connection, rid: int) -> str:
+    """The status of run ``rid`` inside a transaction; ValueError when there is no such run."""
+    row = c.execute("SELECT status FROM runs WHERE id=?", (rid,)).fetchone()
+    if row is None:
+        raise ValueError(f"no run with id {rid}")
+    return row["status"]
+
+
 class RunStore:
     """Access to one data folder's run store (``<data_dir>/pcd.sqlite3``, run files in
     ``<data_dir>/runs/<id>/``). Cheap to create; each instance opens its own connection.
@@ -685,10 +693,7 @@ class RunStore:
         rid = self._check_id(run_id)
 
         def fn(c: sqlite3.Connection) -> str:
-            row = c.execute("SELECT status FROM runs WHERE id=?", (rid,)).fetchone()
-            if row is None:
-                raise ValueError(f"no run with id {rid}")
-            st = row["status"]
+            st = _status_of(c, rid)
             if st == "queued":
                 c.execute("UPDATE runs SET status='cancelled', finished_at=?, cancel_requested=1 WHERE id=?",
                           (time.time(), rid))
@@ -706,11 +711,9 @@ class RunStore:
         rid = self._check_id(run_id)
 
         def fn(c: sqlite3.Connection) -> None:
-            row = c.execute("SELECT status FROM runs WHERE id=?", (rid,)).fetchone()
-            if row is None:
-                raise ValueError(f"no run with id {rid}")
-            if row["status"] not in ("failed", "cancelled"):
-                raise ValueError(f"run {rid} is {row['status']}; only failed or cancelled runs can be retried")
+            st = _status_of(c, rid)
+            if st not in ("failed", "cancelled"):
+                raise ValueError(f"run {rid} is {st}; only failed or cancelled runs can be retried")
             c.execute("""UPDATE runs SET status='queued', attempts=0, cancel_requested=0, error=NULL,
                              finished_at=NULL, token=NULL, pid=NULL WHERE id=?""", (rid,))
             self._mark_queue_file(rid, cancelled=False)
@@ -722,10 +725,7 @@ class RunStore:
         rid = self._check_id(run_id)
 
         def fn(c: sqlite3.Connection) -> None:
-            row = c.execute("SELECT status FROM runs WHERE id=?", (rid,)).fetchone()
-            if row is None:
-                raise ValueError(f"no run with id {rid}")
-            if row["status"] == "running":
+            if _status_of(c, rid) == "running":
                 raise ValueError(f"run {rid} is running; cancel it first, then delete it")
             c.execute("DELETE FROM metrics WHERE run_id=?", (rid,))
             c.execute("DELETE FROM runs WHERE id=?", (rid,))

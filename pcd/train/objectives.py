@@ -199,13 +199,17 @@ class GroupLasso(Secondary):
         return (self.groups.sq_norms(differentiable=True) + eps).sqrt().sum()
 
 
-class L1(Secondary):
-    """``sum |w|`` over the penalized conv weights; gradient ``sign(w)``."""
-
-    name = "l1"
+class _ConvWeights(Secondary):
+    """A secondary on the weights of the model's penalized convs (``penalized_convs``), one tensor each."""
 
     def __init__(self, model: nn.Module) -> None:
         self.params = [m.weight for _, m in penalized_convs(model)]
+
+
+class L1(_ConvWeights):
+    """``sum |w|`` over the penalized conv weights; gradient ``sign(w)``."""
+
+    name = "l1"
 
     @torch.no_grad()
     def value_and_grads(self) -> tuple[torch.Tensor, list[torch.Tensor]]:
@@ -230,13 +234,10 @@ def nuclear_value_and_grad(w: torch.Tensor, rel_tol: float = 1e-7) -> tuple[torc
     return s[keep].sum().to(w.dtype), G.to(w.dtype).reshape(w.shape)
 
 
-class Nuclear(Secondary):
+class Nuclear(_ConvWeights):
     """``sum_l ||W_l||_*`` over penalized convs viewed as ``[C_out, C_in*k*k]``; gradient ``U V^T``."""
 
     name = "nuclear"
-
-    def __init__(self, model: nn.Module) -> None:
-        self.params = [m.weight for _, m in penalized_convs(model)]
 
     @torch.no_grad()
     def value_and_grads(self) -> tuple[torch.Tensor, list[torch.Tensor]]:

@@ -10,23 +10,11 @@ import pytest
 from pcd.cli import main as cli_main
 from pcd.jobs.queue_view import queue_page
 from pcd.jobs.store import RunStore
-
-
-def _store(tmp_path, n=12):
-    s = RunStore(tmp_path / "d")
-    ids = s.submit_many([{"method": "pcd" if i % 2 else "ws", "seed": i % 3, "tau": 0.02 if i % 4 else 0.05}
-                         for i in range(n)])
-    return s, ids
-
-
-def _finish(s, result):
-    run = s.claim("w", "cpu:0")
-    assert s.finish(run["id"], run["token"], "done", result=result)
-    return run["id"]
+from tests.jobs._stores import finish_next, seeded_store
 
 
 def test_list_pages_newest_first_and_iter_runs_streams(tmp_path):
-    s, ids = _store(tmp_path)
+    s, ids = seeded_store(tmp_path)
     assert [r["id"] for r in s.list()] == ids  # callers that ask nothing keep oldest first, all
     assert [r["id"] for r in s.list(limit=5, newest_first=True)] == ids[::-1][:5]
     assert [r["id"] for r in s.list(limit=5, offset=5, newest_first=True)] == ids[::-1][5:10]
@@ -41,7 +29,7 @@ def test_list_pages_newest_first_and_iter_runs_streams(tmp_path):
 
 
 def test_queue_page_rereads_only_what_changed(tmp_path):
-    s, ids = _store(tmp_path, n=120)
+    s, ids = seeded_store(tmp_path, n=120)
     p1 = queue_page(s)
     assert p1.total == 120 and p1.counts["queued"] == 120 and p1.pages == 3 and p1.active
     assert [r["id"] for r in p1.runs] == ids[::-1][:50]
@@ -58,7 +46,7 @@ def test_queue_page_rereads_only_what_changed(tmp_path):
 
 
 def test_runs_list_pages_in_the_cli(tmp_path, capsys):
-    s, ids = _store(tmp_path, n=60)
+    s, ids = seeded_store(tmp_path, n=60)
     d = str(tmp_path / "d")
     assert cli_main(["runs", "list", "--data-dir", d]) == 0
     out = capsys.readouterr().out.splitlines()
@@ -77,9 +65,9 @@ def test_estimates_from_the_light_newest_runs_equal_the_full_read(tmp_path):
     from pcd.jobs.queue_view import estimate_basis
     from pcd.train import studies as R
 
-    s, ids = _store(tmp_path, n=8)
+    s, ids = seeded_store(tmp_path, n=8)
     for i in range(6):
-        rid = _finish(s, {"seconds": 10.0 + i, "epochs_completed": 2, "test_acc": 1.0,
+        rid = finish_next(s, {"seconds": 10.0 + i, "epochs_completed": 2, "test_acc": 1.0,
                           "history": [{"epoch": 1}] * 3})
         s._conn.execute("UPDATE runs SET started_at=?, finished_at=? WHERE id=?", (100.0, 130.0 + i, rid))
     cfg = s.get(ids[0])["config"]

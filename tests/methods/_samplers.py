@@ -50,3 +50,24 @@ def loss_trajectory(T: int, B: int, K: int, seed: int = 0, start: tuple[float, f
         out.append(L.copy())
         L = L * rng.uniform(*factor, size=(B, K))
     return np.array(out)
+
+
+def loss_weighting_steps(m, losses: np.ndarray, state):
+    """A loss-weighting method ``m`` run along ``losses`` ``[T, B, K]`` (identity Gram matrices) from
+    ``state``, each call getting the last one's state: yields ``(t, output)`` per step."""
+    T, B, K = losses.shape
+    eye = np.broadcast_to(np.eye(K), (B, K, K))
+    for t in range(T):
+        out = m(eye, losses=losses[t], state=state)
+        state = out.state
+        yield t, out
+
+
+def scalarization_weights(scalarize, losses) -> np.ndarray:
+    """TorchJD's weights for one batch row: the gradient of ``scalarize`` (a ``torchjd.scalarization``
+    module) w.r.t. the ``losses`` ``[K]``."""
+    import torch
+
+    x = torch.tensor(losses, requires_grad=True)
+    scalarize(x).backward()
+    return x.grad.numpy()

@@ -59,10 +59,7 @@ def test_contract_needs_jacobian_and_state_is_pure():
         m(np.eye(3), jacobian=np.ones((1, 2, 4)))
 
 
-def test_bad_hyper_parameters_refused():
-    with pytest.raises(ValueError, match="robust_step_size"):
-        methods.make("excessmtl", robust_step_size=0.0)
-    with pytest.raises(ValueError, match="n_warmup_steps"):
-        methods.make("excessmtl", n_warmup_steps=-1)
-    with pytest.raises(ValueError, match="n_warmup_steps"):
-        methods.make("excessmtl", n_warmup_steps=1.5)
+@pytest.mark.parametrize("name,value", [("robust_step_size", 0.0), ("n_warmup_steps", -1), ("n_warmup_steps", 1.5)])
+def test_bad_hyper_parameters_refused(name, value):
+    with pytest.raises(ValueError, match=name):
+        methods.make("excessmtl", **{name: value})

@@ -4,17 +4,13 @@ from __future__ import annotations
 
 import pytest
 
-from tests.pages._browser import wait_until
+from tests.pages._browser import open_page, wait_until
 
 pytestmark = [pytest.mark.slow, pytest.mark.browser]
 
 
 def test_embed_with_hidden_controls(streamlit_server, browser, artifacts_dir):
-    ctx = browser.new_context(viewport={"width": 1280, "height": 720})
-    page = ctx.new_page()
-    page.set_default_timeout(120_000)
-    errors: list[str] = []
-    page.on("pageerror", lambda e: errors.append(str(e)))
+    ctx, page, errors = open_page(browser)
     try:
         page.goto(streamlit_server["url"] + "/Scale_invariance?embed=true&hide=sidebar,title,intro,settings&m=1",
                   wait_until="domcontentloaded")

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.pages._browser import wait_until
+from tests.pages._browser import open_page, wait_until
 
 pytestmark = [pytest.mark.slow, pytest.mark.browser]
 
@@ -35,11 +35,7 @@ def _settled(page, sel: str, n: int = 1, what: str = "the figures"):
 
 
 def test_toy_figure_and_controls_whole_on_the_first_screen_at_1280x720(browser, streamlit_server, artifacts_dir):
-    ctx = browser.new_context(viewport={"width": 1280, "height": 720})
-    page = ctx.new_page()
-    page.set_default_timeout(120_000)
-    errors: list[str] = []
-    page.on("pageerror", lambda e: errors.append(str(e)))
+    ctx, page, errors = open_page(browser)
     try:
         page.goto(f"{streamlit_server['url']}/Toy_landscapes?present=1")
         g = _settled(page, ".st-key-toy_map .pcd-chart", what="the toy map in presenter mode")
@@ -74,9 +70,7 @@ def test_toy_figure_and_controls_whole_on_the_first_screen_at_1280x720(browser, 
 
 @pytest.mark.parametrize("w,h,query,per_row", [(1280, 720, "&present=1", 3), (1440, 900, "", 2)])
 def test_basin_maps_share_one_size_and_one_grid(browser, streamlit_server, artifacts_dir, w, h, query, per_row):
-    ctx = browser.new_context(viewport={"width": w, "height": h})
-    page = ctx.new_page()
-    page.set_default_timeout(120_000)
+    ctx, page, _ = open_page(browser, w, h)
     try:
         page.goto(f"{streamlit_server['url']}/Basin_maps?grid=25&steps=500&methods=ws,pcd,mgda,pcgrad{query}")
         g = _settled(page, "[class*='st-key-basin_map_'] .js-plotly-plot", n=4, what="four basin maps")

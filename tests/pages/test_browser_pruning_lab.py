@@ -9,7 +9,7 @@ import pytest
 
 from pcd.jobs import RunStore, supervisor_pid
 from pcd.train.queue import train_available
-from tests.pages._browser import wait_until
+from tests.pages._browser import tall_screenshot, wait_until
 
 pytestmark = [pytest.mark.slow, pytest.mark.browser,
               pytest.mark.skipif(not train_available(), reason="pcd.train.run (issue 6) is not installed")]
@@ -70,13 +70,7 @@ def test_queue_watch_and_explore_a_digits_run(streamlit_server, page, artifacts_
         page.get_by_role("tab", name="Results explorer").click()
         page.get_by_text("Summary: mean ± std over seeds").wait_for(timeout=30_000)
         page.locator(".js-plotly-plot").filter(has_text="test accuracy").first.wait_for(timeout=30_000)
-        page.wait_for_timeout(1000)
-        size = page.viewport_size
-        page.set_viewport_size({"width": size["width"], "height": 2600})  # the app scrolls inside: a tall window shows the charts
-        page.wait_for_timeout(1200)
-        page.screenshot(path=str(artifacts_dir / "pruning_lab_results.png"))
-        page.set_viewport_size(size)
-        assert page.locator('[data-testid="stException"]').count() == 0
+        tall_screenshot(page, artifacts_dir / "pruning_lab_results.png")
     finally:
         pid = supervisor_pid(data_dir)
         if pid and pid > 0:

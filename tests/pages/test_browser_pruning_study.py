@@ -12,7 +12,7 @@ import pytest
 from pcd.jobs import RunStore, supervisor_pid
 from pcd.train import presets
 from pcd.train.queue import train_available
-from tests.pages._browser import wait_until
+from tests.pages._browser import tall_screenshot, wait_until
 
 pytestmark = [pytest.mark.slow, pytest.mark.browser,
               pytest.mark.skipif(not train_available(), reason="pcd.train.run is not installed")]
@@ -73,13 +73,7 @@ def test_queue_study_select_rows_cancel_the_right_one(streamlit_server, page, ar
         page.get_by_text("Summary: mean ± std over seeds").wait_for(timeout=30_000)
         # the visible plot: the first one in the page may be the live curves on the (hidden) queue tab
         page.locator(".js-plotly-plot >> visible=true").first.wait_for(timeout=60_000)
-        page.wait_for_timeout(1000)
-        size = page.viewport_size
-        page.set_viewport_size({"width": size["width"], "height": 2600})  # the app scrolls inside: a tall window shows the charts
-        page.wait_for_timeout(1200)
-        page.screenshot(path=str(artifacts_dir / "pruning_study_results.png"))
-        page.set_viewport_size(size)
-        assert page.locator('[data-testid="stException"]').count() == 0
+        tall_screenshot(page, artifacts_dir / "pruning_study_results.png")
 
         # select every row with the header box and cancel what is still queued or running
         page.get_by_role("tab", name="Queue & runs").click()

@@ -8,9 +8,9 @@ import random
 
 import pytest
 
-from pcd.jobs.store import RunStore
 from pcd.train import studies as R
 from pcd.train.studies import done_studies, study_points, summary_rows
+from tests.jobs._stores import finish_next, seeded_store
 
 
 def _run(i, method, acc, gs, pa=500, status="done", secondary="group_lasso", rank=3.0, seconds=10.0, epochs=2,
@@ -251,21 +251,8 @@ def test_front_hypervolume_per_method_in_percent_axes():
     assert R.front_hypervolumes(rows, x="flops_factor") == {}
 
 
-def _store(tmp_path, n=12):
-    s = RunStore(tmp_path / "d")
-    ids = s.submit_many([{"method": "pcd" if i % 2 else "ws", "seed": i % 3, "tau": 0.02 if i % 4 else 0.05}
-                         for i in range(n)])
-    return s, ids
-
-
-def _finish(s, result):
-    run = s.claim("w", "cpu:0")
-    assert s.finish(run["id"], run["token"], "done", result=result)
-    return run["id"]
-
-
 def test_summary_from_sql_fields_equals_the_full_read(tmp_path):
-    s, ids = _store(tmp_path, n=12)
+    s, ids = seeded_store(tmp_path, n=12)
     for i in range(10):
         res = {"test_acc": 90.0 + i, "group_sparsity": 10.0 * i, "seconds": 3.0 + i, "diverged": i == 4,
                "history": [{"epoch": 1, "test_acc": 1.0}], "grouping": "filter",
@@ -276,7 +263,7 @@ def test_summary_from_sql_fields_equals_the_full_read(tmp_path):
             res["config"] = {"method": "pcd", "seed": 9, "tau": 0.1, "epochs": 3}
         if i == 8:
             del res["export"]
-        _finish(s, res)
+        finish_next(s, res)
     full = R.aggregate(R.run_points(s.list("done")))
     fast = summary_rows(s)
     assert len(full) == len(fast) >= 3
@@ -297,7 +284,7 @@ def test_summary_from_sql_fields_equals_the_full_read(tmp_path):
         assert rows == [r for r in fast if r["study"] == name] and len(pts) == info["runs"]
         few, rows_few = study_points(s, info, limit=1)  # bounded: the newest run only
         assert len(few) == 1 and few[0]["id"] == info["newest"] and rows_few == R.aggregate(few)
-    _finish(s, {"test_acc": 1.0})
+    finish_next(s, {"test_acc": 1.0})
     assert done_studies(s, answer) is not answer
 
 

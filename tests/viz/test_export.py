@@ -3,8 +3,6 @@ the run (each head where the engine put it, in its method's colour), carries the
 caption strip, stays small; the CLI writes it."""
 from __future__ import annotations
 
-import io
-
 import numpy as np
 import pytest
 from PIL import Image
@@ -17,6 +15,7 @@ from pcd.viz import toy as toy_map
 from pcd.viz.export import SLIDE_SIZES, caption_text, toy_gif, toy_map_box
 from pcd.viz.landscape import frame_index
 from pcd.viz.theme import method_color
+from tests.viz._gif import gif_frames
 
 
 @pytest.fixture(scope="module")
@@ -27,22 +26,13 @@ def saddle():
     return prob, res, toy_map.toy_background(prob, toy_map.fit_bounds(res, prob.bounds))
 
 
-def _frames(data: bytes) -> list[np.ndarray]:
-    im = Image.open(io.BytesIO(data))
-    out = []
-    for i in range(im.n_frames):
-        im.seek(i)
-        out.append(np.asarray(im.convert("RGB")).astype(int))
-    return out
-
-
 def test_gif_frames_size_heads_and_caption(saddle):
     prob, res, bg = saddle
     settings = {"problem": "saddle2d", "methods": res.methods, "tau": 0.02, "optimizer": "adam", "lr": 0.02,
                 "steps": 1000}
     data = toy_gif(res, bg, size=SLIDE_SIZES["1280x720"], settings=settings, max_frames=40)
     assert data[:6] == b"GIF89a" and len(data) <= 10_000_000
-    frames = _frames(data)
+    frames = gif_frames(data)
     idx = frame_index(len(res.record), 40)
     assert len(frames) == len(idx) == 40 and frames[0].shape == (720, 1280, 3)
     assert np.abs(frames[0] - frames[-1]).sum() > 0
@@ -67,7 +57,7 @@ def test_gif_frames_size_heads_and_caption(saddle):
 
 def test_gif_slide_size_1920(saddle):
     _, res, bg = saddle
-    frames = _frames(toy_gif(res, bg, size=SLIDE_SIZES["1920x1080"], max_frames=5))
+    frames = gif_frames(toy_gif(res, bg, size=SLIDE_SIZES["1920x1080"], max_frames=5))
     assert len(frames) == 5 and frames[0].shape == (1080, 1920, 3)
     with pytest.raises(ValueError, match="size"):
         toy_gif(res, bg, size=(100, 100))

@@ -32,6 +32,7 @@ from pcd.viz.export import (
     toy_map_box,
 )
 from pcd.viz.theme import method_color
+from tests.viz._gif import gif_frames
 
 SETTINGS = {"problem": "saddle2d", "methods": ["pcd", "ws", "mgda"], "tau": 0.02, "optimizer": "adam", "lr": 0.02,
             "steps": 600}
@@ -49,15 +50,6 @@ def saddle():
 @pytest.fixture(scope="module")
 def taurun():
     return tau_budget_run("quadratic", TAUS, [50, 200], 0.02, frames=40)
-
-
-def _gif(data: bytes) -> list[np.ndarray]:
-    im = Image.open(io.BytesIO(data))
-    out = []
-    for i in range(im.n_frames):
-        im.seek(i)
-        out.append(np.asarray(im.convert("RGB")).astype(int))
-    return out
 
 
 def _mp4(data: bytes) -> tuple[list[np.ndarray], dict]:
@@ -93,7 +85,7 @@ def test_toy_gif_and_mp4_show_the_same_picture(saddle):
     """The two encoders get the same frames: a decoded MP4 frame is the GIF's within video-codec noise."""
     _, res, bg, space = saddle
     pytest.importorskip("av")
-    g = _gif(toy_animation(res, bg, "gif", settings=SETTINGS, max_frames=20, space=space))
+    g = gif_frames(toy_animation(res, bg, "gif", settings=SETTINGS, max_frames=20, space=space))
     m, _ = _mp4(toy_animation(res, bg, "mp4", settings=SETTINGS, max_frames=20, space=space))
     assert len(g) == len(m) == 20
     for f in (0, 10, 19):
@@ -124,7 +116,7 @@ def _centre(img: np.ndarray, method: str, box) -> np.ndarray:
 
 
 def test_tau_curves_frames_and_every_tau_drawn(taurun):
-    frames = _gif(tau_animation(taurun, TAUS, [50, 200], "gif", front=None, max_frames=40,
+    frames = gif_frames(tau_animation(taurun, TAUS, [50, 200], "gif", front=None, max_frames=40,
                                 settings={"problem": "quadratic", "τ": TAUS}))
     assert len(frames) == 40 and frames[0].shape == (720, 1280, 3)
     plot = frames[-1][:600, :1100]
