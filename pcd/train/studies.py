@@ -55,13 +55,18 @@ POINT_RESULT_PATHS = ("test_acc", "group_sparsity", "param_sparsity", "effective
                       "grouping", "export.params_before", "export.params_after", "export.test_acc",
                       "export.flops_before", "export.flops_after", "export.latency_ms_before",
                       "export.latency_ms_after", "export.file_bytes_before", "export.file_bytes_after",
-                      "export.latency_protocol", "provenance.device")
+                      "export.latency_speedup")
 
 
 def _latency_factor(ex: dict, res: dict) -> float | None:
     """Batch-1 speed-up of the export: the latency protocol's median of per-round ratios (what the
-    run's inside view and speed-up sentence show; robust to load that hits one side of a round),
-    else -- runs from before the protocol -- the ratio of the two medians."""
+    run's inside view and speed-up sentence show; robust to load that hits one side of a round) --
+    ``export.latency_speedup``, or read from the protocol in a whole result of a run from before that
+    key -- else (runs from before the protocol, or light runs of before that key) the ratio of the
+    two medians."""
+    sp = _num(ex.get("latency_speedup"))
+    if sp is not None:
+        return sp
     proto = ex.get("latency_protocol")
     if isinstance(proto, dict) and proto:
         dev = str((res.get("provenance") or {}).get("device") or "")

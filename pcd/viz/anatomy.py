@@ -157,6 +157,9 @@ def parallel_figure(points: Sequence[Mapping[str, Any]], height: int = 460) -> g
                                            cmin=0, cmax=max(1, len(methods) - 1)),
                                  dimensions=dims, labelangle=0, labelside="top"))
     layout = base_layout(height=height)
-    layout["margin"] = dict(l=110, r=40, t=70, b=30)
+    # the method axis' tick labels sit left of the first axis: room for the longest ("unpruned (primary
+    # only)" was cut to "uned (primary only)" with a fixed 110 px)
+    longest = max(len(method_label(m)) for m in methods)
+    layout["margin"] = dict(l=max(110, int(6.5 * longest) + 30), r=40, t=70, b=30)
     fig.update_layout(**layout)
     return fig

@@ -49,13 +49,15 @@ def test_latency_factor_is_the_protocols_median_ratio_also_from_the_store(tmp_pa
     assert R.run_point(run)["latency_factor"] == 2.0
     run["result"]["export"]["latency_protocol"] = {"cpu": proto}
     assert R.run_point(run)["latency_factor"] == 1.25
-    run["result"]["provenance"] = {"device": "cpu"}
-    store = RunStore(tmp_path)
+    run["result"]["export"]["latency_speedup"] = 1.5  # what pcd.train.run records now: read first
+    assert R.run_point(run)["latency_factor"] == 1.5
+    store = RunStore(tmp_path)  # the study summaries' light runs (SQL) carry that one scalar
     rid = store.submit(run["config"])
     claimed = store.claim("test", "cpu:0")
     store.finish(rid, claimed["token"], "done", result=run["result"])
     light = next(store.iter_done(R.POINT_RESULT_PATHS))
-    assert R.run_point(light)["latency_factor"] == 1.25
+    assert "latency_protocol" not in light["result"]["export"]
+    assert R.run_point(light)["latency_factor"] == 1.5
 
 
 def _dominated(p, q):
