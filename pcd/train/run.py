@@ -427,6 +427,9 @@ def _finish(cfg: dict, model, data, rows: list[dict], elapsed: float, diverged: 
         "latency_ms": lat,
         "latency_unit": "median ms over repeated eval forwards; [before, after] per device and batch",
         "latency_protocol": protocol,
+        # batch-1 speed-up on the run's device, the protocol's median of per-round ratios: one scalar for
+        # the study summaries (pcd.train.studies.run_point reads it in SQL without the protocol's tables)
+        "latency_speedup": protocol[str(device)]["batch_1"]["speedup"]["after"]["median"],
         "speedup_reason": an.speedup_reason(layers, protocol[str(device)]["batch_1"]),
         "layers": layers,
         "channel_norms": [round(r["norm"], 9) for r in an.channel_norms(model, in_shape)],

@@ -54,7 +54,28 @@ def _ratio(a: Any, b: Any) -> float | None:
 POINT_RESULT_PATHS = ("test_acc", "group_sparsity", "param_sparsity", "effective_rank", "seconds", "diverged",
                       "grouping", "export.params_before", "export.params_after", "export.test_acc",
                       "export.flops_before", "export.flops_after", "export.latency_ms_before",
-                      "export.latency_ms_after", "export.file_bytes_before", "export.file_bytes_after")
+                      "export.latency_ms_after", "export.file_bytes_before", "export.file_bytes_after",
+                      "export.latency_speedup")
+
+
+def _latency_factor(ex: dict, res: dict) -> float | None:
+    """Batch-1 speed-up of the export: the latency protocol's median of per-round ratios (what the
+    run's inside view and speed-up sentence show; robust to load that hits one side of a round) --
+    ``export.latency_speedup``, or read from the protocol in a whole result of a run from before that
+    key -- else (runs from before the protocol, or light runs of before that key) the ratio of the
+    two medians."""
+    sp = _num(ex.get("latency_speedup"))
+    if sp is not None:
+        return sp
+    proto = ex.get("latency_protocol")
+    if isinstance(proto, dict) and proto:
+        dev = str((res.get("provenance") or {}).get("device") or "")
+        per = proto.get(dev) if dev in proto else next(iter(proto.values())) if len(proto) == 1 else None
+        try:
+            return _num(per["batch_1"]["speedup"]["after"]["median"])  # type: ignore[index]
+        except (KeyError, TypeError):
+            pass
+    return _ratio(ex.get("latency_ms_before"), ex.get("latency_ms_after"))
 
 
 def run_point(run: dict, labels: tuple[str, str] | None = None) -> dict | None:
@@ -89,7 +110,7 @@ def run_point(run: dict, labels: tuple[str, str] | None = None) -> dict | None:
         "effective_rank": _num(res.get("effective_rank")),
         "param_reduction": 100.0 * (1.0 - pa / pb) if pa is not None and pb else None,
         "flops_factor": _ratio(ex.get("flops_before"), ex.get("flops_after")),
-        "latency_factor": _ratio(ex.get("latency_ms_before"), ex.get("latency_ms_after")),
+        "latency_factor": _latency_factor(ex, res),
         "size_factor": _ratio(ex.get("file_bytes_before"), ex.get("file_bytes_after")),
         "params_before": pb,
         "params_after": pa,

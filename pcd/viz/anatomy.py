@@ -45,7 +45,9 @@ def layers_figure(layers: Sequence[Mapping[str, Any]], height: int | None = None
     h = height or max(260, 70 + 22 * len(rows))
     fig.update_layout(**base_layout(height=h), barmode="stack")
     fig.update_yaxes(autorange="reversed", title_text=None)
-    fig.update_xaxes(title_text="output channels (features for linear layers)")
+    # room right of the longest bar for its "after / before" label (cliponaxis alone lets the plot's edge cut it)
+    fig.update_xaxes(title_text="output channels (features for linear layers)",
+                     range=[0, 1.22 * max(a + g for a, g in zip(kept, gone))])
     return style_axes(fig)
 
 
@@ -146,12 +148,18 @@ def parallel_figure(points: Sequence[Mapping[str, Any]], height: int = 460) -> g
         vals = [p.get(key) for p in pts]
         if not any(v is not None and math.isfinite(float(v)) for v in vals):
             continue
-        dims.append(dict(label=label, values=[float(v) if v is not None and math.isfinite(float(v))
-                                              else float("nan") for v in vals]))
+        dim = dict(label=label, values=[float(v) if v is not None and math.isfinite(float(v))
+                                        else float("nan") for v in vals])
+        if key == "param_reduction":  # a share: 0-100 % (one run, or all alike, would draw a -1..1 axis)
+            dim["range"] = [0.0, 100.0]
+        dims.append(dim)
     fig = go.Figure(go.Parcoords(line=dict(color=[idx[str(p["method"])] for p in pts], colorscale=colorscale,
                                            cmin=0, cmax=max(1, len(methods) - 1)),
                                  dimensions=dims, labelangle=0, labelside="top"))
     layout = base_layout(height=height)
-    layout["margin"] = dict(l=110, r=40, t=70, b=30)
+    # the method axis' tick labels sit left of the first axis: room for the longest ("unpruned (primary
+    # only)" was cut to "uned (primary only)" with a fixed 110 px)
+    longest = max(len(method_label(m)) for m in methods)
+    layout["margin"] = dict(l=max(110, int(6.5 * longest) + 30), r=40, t=70, b=30)
     fig.update_layout(**layout)
     return fig

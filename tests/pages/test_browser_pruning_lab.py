@@ -9,7 +9,7 @@ import pytest
 
 from pcd.jobs import RunStore, supervisor_pid
 from pcd.train.queue import train_available
-from tests.pages._browser import tall_screenshot, wait_until
+from tests.pages._browser import plot_data, show_parallel_coordinates, tall_screenshot, wait_until
 
 pytestmark = [pytest.mark.slow, pytest.mark.browser,
               pytest.mark.skipif(not train_available(), reason="pcd.train.run (issue 6) is not installed")]
@@ -22,6 +22,65 @@ def _metric(page, label):
     if loc.count() == 0:
         return ""
     return loc.first.locator('[data-testid="stMetricValue"]').inner_text().strip()
+
+
+def _expander(page, title):
+    """The (visible) st.expander whose summary starts with ``title``."""
+    return page.locator('[data-testid="stExpander"] >> visible=true').filter(
+        has=page.locator("summary", has_text=title)).first
+
+
+def _open(page, title):
+    exp = _expander(page, title)
+    exp.wait_for(timeout=30_000)
+    summary = exp.locator("summary").first
+    summary.scroll_into_view_if_needed()
+    if exp.locator("details").first.get_attribute("open") is None:
+        summary.click()
+    return exp
+
+
+def _inside_curve_and_parallel(page, artifacts_dir):
+    """Issue 29 in the browser: a finished run's inside view (per-layer table and figures), its
+    trade-off curve computed on the page, and the study's parallel coordinates; a screenshot of each."""
+    # the study's parallel coordinates, behind a toggle (Plotly's full bundle): this study's one run
+    dims = show_parallel_coordinates(page, artifacts_dir / "pruning_lab_parallel.png")
+    assert dims["method"]["ticktext"] == ["PCD"] and len(dims["accuracy %"]["values"]) == 1, dims
+
+    # inside the network: channels per layer before -> after, norms, latency protocol, provenance
+    inside = _open(page, "Inside the network")
+    table = inside.locator("table").filter(has_text="kept %").first
+    table.wait_for(timeout=30_000)
+    heads = [h.strip() for h in table.locator("thead th").all_inner_texts()]
+    body = [[c.strip() for c in r.locator("td, th").all_inner_texts()] for r in table.locator("tbody tr").all()]
+    assert len(body) >= 3, body  # digits CNN: convs and linear layers
+    col = {h: i for i, h in enumerate(heads)}
+    assert {"layer", "out", "params", "kept %"} <= set(col), heads
+    for row in body:
+        before, after = (int(v.replace(",", "")) for v in row[col["out"]].split("→"))
+        assert 0 < after <= before, row
+        assert 0 <= float(row[col["kept %"]]) <= 100, row
+    assert inside.locator(".js-plotly-plot").count() >= 2  # channels per layer, channel norms
+    assert "speed-up" in inside.inner_text() and "Ran with pcd" in inside.inner_text()
+    page.wait_for_timeout(1500)  # the figures draw when they scroll into view
+    inside.screenshot(path=str(artifacts_dir / "pruning_lab_inside.png"))
+
+    # the trade-off curve, computed on the page (button + progress bar), then its figure
+    curve = _open(page, "Trade-off curve from this run")
+    pts = curve.get_by_role("spinbutton", name="points")
+    pts.fill("5")
+    pts.press("Enter")
+    page.wait_for_timeout(1200)
+    curve.get_by_role("button", name="Compute the curve").click()
+    fig = curve.locator(".js-plotly-plot").filter(has_text="MFLOPs (batch 1)").first
+    fig.wait_for(timeout=300_000)
+    wait_until(lambda: plot_data(fig), 30, "the curve's traces")
+    traces = plot_data(fig)
+    assert len(traces) >= 4 and all(t["n"] >= 2 and t["ny"] == t["n"] == traces[0]["n"] for t in traces[:4]), traces
+    assert fig.locator(".scatterlayer .point").count() >= 2 * 4  # points drawn on each panel
+    page.mouse.move(0, 0)  # the button's tooltip would cover the expander's title
+    page.wait_for_timeout(1000)
+    curve.screenshot(path=str(artifacts_dir / "pruning_lab_curve.png"))
 
 
 def test_queue_watch_and_explore_a_digits_run(streamlit_server, page, artifacts_dir):
@@ -70,7 +129,10 @@ def test_queue_watch_and_explore_a_digits_run(streamlit_server, page, artifacts_
         page.get_by_role("tab", name="Results explorer").click()
         page.get_by_text("Summary: mean ± std over seeds").wait_for(timeout=30_000)
         page.locator(".js-plotly-plot").filter(has_text="test accuracy").first.wait_for(timeout=30_000)
-        tall_screenshot(page, artifacts_dir / "pruning_lab_results.png")
+        size = tall_screenshot(page, artifacts_dir / "pruning_lab_results.png", restore=False)
+        _inside_curve_and_parallel(page, artifacts_dir)  # in the tall window: the panels sit below the first screen
+        page.set_viewport_size(size)
+        assert page.locator('[data-testid="stException"]').count() == 0
     finally:
         pid = supervisor_pid(data_dir)
         if pid and pid > 0:

@@ -12,7 +12,8 @@ import pytest
 from pcd.jobs import RunStore, supervisor_pid
 from pcd.train import presets
 from pcd.train.queue import train_available
-from tests.pages._browser import tall_screenshot, wait_until
+from pcd.viz.theme import method_label
+from tests.pages._browser import show_parallel_coordinates, tall_screenshot, wait_until
 
 pytestmark = [pytest.mark.slow, pytest.mark.browser,
               pytest.mark.skipif(not train_available(), reason="pcd.train.run is not installed")]
@@ -100,6 +101,17 @@ def test_queue_study_select_rows_cancel_the_right_one(streamlit_server, page, ar
                                  f"{ {i: store.get(i)['status'] for i in new} }") from None
         assert not store.get(intruder)["cancel_requested"]  # not selected, not cancelled
         store.cancel(intruder)
+
+        # issue 29: the finished study at a glance -- parallel coordinates, one line per finished run
+        done = [store.get(i) for i in new if store.get(i)["status"] == "done"]
+        page.get_by_role("tab", name="Results explorer").click()
+        page.get_by_text("Summary: mean ± std over seeds").wait_for(timeout=30_000)
+        dims = show_parallel_coordinates(page, artifacts_dir / "pruning_study_parallel.png")
+        assert len(dims["method"]["values"]) == len(done), (dims, [r["id"] for r in done])
+        assert set(dims["method"]["ticktext"]) == {method_label(r["config"]["method"]) for r in done}, dims
+        accs = sorted(round(v, 6) for v in dims["accuracy %"]["values"])
+        assert accs == sorted(round(r["result"]["test_acc"], 6) for r in done), (accs, done)
+        assert page.locator('[data-testid="stException"]').count() == 0
     finally:
         pid = supervisor_pid(data_dir)
         if pid and pid > 0:

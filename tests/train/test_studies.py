@@ -8,6 +8,7 @@ import random
 
 import pytest
 
+from pcd.jobs import RunStore
 from pcd.train import studies as R
 from pcd.train.studies import done_studies, study_points, summary_rows
 from tests.jobs._stores import finish_next, seeded_store
@@ -32,6 +33,32 @@ def test_run_point_derived_measures():
     assert p["export_acc"] == 89.0
     assert R.run_point(_run(2, "pcd", 1, 1, status="failed")) is None
     assert R.run_points([_run(1, "pcd", 1, 1), _run(2, "ws", 1, 1, status="queued")])[0]["id"] == 1
+
+
+def test_latency_factor_is_the_protocols_median_ratio_also_from_the_store(tmp_path):
+    """Issue 29: the study's latency axis is the protocol's median of per-round ratios (what the run's
+    inside view shows), not the ratio of two medians that load on one side skews (0.04x seen for an
+    unchanged network whose protocol said 0.46x); runs without a protocol keep the ratio."""
+    run = _run(1, "pcd", 90.0, 60.0)
+    sp = {"median": 1.25, "p25": 1.2, "p75": 1.3}
+    proto = {"batch_1": {"speedup": {"after": sp}}, "batch_128": {"speedup": {"after": {"median": 3.0}}}}
+    run["result"]["export"]["latency_protocol"] = {"cuda:0": {"batch_1": {"speedup": {"after": {"median": 9.0}}}},
+                                                   "cpu": proto}
+    run["result"]["provenance"] = {"device": "cpu"}
+    assert R.run_point(run)["latency_factor"] == 1.25
+    del run["result"]["provenance"]  # two devices and no record of which one ran: the medians' ratio
+    assert R.run_point(run)["latency_factor"] == 2.0
+    run["result"]["export"]["latency_protocol"] = {"cpu": proto}
+    assert R.run_point(run)["latency_factor"] == 1.25
+    run["result"]["export"]["latency_speedup"] = 1.5  # what pcd.train.run records now: read first
+    assert R.run_point(run)["latency_factor"] == 1.5
+    store = RunStore(tmp_path)  # the study summaries' light runs (SQL) carry that one scalar
+    rid = store.submit(run["config"])
+    claimed = store.claim("test", "cpu:0")
+    store.finish(rid, claimed["token"], "done", result=run["result"])
+    light = next(store.iter_done(R.POINT_RESULT_PATHS))
+    assert "latency_protocol" not in light["result"]["export"]
+    assert R.run_point(light)["latency_factor"] == 1.5
 
 
 def _dominated(p, q):

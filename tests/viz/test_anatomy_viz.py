@@ -48,3 +48,7 @@ def test_parallel_figure_has_a_method_axis_and_skips_empty_axes():
     labels = [d.label for d in fig.data[0].dimensions]
     assert labels == ["method", "accuracy %", "params removed %", "FLOPs ÷", "size ÷"]
     assert list(fig.data[0].dimensions[2].values) == [80.0, 99.0]
+    assert tuple(fig.data[0].dimensions[2].range) == (0.0, 100.0)  # a share: one run draws no -1..1 axis
+    short = fig.layout.margin.l
+    long = VA.parallel_figure([{**pts[0], "method": "unpruned"}]).layout.margin.l
+    assert long > short >= 110  # room left of the method axis for "unpruned (primary only)"
