@@ -2,8 +2,8 @@
 
 A method may have a small-batch path for ``K = 2`` and a few problems -- the toy engine's
 workload (a handful of start points), where tiny-array NumPy overhead dominates: its formula
-compiled row by row (:func:`pcd._kernels.k2_batch`; PCD, MGDA, PCGrad, CAGrad), or a Python-float
-twin of the vectorized code (FAMO, Nash-MTL, IMTL-G, Aligned-MTL, ...). Either performs the same
+compiled row by row (:func:`pcd._kernels.k2_batch`; PCD, MGDA, PCGrad, CAGrad, FAMO, Nash-MTL), or a Python-float
+twin of the vectorized code (IMTL-G, Aligned-MTL, GradDrop). Either performs the same
 IEEE operations in the same order as the vectorized code, so it is bit-identical (or within 1e-12
 where a documented fallback intervenes); the tests check that against the vectorized path, which
 they reach with :func:`vectorized` -- no test knows the threshold.
