@@ -1,9 +1,10 @@
 """K = 2 scalar fast paths (small batches, used by the toy engine) vs the vectorized code they shortcut.
 
 CAGrad, DBGD, MGDA and PCGrad: the compiled small-batch path runs the same formula (same IEEE operations), so
-it must agree to the last bit. Aligned-MTL and IMTL-G's general path call the same LAPACK routine
-(eigh / pinv) as the vectorized code and redo the rest in Python floats: also bit-identical, on
-ill-conditioned, rank-deficient and zero Gram matrices too. IMTL-G's closed form (explicit 2x2
+it must agree to the last bit. Aligned-MTL: one formula after the same ``eigh`` (``balance_k2``),
+compiled per row or on arrays, bit-identical to the general einsum code too. IMTL-G's general path
+calls the same LAPACK routine (pinv's SVD) as the vectorized code and redoes the rest in Python
+floats: also bit-identical, on ill-conditioned, rank-deficient and zero Gram matrices too. IMTL-G's closed form (explicit 2x2
 inverse, used only when lambda_min > ~1e-3 lambda_max and |sum v| is not at its 1e-12 threshold)
 agrees with the pseudo-inverse to 1e-12 relative.
 """
@@ -214,17 +215,22 @@ def test_imtlg_method_fast_vs_vectorized():
 
 
 @pytest.mark.parametrize("mode", ["min", "median", "rmse"])
-def test_alignedmtl_scalar_bitwise(mode):
+def test_alignedmtl_k2_bitwise(mode):
+    """``balance_k2`` on the batch's arrays == the general (any K) einsum code, and compiled row by
+    row (small batches, numba) == on the arrays, to the last bit."""
     rng = np.random.default_rng(3)
     n = len(GRAMS)
     W = np.concatenate([np.full((n // 2, 2), 0.5), rng.standard_normal((n - n // 2, 2))])
     with np.errstate(all="ignore"):
         vec = alignedmtl._balance(GRAMS, W, mode)
+        with vectorized():
+            k2 = alignedmtl.balance_weights(GRAMS, W, mode)
+    np.testing.assert_array_equal(k2, vec, err_msg=mode)
     assert (~_well_conditioned(GRAMS)).sum() > 1000  # ill-conditioned and singular ones included
     for size in (1, 3, SMALL_BATCH):
         for i in range(0, n, size):
             with np.errstate(all="ignore"):
-                fast = alignedmtl._balance_k2_scalar(GRAMS[i:i + size], W[i:i + size], mode)
+                fast = alignedmtl.balance_weights(GRAMS[i:i + size], W[i:i + size], mode)
             np.testing.assert_array_equal(fast, vec[i:i + size], err_msg=f"{mode} {i}")
     # unit vectors give the balancing matrix itself
     for e in np.eye(2):
