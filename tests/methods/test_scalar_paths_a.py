@@ -6,8 +6,9 @@ AuxiNash, GradDrop, FAMO.
   (log/exp stay NumPy calls), so it must agree with the vectorized path to the last bit; we check
   1e-13 relative (bit equality holds on the dev machine). The vectorized path is reached with
   :func:`pcd._fast.vectorized` (the same batch, forced off the fast path).
-* GradDrop: the random draw is the same single ``rng.random((B, n))`` call, so the direction must be
-  bit-identical and the generator left in the same state; the least-squares weights replace
+* GradDrop: the random draw is the same single ``rng.random((B, n))`` call and the direction the
+  same formula (``graddrop_k2``), so it must be bit-identical and the generator left in the same
+  state; the least-squares weights replace
   ``pinv`` by 2x2 closed forms where those agree to ~1e-13 of ``||w||`` (checked at 2e-12), other
   rows fall back to ``pinv``.
 """
@@ -173,6 +174,21 @@ def test_graddrop_fast_path_is_taken(monkeypatch):
     J = jacobian("random", 3, 2, n=9, seed=3)  # n > 8: vectorized
     m.weights(gram(J), jacobian=J, rng=np.random.default_rng(0))
     assert calls == [1, 3]
+
+
+@pytest.mark.parametrize("n", [1, 3, 4, 5, 8])
+def test_graddrop_compiled_rows_equal_arrays(monkeypatch, n):
+    """The K = 2 formulas compiled row by row (numba) == the same formulas on the batch's arrays."""
+    for seed in range(10):
+        for J in _jacobians(seed, n=n):
+            U = np.random.default_rng(seed).random((3, n))
+            with np.errstate(all="ignore"):
+                d, w = graddrop._graddrop_k2(J, U, 0.2, 0.0)
+                with monkeypatch.context() as mp:
+                    mp.setattr(graddrop, "AVAILABLE", False)
+                    d2, w2 = graddrop._graddrop_k2(J, U, 0.2, 0.0)
+            np.testing.assert_array_equal(d, d2)
+            np.testing.assert_array_equal(w, w2)
 
 
 def test_graddrop_errors_unchanged():
