@@ -460,11 +460,29 @@ def nash_k2(g00: Any, g01: Any, g11: Any, p: Any) -> Any:
     return where(ok, x, xr), where(ok, y, yr), where(ok, res, rr)
 
 
-_nash_k2_c = jit(nash_k2, inline=True)  # the formula, compiled into the row loop below
+@formula
+def nash_clip_k2(x: Any, y: Any, g00: Any, g01: Any, g10: Any, g11: Any, max_norm: Any) -> Any:
+    """Nash-MTL's clipping for K = 2, written once (NumPy arrays, or one row compiled): alpha
+    rescaled to ``||J^T alpha|| = sqrt(alpha^T G alpha) = max_norm`` where it is longer (the terms of
+    ``np.einsum("bi,bij,bj->b", ...)`` in its order: the same bits)."""
+    norm = np.sqrt(np.maximum(x * g00 * x + x * g01 * y + y * g10 * x + y * g11 * y, 0.0))
+    clip = norm > max_norm
+    n = where(clip, norm, 1.0)
+    return where(clip, x / n * max_norm, x), where(clip, y / n * max_norm, y)
+
+
+_nash_k2_c = jit(nash_k2, inline=True)  # the formulas, compiled into the row loop below
+_nash_clip_k2_c = jit(nash_clip_k2, inline=True)
 
 
 @jit
-def nash_k2_rows(a: Any, b: Any, c: Any, p: Any, A: Any, R: Any) -> Any:
-    """:func:`nash_k2` for every row: ``A [2, B]`` = alpha, ``R [B]`` = residual."""
-    for i in range(a.shape[0]):
-        A[0, i], A[1, i], R[i] = _nash_k2_c(a[i], b[i], c[i], p)
+def nash_k2_rows(G: Any, p: Any, max_norm: float, A: Any, W: Any, R: Any) -> Any:
+    """:func:`nash_k2` for every row of ``G [B, 2, 2]``: ``A [B, 2]`` = alpha, ``R [B]`` = residual,
+    ``W [B, 2]`` = alpha clipped by :func:`nash_clip_k2` (``max_norm > 0``; else alpha)."""
+    for i in range(G.shape[0]):
+        g00, g01, g10, g11 = G[i, 0, 0], G[i, 0, 1], G[i, 1, 0], G[i, 1, 1]
+        x, y, R[i] = _nash_k2_c(g00, g01, g11, p)
+        A[i, 0], A[i, 1] = x, y
+        if max_norm > 0:
+            x, y = _nash_clip_k2_c(x, y, g00, g01, g10, g11, max_norm)
+        W[i, 0], W[i, 1] = x, y

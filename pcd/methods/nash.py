@@ -43,7 +43,7 @@ import numpy as np
 
 from pcd._fast import small_batch
 from pcd._kernels import AVAILABLE
-from pcd.methods._solvers import nash, nash_k2_rows
+from pcd.methods._solvers import nash, nash_clip_k2, nash_k2_rows
 from pcd.methods.base import Method, Param, Step, register
 
 
@@ -58,22 +58,27 @@ def _bargain(gram: np.ndarray, p: np.ndarray, state: NashState | None, max_norm:
     B, K = gram.shape[0], gram.shape[-1]
     if state is None or (state.alpha is not None and state.alpha.shape != (B, K)):
         state = NashState(alpha=None, step=0)
-    if state.alpha is None or state.step % every == 0:
-        if K == 2 and AVAILABLE and small_batch(B):  # a few problems: nash()'s formula, compiled, per row
-            A, res = np.empty((2, B)), np.empty(B)
-            nash_k2_rows(gram[:, 0, 0], gram[:, 0, 1], gram[:, 1, 1], p, A, res)
-            alpha = A.T.copy()
-        else:
-            alpha, res = nash(gram, np.broadcast_to(p, (B, K)), state.alpha)
+    solve = state.alpha is None or state.step % every == 0
+    if K == 2 and solve and AVAILABLE and small_batch(B):  # a few problems: the formulas compiled, per row
+        A, W, R = np.empty((B, 2)), np.empty((B, 2)), np.empty(B)
+        nash_k2_rows(gram, p, float(max_norm), A, W, R)
+        return Step(weights=W, state=NashState(alpha=A, step=state.step + 1), info={"alpha": A, "residual": R})
+    if state.alpha is None or solve:
+        alpha, res = nash(gram, np.broadcast_to(p, (B, K)), state.alpha)
     else:
         alpha, res = state.alpha, np.zeros(B)
     w = alpha.copy()
-    if max_norm > 0:
+    if max_norm > 0 and K == 2:
+        with np.errstate(over="ignore", invalid="ignore"):  # as einsum below: quiet
+            w0, w1 = nash_clip_k2(w[:, 0], w[:, 1], gram[:, 0, 0], gram[:, 0, 1], gram[:, 1, 0], gram[:, 1, 1],
+                                  max_norm)
+        w = np.stack([w0, w1], axis=-1)
+    elif max_norm > 0:
         norm = np.sqrt(np.maximum(np.einsum("bi,bij,bj->b", w, gram, w), 0.0))
         clip = norm > max_norm
         w = np.where(clip[:, None], w / np.where(clip, norm, 1.0)[:, None] * max_norm, w)
     return Step(weights=w, state=NashState(alpha=alpha, step=state.step + 1),
-                        info={"alpha": alpha, "residual": res})
+                info={"alpha": alpha, "residual": res})
 
 
 _COMMON = (

@@ -100,14 +100,25 @@ def test_nash_compiled_rows_bitwise():
     gradients, zero G) alike."""
     rng = np.random.default_rng(0)
     Gs = np.concatenate([gram(J) for seed in range(40) for J in _jacobians(seed)])
+    seen = set()
     for p in ([1.0, 1.0], [1.5, 0.5], list(rng.uniform(0.1, 3.0, 2))):
         with np.errstate(all="ignore"):
             alpha, res = _solvers.nash(Gs, np.tile(p, (len(Gs), 1)))
-        A, R = np.empty((2, len(Gs))), np.empty(len(Gs))
-        _solvers.nash_k2_rows(Gs[:, 0, 0], Gs[:, 0, 1], Gs[:, 1, 1], np.array(p), A, R)
-        np.testing.assert_array_equal(A.T, alpha)
+        A, W, R = np.empty((len(Gs), 2)), np.empty((len(Gs), 2)), np.empty(len(Gs))
+        _solvers.nash_k2_rows(Gs, np.array(p), 0.0, A, W, R)
+        np.testing.assert_array_equal(A, alpha)
+        np.testing.assert_array_equal(W, alpha)
         np.testing.assert_array_equal(R, res)
+        # the clipping, as the general code's einsum (norms on both sides of max_norm)
+        for max_norm in (1e-3, 1.0, 1e3):
+            _solvers.nash_k2_rows(Gs, np.array(p), max_norm, A, W, R)
+            norm = np.sqrt(np.maximum(np.einsum("bi,bij,bj->b", alpha, Gs, alpha), 0.0))
+            clip = norm > max_norm
+            ref = np.where(clip[:, None], alpha / np.where(clip, norm, 1.0)[:, None] * max_norm, alpha)
+            np.testing.assert_array_equal(W, ref)
+            seen.update(clip.tolist())
         assert (res > 0).any() and np.isfinite(res).all()
+    assert seen == {True, False}
 
 
 def test_nash_small_batch_runs_the_compiled_formula(monkeypatch):
