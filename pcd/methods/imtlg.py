@@ -88,22 +88,23 @@ _imtlg_k2_inverse_c = jit(imtlg_k2_inverse, inline=True)  # the formula, compile
 
 
 @jit
-def _imtlg_k2_inverse_rows(a: Any, b: Any, c: Any, p: Any, W: Any) -> Any:
-    for i in range(a.shape[0]):
-        W[0, i], W[1, i], W[2, i] = _imtlg_k2_inverse_c(a[i], b[i], c[i], p)
+def _imtlg_k2_inverse_rows(G: Any, p: Any, W: Any) -> Any:
+    """:func:`imtlg_k2_inverse` for every row of ``G [B, 2, 2]`` into ``W [B, 2]``; returns how many
+    rows are not ``ok``."""
+    bad = 0
+    for i in range(G.shape[0]):
+        W[i, 0], W[i, 1], ok = _imtlg_k2_inverse_c(G[i, 0, 0], G[i, 0, 1], G[i, 1, 1], p)
+        bad += 0 if ok == 1.0 else 1
+    return bad
 
 
 def _imtlg_k2_inverse(gram: np.ndarray) -> np.ndarray | None:
     """:func:`imtlg_k2_inverse` for a batch ``[B, 2, 2]`` (compiled row by row for a small batch,
     else on its arrays): the weights ``[B, 2]``, or None when some problem is not ``ok`` (the caller
     then uses :func:`_imtlg` for the whole batch)."""
-    a, b, c = gram[:, 0, 0], gram[:, 0, 1], gram[:, 1, 1]
     if AVAILABLE and small_batch(gram.shape[0]):
-        W = np.empty((3, gram.shape[0]))
-        _imtlg_k2_inverse_rows(a, b, c, NO_PARAMS, W)
-    else:
-        with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
-            W = np.stack(imtlg_k2_inverse(a, b, c, NO_PARAMS))
-    if not (W[2] == 1.0).all():
-        return None
-    return W[:2].T.copy()
+        W = np.empty((gram.shape[0], 2))
+        return None if _imtlg_k2_inverse_rows(gram, NO_PARAMS, W) else W
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+        w0, w1, ok = imtlg_k2_inverse(gram[:, 0, 0], gram[:, 0, 1], gram[:, 1, 1], NO_PARAMS)
+    return np.stack([w0, w1], axis=-1) if (ok == 1.0).all() else None
