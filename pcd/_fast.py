@@ -1,11 +1,12 @@
 """The one dispatch rule for the exact small-batch fast paths, and the hot paths' finiteness check.
 
 A method may have a small-batch path for ``K = 2`` and a few problems -- the toy engine's
-workload (a handful of start points), where tiny-array NumPy overhead dominates: its formula
-compiled row by row (:func:`pcd._kernels.k2_batch`; PCD, MGDA, PCGrad, CAGrad), or a Python-float
-twin of the vectorized code (FAMO, Nash-MTL, IMTL-G, Aligned-MTL, ...). Either performs the same
-IEEE operations in the same order as the vectorized code, so it is bit-identical (or within 1e-12
-where a documented fallback intervenes); the tests check that against the vectorized path, which
+workload (a handful of start points), where tiny-array NumPy overhead dominates: its formula,
+written once as a :func:`pcd._kernels.formula`, compiled row by row (:func:`pcd._kernels.k2_batch`
+or the method's own row loop; PCD, MGDA, PCGrad, CAGrad, DBGD, FAMO, Nash-MTL, Aligned-MTL, IMTL-G,
+GradDrop). It performs the same IEEE operations in the same order as the vectorized code, so it is
+bit-identical (or within 1e-12 where a documented closed form replaces a pseudo-inverse: IMTL-G's
+and GradDrop's weights); the tests check that against the vectorized path, which
 they reach with :func:`vectorized` -- no test knows the threshold.
 
     from pcd._fast import small_batch

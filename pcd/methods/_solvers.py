@@ -352,15 +352,14 @@ def nash(G: np.ndarray, p: np.ndarray, alpha0: np.ndarray | None = None, *, max_
     matrix actually used.
     """
     B, K = p.shape
+    if K == 2:  # closed form (:func:`nash_k2`): the plain and the ridged problem, elementwise
+        with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+            x, y, res = nash_k2(G[:, 0, 0], G[:, 0, 1], G[:, 1, 1], p.T)
+        return np.stack([x, y], axis=-1), res
     diag = np.diagonal(G, axis1=1, axis2=2)
     tr = diag.sum(-1, keepdims=True)
     zero = tr[:, 0] <= 0
     G0 = np.where(zero[:, None, None], np.eye(K), G) if zero.any() else G
-    if K == 2:  # closed form: solve the plain and the ridged problem in one vectorized pass
-        Gr = G0 + np.einsum("bi,ij->bij", 1e-14 * diag + 1e-16 * tr / K, np.eye(K))
-        both, rb = _nash_solve(np.concatenate([G0, Gr]), np.concatenate([p, p]), None, max_iter, tol)
-        bad = ~(rb[:B] <= 1e-9) | ~np.isfinite(both[:B]).all(-1)
-        return np.where(bad[:, None], both[B:], both[:B]), np.where(bad, rb[B:], rb[:B])
     # warm-started regular problems converge in a few Newton steps; don't spend long on singular ones
     alpha, res = _nash_solve(G0, p, alpha0, max_iter if alpha0 is None else min(max_iter, 20), tol)
     bad = ~(res <= 1e-9) | ~np.isfinite(alpha).all(-1)
@@ -376,25 +375,6 @@ def _nash_solve(Gr: np.ndarray, p: np.ndarray, alpha0: np.ndarray | None, max_it
     B, K = p.shape
     if K == 1:
         alpha = np.sqrt(p[:, 0] / Gr[:, 0, 0])[:, None]
-    elif K == 2:
-        a, b, c = Gr[:, 0, 0], Gr[:, 0, 1], Gr[:, 1, 1]
-        p1, p2 = p[:, 0], p[:, 1]
-        A2, A1, A0 = c * p1, b * (p1 - p2), -a * p2
-        with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
-            disc = np.sqrt(A1 * A1 - 4.0 * A2 * A0)
-            # numerically stable positive root of A2 r^2 + A1 r + A0 = 0 (A2 > 0 > A0)
-            r = np.where(A1 >= 0, -2.0 * A0 / (A1 + disc), (disc - A1) / (2.0 * A2))
-            x = np.sqrt(p1 / (a + b * r))
-            y = r * x
-            for _ in range(2):  # polish with Newton steps on phi (explicit 2x2 inverse)
-                g1 = a * x + b * y - p1 / x
-                g2 = b * x + c * y - p2 / y
-                h11, h22 = a + p1 / (x * x), c + p2 / (y * y)
-                det = h11 * h22 - b * b
-                nx, ny = x - (h22 * g1 - b * g2) / det, y - (h11 * g2 - b * g1) / det
-                good = (nx > 0) & (ny > 0) & np.isfinite(nx) & np.isfinite(ny)
-                x, y = np.where(good, nx, x), np.where(good, ny, y)
-        alpha = np.stack([x, y], axis=-1)
     else:
         if alpha0 is None or alpha0.shape != (B, K) or not np.all(np.isfinite(alpha0)) or np.any(alpha0 <= 0):
             # start on the right scale: a = t * 1 minimizes phi along the ray when t^2 = sum(p) / 1^T G 1
@@ -429,66 +409,80 @@ def _nash_solve(Gr: np.ndarray, p: np.ndarray, alpha0: np.ndarray | None, max_it
     return alpha, np.where(np.isfinite(res), res, np.inf)
 
 
-from math import isfinite, sqrt  # noqa: E402  (the scalar K = 2 Nash twin below; kept here, next to its user)
+@formula
+def _nash2_solve(a: Any, b: Any, c: Any, p1: Any, p2: Any) -> Any:
+    """The K = 2 solution ``(alpha_1, alpha_2)`` of ``alpha_i (G alpha)_i = p_i`` for
+    ``(a, b, c) = (G11, G12, G22)``, written once (NumPy arrays, or one row compiled): with
+    ``r = a_2 / a_1``, the positive root of ``c p_1 r^2 + b (p_1 - p_2) r - a p_2 = 0`` (the
+    numerically stable form), ``a_1 = sqrt(p_1 / (G11 + G12 r))``, then two Newton steps on
+    ``phi`` (explicit 2x2 inverse), each kept only where it stays positive and finite."""
+    A2, A1, A0 = c * p1, b * (p1 - p2), -a * p2
+    disc = np.sqrt(A1 * A1 - 4.0 * A2 * A0)
+    # numerically stable positive root of A2 r^2 + A1 r + A0 = 0 (A2 > 0 > A0)
+    r = where(A1 >= 0, -2.0 * A0 / (A1 + disc), (disc - A1) / (2.0 * A2))
+    x = np.sqrt(p1 / (a + b * r))
+    y = r * x
+    for _ in range(2):  # polish with Newton steps on phi (explicit 2x2 inverse)
+        g1 = a * x + b * y - p1 / x
+        g2 = b * x + c * y - p2 / y
+        h11, h22 = a + p1 / (x * x), c + p2 / (y * y)
+        det = h11 * h22 - b * b
+        nx, ny = x - (h22 * g1 - b * g2) / det, y - (h11 * g2 - b * g1) / det
+        good = (nx > 0) & (ny > 0) & np.isfinite(nx) & np.isfinite(ny)
+        x, y = where(good, nx, x), where(good, ny, y)
+    return x, y
 
 
-def nash2_scalar(a: float, b: float, c: float, p1: float, p2: float) -> tuple[float, float, float] | None:
-    """Python-float twin of the K = 2 branch of :func:`_nash_solve` for ONE problem
-    ``(a, b, c) = (G11, G12, G22)`` (same operations in the same order; the toy engine's few start
-    points make tiny-array NumPy the bottleneck). Returns ``(alpha_1, alpha_2, residual)``
-    (residual inf where anything is not finite, as NumPy's, which then takes the ridged re-solve),
-    or None where Python float arithmetic raises in the Newton polish instead of producing inf/NaN
-    (a zero divisor): the caller then uses the vectorized :func:`nash`."""
-    try:
-        A2, A1, A0 = c * p1, b * (p1 - p2), -a * p2
-        disc = sqrt(A1 * A1 - 4.0 * A2 * A0)
-        r = -2.0 * A0 / (A1 + disc) if A1 >= 0 else (disc - A1) / (2.0 * A2)
-        x = sqrt(p1 / (a + b * r))
-        y = r * x
-    except (ZeroDivisionError, ValueError):
-        # NumPy gets a NaN/inf r or x here, hence a non-finite alpha_2 (inf * 0, NaN) that the
-        # rejected Newton steps keep: the same as a non-finite result
-        nan = float("nan")
-        return nan, nan, float("inf")
-    try:
-        for _ in range(2):
-            g1 = a * x + b * y - p1 / x
-            g2 = b * x + c * y - p2 / y
-            h11, h22 = a + p1 / (x * x), c + p2 / (y * y)
-            det = h11 * h22 - b * b
-            nx, ny = x - (h22 * g1 - b * g2) / det, y - (h11 * g2 - b * g1) / det
-            if nx > 0 and ny > 0 and isfinite(nx) and isfinite(ny):
-                x, y = nx, ny
-        r1 = abs(x * (a * x + b * y) / p1 - 1.0)
-        r2 = abs(y * (b * x + c * y) / p2 - 1.0)
-    except (ZeroDivisionError, ValueError, OverflowError):
-        return None
-    if not (isfinite(x) and isfinite(y) and isfinite(r1) and isfinite(r2)):
-        return x, y, float("inf")  # NumPy: non-finite residual -> inf
-    return x, y, max(r1, r2)
+@formula
+def _nash2_residual(a: Any, b: Any, c: Any, p1: Any, p2: Any, x: Any, y: Any) -> Any:
+    """``max_i |alpha_i (G alpha)_i / p_i - 1|``, inf where it is not finite (:func:`_nash_solve`)."""
+    res = np.maximum(np.abs(x * (a * x + b * y) / p1 - 1.0), np.abs(y * (b * x + c * y) / p2 - 1.0))
+    return where(np.isfinite(res), res, np.inf)
 
 
-_NASH_BAD = 1e-9     # nash(): a plain K = 2 solution with residual above this is replaced by the ridged one
-_NASH_MARGIN = 1e-12  # residuals this close to it may round the other way in NumPy's einsum: fall back
-
-
-def nash2_scalar_select(g00: float, g01: float, g11: float, p1: float, p2: float) -> tuple[float, float, float] | None:
-    """Python-float twin of :func:`nash` for ONE K = 2 problem (zero G -> identity, plain solve,
-    ridged re-solve where the plain residual is not <= 1e-9 or alpha not finite). alpha is the same
-    bits as :func:`_nash_solve`'s (elementwise IEEE operations); only the residual's ``G alpha``
-    may round differently in ``np.einsum`` (~1e-16), so a plain residual within ``_NASH_MARGIN`` of
-    the 1e-9 test returns None (and so does any raised Python float error): use :func:`nash`."""
+@formula
+def nash_k2(g00: Any, g01: Any, g11: Any, p: Any) -> Any:
+    """:func:`nash` for K = 2, written once (NumPy arrays, or one row compiled; ``p = (p_1, p_2)``):
+    ``G = 0`` -> the identity; the plain solve (:func:`_nash2_solve`), replaced by the solve on the
+    ridged ``G + diag(1e-14 G_ii + 1e-16 trace(G) / 2)`` where its residual is not ``<= 1e-9`` or
+    alpha is not finite. Returns ``(alpha_1, alpha_2, residual)``."""
+    p1, p2 = p[0], p[1]
     tr = g00 + g11
-    a, b, c = (1.0, 0.0, 1.0) if tr <= 0 else (g00, g01, g11)
-    sol = nash2_scalar(a, b, c, p1, p2)
-    if sol is None:
-        return None
-    if sol[2] <= _NASH_BAD - _NASH_MARGIN:
-        return sol
-    if sol[2] <= _NASH_BAD + _NASH_MARGIN:
-        return None
-    f = 1e-16 * tr / 2  # ridge 1e-14 G_ii + 1e-16 trace(G) / K as in nash()
-    sol = nash2_scalar(a + (1e-14 * g00 + f), b, c + (1e-14 * g11 + f), p1, p2)
-    if sol is None or sol[2] == float("inf"):
-        return None
-    return sol
+    zero = tr <= 0
+    a, b, c = where(zero, 1.0, g00), where(zero, 0.0, g01), where(zero, 1.0, g11)
+    x, y = _nash2_solve(a, b, c, p1, p2)
+    res = _nash2_residual(a, b, c, p1, p2, x, y)
+    f0, f1 = 1e-14 * g00 + 1e-16 * tr / 2, 1e-14 * g11 + 1e-16 * tr / 2
+    ar, br, cr = a + f0, b + f0 * 0.0, c + f1  # G0 + diag(f) as nash()'s einsum with the identity
+    xr, yr = _nash2_solve(ar, br, cr, p1, p2)
+    rr = _nash2_residual(ar, br, cr, p1, p2, xr, yr)
+    ok = (res <= 1e-9) & np.isfinite(x) & np.isfinite(y)
+    return where(ok, x, xr), where(ok, y, yr), where(ok, res, rr)
+
+
+@formula
+def nash_clip_k2(x: Any, y: Any, g00: Any, g01: Any, g10: Any, g11: Any, max_norm: Any) -> Any:
+    """Nash-MTL's clipping for K = 2, written once (NumPy arrays, or one row compiled): alpha
+    rescaled to ``||J^T alpha|| = sqrt(alpha^T G alpha) = max_norm`` where it is longer (the terms of
+    ``np.einsum("bi,bij,bj->b", ...)`` in its order: the same bits)."""
+    norm = np.sqrt(np.maximum(x * g00 * x + x * g01 * y + y * g10 * x + y * g11 * y, 0.0))
+    clip = norm > max_norm
+    n = where(clip, norm, 1.0)
+    return where(clip, x / n * max_norm, x), where(clip, y / n * max_norm, y)
+
+
+_nash_k2_c = jit(nash_k2, inline=True)  # the formulas, compiled into the row loop below
+_nash_clip_k2_c = jit(nash_clip_k2, inline=True)
+
+
+@jit
+def nash_k2_rows(G: Any, p: Any, max_norm: float, A: Any, W: Any, R: Any) -> Any:
+    """:func:`nash_k2` for every row of ``G [B, 2, 2]``: ``A [B, 2]`` = alpha, ``R [B]`` = residual,
+    ``W [B, 2]`` = alpha clipped by :func:`nash_clip_k2` (``max_norm > 0``; else alpha)."""
+    for i in range(G.shape[0]):
+        g00, g01, g10, g11 = G[i, 0, 0], G[i, 0, 1], G[i, 1, 0], G[i, 1, 1]
+        x, y, R[i] = _nash_k2_c(g00, g01, g11, p)
+        A[i, 0], A[i, 1] = x, y
+        if max_norm > 0:
+            x, y = _nash_clip_k2_c(x, y, g00, g01, g10, g11, max_norm)
+        W[i, 0], W[i, 1] = x, y

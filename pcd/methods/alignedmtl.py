@@ -11,64 +11,76 @@ as ``torch.median``), ``rmse`` (mean, the original implementation). ``G = 0`` gi
 """
 from __future__ import annotations
 
-import itertools
-import math
 from typing import Any
 
 import numpy as np
 
 from pcd._fast import small_batch
+from pcd._kernels import AVAILABLE, formula, jit, where
 from pcd.methods.base import Method, Param, Step, register
+
+_MODES = ("min", "median", "rmse")
 
 
 def balance_weights(G: np.ndarray, w: np.ndarray, scale_mode: str = "min") -> np.ndarray:
-    """``B w`` for ``G [B, K, K]``, ``w [B, K]`` (``B`` the balancing matrix above)."""
-    if G.shape[-1] == 2 and G.ndim == 3 and small_batch(G.shape[0]) and np.shape(w) == G.shape[:2]:
-        out = _balance_k2_scalar(G, w, scale_mode)  # a few problems: scalar math beats tiny NumPy
-        if out is not None:
-            return out
-    return _balance(G, w, scale_mode)
+    """``B w`` for ``G [B, K, K]``, ``w [B, K]`` (``B`` the balancing matrix above). K = 2: the
+    eigen-decomposition, then :func:`balance_k2` (compiled per row for a small batch, else on the
+    batch's arrays); any K: :func:`_balance`."""
+    if scale_mode not in _MODES:
+        raise ValueError(f"scale_mode must be 'min', 'median' or 'rmse', got {scale_mode!r}")
+    if G.shape[-1] != 2 or G.ndim != 3 or np.shape(w) != G.shape[:2]:
+        return _balance(G, w, scale_mode)
+    lam, V = np.linalg.eigh(G)  # ascending; balance_k2 takes them in this order
+    p = np.array([1.0 if scale_mode == "rmse" else 0.0])
+    w = np.asarray(w, dtype=np.float64)
+    if AVAILABLE and small_batch(G.shape[0]):
+        out = np.empty((2, G.shape[0]))
+        _balance_k2_rows(lam, V, w, p, out)
+        return out.T.copy()
+    b0, b1 = balance_k2(lam[:, 0], lam[:, 1], V[:, 0, 0], V[:, 0, 1], V[:, 1, 0], V[:, 1, 1], w[:, 0], w[:, 1], p)
+    return np.stack([b0, b1], axis=-1)
 
 
 _EPS = float(np.finfo(np.float64).eps)
 
 
-def _balance_k2_scalar(G: np.ndarray, w: np.ndarray | None, scale_mode: str) -> np.ndarray | None:
-    """K = 2, a handful of problems: the same ``np.linalg.eigh`` as :func:`_balance`, then its
-    arithmetic (rank cut-off, scale, ``B = sqrt(scale) V diag(lambda^-1/2) V^T``, ``B w``) in Python
-    floats, in the same order: the same bits (checked in tests/methods/test_scalar_paths_b.py) for
-    every input, ill-conditioned and rank-deficient ones included. For K = 2 the lower median of
-    the kept eigenvalues is the smallest one. ``w = None``: the uniform weights ``1/2``."""
-    if scale_mode not in ("min", "median", "rmse"):
-        return None
-    rmse = scale_mode == "rmse"
-    lam, V = np.linalg.eigh(G)  # ascending; descending order below: index 0 <- ascending index 1
-    rows = []
-    ws = itertools.repeat((0.5, 0.5)) if w is None else w.tolist()  # None: the uniform 1/K
-    for (l0, l1), ((v00, v01), (v10, v11)), (w0, w1) in zip(lam.tolist(), V.tolist(), ws):
-        tol = l1 * 2 * _EPS
-        k0, k1 = l1 > tol, l0 > tol
-        rank = k0 + k1
-        if rank == 0:  # B = I
-            rows.append((1.0 * w0 + 0.0 * w1, 0.0 * w0 + 1.0 * w1))
-            continue
-        i0 = 1.0 / math.sqrt(l1) if k0 else 0.0
-        i1 = 1.0 / math.sqrt(l0) if k1 else 0.0
-        if rmse:
-            scale = ((l1 if k0 else 0.0) + (l0 if k1 else 0.0)) / rank
-        else:
-            scale = l0 if rank == 2 else l1
-        sq = math.sqrt(max(scale, 0.0))
-        b00 = sq * (v01 * i0 * v01 + v00 * i1 * v00)
-        b01 = sq * (v01 * i0 * v11 + v00 * i1 * v10)
-        b10 = sq * (v11 * i0 * v01 + v10 * i1 * v00)
-        b11 = sq * (v11 * i0 * v11 + v10 * i1 * v10)
-        rows.append((b00 * w0 + b01 * w1, b10 * w0 + b11 * w1))
-    return np.array(rows)
+@formula
+def balance_k2(l0: Any, l1: Any, v00: Any, v01: Any, v10: Any, v11: Any, w0: Any, w1: Any, p: Any) -> Any:
+    """``B w`` for K = 2, written once (NumPy arrays, or one row compiled), from ``np.linalg.eigh``'s
+    ascending eigenvalues ``l0 <= l1`` and eigenvectors ``V = [[v00, v01], [v10, v11]]`` (columns);
+    ``p = (rmse,)``: 1 for ``scale_mode="rmse"``, 0 for ``min`` / ``median`` (for K = 2 the lower
+    median of the kept eigenvalues is the smallest one). :func:`_balance`'s operations in its order
+    (rank cut-off, scale, ``B = sqrt(scale) V diag(lambda^-1/2) V^T`` in descending order, ``B w``):
+    the same bits (tested). ``G = 0`` (rank 0): ``B = I``."""
+    tol = l1 * 2 * _EPS
+    k0, k1 = l1 > tol, l0 > tol
+    rank = where(k0, 1.0, 0.0) + where(k1, 1.0, 0.0)
+    i0 = where(k0, 1.0 / np.sqrt(where(k0, l1, 1.0)), 0.0)
+    i1 = where(k1, 1.0 / np.sqrt(where(k1, l0, 1.0)), 0.0)
+    rmse = (where(k0, l1, 0.0) + where(k1, l0, 0.0)) / np.maximum(rank, 1.0)
+    scale = where(p[0] != 0.0, rmse, where(rank == 2.0, l0, l1))
+    sq = np.sqrt(np.maximum(scale, 0.0))
+    b00 = sq * (v01 * i0 * v01 + v00 * i1 * v00)
+    b01 = sq * (v01 * i0 * v11 + v00 * i1 * v10)
+    b10 = sq * (v11 * i0 * v01 + v10 * i1 * v00)
+    b11 = sq * (v11 * i0 * v11 + v10 * i1 * v10)
+    eye = rank == 0.0
+    return (where(eye, 1.0 * w0 + 0.0 * w1, b00 * w0 + b01 * w1),
+            where(eye, 0.0 * w0 + 1.0 * w1, b10 * w0 + b11 * w1))
+
+
+_balance_k2_c = jit(balance_k2, inline=True)  # the formula, compiled into the row loop below
+
+
+@jit
+def _balance_k2_rows(lam: Any, V: Any, w: Any, p: Any, out: Any) -> Any:
+    for i in range(lam.shape[0]):
+        out[0, i], out[1, i] = _balance_k2_c(lam[i, 0], lam[i, 1], V[i, 0, 0], V[i, 0, 1], V[i, 1, 0], V[i, 1, 1],
+                                             w[i, 0], w[i, 1], p)
 
 
 def _balance(G: np.ndarray, w: np.ndarray, scale_mode: str = "min") -> np.ndarray:
-    """The vectorized :func:`balance_weights` (any B, K)."""
+    """:func:`balance_weights` for any B, K (K = 2 goes through :func:`balance_k2` there)."""
     B, K = G.shape[0], G.shape[-1]
     lam, V = np.linalg.eigh(G)  # ascending
     lam, V = lam[:, ::-1], V[:, :, ::-1]  # descending, as TorchJD after argsort
@@ -104,9 +116,5 @@ class AlignedMTL(Method):
     def update(self, gram: np.ndarray, state: Any = None, *, losses: Any = None, jacobian: Any = None,
                rng: Any = None) -> Step:
         B, K = gram.shape[0], gram.shape[-1]
-        if K == 2 and gram.ndim == 3 and small_batch(B):  # a few start points: scalar math after eigh
-            out = _balance_k2_scalar(gram, None, self.hparams["scale_mode"])
-            if out is not None:
-                return Step(weights=out, state=state)
         w = np.full((B, K), 1.0 / K)
         return Step(weights=balance_weights(gram, w, self.hparams["scale_mode"]), state=state)

@@ -11,12 +11,12 @@ relative cut-off ``K * eps`` of ``torch.linalg.pinv``.
 """
 from __future__ import annotations
 
-import math
 from typing import Any
 
 import numpy as np
 
 from pcd._fast import small_batch
+from pcd._kernels import AVAILABLE, NO_PARAMS, formula, jit, where
 from pcd.methods.base import Method, Step, register
 
 
@@ -29,9 +29,10 @@ class IMTLG(Method):
     def update(self, gram: np.ndarray, state: Any = None, *, losses: Any = None, jacobian: Any = None,
                rng: Any = None) -> Step:
         if gram.shape[-1] == 2 and gram.ndim == 3 and small_batch(gram.shape[0]):
-            # a few start points: scalar math beats tiny-array NumPy
-            w = _imtlg_k2_scalar(gram)
-            return Step(weights=_imtlg_k2_pinv(gram) if w is None else w, state=state)
+            # a few start points: the explicit 2x2 inverse (imtlg_k2_inverse) beats an SVD per call
+            w = _imtlg_k2_inverse(gram)
+            if w is not None:
+                return Step(weights=w, state=state)
         return Step(weights=_imtlg(gram), state=state)
 
 
@@ -61,47 +62,49 @@ def _imtlg(gram: np.ndarray) -> np.ndarray:
 _COND_MIN = 1e-3
 
 
-def _imtlg_k2_scalar(gram: np.ndarray) -> np.ndarray | None:
-    """K = 2, a handful of problems, in Python floats: ``v = G^-1 sqrt(diag G)`` by the explicit 2x2
-    inverse (equal to the pseudo-inverse when G is well conditioned; agrees with :func:`_imtlg` to
-    ~1e-13 relative). None (the caller then uses :func:`_imtlg_k2_pinv`) when some G has
+@formula
+def imtlg_k2_inverse(a: Any, b: Any, c: Any, p: Any) -> Any:
+    """K = 2, written once (NumPy arrays, or one row compiled): ``v = G^-1 sqrt(diag G)`` by the
+    explicit 2x2 inverse for ``(a, b, c) = (G11, G12, G22)`` (equal to the pseudo-inverse when G is
+    well conditioned; agrees with :func:`_imtlg` to ~1e-13 relative), ``weights = v / sum v`` (0 when
+    ``|sum v| < 1e-12``). Returns ``(w_1, w_2, ok)``: ``ok = 0`` where this must not be used -- G has
     ``det <= 1e-3 trace^2`` (lambda_min below ~1e-3 lambda_max: ill-conditioned, near the
     pseudo-inverse's cut-off, or singular) or ``|sum v|`` lies within 1e-6 relative of the 1e-12
-    zero threshold."""
-    rows = []
-    for (a, b), (_, c) in gram.tolist():
-        tr = a + c
-        det = a * c - b * b
-        if not (tr > 0.0 and det > _COND_MIN * tr * tr):
-            return None
-        d1, d2 = math.sqrt(a), math.sqrt(c)
-        n1, n2 = c * d1 - b * d2, a * d2 - b * d1
-        n = n1 + n2
-        s = n / det
-        if abs(abs(s) - 1e-12) <= 1e-18:
-            return None
-        rows.append((n1 / n, n2 / n) if abs(s) >= 1e-12 else (0.0, 0.0))
-    return np.array(rows)
+    zero threshold. ``p``: no parameters."""
+    tr = a + c
+    det = a * c - b * b
+    good = (tr > 0.0) & (det > _COND_MIN * tr * tr)
+    d1, d2 = np.sqrt(np.maximum(a, 0.0)), np.sqrt(np.maximum(c, 0.0))  # a, c > 0 where good
+    n1, n2 = c * d1 - b * d2, a * d2 - b * d1
+    n = n1 + n2
+    s = n / where(good, det, 1.0)
+    ok = where(good, where(np.abs(np.abs(s) - 1e-12) <= 1e-18, 0.0, 1.0), 0.0)
+    keep = np.abs(s) >= 1e-12
+    m = where(keep, n, 1.0)
+    return where(keep, n1 / m, 0.0), where(keep, n2 / m, 0.0), ok
 
 
-def _imtlg_k2_pinv(gram: np.ndarray) -> np.ndarray:
-    """K = 2, any conditioning: :func:`_imtlg`'s pseudo-inverse, assembled as ``np.linalg.pinv``
-    does it (the same SVD, cut-off ``2 eps * max(s)``, and ``matmul``; the reciprocals in Python
-    floats), then ``v = pinv d``, ``v / sum v`` and the 1e-12 zero threshold in Python floats, in
-    the same order: the same bits (checked in tests/methods/test_scalar_paths_b.py)."""
-    u, sv, vt = np.linalg.svd(gram, full_matrices=False)
-    inv = []
-    for s0, s1 in sv.tolist():
-        cut = _RCOND * max(s0, s1)
-        inv.append((1.0 / s0 if s0 > cut else 0.0, 1.0 / s1 if s1 > cut else 0.0))
-    pinv = np.matmul(np.swapaxes(vt, -1, -2), np.multiply(np.array(inv)[..., None], np.swapaxes(u, -1, -2)))
-    rows = []
-    for ((g00, _), (_, g11)), ((p00, p01), (p10, p11)) in zip(gram.tolist(), pinv.tolist()):
-        d0, d1 = math.sqrt(max(g00, 0.0)), math.sqrt(max(g11, 0.0))
-        v0, v1 = p00 * d0 + p01 * d1, p10 * d0 + p11 * d1
-        s = v0 + v1
-        rows.append((0.0, 0.0) if abs(s) < 1e-12 else (v0 / s, v1 / s))
-    return np.array(rows)
+_imtlg_k2_inverse_c = jit(imtlg_k2_inverse, inline=True)  # the formula, compiled into the row loop below
 
 
-_RCOND = 2 * float(np.finfo(np.float64).eps)  # K * eps, as in _pinv
+@jit
+def _imtlg_k2_inverse_rows(G: Any, p: Any, W: Any) -> Any:
+    """:func:`imtlg_k2_inverse` for every row of ``G [B, 2, 2]`` into ``W [B, 2]``; returns how many
+    rows are not ``ok``."""
+    bad = 0
+    for i in range(G.shape[0]):
+        W[i, 0], W[i, 1], ok = _imtlg_k2_inverse_c(G[i, 0, 0], G[i, 0, 1], G[i, 1, 1], p)
+        bad += 0 if ok == 1.0 else 1
+    return bad
+
+
+def _imtlg_k2_inverse(gram: np.ndarray) -> np.ndarray | None:
+    """:func:`imtlg_k2_inverse` for a batch ``[B, 2, 2]`` (compiled row by row for a small batch,
+    else on its arrays): the weights ``[B, 2]``, or None when some problem is not ``ok`` (the caller
+    then uses :func:`_imtlg` for the whole batch)."""
+    if AVAILABLE and small_batch(gram.shape[0]):
+        W = np.empty((gram.shape[0], 2))
+        return None if _imtlg_k2_inverse_rows(gram, NO_PARAMS, W) else W
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+        w0, w1, ok = imtlg_k2_inverse(gram[:, 0, 0], gram[:, 0, 1], gram[:, 1, 1], NO_PARAMS)
+    return np.stack([w0, w1], axis=-1) if (ok == 1.0).all() else None

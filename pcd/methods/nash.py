@@ -31,19 +31,19 @@ learns ``p`` in an outer loop by differentiating the primary's validation loss t
 ``sum p = K`` and ``primary_share = 1/K`` reproduces Nash-MTL exactly. Normalization and clipping
 follow Nash-MTL (the AuxiNash code builds on it).
 
-K = 2 with a small batch (:func:`pcd._fast.small_batch`, the toy engine) runs in Python floats (:func:`_bargain_k2`, the same
-operations as the vectorized code; it hands the batch back to it where the plain/ridged choice
-could round differently or Python would raise on a zero divisor).
+K = 2 has a closed form (:func:`pcd.methods._solvers.nash_k2`, written once): a small batch
+(:func:`pcd._fast.small_batch`, the toy engine) runs it compiled row by row, larger ones on whole
+arrays -- the same bits.
 """
 from __future__ import annotations
 
-import math
 from typing import Any, NamedTuple
 
 import numpy as np
 
 from pcd._fast import small_batch
-from pcd.methods._solvers import nash, nash2_scalar_select
+from pcd._kernels import AVAILABLE
+from pcd.methods._solvers import nash, nash_clip_k2, nash_k2_rows
 from pcd.methods.base import Method, Param, Step, register
 
 
@@ -54,55 +54,31 @@ class NashState(NamedTuple):
 
 def _bargain(gram: np.ndarray, p: np.ndarray, state: NashState | None, max_norm: float,
              every: int) -> Step:
+    """``p``: the powers ``[K]`` (the same for every problem)."""
     B, K = gram.shape[0], gram.shape[-1]
     if state is None or (state.alpha is not None and state.alpha.shape != (B, K)):
         state = NashState(alpha=None, step=0)
-    if state.alpha is None or state.step % every == 0:
-        alpha, res = nash(gram, p, state.alpha)
+    solve = state.alpha is None or state.step % every == 0
+    if K == 2 and solve and AVAILABLE and small_batch(B):  # a few problems: the formulas compiled, per row
+        A, W, R = np.empty((B, 2)), np.empty((B, 2)), np.empty(B)
+        nash_k2_rows(gram, p, float(max_norm), A, W, R)
+        return Step(weights=W, state=NashState(alpha=A, step=state.step + 1), info={"alpha": A, "residual": R})
+    if state.alpha is None or solve:
+        alpha, res = nash(gram, np.broadcast_to(p, (B, K)), state.alpha)
     else:
         alpha, res = state.alpha, np.zeros(B)
     w = alpha.copy()
-    if max_norm > 0:
+    if max_norm > 0 and K == 2:
+        with np.errstate(over="ignore", invalid="ignore"):  # as einsum below: quiet
+            w0, w1 = nash_clip_k2(w[:, 0], w[:, 1], gram[:, 0, 0], gram[:, 0, 1], gram[:, 1, 0], gram[:, 1, 1],
+                                  max_norm)
+        w = np.stack([w0, w1], axis=-1)
+    elif max_norm > 0:
         norm = np.sqrt(np.maximum(np.einsum("bi,bij,bj->b", w, gram, w), 0.0))
         clip = norm > max_norm
         w = np.where(clip[:, None], w / np.where(clip, norm, 1.0)[:, None] * max_norm, w)
     return Step(weights=w, state=NashState(alpha=alpha, step=state.step + 1),
-                        info={"alpha": alpha, "residual": res})
-
-
-def _bargain_k2(gram: np.ndarray, p1: float, p2: float, state: NashState | None, max_norm: float,
-                every: int) -> Step | None:
-    """:func:`_bargain` for K = 2 and a few problems (a small batch) in Python floats: the same
-    operations as :func:`nash`'s closed form and ridged re-solve (:func:`nash2_scalar_select`) and
-    the clipping. Returns None (the caller then runs the vectorized code on the whole batch) when
-    any problem's plain/ridged choice could differ from nash()'s (residual within 1e-12 of its 1e-9
-    test) or Python float arithmetic raised (a zero divisor where NumPy makes inf/NaN)."""
-    B = gram.shape[0]
-    if state is None or (state.alpha is not None and state.alpha.shape != (B, 2)):
-        state = NashState(alpha=None, step=0)
-    g = gram.tolist()
-    if state.alpha is None or state.step % every == 0:
-        al, rs = [], []
-        for (g00, g01), (_, g11) in g:
-            sol = nash2_scalar_select(g00, g01, g11, p1, p2)
-            if sol is None:
-                return None
-            al.append([sol[0], sol[1]])
-            rs.append(sol[2])
-        alpha, res = np.array(al), np.array(rs)
-    else:
-        alpha, res = state.alpha, np.zeros(B)
-        al = alpha.tolist()
-    if max_norm > 0:
-        wl = []
-        for (x, y), ((g00, g01), (g10, g11)) in zip(al, g):
-            norm = math.sqrt(max(x * g00 * x + x * g01 * y + y * g10 * x + y * g11 * y, 0.0))
-            wl.append([x / norm * max_norm, y / norm * max_norm] if norm > max_norm else [x, y])
-        w = np.array(wl)
-    else:
-        w = alpha.copy()
-    return Step(weights=w, state=NashState(alpha=alpha, step=state.step + 1),
-                        info={"alpha": alpha, "residual": res})
+                info={"alpha": alpha, "residual": res})
 
 
 _COMMON = (
@@ -124,13 +100,8 @@ class NashMTL(Method):
 
     def update(self, gram: np.ndarray, state: Any = None, *, losses: Any = None, jacobian: Any = None,
                rng: Any = None) -> Step:
-        B, K = gram.shape[0], gram.shape[-1]
-        if K == 2 and small_batch(B):
-            out = _bargain_k2(gram, 1.0, 1.0, state, self.hparams["max_norm"], self.hparams["update_weights_every"])
-            if out is not None:
-                return out
-        p = np.ones((B, K))
-        return _bargain(gram, p, state, self.hparams["max_norm"], self.hparams["update_weights_every"])
+        K = gram.shape[-1]
+        return _bargain(gram, np.ones(K), state, self.hparams["max_norm"], self.hparams["update_weights_every"])
 
 
 @register("auxinash", "AuxiNash", "hierarchical")
@@ -156,12 +127,5 @@ class AuxiNash(Method):
 
     def update(self, gram: np.ndarray, state: Any = None, *, losses: Any = None, jacobian: Any = None,
                rng: Any = None) -> Step:
-        B, K = gram.shape[0], gram.shape[-1]
-        if K == 2 and small_batch(B):
-            s = self.hparams["primary_share"]  # the powers K s and K (1 - s) / (K - 1), as powers(2)
-            out = _bargain_k2(gram, 2 * s, 2 * (1.0 - s) / 1, state, self.hparams["max_norm"],
-                              self.hparams["update_weights_every"])
-            if out is not None:
-                return out
-        p = np.broadcast_to(self.powers(K), (B, K))
-        return _bargain(gram, p, state, self.hparams["max_norm"], self.hparams["update_weights_every"])
+        K = gram.shape[-1]
+        return _bargain(gram, self.powers(K), state, self.hparams["max_norm"], self.hparams["update_weights_every"])

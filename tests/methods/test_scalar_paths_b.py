@@ -1,11 +1,11 @@
 """K = 2 scalar fast paths (small batches, used by the toy engine) vs the vectorized code they shortcut.
 
 CAGrad, DBGD, MGDA and PCGrad: the compiled small-batch path runs the same formula (same IEEE operations), so
-it must agree to the last bit. Aligned-MTL and IMTL-G's general path call the same LAPACK routine
-(eigh / pinv) as the vectorized code and redo the rest in Python floats: also bit-identical, on
-ill-conditioned, rank-deficient and zero Gram matrices too. IMTL-G's closed form (explicit 2x2
-inverse, used only when lambda_min > ~1e-3 lambda_max and |sum v| is not at its 1e-12 threshold)
-agrees with the pseudo-inverse to 1e-12 relative.
+it must agree to the last bit. Aligned-MTL: one formula after the same ``eigh`` (``balance_k2``),
+compiled per row or on arrays, bit-identical to the general einsum code too. IMTL-G's closed form
+(``imtlg_k2_inverse``: explicit 2x2 inverse, compiled per row; used only when lambda_min > ~1e-3
+lambda_max and |sum v| is not at its 1e-12 threshold) agrees with the pseudo-inverse to 1e-12
+relative; any other small batch runs the vectorized code itself.
 """
 import os
 
@@ -156,7 +156,7 @@ def test_imtlg_scalar_vs_pinv():
     used = 0
     for i in range(len(GRAMS)):
         G = GRAMS[i:i + 1]
-        fast = imtlg._imtlg_k2_scalar(G)
+        fast = imtlg._imtlg_k2_inverse(G)
         if not ok[i]:
             assert fast is None  # ill-conditioned: left to the pseudo-inverse
             continue
@@ -167,15 +167,29 @@ def test_imtlg_scalar_vs_pinv():
     assert used >= 0.99 * ok.sum()
 
 
-def test_imtlg_pinv_path_bitwise():
+def test_imtlg_inverse_compiled_rows_bitwise():
+    """``imtlg_k2_inverse`` compiled row by row (small batches, numba) == the same function on the
+    whole batch's arrays, weights and ``ok`` flags, on every adversarial Gram matrix."""
+    a, b, c = GRAMS[:, 0, 0], GRAMS[:, 0, 1], GRAMS[:, 1, 1]
     with np.errstate(all="ignore"):
-        vec = imtlg._imtlg(GRAMS)
-    assert (~_well_conditioned(GRAMS)).sum() > 1000  # ill-conditioned and singular ones included
+        vec = np.stack(imtlg.imtlg_k2_inverse(a, b, c, imtlg.NO_PARAMS))
+    W = np.empty((len(GRAMS), 2))
+    assert imtlg._imtlg_k2_inverse_rows(GRAMS, imtlg.NO_PARAMS, W) == (vec[2] != 1.0).sum()
+    np.testing.assert_array_equal(W, vec[:2].T)
+    assert 0.1 < vec[2].mean() < 0.9  # both sides of the conditioning test
+
+
+def test_imtlg_small_batch_falls_back_to_pinv_bitwise():
+    """A small batch with an ill-conditioned problem runs :func:`_imtlg` itself: the same bits."""
+    m = methods.make("imtlg")
+    bad = ~_well_conditioned(GRAMS)
+    assert bad.sum() > 1000  # ill-conditioned and singular ones included
     for size in (1, 3, SMALL_BATCH):
         for i in range(0, len(GRAMS), size):
-            with np.errstate(all="ignore"):
-                fast = imtlg._imtlg_k2_pinv(GRAMS[i:i + size])
-            np.testing.assert_array_equal(fast, vec[i:i + size], err_msg=f"imtlg {i}")
+            G = GRAMS[i:i + size]
+            if bad[i:i + size].any():
+                with np.errstate(all="ignore"):
+                    np.testing.assert_array_equal(m.weights(G).weights, imtlg._imtlg(G), err_msg=f"imtlg {i}")
 
 
 def test_imtlg_zero_threshold_band():
@@ -188,12 +202,12 @@ def test_imtlg_zero_threshold_band():
         G = G0 * ((s0 / (1e-12 * f)) ** 2)[:, None, None]
         for i in range(len(G)):
             if _well_conditioned(G[i:i + 1])[0]:
-                assert imtlg._imtlg_k2_scalar(G[i:i + 1]) is None, (f, i)
+                assert imtlg._imtlg_k2_inverse(G[i:i + 1]) is None, (f, i)
     for f in (0.5, 2.0):  # clearly on one side: fast path, zero weights below the threshold
         G = G0 * ((s0 / (1e-12 * f)) ** 2)[:, None, None]
         for i in range(len(G)):
             if _well_conditioned(G[i:i + 1])[0]:
-                fast = imtlg._imtlg_k2_scalar(G[i:i + 1])
+                fast = imtlg._imtlg_k2_inverse(G[i:i + 1])
                 assert fast is not None
                 assert np.all(fast == 0) == (f < 1), (f, i)
                 assert_rel(fast, imtlg._imtlg(G[i:i + 1]), 1e-12, "imtlg near threshold")
@@ -214,17 +228,22 @@ def test_imtlg_method_fast_vs_vectorized():
 
 
 @pytest.mark.parametrize("mode", ["min", "median", "rmse"])
-def test_alignedmtl_scalar_bitwise(mode):
+def test_alignedmtl_k2_bitwise(mode):
+    """``balance_k2`` on the batch's arrays == the general (any K) einsum code, and compiled row by
+    row (small batches, numba) == on the arrays, to the last bit."""
     rng = np.random.default_rng(3)
     n = len(GRAMS)
     W = np.concatenate([np.full((n // 2, 2), 0.5), rng.standard_normal((n - n // 2, 2))])
     with np.errstate(all="ignore"):
         vec = alignedmtl._balance(GRAMS, W, mode)
+        with vectorized():
+            k2 = alignedmtl.balance_weights(GRAMS, W, mode)
+    np.testing.assert_array_equal(k2, vec, err_msg=mode)
     assert (~_well_conditioned(GRAMS)).sum() > 1000  # ill-conditioned and singular ones included
     for size in (1, 3, SMALL_BATCH):
         for i in range(0, n, size):
             with np.errstate(all="ignore"):
-                fast = alignedmtl._balance_k2_scalar(GRAMS[i:i + size], W[i:i + size], mode)
+                fast = alignedmtl.balance_weights(GRAMS[i:i + size], W[i:i + size], mode)
             np.testing.assert_array_equal(fast, vec[i:i + size], err_msg=f"{mode} {i}")
     # unit vectors give the balancing matrix itself
     for e in np.eye(2):
