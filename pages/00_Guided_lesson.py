@@ -6,7 +6,6 @@ import inspect
 import plotly.graph_objects as go
 import streamlit as st
 
-import pcd.methods as registry
 from pcd.studio import lesson as L
 from pcd.studio.registry import page, this_page
 from pcd.ui import page_link, presenter_mode, setup_page, show_error, url_default, url_sync
@@ -19,6 +18,7 @@ from pcd.viz.kbench import residual_figure
 from pcd.viz.scale import eps_window_text, power_label, sweep_figure
 from pcd.viz.tau import tradeoff_figure
 from pcd.viz.teaching import gradients_figure
+from pcd.viz.theme import method_label
 
 setup_page(**this_page(__file__).setup, presenter_title=False)
 
@@ -54,7 +54,7 @@ def step_saddle():
     res = L.saddle()
     diag = {m: list(res.diagnosis[res.index(m)]) for m in res.methods}
     n_pcd = sum(d == "cms" for d in diag.get("pcd", []))
-    stalled = [registry.get(m).display_name for m in SYMMETRIC
+    stalled = [method_label(m) for m in SYMMETRIC
                if all(d != "cms" for d in diag.get(m, []))]
     text = (f"The saddle toy (PCD paper, Fig. 1), {res.steps} Adam steps from {res.S} starts. "
             f"{', '.join(stalled)} stop in the left valley where the gradients cancel; PCD crosses the barrier "
@@ -69,7 +69,7 @@ def step_basins():
     sym = [m for m in res.methods if m != "pcd"]
     text = (f"Every start of a {res.n} × {res.n} grid, coloured by where it ends (the animation's settings). "
             + (f"PCD: {fractions_text(fr['pcd'])}. " if "pcd" in fr else "")
-            + " ".join(f"{registry.get(m).display_name}: {fractions_text(fr[m])}." for m in sym)
+            + " ".join(f"{method_label(m)}: {fractions_text(fr[m])}." for m in sym)
             + " The symmetric maps split near the barrier: starts on its left end in the conflict equilibrium (red).")
     link = page("09_Basin_maps.py").link
     params = {"problem": "saddle2d", "methods": ",".join(res.methods), "tau": 0.02, "lr": 0.02, "steps": 1000,
@@ -87,7 +87,7 @@ def step_stall():
     fig = gradients_figure(grads, frame=frames, cols=len(shown), height=330)
     ref = grads["methods"][stalled[0]] if stalled else None
     t = frames.get(stalled[0], -1) if stalled else -1
-    text = (f"Start S1, where {', '.join(registry.get(m).display_name for m in stalled)} stopped: g₁ and g₂ point "
+    text = (f"Start S1, where {', '.join(method_label(m) for m in stalled)} stopped: g₁ and g₂ point "
             f"against each other (cos = {ref['cos'][t]:.3f}), ‖g₁‖ = {ref['norms'][t, 0]:.2f} is far from zero and "
             f"‖d‖ = {ref['d_norm'][t]:.0e}: the update vanished, not the gradient. PCD, where it passed MGDA's "
             "stopping point: g₁ cancels in its direction and g₂'s share τ remains, so d ≠ 0 and it climbs on."

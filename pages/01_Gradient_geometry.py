@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import streamlit as st
 
-import pcd.methods as registry
+from pcd.studio import available
 from pcd.studio import geometry as G
 from pcd.studio.registry import this_page
 from pcd.ui import claim, download_row, method_picker, settings_panel, setup_page, show_error, url_default, url_sync
@@ -26,7 +26,7 @@ setup_page(
 st.latex(r"\begin{gathered}\tilde d=\arg\min_d\|d-\tilde g_1\|^2\ \ \text{s.t.}\ \ \tilde g_j\cdot d\ge\tau\|\tilde g_j\|^2"
          r"\\ \Rightarrow\quad \tilde d=\tilde g_1+\textstyle\sum_j\mu_j\tilde g_j,\ \ \mu_j\ge 0\end{gathered}")
 
-ALL = registry.available()
+ALL = available()
 DEFAULT_METHODS = G.available(G.METHODS)
 
 panel = settings_panel()

@@ -4,13 +4,14 @@ from __future__ import annotations
 import pandas as pd
 import streamlit as st
 
-import pcd.methods as registry
+from pcd.studio import available
 from pcd.studio import kbench as KB
 from pcd.studio.registry import this_page
 from pcd.ui import claim, download_row, method_picker, settings_panel, setup_page, show_error, url_default, url_sync
 from pcd.ui.chart import plotly_chart
 from pcd.ui.table import html_table
 from pcd.viz.kbench import law_summary, residual_figure, residual_table, verdict_table
+from pcd.viz.theme import method_label
 
 setup_page(
     **this_page(__file__).setup,
@@ -25,7 +26,7 @@ setup_page(
 )
 
 KS = list(KB.KS)
-ALL = registry.available()
+ALL = available()
 DEFAULT_METHODS = KB.available(KB.METHODS)
 STEPS = [200, 300, 500, 800, 1000, 2000, 3000]
 LRS = [0.005, 0.01, 0.02, 0.03, 0.05]
@@ -94,8 +95,8 @@ here = []
 if law_rows:  # name only the methods this run has (the default run has MGDA, not CAGrad)
     worst = max(abs(r["ratio"] - 1) for r in law_rows)
     ran = [m for m in ("mgda", "cagrad") if any(r["method"] == m for r in law_rows)]
-    missing = [registry.get(m).display_name for m in ("mgda", "cagrad") if m not in ran]
-    here.append(f"{'/'.join(registry.get(m).display_name for m in ran)} residual / law within {100 * worst:.2g} % "
+    missing = [method_label(m) for m in ("mgda", "cagrad") if m not in ran]
+    here.append(f"{'/'.join(method_label(m) for m in ran)} residual / law within {100 * worst:.2g} % "
                 f"over K = {Ks[0]}…{Ks[-1]}" + (f" ({', '.join(missing)} not in this run)" if missing else ""))
 if pcd_rows:
     here.append(f"PCD residual ≤ {max(r['primary_grad_norm'] for r in pcd_rows):.1e}, final loss ≤ "
@@ -127,7 +128,7 @@ with st.expander("Where does 1.536·√(K−1) come from?"):
     st.latex(r"\|\nabla f_1(-0.6\cdot\mathbf 1)\| = 4\cdot 0.6\cdot 0.64\,\sqrt{K-1} = 1.536\sqrt{K-1}")
 
 export = pd.DataFrame(records).drop(columns=["losses"])
-export["method"] = [registry.get(m).display_name for m in export["method"]]
+export["method"] = [method_label(m) for m in export["method"]]
 download_row(fig, "k_objective_benchmark", key="kb", table=export,
              settings={"problem": "double_well", "methods": methods, "τ": tau, "optimizer": OPTS[opt], "lr": lr,
                        "steps": steps, "K": Ks})

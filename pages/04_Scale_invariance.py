@@ -4,13 +4,14 @@ from __future__ import annotations
 import pandas as pd
 import streamlit as st
 
-import pcd.methods as registry
+from pcd.studio import available
 from pcd.studio import scale as SC
 from pcd.studio.registry import this_page
 from pcd.ui import claim, download_row, method_picker, settings_panel, setup_page, show_error, url_default, url_sync
 from pcd.ui.chart import plotly_chart
 from pcd.ui.table import html_table
 from pcd.viz.scale import drift_table, eps_window_text, power_label, sweep_figure
+from pcd.viz.theme import method_label
 
 _K = [int(k) for k in SC.EXPONENTS]  # the sweep's range, written once (the intro says it)
 _KR = " … ".join(str(k).replace("-", "−") for k in (_K[0], _K[-1]))
@@ -28,7 +29,7 @@ st.latex(r"\begin{gathered}\tilde g_i = \frac{g_i}{\sqrt{\hat v_i+\epsilon}},\qq
          r"\Rightarrow\quad \tilde g_i(10^k g_i)\approx\tilde g_i(g_i)\ \ \text{when}\ \ 10^{2k}\|g_i\|^2\gg\epsilon"
          r"\end{gathered}")
 
-ALL = registry.available()
+ALL = available()
 # ε options as text: Streamlit matches float options within ~1e-12, which would turn 1e-16 into 1e-12
 EPS = ["1e-04", "1e-06", "1e-08", "1e-12", "1e-16", "1e-20", "0"]
 STEPS = [200, 300, 500, 1000, 2000, 3000]
@@ -75,7 +76,7 @@ with left:
 with right:
     span = window or f"{power_label(EXPS[0])} … {power_label(EXPS[-1])}"
     for name, r in result["methods"].items():
-        st.metric(f"{registry.get(name).display_name}: drift over {span}", f"{r['drift']:.3g}",
+        st.metric(f"{method_label(name)}: drift over {span}", f"{r['drift']:.3g}",
                   help="largest distance between two operating points over the scales where PCD's normalizer "
                        f"is scale-free; over every scale {power_label(EXPS[0])} … {power_label(EXPS[-1])}: "
                        f"{r['drift_all']:.3g}")
@@ -107,7 +108,7 @@ claim("secondary scaled over 10 orders of magnitude: WS's operating point slides
 rows = []
 for name, r in result["methods"].items():
     for kk, (x, y) in zip(result["exponents"], r["endpoints"]):
-        rows.append({"method": registry.get(name).display_name, "k": kk, "x₁": x, "x₂": y,
+        rows.append({"method": method_label(name), "k": kk, "x₁": x, "x₂": y,
                      "scale-free for PCD": bool(result["scale_free"][result["exponents"].index(kk)])})
 download_row(fig, "scale_invariance", key="sc", table=pd.DataFrame(rows),
              settings={"problem": "scale", "methods": methods, "τ": tau, "PCD ε": eps, "optimizer": "Adam",

@@ -3,8 +3,7 @@ from __future__ import annotations
 
 import streamlit as st
 
-import pcd.methods as registry
-from pcd.studio import problem_label
+from pcd.studio import available, problem_label
 from pcd.studio import tau as TD
 from pcd.studio.registry import this_page
 from pcd.ui import claim, download_row, method_picker, settings_panel, setup_page, show_error, url_default, url_sync
@@ -13,6 +12,7 @@ from pcd.ui.chart import plotly_chart
 from pcd.ui.controls import frame_controls
 from pcd.ui.table import html_table
 from pcd.viz.tau import tau_table, tradeoff_figure
+from pcd.viz.theme import method_label
 
 setup_page(
     **this_page(__file__).setup,
@@ -29,7 +29,7 @@ BUDGETS = [30, 100, 300, 1000, 3000]
 DEFAULT_BUDGETS = list(TD.BUDGETS)
 LRS = [0.005, 0.01, 0.02, 0.05]
 
-OTHERS = [m for m in registry.available() if m != "pcd"]  # PCD is the curve
+OTHERS = [m for m in available() if m != "pcd"]  # PCD is the curve
 
 panel = settings_panel()
 c1, c2, c3 = panel.columns([1.6, 1.6, 1])
@@ -101,7 +101,7 @@ with left:
                   f"--steps {steps} --lr {lr:g}`)." if others else ""))
 for m, r in refs.items():
     if r["error"]:
-        st.warning(f"{registry.get(m).display_name} failed: {r['error']}")
+        st.warning(f"{method_label(m)} failed: {r['error']}")
 with right:
     st.markdown(f"**PCD trajectories at τ = {tau_sel:g}** ({steps} steps, Adam lr {lr})")
     plotly_chart(tfig, key="td_traj")

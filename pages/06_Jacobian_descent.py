@@ -5,7 +5,7 @@ from __future__ import annotations
 import pandas as pd
 import streamlit as st
 
-import pcd.methods as registry
+from pcd.studio import available
 from pcd.studio import jd as JD
 from pcd.studio.registry import this_page
 from pcd.ui import (
@@ -21,6 +21,7 @@ from pcd.ui import (
     url_sync,
 )
 from pcd.viz.jd import iwrm_figure, memory_figure, properties_figure
+from pcd.viz.theme import method_label
 
 setup_page(
     **this_page(__file__).setup,
@@ -34,14 +35,14 @@ setup_page(
     ),
 )
 
-ALL = registry.available()
+ALL = available()
 # the selected tab is in the URL (?tab=...): a shared link opens on it
 tab_props, tab_iwrm, tab_mem = st.tabs(["Aggregator properties", "Instance-wise risk minimization", "Gramian memory"],
                                        key="tab", bind="query-params")
 
 
 def _label(m: str) -> str:
-    return registry.get(m).display_name or m
+    return method_label(m)
 
 
 def _run_with_bar(state_key: str, compute) -> None:

@@ -6,9 +6,8 @@ import os
 import numpy as np
 import streamlit as st
 
-import pcd.methods as registry
+from pcd.studio import available, problem_label
 from pcd.studio import basin as B
-from pcd.studio import problem_label
 from pcd.studio import toy as T
 from pcd.studio.registry import page, this_page
 from pcd.ui import (
@@ -24,6 +23,7 @@ from pcd.ui import (
 )
 from pcd.ui.table import html_table
 from pcd.viz.basin import legend_html
+from pcd.viz.theme import method_label
 
 setup_page(
     **this_page(__file__).setup,
@@ -37,7 +37,7 @@ setup_page(
     ),
 )
 
-ALL = registry.available()
+ALL = available()
 PROBLEMS = list(T.PROBLEMS)
 
 with settings_panel(flow=True):
@@ -124,7 +124,7 @@ for method, event in events.items():
     st.switch_page(page("02_Toy_landscapes.py").link, query_params=query)
 
 for name, msg in res.errors.items():
-    st.warning(f"{registry.get(name).display_name} failed: {msg}")
+    st.warning(f"{method_label(name)} failed: {msg}")
 
 st.subheader("Where the starts end")
 table = B.basin_table(res)

@@ -10,8 +10,11 @@ import pcd.methods as _methods
 import pcd.problems as _problems
 
 
-def available(names: Sequence[str]) -> list[str]:
-    """``names`` that the method registry has (a page's default method list)."""
+def available(names: Sequence[str] | None = None) -> list[str]:
+    """``names`` that the method registry has (a page's default method list); without ``names``,
+    every registered method in display order (a page's method picker)."""
+    if names is None:
+        return _methods.available()
     have = set(_methods.available())
     return [m for m in names if m in have]
 

@@ -82,7 +82,7 @@ PAGES: tuple[Page, ...] = (
     Page("07_Constraints_vs_penalties.py", "Constraints vs fixed penalties", ":material/rule:",
          "Lagrangian methods vs fixed penalties vs PCD", module="constraints"),
     Page("08_Pruning_lab.py", "Pruning lab", ":material/content_cut:",
-         "queue CIFAR / digits pruning runs and compare the results"),
+         "queue CIFAR / digits pruning runs and compare the results", module="pruning_lab"),
     Page("09_Basin_maps.py", "Basin maps", ":material/grid_view:",
          "which start leads where: outcome maps per method", module="basin", full_plotly=True),
     Page("10_Training_geometry.py", "Training geometry", ":material/monitoring:",
