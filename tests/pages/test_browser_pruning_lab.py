@@ -11,7 +11,7 @@ from pcd.jobs import RunStore, supervisor_pid
 from pcd.train.queue import train_available
 from tests.pages._browser import plot_data, show_parallel_coordinates, tall_screenshot, wait_until
 
-pytestmark = [pytest.mark.slow, pytest.mark.browser,
+pytestmark = [pytest.mark.slow, pytest.mark.browser, pytest.mark.timeout(1500),  # bounded waits, a busy machine
               pytest.mark.skipif(not train_available(), reason="pcd.train.run (issue 6) is not installed")]
 
 
@@ -32,7 +32,7 @@ def _expander(page, title):
 
 def _open(page, title):
     exp = _expander(page, title)
-    exp.wait_for(timeout=30_000)
+    exp.wait_for(timeout=120_000)
     summary = exp.locator("summary").first
     summary.scroll_into_view_if_needed()
     if exp.locator("details").first.get_attribute("open") is None:
@@ -50,7 +50,7 @@ def _inside_curve_and_parallel(page, artifacts_dir):
     # inside the network: channels per layer before -> after, norms, latency protocol, provenance
     inside = _open(page, "Inside the network")
     table = inside.locator("table").filter(has_text="kept %").first
-    table.wait_for(timeout=30_000)
+    table.wait_for(timeout=120_000)
     heads = [h.strip() for h in table.locator("thead th").all_inner_texts()]
     body = [[c.strip() for c in r.locator("td, th").all_inner_texts()] for r in table.locator("tbody tr").all()]
     assert len(body) >= 3, body  # digits CNN: convs and linear layers
@@ -74,7 +74,7 @@ def _inside_curve_and_parallel(page, artifacts_dir):
     curve.get_by_role("button", name="Compute the curve").click()
     fig = curve.locator(".js-plotly-plot").filter(has_text="MFLOPs (batch 1)").first
     fig.wait_for(timeout=300_000)
-    wait_until(lambda: plot_data(fig), 30, "the curve's traces")
+    wait_until(lambda: plot_data(fig), 120, "the curve's traces")
     traces = plot_data(fig)
     assert len(traces) >= 4 and all(t["n"] >= 2 and t["ny"] == t["n"] == traces[0]["n"] for t in traces[:4]), traces
     assert fig.locator(".scatterlayer .point").count() >= 2 * 4  # points drawn on each panel
@@ -95,15 +95,15 @@ def test_queue_watch_and_explore_a_digits_run(streamlit_server, page, artifacts_
         subset.press("Enter")
         page.wait_for_timeout(1500)
         page.get_by_role("button", name="Queue run(s)").click()
-        page.get_by_text("Queued run(s)").wait_for(timeout=30_000)
-        new = wait_until(lambda: [r for r in store.list() if r["id"] not in before], 10, "the queued run in the store")
+        page.get_by_text("Queued run(s)").wait_for(timeout=120_000)
+        new = wait_until(lambda: [r for r in store.list() if r["id"] not in before], 60, "the queued run in the store")
         rid = new[0]["id"]
         cfg = new[0]["config"]
         assert cfg["dataset"] == "digits" and cfg["epochs"] == 3 and cfg["max_train_samples"] == 384
 
         page.get_by_role("tab", name="Queue & runs").click()
         # the page started a supervisor; the run starts and its progress advances
-        assert wait_until(lambda: supervisor_pid(data_dir), 30, "the supervisor started by the page")
+        assert wait_until(lambda: supervisor_pid(data_dir), 120, "the supervisor started by the page")
         seen = []
 
         def progressed():
@@ -123,12 +123,12 @@ def test_queue_watch_and_explore_a_digits_run(streamlit_server, page, artifacts_
         wait_until(lambda: _metric(page, "done") == "1" and _metric(page, "running") == "0", 30,
                    "the page counting the run as done and nothing running")
         # nothing runs any more: the live curves go away (and the 2 s refresh with them)
-        wait_until(lambda: page.get_by_text("Live curves of the running runs").count() == 0, 30, "live curves gone")
+        wait_until(lambda: page.get_by_text("Live curves of the running runs").count() == 0, 120, "live curves gone")
         page.screenshot(path=str(artifacts_dir / "pruning_lab_runs.png"))
 
         page.get_by_role("tab", name="Results explorer").click()
-        page.get_by_text("Summary: mean ± std over seeds").wait_for(timeout=30_000)
-        page.locator(".js-plotly-plot").filter(has_text="test accuracy").first.wait_for(timeout=30_000)
+        page.get_by_text("Summary: mean ± std over seeds").wait_for(timeout=120_000)
+        page.locator(".js-plotly-plot").filter(has_text="test accuracy").first.wait_for(timeout=120_000)
         size = tall_screenshot(page, artifacts_dir / "pruning_lab_results.png", restore=False)
         _inside_curve_and_parallel(page, artifacts_dir)  # in the tall window: the panels sit below the first screen
         page.set_viewport_size(size)

@@ -15,7 +15,7 @@ from pcd.train.queue import train_available
 from pcd.viz.theme import method_label
 from tests.pages._browser import show_parallel_coordinates, tall_screenshot, wait_until
 
-pytestmark = [pytest.mark.slow, pytest.mark.browser,
+pytestmark = [pytest.mark.slow, pytest.mark.browser, pytest.mark.timeout(1500),  # bounded waits, a busy machine
               pytest.mark.skipif(not train_available(), reason="pcd.train.run is not installed")]
 
 ROW_H = 35  # st.dataframe's row height in px (header row included)
@@ -42,26 +42,26 @@ def test_queue_study_select_rows_cancel_the_right_one(streamlit_server, page, ar
         epochs.fill("2")  # a reduced study for CI time: every run of the grid, one seed, 2 epochs
         epochs.press("Enter")
         button = page.get_by_role("button", name=f"Queue the digits-demo study ({n} runs)")
-        button.wait_for(timeout=30_000)
+        button.wait_for(timeout=120_000)
         page.screenshot(path=str(artifacts_dir / "pruning_study_form.png"), full_page=True)
         button.click()
-        page.get_by_text(f"Queued {n} runs").wait_for(timeout=30_000)
+        page.get_by_text(f"Queued {n} runs").wait_for(timeout=120_000)
         new = sorted(r["id"] for r in store.list() if r["id"] not in before)
         assert len(new) == n and all(store.get(i)["config"]["epochs"] == 2 for i in new)
-        assert wait_until(lambda: supervisor_pid(data_dir), 30, "the supervisor started by the page")
+        assert wait_until(lambda: supervisor_pid(data_dir), 120, "the supervisor started by the page")
 
         page.get_by_role("tab", name="Queue & runs").click()
         table = page.locator('[data-testid="stDataFrame"] >> visible=true').first
-        table.wait_for(timeout=30_000)
+        table.wait_for(timeout=120_000)
         page.wait_for_timeout(1500)
         # the running run pinned on top, then newest first: row 2 is a queued run; the page names it
         _click_row(page, table, 2)
         sel = page.get_by_text("Selected: run ")
-        sel.first.wait_for(timeout=15_000)
+        sel.first.wait_for(timeout=90_000)
         target = int(re.search(r"Selected: run (\d+) \(", sel.first.inner_text()).group(1))
         assert target in new and target in (new[-3], new[-2]) and store.get(target)["status"] == "queued"
         page.get_by_role("button", name="Cancel (1)").click()
-        wait_until(lambda: store.get(target)["status"] == "cancelled", 15, f"run {target} cancelled")
+        wait_until(lambda: store.get(target)["status"] == "cancelled", 90, f"run {target} cancelled")
         others = {r["id"]: r["status"] for r in store.list() if r["id"] in new and r["id"] != target}
         assert "cancelled" not in others.values(), others  # only the selected run was cancelled
         page.wait_for_timeout(2500)  # a live refresh: the selection stays on the same run
@@ -71,7 +71,7 @@ def test_queue_study_select_rows_cancel_the_right_one(streamlit_server, page, ar
         # the first run finishes and appears in the explorer without a reload
         wait_until(lambda: any(store.get(i)["status"] == "done" for i in new), 240, "a finished run")
         page.get_by_role("tab", name="Results explorer").click()
-        page.get_by_text("Summary: mean ± std over seeds").wait_for(timeout=30_000)
+        page.get_by_text("Summary: mean ± std over seeds").wait_for(timeout=120_000)
         # the visible plot: the first one in the page may be the live curves on the (hidden) queue tab
         page.locator(".js-plotly-plot >> visible=true").first.wait_for(timeout=60_000)
         tall_screenshot(page, artifacts_dir / "pruning_study_results.png")
@@ -105,7 +105,7 @@ def test_queue_study_select_rows_cancel_the_right_one(streamlit_server, page, ar
         # issue 29: the finished study at a glance -- parallel coordinates, one line per finished run
         done = [store.get(i) for i in new if store.get(i)["status"] == "done"]
         page.get_by_role("tab", name="Results explorer").click()
-        page.get_by_text("Summary: mean ± std over seeds").wait_for(timeout=30_000)
+        page.get_by_text("Summary: mean ± std over seeds").wait_for(timeout=120_000)
         dims = show_parallel_coordinates(page, artifacts_dir / "pruning_study_parallel.png")
         assert len(dims["method"]["values"]) == len(done), (dims, [r["id"] for r in done])
         assert set(dims["method"]["ticktext"]) == {method_label(r["config"]["method"]) for r in done}, dims

@@ -52,7 +52,7 @@ def test_select_all_survives_a_refresh_in_flight(tmp_path, monkeypatch, page, ar
         box = table.bounding_box()
         page.mouse.click(box["x"] + 18, box["y"] + ROW_H * 3 + ROW_H / 2)  # data row 2: a queued run
         sel = page.get_by_text("Selected: run ")
-        sel.first.wait_for(timeout=15_000)
+        sel.first.wait_for(timeout=90_000)
         first = int(re.search(r"Selected: run (\d+) \(", sel.first.inner_text()).group(1))
         shown = [r["id"] for r in store.list() if r["status"] in ("queued", "running")]
         assert first in ids
