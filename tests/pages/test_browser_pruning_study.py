@@ -27,6 +27,10 @@ def _click_row(page, table, row):
     page.mouse.click(box["x"] + 18, box["y"] + ROW_H * (row + 1) + ROW_H / 2)
 
 
+@pytest.mark.xfail(strict=False, reason="issue 29 (open): fails in full CI runs (3 of 3 in session 25, at different steps), "
+                                        "never alone; suspect: the session-wide streamlit_server fixture shares its "
+                                        "data folder and supervisor with the tests before it. The race itself is "
+                                        "checked deterministically by test_browser_queue_race.py")
 def test_queue_study_select_rows_cancel_the_right_one(streamlit_server, page, artifacts_dir):
     data_dir = streamlit_server["data_dir"]
     store = RunStore(data_dir)
