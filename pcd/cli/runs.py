@@ -308,6 +308,11 @@ def _summary(args: argparse.Namespace) -> int:
             for r in sub:
                 print(f"| {r['method']} | {r['setting']} | {r['n']} | {pm(r, 'test_acc')} | {pm(r, 'param_sparsity')} | "
                       f"{pm(r, 'effective_rank', '.2f')} |")
+            hv = R.hypervolume_by_method([{**r, "secondary": "l1+nuclear"} for r in sub])  # the seeds' means
+            if hv["methods"]:
+                print("dominated hypervolume per method, of its settings' mean points: " + ", ".join(
+                    f"{m} {v:.3f}" for m, v in sorted(hv["methods"].items(), key=lambda kv: -kv[1])))
+                print(f"({hv['normalization']})")
         c = comps[st]
         print(R.pairs_line(c) if c["n"] else c.get("nothing") or "no PCD / baseline pairs")
         for line in R.findings(sub):

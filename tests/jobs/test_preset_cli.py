@@ -81,7 +81,15 @@ def test_summary_of_a_k3_study_states_its_measures_and_shows_sparsity_and_rank(t
             run = store.claim("t", "cpu:0")
             store.finish(rid, run["token"], "done", result={"config": cfg, "test_acc": 99.0, "seconds": 3.0,
                                                              "param_sparsity": sp, "effective_rank": er})
+        cfg = {**cfg, "method": "unpruned", "tau": None, "seed": 0}
+        rid = store.submit(cfg)
+        run = store.claim("t", "cpu:0")
+        store.finish(rid, run["token"], "done", result={"config": cfg, "test_acc": 99.5, "seconds": 3.0,
+                                                         "param_sparsity": 0.0, "effective_rank": 20.0})
     rc, out, _ = _run(capsys, "runs", "summary", "--data-dir", d)
     assert rc == 0 and "K = 3 measures: parameter sparsity: % of penalized conv weights with |w| < 0.001" in out
     assert "effective rank: exp(entropy of the normalized singular values)" in out
     assert "| pcd | τ=0.2 | 2 | 99.0 ± 0.0 | 82.0 ± 2.8 | 11.00 ± 1.41 |" in out
+    # PCD's mean point (0.99, 0.82, 1 - 11/20) against the origin; the unpruned network removes nothing
+    assert f"dominated hypervolume per method, of its settings' mean points: pcd {0.99 * 0.82 * 0.45:.3f}, unpruned 0.000" in out
+    assert "1 - effective rank/20" in out
