@@ -28,8 +28,7 @@ import numpy as np
 
 from pcd.experiments.animation import tau_budget_run
 from pcd.experiments.synthetic import toy_run
-from pcd.experiments.toy import trajectory_gradients
-from pcd.studio.toy import objective_space
+from pcd.experiments.toy import objective_space, trajectory_gradients
 from pcd.viz import toy as toy_map
 from pcd.viz.export import SLIDE_SIZES, encode, mp4_missing, tau_frames, tau_palette, toy_frames, toy_palette
 

@@ -279,7 +279,7 @@ OUTCOME_WORDS = {
 }
 #: Each trajectory diagnosis in words: ``(short, long)`` -- a table cell, a sentence. The labels of
 #: :func:`diagnose`, with ``primary_stationary`` and a PCD ``conflict_equilibrium`` told apart per method
-#: (``halted`` / ``pareto_at_primary``, ``held``: :func:`pcd.viz.theme.outcome_label`). PCD's deployed
+#: (``halted`` / ``pareto_at_primary``, ``held``: :func:`outcome_label`). PCD's deployed
 #: update d = d~ ||g_1|| / ||d~|| is zero wherever g_1 = 0 (a known limitation: the update halts), while a
 #: symmetric method there sits at a Pareto-stationary point of its own choosing (e.g. FAMO at the
 #: primary's minimum with the secondary > 0): different names.
@@ -294,6 +294,23 @@ DIAGNOSIS_WORDS = {
     "diverged": ("diverged", "diverged"),
     "error": ("method error", "method error"),
 }
+
+
+def outcome_label(diagnosis: str, method: str | None = None, short: bool = False) -> str:
+    """The outcome of a trajectory in words (:data:`DIAGNOSIS_WORDS`, the one home of the wording), from the engine's diagnosis and the method: ``primary_stationary`` is ``halted`` for a
+    method that halts where the primary's gradient vanishes (PCD) and ``pareto_at_primary`` otherwise;
+    a conflict equilibrium of PCD is ``held`` (its primary keeps weight 1)."""
+    import pcd.methods as registry  # the registry imports the engine
+
+    d = str(diagnosis)
+    key = str(method or "").lower()
+    pcd_like = key in registry.available() and registry.get(key).halts_where_primary_vanishes
+    if d == "primary_stationary":
+        d = "halted" if pcd_like else "pareto_at_primary"
+    elif d == "conflict_equilibrium" and pcd_like:
+        d = "held"  # PCD's primary keeps weight 1: it stops only where a constraint binds against it
+    words = DIAGNOSIS_WORDS.get(d)
+    return d if words is None else words[0 if short else 1]
 
 
 def diagnose(end_grad_norms: np.ndarray, speed: np.ndarray, alive: np.ndarray, errored: np.ndarray,

@@ -88,8 +88,7 @@ def _write_map(args: argparse.Namespace, targets: dict[str, Any]) -> None:
     import pcd.problems as problems
     from pcd import _validate as V
     from pcd.experiments.synthetic import toy_run
-    from pcd.experiments.toy import trajectory_gradients
-    from pcd.studio.toy import objective_space
+    from pcd.experiments.toy import objective_space, trajectory_gradients
     from pcd.viz import toy as toy_map
     from pcd.viz.export import toy_animation
     from pcd.viz.stamp import figure_html

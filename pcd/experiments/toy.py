@@ -1,6 +1,6 @@
 """The toy runs' plain-data helpers: one run from several per-method runs, the non-dominated points
 of a loss cloud, and the gradients at every recorded frame of a trajectory (the toy page's inset,
-the lesson, ``python -m pcd toy``)."""
+the lesson, ``python -m pcd toy``), and the runs in objective space."""
 from __future__ import annotations
 
 from collections.abc import Sequence
@@ -9,6 +9,7 @@ from typing import Any
 import numpy as np
 
 import pcd.methods as registry
+from pcd.engine import outcome_label
 
 
 def merge_results(results: Sequence[Any]):
@@ -65,6 +66,55 @@ def _dominates(a: np.ndarray, b: np.ndarray) -> bool:
     """Loss vector ``a`` dominates ``b``: no worse anywhere, better somewhere (beyond 1e-9 relative)."""
     tol = 1e-9 * (1.0 + np.abs(b))
     return bool(np.all(a <= b + tol) and np.any(a < b - tol))
+
+
+def _halts(method: str) -> bool:
+    """The method's update halts where the primary gradient vanishes (PCD: it stalls only where a
+    constraint binds against g₁, never where the gradients merely cancel)."""
+    return method in registry.available() and registry.get(method).halts_where_primary_vanishes
+
+
+def objective_space(problem: Any, res: Any, grid: Any = None, n: int = 200) -> dict[str, Any]:
+    """The toy runs in the (f1, f2) plane: ``losses [M, S, T, 2]`` (the engine's own, recorded with
+    the trajectories), the problem's Pareto ``front [P, 2]`` -- its losses along the known Pareto
+    set, else (``numerical=True``) the non-dominated points of ``grid = (xs, ys, Z [K, ny, nx])``,
+    the map's background grid --, the ``optimum`` (f1, f2) where both objectives are optimal (None
+    when the problem has no such point) and one ``verdicts [M][S]`` text per end point: the outcome
+    (a stall where the gradients cancel is Pareto-stationary) and who dominates it (another end
+    point or the optimum). Two objectives only."""
+    L = np.asarray(res.losses, dtype=np.float64)
+    if L.ndim != 4 or L.shape[-1] != 2:
+        raise ValueError(f"the objective space needs a run with 2 objectives, got losses of shape {L.shape}")
+    front, numerical = problem.pareto_front(n), False
+    if front is None or len(front) < 1:
+        if grid is None:
+            front = np.zeros((0, 2))
+        else:
+            Z = np.asarray(grid[2], dtype=np.float64)
+            front, numerical = pareto_filter(Z[:2].reshape(2, -1).T), True
+    opt = problem.optima()
+    optimum = None if opt is None or not len(opt) else np.asarray(problem.losses(np.asarray(opt)[:1]))[0, :2]
+    ends = np.asarray(res.end_losses, dtype=np.float64)[..., :2]
+    M, S = ends.shape[:2]
+    names = [registry.get(m).display_name if m in registry.available() else m for m in res.methods]
+    diag = np.asarray(res.diagnosis, dtype=object)
+    verdicts = []
+    for m in range(M):
+        row = []
+        for s in range(S):
+            e = ends[m, s]
+            d = str(diag[m, s])
+            text = ("Pareto-stationary: gradients cancel" if d == "conflict_equilibrium" and not _halts(res.methods[m])
+                    else outcome_label(d, res.methods[m], short=True))
+            by = [names[k] for k in range(M) if k != m and any(_dominates(ends[k, j], e) for j in range(S))]
+            if optimum is not None and _dominates(optimum, e):
+                by = ["★ both optimal"] + by
+            row.append(text + (" · dominated by " + ", ".join(dict.fromkeys(by)) if by and np.isfinite(e).all()
+                               else ""))
+        verdicts.append(row)
+    return {"methods": list(res.methods), "record": np.asarray(res.record), "losses": L,
+            "front": np.asarray(front, dtype=np.float64).reshape(-1, 2), "numerical": numerical,
+            "optimum": optimum, "verdicts": verdicts, "names": list(getattr(problem, "objective_names", ("f1", "f2")))}
 
 
 def trajectory_gradients(problem: Any, res: Any, start: int = 0, methods: Sequence[str] | None = None) -> dict[str, Any]:

@@ -95,8 +95,7 @@ def toy_export(problem: Any, res: Any, background: dict[str, Any], settings: dic
     """Toy landscapes (and the lesson's saddle): the map, the objective-space panel beside it (two
     objectives) and the gradient inset of start ``inset_start`` under it (None: no inset; for
     ``inset_methods``, default all), on the page's frames (:data:`pcd.viz.toy.TOY_FRAMES`)."""
-    from pcd.experiments.toy import trajectory_gradients
-    from pcd.studio.toy import objective_space
+    from pcd.experiments.toy import objective_space, trajectory_gradients
     from pcd.viz.export import toy_animation
     from pcd.viz.toy import TOY_FRAMES
 

@@ -8,7 +8,7 @@ Views:
   :func:`pcd.viz.toy.toy_background`, the point where both objectives are optimal, the start rings,
   each method's path as far as the frame shown (:func:`pcd.viz.landscape.path_so_far`, the map's
   frames) and its current points -- and, beside it, the same runs in objective space (the
-  ``(f1, f2)`` plane of :func:`pcd.studio.toy.objective_space`: the Pareto front, the optimum, each
+  ``(f1, f2)`` plane of :func:`pcd.experiments.toy.objective_space`: the Pareto front, the optimum, each
   method's loss path and current point, log axes with exact zeros at 1e-12 as on the page);
 - the τ dial's budget curves (:func:`tau_frames`): where PCD is in loss space after ``t`` steps,
   one point per τ joined into a curve, played from step 0 to the largest budget; each budget's
@@ -287,7 +287,7 @@ def toy_frames(res: Any, background: dict[str, Any], *, size: Any = (1280, 720),
     result (``positions [M, S, T, 2]``, ``methods``, ``record``, ``starts``), ``background`` of
     :func:`pcd.viz.toy.toy_background` (its grid sets the view box). One image per animation frame
     of :func:`pcd.viz.landscape.frame_index` (``max_frames``); the bottom strip says the settings
-    and the step. ``space``: :func:`pcd.studio.toy.objective_space` of the run -- the objective-space
+    and the step. ``space``: :func:`pcd.experiments.toy.objective_space` of the run -- the objective-space
     panel is drawn beside the map (``log`` axes or linear). ``grads``: the gradient inset under the
     map, :func:`pcd.experiments.toy.trajectory_gradients` of one start -- per method (the first
     :data:`INSET_MAX`) g₁, g₂ and its step d at the frame, to one fixed scale

@@ -4,7 +4,7 @@ plays both (:func:`pcd.ui.controls.frame_controls`, ``follow``).
 
 A conflict equilibrium is a statement about the losses: the symmetric methods stop on a
 Pareto-stationary point that another point dominates, while PCD reaches the point where both
-objectives are optimal. The data is :func:`pcd.studio.toy.objective_space` (the engine's own losses).
+objectives are optimal. The data is :func:`pcd.experiments.toy.objective_space` (the engine's own losses).
 """
 from __future__ import annotations
 
@@ -22,7 +22,7 @@ FLOOR = 1e-12  # a log axis draws an exact zero here (as the loss chart does)
 def objective_space_figure(space: dict[str, Any], *, log: bool = True, plot_height: int = 360,
                            width_px: float = 900.0, max_frames: int | None = None, animate: bool = True,
                            floor: float = FLOOR) -> Any:
-    """The (f1, f2) plane of :func:`pcd.studio.toy.objective_space`: the Pareto front (dashed; said
+    """The (f1, f2) plane of :func:`pcd.experiments.toy.objective_space`: the Pareto front (dashed; said
     when it is numerical), the point where both objectives are optimal (star), each method's path
     -- drawn as far as the frame shown, as on the map (:func:`pcd.viz.landscape.path_so_far`) --
     and its current points (one animated trace of heads), and at the last frame each group of end

@@ -16,7 +16,7 @@ import plotly.graph_objects as go
 
 import pcd.methods as registry
 from pcd import _validate as V
-from pcd.engine import DIAGNOSIS_WORDS
+from pcd.engine import DIAGNOSIS_WORDS, outcome_label  # noqa: F401  (its home is the engine)
 
 FONT = "Inter, -apple-system, 'Segoe UI', Roboto, Helvetica, Arial, sans-serif"
 WIDTH = 1100          # figures are sized for a laptop screen (the page is ~1250 px wide)
@@ -245,22 +245,6 @@ def method_label(name: str) -> str:
         return registry.get(name).display_name or str(name)
     except ValueError:
         return BASELINE_LABELS.get(str(name), str(name))
-
-
-def outcome_label(diagnosis: str, method: str | None = None, short: bool = False) -> str:
-    """The outcome of a trajectory in words (:data:`pcd.engine.DIAGNOSIS_WORDS`, the one home of the
-    wording), from the engine's diagnosis and the method: ``primary_stationary`` is ``halted`` for a
-    method that halts where the primary's gradient vanishes (PCD) and ``pareto_at_primary`` otherwise;
-    a conflict equilibrium of PCD is ``held`` (its primary keeps weight 1)."""
-    d = str(diagnosis)
-    key = str(method or "").lower()
-    pcd_like = key in registry.available() and registry.get(key).halts_where_primary_vanishes
-    if d == "primary_stationary":
-        d = "halted" if pcd_like else "pareto_at_primary"
-    elif d == "conflict_equilibrium" and pcd_like:
-        d = "held"  # PCD's primary keeps weight 1: it stops only where a constraint binds against it
-    words = DIAGNOSIS_WORDS.get(d)
-    return d if words is None else words[0 if short else 1]
 
 
 # The light background of a table cell that names an outcome (the toy page's end-point table), by the

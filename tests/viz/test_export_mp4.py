@@ -14,7 +14,7 @@ import pcd.problems as problems
 from pcd.cli import main
 from pcd.experiments.animation import film_record, tau_budget_run
 from pcd.experiments.synthetic import toy_run
-from pcd.studio.toy import objective_space
+from pcd.experiments.toy import objective_space
 from pcd.viz import toy as toy_map
 from pcd.viz.export import (
     OBJ_FRAC,

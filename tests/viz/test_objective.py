@@ -1,4 +1,4 @@
-"""The toy runs in objective space (pcd.studio.toy.objective_space + pcd.viz.objective): the points
+"""The toy runs in objective space (pcd.experiments.toy.objective_space + pcd.viz.objective): the points
 drawn at every frame are the engine's losses, the frames are the map's, the front and the verdicts."""
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import pytest
 import pcd.problems as problems
 from pcd.engine import run
 from pcd.experiments import toy as xtoy
-from pcd.studio import toy as toy_page
+from pcd.experiments.toy import objective_space
 from pcd.viz import toy as toy_map
 from pcd.viz.landscape import frame_index
 from pcd.viz.objective import objective_space_figure
@@ -33,7 +33,7 @@ def test_the_points_at_every_frame_are_the_engines_losses(saddle):
     # the engine's losses are the objectives at the map's positions
     np.testing.assert_allclose(res.losses, prob.losses(res.positions.reshape(-1, 2)).reshape(M, S, T, 2),
                                rtol=1e-9, atol=1e-12)
-    space = toy_page.objective_space(prob, res)
+    space = objective_space(prob, res)
     np.testing.assert_array_equal(space["losses"], res.losses)
     fig = objective_space_figure(space, log=False, max_frames=40)
     map_fig = toy_map.toy_map_figure(prob, res, toy_map.toy_background(prob), max_frames=40)
@@ -52,7 +52,7 @@ def test_the_points_at_every_frame_are_the_engines_losses(saddle):
 
 def test_the_ending_waits_for_the_last_frame_and_says_who_dominates(saddle):
     prob, res = saddle
-    space = toy_page.objective_space(prob, res)
+    space = objective_space(prob, res)
     np.testing.assert_allclose(space["optimum"], [0.0, 0.0], atol=1e-12)  # both optimal at (2, 0)
     v = dict(zip(res.methods, space["verdicts"]))
     assert all(x == "reached CMS" for x in v["pcd"])
@@ -80,7 +80,7 @@ def test_pareto_filter_and_the_numerical_front():
     grid = quad.grid(160, 120)
     with pytest.MonkeyPatch.context() as mp:
         mp.setattr(type(quad), "pareto_set", lambda self, n=200: None)
-        space = toy_page.objective_space(quad, res, grid)
+        space = objective_space(quad, res, grid)
     assert space["numerical"] and len(space["front"]) > 20
     known = quad.pareto_front(2000)
     gap = np.min(np.linalg.norm(space["front"][:, None, :] - known[None, :, :], axis=2), axis=1)
@@ -89,4 +89,4 @@ def test_pareto_filter_and_the_numerical_front():
     fig = objective_space_figure(space, log=False)
     assert fig.layout.meta["numerical"] and any("numerical" in (t.name or "") for t in fig.data)
     with pytest.raises(ValueError, match="2 objectives"):
-        toy_page.objective_space(quad, type("R", (), {"losses": np.zeros((1, 1, 3, 3))})())
+        objective_space(quad, type("R", (), {"losses": np.zeros((1, 1, 3, 3))})())
