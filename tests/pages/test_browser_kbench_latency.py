@@ -82,7 +82,7 @@ def test_change_to_figure_kbench_and_toy(browser, tmp_path_factory, artifacts_di
             wait_until(lambda: _drawn(page, "kb_chart") > 0, 300, "the K-objective chart drawn again")
             page.wait_for_function("() => !document.querySelector('[data-testid=\"stStatusWidget\"]')",
                                    timeout=180_000)
-            steps = page.locator(".st-key-kb_steps [role='slider']").first
+            steps = page.locator(".st-key-kb_steps input[type='range']").first
             times = []
             for key in KB_BUDGETS:
                 def press(key=key):
@@ -91,7 +91,7 @@ def test_change_to_figure_kbench_and_toy(browser, tmp_path_factory, artifacts_di
                 times.append(_timed(page, "kb_chart", press, f"steps {key}"))
             assert "steps=800" in page.url or "steps" not in page.url, page.url  # back at the default budget
             rows.append(_row("K-objective: step budget (800→500→300→200→300→500→800)", times))
-            lr = page.locator(".st-key-kb_lr [role='slider']").first
+            lr = page.locator(".st-key-kb_lr input[type='range']").first
             lr_times = []
             for key in ("ArrowLeft", "ArrowRight"):  # 0.03 → 0.02 (21 new runs), → 0.03 (in the store)
                 def press_lr(key=key):
