@@ -79,8 +79,8 @@ def main() -> None:
     rows = []
     for steps in changes:
         row = {"steps": steps}
-        recs_old, row["old engine"] = _t(lambda: [r for K, m in keys for r in old_one(K, m, steps)])
-        recs_new, row["new engine"] = _t(lambda: [r for K, m in keys for r in new_one(K, m, steps)])
+        recs_old, row["old engine"] = _t(lambda s=steps: [r for K, m in keys for r in old_one(K, m, s)])
+        recs_new, row["new engine"] = _t(lambda s=steps: [r for K, m in keys for r in new_one(K, m, s)])
         assert recs_new == recs_old, f"new path differs from the fresh runs at {steps} steps"
         (fig, _, _), row["figure"] = _t(figure, recs_new)
         js, row["serialize"] = _t(fig.to_json)
