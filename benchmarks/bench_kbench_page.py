@@ -28,11 +28,11 @@ import logging
 import os
 import statistics
 import sys
-import time
 from pathlib import Path
 from unittest import mock
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from bench_pages import _t  # this folder is on the path when run as a script
 
 CHANGES = (500, 1000, 2000, 300, 800)
 
@@ -41,15 +41,10 @@ def _load() -> float:
     return round(os.getloadavg()[0], 2)
 
 
-def _t(fn, *a, **k):
-    t = time.perf_counter()
-    out = fn(*a, **k)
-    return out, time.perf_counter() - t
-
-
 def main() -> None:
-    logging.getLogger("streamlit").setLevel(logging.ERROR)  # "no runtime found": st caches run bare here
     import streamlit as st
+
+    logging.getLogger("streamlit").setLevel(logging.ERROR)  # "no runtime found": st caches run bare here
 
     from pcd.experiments import synthetic
     from pcd.studio import kbench as KB

@@ -19,7 +19,7 @@ import time
 import pytest
 
 from tests.conftest import serve_studio
-from tests.pages._browser import open_page, wait_until
+from tests.pages._browser import open_page, wait_server_idle, wait_until
 
 pytestmark = [pytest.mark.slow, pytest.mark.browser]
 
@@ -28,23 +28,6 @@ DRAWN = "(sel) => { const b = document.querySelector(sel + ' .pcd-chart'); retur
 # the K-objective page's default view, 800 steps, and the budgets a lecturer slides through: each
 # changes the figure (PCD's residual at 200 / 300 / 500 steps is ~1e-5 … 1e-9, exactly 0 from 800 on)
 KB_BUDGETS = ("ArrowLeft", "ArrowLeft", "ArrowLeft", "ArrowRight", "ArrowRight", "ArrowRight")
-
-
-def _cpu_seconds(pid: int) -> float:
-    fields = open(f"/proc/{pid}/stat").read().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
-
-
-def _wait_server_idle(pid: int, timeout: float) -> float:
-    """Let the server's start-up warm-up finish (it ends with the K-objective page's every step
-    budget): under 5 % of a core over 1.5 s; bounded (a busy server is measured as it is)."""
-    t0 = time.monotonic()
-    while time.monotonic() - t0 < timeout:
-        c0 = _cpu_seconds(pid)
-        time.sleep(1.5)
-        if _cpu_seconds(pid) - c0 < 0.075:
-            break
-    return time.monotonic() - t0
 
 
 def _drawn(page, key: str) -> int:
@@ -76,7 +59,7 @@ def test_change_to_figure_kbench_and_toy(browser, tmp_path_factory, artifacts_di
         try:
             page.goto(srv["url"] + "/K_objective_benchmark")  # the first visit starts the warm-up
             wait_until(lambda: _drawn(page, "kb_chart") > 0, 300, "the K-objective chart drawn")
-            waited = _wait_server_idle(srv["pid"], 400)
+            waited = wait_server_idle(srv["pid"], 400, window=1.5)
             print(f"\nserver warm-up done after {waited:.1f} s more")
             page.reload()
             wait_until(lambda: _drawn(page, "kb_chart") > 0, 300, "the K-objective chart drawn again")
