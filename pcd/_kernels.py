@@ -113,10 +113,13 @@ def _materialize(target: Any = None) -> Any:
             real = {id(lz): (lz, _njit(lz.fn, lz.inline) if _numba is not None else lz.fn) for lz in _pending_jits}
             for lz, fn in real.values():
                 lz.real = fn
-            for name, mod in list(sys.modules.items()):  # numba resolves a kernel's callees from its globals
-                if mod is None or not (name == "pcd" or name.startswith("pcd.")):
-                    continue
-                space = vars(mod)
+            # numba resolves a kernel's callees from its globals: those of each stand-in's own module
+            # and of every pcd module (which may have imported one by name)
+            spaces = {id(lz.fn.__globals__): lz.fn.__globals__ for lz, _ in real.values()}
+            for name, mod in list(sys.modules.items()):
+                if mod is not None and (name == "pcd" or name.startswith("pcd.")):
+                    spaces.setdefault(id(vars(mod)), vars(mod))
+            for space in spaces.values():
                 for key, val in list(space.items()):
                     if isinstance(val, _LazyJit) and id(val) in real:
                         space[key] = real[id(val)][1]

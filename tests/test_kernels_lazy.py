@@ -35,6 +35,14 @@ def test_import_does_not_import_numba_and_the_first_compiled_call_does(tmp_path)
         from pcd import _kernels as k
         before = "numba" in sys.modules
         lazy = type(k.gram_rows).__name__
+        # a module outside pcd with its own compiled functions, defined before numba is imported
+        @k.jit(inline=True)
+        def half(a):
+            return 0.5 * a
+        @k.jit
+        def halves(x, out):
+            for i in range(x.shape[0]):
+                out[i] = half(x[i])
         from pcd.engine import run
         res = run("saddle2d", ["pcd", "ws", "mgda", "pcgrad", "cagrad", "famo"], steps=200, record=[200])
         slow = run("saddle2d", ["pcd", "ws", "mgda", "pcgrad", "cagrad", "famo"], steps=200, record=[200], fast=False)
@@ -48,14 +56,16 @@ def test_import_does_not_import_numba_and_the_first_compiled_call_does(tmp_path)
                 out[i] = twice(x[i])
         out = np.empty(3)
         rows(np.array([1.0, -2.0, 3.0]), out)
+        out2 = np.empty(2)
+        halves(np.array([1.0, 3.0]), out2)
         from pcd.methods import imtlg
         print(json.dumps({"before": before, "lazy": lazy, "after": "numba" in sys.modules,
                           "real": type(k.gram_rows).__name__, "inline": type(imtlg._imtlg_k2_inverse_c).__name__,
-                          "same": bool(np.array_equal(res.end, slow.end)), "new": out.tolist()}))
+                          "same": bool(np.array_equal(res.end, slow.end)), "new": out.tolist(), "halves": out2.tolist()}))
     """, tmp_path)
     assert r["before"] is False and r["lazy"] == "_LazyJit"
     assert r["after"] is True and r["real"] == "CPUDispatcher" and r["inline"] == "CPUDispatcher"
-    assert r["same"] and r["new"] == [2.0, 4.0, 6.0]
+    assert r["same"] and r["new"] == [2.0, 4.0, 6.0] and r["halves"] == [0.5, 1.5]
 
 
 def test_without_numba_every_path_is_numpy(tmp_path):
