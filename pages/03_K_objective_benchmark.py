@@ -28,8 +28,8 @@ setup_page(
 KS = list(KB.KS)
 ALL = available()
 DEFAULT_METHODS = KB.available(KB.METHODS)
-STEPS = [200, 300, 500, 800, 1000, 2000, 3000]
-LRS = [0.005, 0.01, 0.02, 0.03, 0.05]
+STEPS = list(KB.STEP_CHOICES)
+LRS = list(KB.LRS)
 
 OPTS = {"adam": "Adam", "sgd": "SGD"}
 panel = settings_panel()

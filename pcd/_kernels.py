@@ -26,48 +26,138 @@ engine's divergence rule: such a row is frozen, its last finite point kept).
 the plain function, and every method runs its NumPy path. Compiled code is cached on disk
 (``cache=True``), so only the very first call on a machine pays the compile time (measured by
 ``benchmarks/bench_basin.py``).
+
+numba is imported lazily (``import numba`` costs ~0.4 s, and ``import pcd.qp`` or a page that never
+runs a compiled path should not pay it): :data:`AVAILABLE` only asks whether numba is installed;
+:func:`jit` returns a stand-in that compiles on its first call, and :func:`formula` queues its
+overload. The first call of any compiled function imports numba and makes every pending one real at
+once (:func:`_materialize`): the overloads are registered, each stand-in becomes its numba
+dispatcher, and the module globals that named a stand-in are pointed at the dispatcher (numba reads
+a compiled function's callees from its globals). From then on :func:`jit` and :func:`formula` act at
+once, as before. Should numba be installed but fail to import, the functions stay plain Python (the
+same results, slowly) and :data:`AVAILABLE` turns False for whoever reads it later.
 """
 from __future__ import annotations
 
+import functools
 import importlib
+import importlib.util
 import inspect
 import math
+import sys
+import threading
 from typing import Any
 
 import numpy as np
 
 from pcd._fast import small_batch
 
-try:  # pragma: no cover - exercised through AVAILABLE
-    _numba: Any = importlib.import_module("numba")
-    AVAILABLE = True
-except ImportError:  # pragma: no cover
-    _numba = None
-    AVAILABLE = False
+# numba installed? (not imported: see the module docstring)
+AVAILABLE = importlib.util.find_spec("numba") is not None
+_numba: Any = None          # the numba module once imported (:func:`_materialize`)
+_state = {"done": False}    # _materialize has run
+_lock = threading.RLock()
+_pending_jits: list[Any] = []       # stand-ins made before numba was imported
+_pending_formulas: list[Any] = []   # formulas whose overload is not registered yet
+
+
+class _LazyJit:
+    """What :func:`jit` returns before numba is imported: calls (and attribute reads) make every
+    pending compiled function real (:func:`_materialize`), then go to this one's dispatcher."""
+
+    def __init__(self, fn: Any, inline: bool) -> None:
+        functools.update_wrapper(self, fn)
+        self.fn, self.inline = fn, inline
+        self.real: Any = None
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        real = self.real if self.real is not None else _materialize(self)
+        return real(*args, **kwargs)
+
+    def __getattr__(self, name: str) -> Any:  # py_func, signatures, ... of the dispatcher
+        if name in ("fn", "inline", "real") or name.startswith("__"):
+            raise AttributeError(name)
+        return getattr(self.real if self.real is not None else _materialize(self), name)
+
+
+def _njit(fn: Any, inline: bool) -> Any:
+    kw = {"inline": "always"} if inline else {}
+    return _numba.njit(cache=True, error_model="numpy", nogil=True, **kw)(fn)
+
+
+def _register_formula(fn: Any) -> None:
+    def typer(*args: Any) -> Any:
+        return fn
+    typer.__signature__ = inspect.signature(fn)  # type: ignore[attr-defined]
+    _numba.extending.overload(fn, jit_options={"error_model": "numpy"})(typer)
+
+
+def _materialize(target: Any = None) -> Any:
+    """Import numba (once), register the pending overloads (:func:`where`'s scalar form, every
+    :func:`formula`), turn every pending :class:`_LazyJit` into its dispatcher and repoint the
+    ``pcd`` modules' globals that named a stand-in. Returns ``target``'s real function (the plain
+    function when numba cannot be imported)."""
+    global _numba, AVAILABLE
+    with _lock:
+        if not _state["done"]:
+            try:
+                _numba = importlib.import_module("numba") if AVAILABLE else None
+            except ImportError:  # pragma: no cover - a broken install: stay on plain Python
+                _numba = None
+            if _numba is None:
+                AVAILABLE = False
+            else:
+                _register_where()
+                for fn in _pending_formulas:
+                    _register_formula(fn)
+            real = {id(lz): (lz, _njit(lz.fn, lz.inline) if _numba is not None else lz.fn) for lz in _pending_jits}
+            for lz, fn in real.values():
+                lz.real = fn
+            # numba resolves a kernel's callees from its globals: those of each stand-in's own module
+            # and of every pcd module (which may have imported one by name)
+            spaces = {id(lz.fn.__globals__): lz.fn.__globals__ for lz, _ in real.values()}
+            for name, mod in list(sys.modules.items()):
+                if mod is not None and (name == "pcd" or name.startswith("pcd.")):
+                    spaces.setdefault(id(vars(mod)), vars(mod))
+            for space in spaces.values():
+                for key, val in list(space.items()):
+                    if isinstance(val, _LazyJit) and id(val) in real:
+                        space[key] = real[id(val)][1]
+            _pending_jits.clear()
+            _pending_formulas.clear()
+            _state["done"] = True
+    return None if target is None else target.real
+
 
 __all__ = ["AVAILABLE", "jit", "formula", "where", "k2_batch", "k2_step", "NO_PARAMS", "gram_rows", "combine_rows"]
 
 
 def jit(fn=None, *, inline: bool = False):
     """``numba.njit`` with the settings every kernel needs (or the plain function without numba);
-    ``inline=True`` for the per-row helpers (inlined into each kernel by numba itself)."""
+    ``inline=True`` for the per-row helpers (inlined into each kernel by numba itself). Before
+    numba is imported, a stand-in that compiles on its first call (see the module docstring)."""
     if fn is None:
         return lambda f: jit(f, inline=inline)
-    if _numba is None:
-        return fn
-    kw = {"inline": "always"} if inline else {}
-    return _numba.njit(cache=True, error_model="numpy", nogil=True, **kw)(fn)
+    with _lock:
+        if not _state["done"]:
+            if not AVAILABLE:
+                return fn
+            lazy = _LazyJit(fn, inline)
+            _pending_jits.append(lazy)
+            return lazy
+    return fn if _numba is None else _njit(fn, inline)
 
 
 def where(cond, x, y):
     """``np.where(cond, x, y)``: what a method's formula calls to choose between two values, so that
     the one function serves NumPy arrays (a batch at once) and, compiled, one row at a time (numba
-    then uses the scalar ``x if cond else y`` registered below). Both values are computed, as in
-    NumPy: a formula guards its divisors (``a / where(ok, b, 1.0)``), never relies on a branch."""
+    then uses the scalar ``x if cond else y`` registered in :func:`_register_where`). Both values
+    are computed, as in NumPy: a formula guards its divisors (``a / where(ok, b, 1.0)``), never
+    relies on a branch."""
     return np.where(cond, x, y)
 
 
-if _numba is not None:
+def _register_where() -> None:
     @_numba.extending.overload(where)
     def _where_scalar(cond, x, y):  # pragma: no cover - compiled
         def impl(cond, x, y):
@@ -82,13 +172,16 @@ def formula(fn):
     :func:`where`, arithmetic): called from Python it runs on whole arrays (the vectorized path). A
     row loop compiles it with ``jit(fn, inline=True)`` (inlined into the loop, so LLVM vectorizes
     it); a formula may call other formulas (e.g. PCD's ``pcd_k2`` calls ``k2_mu``), which numba then
-    compiles for one row through the overload registered here (NumPy's error model: a division by
-    zero gives inf/NaN there too). Without numba it is just the function."""
-    if _numba is not None:
-        def typer(*args: Any) -> Any:
+    compiles for one row through the overload registered for it (NumPy's error model: a division by
+    zero gives inf/NaN there too; registered when numba is imported, :func:`_materialize`). Without
+    numba it is just the function."""
+    with _lock:
+        if not _state["done"]:
+            if AVAILABLE:
+                _pending_formulas.append(fn)
             return fn
-        typer.__signature__ = inspect.signature(fn)  # type: ignore[attr-defined]
-        _numba.extending.overload(fn, jit_options={"error_model": "numpy"})(typer)
+    if _numba is not None:
+        _register_formula(fn)
     return fn
 
 

@@ -74,7 +74,7 @@ from pcd.problems import Problem
 from pcd.problems import make as make_problem
 from pcd.problems.base import check_float, check_int
 
-__all__ = ["run", "RunResult", "sample_steps", "pareto_residual", "min_norm_point", "Adam", "SGD", "make_optimizer",
+__all__ = ["run", "run_budgets", "RunResult", "sample_steps", "pareto_residual", "min_norm_point", "Adam", "SGD", "make_optimizer",
            "resolve_methods", "diagnose", "outcomes", "OUTCOMES", "GRAD_TOL", "STALL_TOL"]
 
 MAX_STEPS = 1_000_000
@@ -455,6 +455,7 @@ def run(
     stall_tol: float = STALL_TOL,
     fast: bool = True,
     progress: Any = None,
+    snapshots: dict[Any, Any] | None = None,
 ) -> RunResult:
     """Run every (method x start) trajectory together; see the module docstring for semantics.
 
@@ -466,6 +467,10 @@ def run(
     ``record=[steps]`` (end points only) takes the compiled end-point fast path
     (:mod:`pcd._fastpath`, bit-identical results) where it covers the problem, methods and
     optimizer and ``fast`` is True. ``progress(fraction, message)`` is called along the way.
+
+    ``snapshots`` (internal, for :func:`run_budgets`): a dict whose int keys are recorded steps; the
+    loop stores there the state a run ending at that step would finish with, and under ``"ctx"``
+    the run's problem, methods and settings.
     """
     t_start = time.perf_counter()
     prob = make_problem(problem, **(problem_params or {}))
@@ -484,7 +489,7 @@ def run(
                          "pass record=N (e.g. 200) to keep ~N frames")
     opt_name = str(optimizer).strip().lower()
     opt = make_optimizer(opt_name, (M * S, n), lr, **(optimizer_params or {}))
-    if fast and T == 1 and rec[0] == steps:
+    if fast and T == 1 and rec[0] == steps and snapshots is None:
         from pcd import _fastpath
 
         ends = _fastpath.run_ends(prob, meths, x0, steps, opt, progress)
@@ -565,6 +570,8 @@ def run(
         W[sl] = 0.0
         return bool(alive.all())
 
+    if snapshots is not None:
+        snapshots["ctx"] = (prob, meths, opt_name, x0, t_start)
     old_err = np.seterr(all="ignore")  # NaN/inf are detected and reported, not warned about
     report_every = max(1, (steps + 1) // 20)
     try:
@@ -657,18 +664,96 @@ def run(
             r = rec_pos[t]
             if r >= 0:
                 _record(r, t, bufs, x, L, J, W, MU, D, None if all_alive else alive, div_step)
+                if snapshots is not None and t in snapshots:  # what a run ending here finishes with
+                    snapshots[t] = _Snapshot(x.copy(), D.copy(), alive.copy(), div_step.copy(), np.array(end_x),
+                                             np.array(end_L), np.array(end_J), dict(errors), list(secs))
             if t < steps:
                 x = opt.step(x, D, None if all_alive else alive)
     finally:
         np.seterr(**old_err)
 
     m_seconds = {label: secs[m] for m, (label, _) in enumerate(meths)}
-    errored = np.zeros(MS, dtype=bool)
+    errored = _errored(meths, errors, S)
+    return _finish(prob, meths, opt_name, lr, optimizer_params, steps, seed, x0, rec, bufs, x, x_window, window,
+                   alive, errored, div_step, end_x, end_L, end_J, D, errors, t_start, m_seconds, grad_tol, stall_tol)
+
+
+def _errored(meths: list, errors: dict[str, str], S: int) -> np.ndarray:
+    """``[M*S]``: the rows of the methods that raised (``errors``)."""
+    errored = np.zeros(len(meths) * S, dtype=bool)
     for m, (label, _) in enumerate(meths):
         if label in errors:
             errored[m * S:(m + 1) * S] = True
-    return _finish(prob, meths, opt_name, lr, optimizer_params, steps, seed, x0, rec, bufs, x, x_window, window,
-                   alive, errored, div_step, end_x, end_L, end_J, D, errors, t_start, m_seconds, grad_tol, stall_tol)
+    return errored
+
+
+@dataclass
+class _Snapshot:
+    """The loop's state at a recorded step t: what a run with ``steps = t`` ends with."""
+
+    x: np.ndarray
+    D: np.ndarray
+    alive: np.ndarray
+    div_step: np.ndarray
+    end_x: np.ndarray
+    end_L: np.ndarray
+    end_J: np.ndarray
+    errors: dict[str, str]
+    secs: list[float]
+
+
+_BUFFERS = ("positions", "losses", "grad_norms", "weights", "update_norms", "multipliers", "directions")
+
+
+def run_budgets(problem: str | Problem, methods: Any, budgets: Any, record: Any = None,
+                **kwargs: Any) -> dict[int, RunResult]:
+    """``{b: run(problem, methods, steps=b, record=record(b), **kwargs)}`` for every step budget ``b``
+    in ``budgets``, from ONE run of the longest budget: the same results, bit for bit (only the
+    timings ``seconds`` / ``method_seconds`` differ).
+
+    Why that is exact: step t of :func:`run` never depends on the budget -- the problem, the
+    methods (their states, their seeded generators) and the optimizer (its step counter) see the
+    same inputs in the same order; the budget only says where the loop stops and what is recorded.
+    So a run to ``B`` passes through the exact state a run to ``b <= B`` ends in: that state
+    (position, direction, divergence, errors) is taken at step ``b`` and at ``b - max(1, b // 10)``
+    (the speed window), and the end-of-run rules (:func:`_finish`) run on it.
+
+    ``record``: a function of the budget returning what :func:`run` takes as ``record`` (None,
+    ``N`` frames or step indices); None records the end point only (``[b]``). ``kwargs``: the
+    other arguments of :func:`run` (``starts``, ``optimizer``, ``lr``, ``method_params``, ``seed``,
+    ...; not ``steps``, ``fast``, ``progress``). Tested: ``tests/test_engine_budgets.py``.
+    """
+    for bad in ("steps", "fast", "snapshots", "progress"):
+        if bad in kwargs:
+            raise ValueError(f"run_budgets: {bad!r} is not an argument here (the budgets are the steps)")
+    try:
+        raw = list(budgets)
+    except TypeError:
+        raise ValueError("budgets must be a list of step counts (integers >= 1)") from None
+    if not raw:
+        raise ValueError("budgets must hold at least one step count")
+    bs = sorted({check_int(b, "budget", 1, MAX_STEPS) for b in raw})
+    if record is not None and not callable(record):
+        raise ValueError("record must be None or a function of the budget (returning run's record)")
+    recs = {b: _check_record([b] if record is None else record(b), b) for b in bs}
+    windows = {b: b - max(1, b // 10) for b in bs}
+    snaps: dict[Any, Any] = {t: None for b in bs for t in (b, windows[b])}
+    union = np.unique(np.concatenate([*recs.values(), np.array([t for t in snaps], dtype=int)]))
+    full = run(problem, methods, steps=bs[-1], record=union, fast=False, snapshots=snaps, **kwargs)
+    prob, meths, opt_name, x0, t_start = snaps["ctx"]
+    MS, S = full.M * full.S, full.S
+    flat = {k: getattr(full, k).reshape((MS,) + getattr(full, k).shape[2:]) for k in _BUFFERS}
+    out: dict[int, RunResult] = {}
+    for b in bs:
+        snap, win = snaps[b], snaps[windows[b]]
+        slots = np.searchsorted(union, recs[b])
+        bufs = {k: v[:, slots] for k, v in flat.items()}
+        m_seconds = {label: snap.secs[m] for m, (label, _) in enumerate(meths)}
+        out[b] = _finish(prob, meths, opt_name, full.lr, full.optimizer_params or None, b, full.seed, x0, recs[b],
+                         bufs, snap.x, win.x, max(1, b // 10), snap.alive, _errored(meths, snap.errors, S),
+                         snap.div_step, snap.end_x, snap.end_L, snap.end_J, snap.D, snap.errors, t_start, m_seconds,
+                         full.tolerances["grad_tol"], full.tolerances["stall_tol"])
+    return out
 
 
 def _record_buffers(MS: int, T: int, n: int, K: int) -> dict[str, np.ndarray]:

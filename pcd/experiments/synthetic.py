@@ -26,7 +26,7 @@ from typing import Any, cast
 
 import numpy as np
 
-from pcd.engine import RunResult, run
+from pcd.engine import RunResult, run, run_budgets
 from pcd.problems import make as make_problem
 from pcd.problems.base import check_float, check_int
 from pcd.problems.double_well import MAX_K, DoubleWell
@@ -130,27 +130,56 @@ def kdw(Ks: Iterable[int] = KDW_KS, methods: str | Iterable[str] = KDW_METHODS, 
     ``pareto_residual``, ``diagnosis``, ``end_mean`` (mean coordinate at the end: -0.6 = never
     moved, 1 = the CMS point).
     """
+    Ks, names, mp = _kdw_args(Ks, methods, tau, method_params)
+    steps = check_int(steps, "steps", 1)
+    out = []
+    for K in Ks:
+        res = run("double_well", names, steps=steps, optimizer=optimizer, lr=lr, method_params=mp,
+                  problem_params={"K": K, "start": start}, seed=seed, record=[0, steps])
+        out += _kdw_records(res, K, names, start)
+    return out
+
+
+def kdw_budgets(Ks: Iterable[int] = KDW_KS, methods: str | Iterable[str] = KDW_METHODS,
+                budgets: Iterable[int] = (3000,), lr: float = 0.01, optimizer: str = "adam",
+                tau: float | None = 0.3, start: float = -0.6, method_params: dict | None = None,
+                seed: int = 0) -> dict[int, list[dict[str, Any]]]:
+    """``{b: kdw(..., steps=b)}`` for every step budget ``b``, from one run of the longest budget per K
+    (:func:`pcd.engine.run_budgets`): the same records, bit for bit, for the cost of the longest run."""
+    Ks, names, mp = _kdw_args(Ks, methods, tau, method_params)
+    out: dict[int, list[dict[str, Any]]] = {}
+    for K in Ks:
+        runs = run_budgets("double_well", names, budgets, record=lambda b: [0, b], optimizer=optimizer, lr=lr,
+                           method_params=mp, problem_params={"K": K, "start": start}, seed=seed)
+        for b, res in runs.items():
+            out.setdefault(b, []).extend(_kdw_records(res, K, names, start))
+    return out
+
+
+def _kdw_args(Ks: Iterable[int], methods: str | Iterable[str], tau: float | None,
+              method_params: dict | None) -> tuple[list[int], list[str], dict]:
     Ks = [check_int(k, "K", 2, MAX_K) for k in Ks]
     if not Ks:
         raise ValueError("give at least one K (K >= 2)")
     names = parse_methods(methods)
-    mp = _method_params(names, None if tau is None else check_float(tau, "tau", 0.0, 1.0), method_params)
+    return Ks, names, _method_params(names, None if tau is None else check_float(tau, "tau", 0.0, 1.0), method_params)
+
+
+def _kdw_records(res: RunResult, K: int, names: list[str], start: float) -> list[dict[str, Any]]:
+    """:func:`kdw`'s records of one K's run."""
+    law = cast(DoubleWell, make_problem("double_well", K=K, start=start)).residual_law()
     out = []
-    for K in Ks:
-        res = run("double_well", names, steps=steps, optimizer=optimizer, lr=lr, method_params=mp,
-                  problem_params={"K": K, "start": start}, seed=seed, record=[0, check_int(steps, "steps", 1)])
-        law = cast(DoubleWell, make_problem("double_well", K=K, start=start)).residual_law()
-        for m, name in enumerate(names):
-            g = float(res.primary_grad_norm[m, 0])
-            out.append({
-                "K": K, "method": name, "primary_grad_norm": g,
-                "losses": res.end_losses[m, 0].tolist(), "law": law,
-                "ratio": g / law if law > 0 else math.nan,
-                "stalled": bool(res.stalled[m, 0]), "cms_residual": float(res.cms_residual[m, 0]),
-                "pareto_residual": float(res.pareto_residual[m, 0]),
-                "diagnosis": str(res.diagnosis[m, 0]), "diverged": bool(res.diverged[m, 0]),
-                "end_mean": float(np.mean(res.end[m, 0])),
-            })
+    for m, name in enumerate(names):
+        g = float(res.primary_grad_norm[m, 0])
+        out.append({
+            "K": K, "method": name, "primary_grad_norm": g,
+            "losses": res.end_losses[m, 0].tolist(), "law": law,
+            "ratio": g / law if law > 0 else math.nan,
+            "stalled": bool(res.stalled[m, 0]), "cms_residual": float(res.cms_residual[m, 0]),
+            "pareto_residual": float(res.pareto_residual[m, 0]),
+            "diagnosis": str(res.diagnosis[m, 0]), "diverged": bool(res.diverged[m, 0]),
+            "end_mean": float(np.mean(res.end[m, 0])),
+        })
     return out
 
 

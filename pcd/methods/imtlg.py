@@ -29,10 +29,9 @@ class IMTLG(Method):
     def update(self, gram: np.ndarray, state: Any = None, *, losses: Any = None, jacobian: Any = None,
                rng: Any = None) -> Step:
         if gram.shape[-1] == 2 and gram.ndim == 3 and small_batch(gram.shape[0]):
-            # a few start points: the explicit 2x2 inverse (imtlg_k2_inverse) beats an SVD per call
-            w = _imtlg_k2_inverse(gram)
-            if w is not None:
-                return Step(weights=w, state=state)
+            # a few start points: the explicit 2x2 inverse (imtlg_k2_inverse) beats an SVD per call;
+            # the rows where it must not be used go to the pseudo-inverse, each as it would alone
+            return Step(weights=_imtlg_k2(gram), state=state)
         return Step(weights=_imtlg(gram), state=state)
 
 
@@ -88,23 +87,53 @@ _imtlg_k2_inverse_c = jit(imtlg_k2_inverse, inline=True)  # the formula, compile
 
 
 @jit
-def _imtlg_k2_inverse_rows(G: Any, p: Any, W: Any) -> Any:
-    """:func:`imtlg_k2_inverse` for every row of ``G [B, 2, 2]`` into ``W [B, 2]``; returns how many
-    rows are not ``ok``."""
+def _imtlg_k2_inverse_rows(G: Any, p: Any, W: Any, OK: Any) -> Any:
+    """:func:`imtlg_k2_inverse` for every row of ``G [B, 2, 2]`` into ``W [B, 2]`` and its ``ok`` flag
+    into ``OK [B]``; returns how many rows are not ``ok``."""
     bad = 0
     for i in range(G.shape[0]):
         W[i, 0], W[i, 1], ok = _imtlg_k2_inverse_c(G[i, 0, 0], G[i, 0, 1], G[i, 1, 1], p)
+        OK[i] = ok
         bad += 0 if ok == 1.0 else 1
     return bad
 
 
-def _imtlg_k2_inverse(gram: np.ndarray) -> np.ndarray | None:
+def _imtlg_k2_inverse_ok(gram: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """:func:`imtlg_k2_inverse` for a batch ``[B, 2, 2]`` (compiled row by row for a small batch,
-    else on its arrays): the weights ``[B, 2]``, or None when some problem is not ``ok`` (the caller
-    then uses :func:`_imtlg` for the whole batch)."""
+    else on its arrays): the weights ``[B, 2]`` and where they may be used, ``ok [B]`` (bool)."""
     if AVAILABLE and small_batch(gram.shape[0]):
-        W = np.empty((gram.shape[0], 2))
-        return None if _imtlg_k2_inverse_rows(gram, NO_PARAMS, W) else W
+        W, OK = np.empty((gram.shape[0], 2)), np.empty(gram.shape[0])
+        _imtlg_k2_inverse_rows(gram, NO_PARAMS, W, OK)
+        return W, OK == 1.0
     with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
         w0, w1, ok = imtlg_k2_inverse(gram[:, 0, 0], gram[:, 0, 1], gram[:, 1, 1], NO_PARAMS)
-    return np.stack([w0, w1], axis=-1) if (ok == 1.0).all() else None
+    return np.stack([w0, w1], axis=-1), np.asarray(ok) == 1.0
+
+
+def _imtlg_k2_inverse(gram: np.ndarray) -> np.ndarray | None:
+    """The weights of :func:`_imtlg_k2_inverse_ok`, or None when some problem is not ``ok``."""
+    W, ok = _imtlg_k2_inverse_ok(gram)
+    return W if ok.all() else None
+
+
+def _imtlg_k2(gram: np.ndarray) -> np.ndarray:
+    """K = 2 weights ``[B, 2]``: :func:`imtlg_k2_inverse` where it is ``ok``; the other rows (ill-conditioned,
+    singular, at the 1e-12 threshold) by :func:`_imtlg` on those rows only. Each row gets exactly the
+    bits it would get alone (the pseudo-inverse works matrix by matrix; tested), so a batch's weights
+    no longer depend on its other rows (before, one such row sent the whole batch to :func:`_imtlg`)."""
+    B = gram.shape[0]
+    if AVAILABLE and small_batch(B):
+        W, OK = np.empty((B, 2)), np.empty(B)
+        n_bad = _imtlg_k2_inverse_rows(gram, NO_PARAMS, W, OK)
+        if n_bad == 0:
+            return W
+        if n_bad == B:
+            return _imtlg(gram)
+        bad = OK != 1.0
+    else:
+        W, ok = _imtlg_k2_inverse_ok(gram)
+        if ok.all():
+            return W
+        bad = ~ok
+    W[bad] = _imtlg(gram[bad])
+    return W

@@ -4,6 +4,8 @@ once per server process, in a background thread.
 Why: a page's first visitor would otherwise pay, on top of the page's own work, the first imports
 (pandas, pyarrow, Plotly's figure classes, numba and its compiled kernels) and the
 page's default computation (the K-objective benchmark's 21 runs of 800 steps take ~2.5 s of CPU).
+After every page's default view, each page's ``warm_later()`` runs (the K-objective page's every step
+budget: a change of the budget at its default view is then a lookup).
 :func:`start` (called by ``app.py``, the entry script of every page) runs :func:`warm_up` once per
 process in a background thread: it imports those modules and, for every page of the registry
 (:data:`pcd.studio.registry.PAGES`), calls its module's ``warm()`` -- the *same* cached functions
@@ -17,6 +19,7 @@ from __future__ import annotations
 import importlib
 import logging
 import os
+import sys
 import threading
 import time
 from collections.abc import Callable
@@ -95,14 +98,30 @@ def _defaults() -> list[tuple[str, Callable[[], Any]]]:
     return out
 
 
+def _later(titles: set[str]) -> list[tuple[str, Callable[[], Any]]]:
+    """The second parts, run after every page's default view: the ``warm_later()`` of the page modules
+    warmed (``titles``), e.g. the K-objective page's every step budget, in menu order."""
+    out: list[tuple[str, Callable[[], Any]]] = []
+    for page in registry.PAGES:
+        if page.title not in titles:
+            continue
+        mod = sys.modules.get(f"pcd.studio.{page.module}") if page.module else None
+        later = getattr(mod, "warm_later", None)
+        if callable(later):
+            out.append((f"{page.title}: later", later))
+    return out
+
+
 def warm_up() -> dict[str, float]:
     """Import what the pages need and compute their default views into the caches; returns the
     seconds each part took (a part that fails is logged and skipped: the page then computes it)."""
     took: dict[str, float] = {}
     parts: list[tuple[str, Callable[[], Any]]] = [("imports", _imports),
                                                   ("first use", _first_use)]
-    parts += _defaults()
+    defaults = _defaults()
+    parts += defaults
     parts.append(("numba kernels", _numba_kernels))
+    parts += _later({title for title, _ in defaults})
     for name, fn in parts:
         t = time.perf_counter()
         try:

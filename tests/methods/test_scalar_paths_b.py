@@ -173,23 +173,44 @@ def test_imtlg_inverse_compiled_rows_bitwise():
     a, b, c = GRAMS[:, 0, 0], GRAMS[:, 0, 1], GRAMS[:, 1, 1]
     with np.errstate(all="ignore"):
         vec = np.stack(imtlg.imtlg_k2_inverse(a, b, c, imtlg.NO_PARAMS))
-    W = np.empty((len(GRAMS), 2))
-    assert imtlg._imtlg_k2_inverse_rows(GRAMS, imtlg.NO_PARAMS, W) == (vec[2] != 1.0).sum()
+    W, OK = np.empty((len(GRAMS), 2)), np.empty(len(GRAMS))
+    assert imtlg._imtlg_k2_inverse_rows(GRAMS, imtlg.NO_PARAMS, W, OK) == (vec[2] != 1.0).sum()
     np.testing.assert_array_equal(W, vec[:2].T)
+    np.testing.assert_array_equal(OK, vec[2])
     assert 0.1 < vec[2].mean() < 0.9  # both sides of the conditioning test
 
 
-def test_imtlg_small_batch_falls_back_to_pinv_bitwise():
-    """A small batch with an ill-conditioned problem runs :func:`_imtlg` itself: the same bits."""
+def _imtlg_before(G: np.ndarray) -> np.ndarray:
+    """The small-batch path as it was before: one row that is not ``ok`` sent the whole batch to the
+    pseudo-inverse (:func:`imtlg._imtlg`)."""
+    w = imtlg._imtlg_k2_inverse(G)
+    return imtlg._imtlg(G) if w is None else w
+
+
+def test_imtlg_small_batch_rows_not_ok_run_the_pinv_alone_bitwise():
+    """A small batch with ill-conditioned problems: the rows that are not ``ok`` run :func:`_imtlg` on
+    those rows only, the others the closed form. Every row gets the bits it got before as a batch of
+    one; a batch of only such rows (or none) gets exactly what it got before as a whole; in a mixed
+    batch the other rows are the closed form's, within 1e-12 of the pseudo-inverse they had before."""
     m = methods.make("imtlg")
-    bad = ~_well_conditioned(GRAMS)
-    assert bad.sum() > 1000  # ill-conditioned and singular ones included
-    for size in (1, 3, SMALL_BATCH):
-        for i in range(0, len(GRAMS), size):
-            G = GRAMS[i:i + size]
-            if bad[i:i + size].any():
-                with np.errstate(all="ignore"):
-                    np.testing.assert_array_equal(m.weights(G).weights, imtlg._imtlg(G), err_msg=f"imtlg {i}")
+    assert (~_well_conditioned(GRAMS)).sum() > 1000  # ill-conditioned and singular ones included
+    bad = ~imtlg._imtlg_k2_inverse_ok(GRAMS)[1]  # those, and the ones at the 1e-12 threshold
+    mixed = 0
+    with np.errstate(all="ignore"):
+        alone = np.concatenate([_imtlg_before(GRAMS[i:i + 1]) for i in range(len(GRAMS))])
+        for size in (1, 3, 7, SMALL_BATCH):
+            for i in range(0, len(GRAMS), size):
+                G = GRAMS[i:i + size]
+                w = m.weights(G).weights
+                np.testing.assert_array_equal(w, alone[i:i + size], err_msg=f"imtlg {i}")
+                before = _imtlg_before(G)
+                if bad[i:i + size].all() or not bad[i:i + size].any():
+                    np.testing.assert_array_equal(w, before, err_msg=f"imtlg {i}")
+                else:
+                    mixed += 1
+                    for r in range(len(G)):
+                        assert_rel(w[r], before[r], 1e-12 * np.abs(before[r]).max() + 1e-300, f"imtlg mixed {i + r}")
+    assert mixed > 50
 
 
 def test_imtlg_zero_threshold_band():
@@ -217,10 +238,13 @@ def test_imtlg_method_fast_vs_vectorized():
     with np.errstate(all="ignore"):
         _compare_method("imtlg", 1e-12)
     m = methods.make("imtlg")
-    # a singular G in the batch sends the whole batch to the pseudo-inverse: exact parity
+    # a singular G in the batch: that row alone goes to the pseudo-inverse (zero weights at the cancellation)
     G = np.concatenate([GRAMS[:2], np.array([[[1.0, -1.0], [-1.0, 1.0]]])])
-    np.testing.assert_array_equal(m.weights(G).weights, imtlg._imtlg(G))
-    assert np.all(m.weights(G).weights[2] == 0.0)
+    w = m.weights(G).weights
+    np.testing.assert_array_equal(w[2:], imtlg._imtlg(G[2:]))
+    np.testing.assert_array_equal(w[:2], imtlg._imtlg_k2_inverse(G[:2]))
+    assert_rel(w, imtlg._imtlg(G), 1e-12, "imtlg with a singular row")
+    assert np.all(w[2] == 0.0)
 
 
 # ---------------------------------------------------------------------------------------------

@@ -1,6 +1,7 @@
 """Helpers shared by the real-browser page tests."""
 from __future__ import annotations
 
+import os
 import time
 
 
@@ -13,6 +14,25 @@ def wait_until(pred, timeout, what):
             return v
         time.sleep(0.25)
     raise AssertionError(f"timed out after {timeout} s waiting for {what}")
+
+
+def cpu_seconds(pid: int) -> float:
+    """CPU time (user + system) of process ``pid`` so far, from /proc (Linux)."""
+    fields = open(f"/proc/{pid}/stat").read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def wait_server_idle(pid: int, timeout: float = 90.0, window: float = 1.0) -> float:
+    """Wait until the server has finished starting (its warm-up thread, pcd.studio.warmup, fills the
+    pages' caches after the first request): under 5 % of a core over ``window`` s. Returns the
+    seconds waited (bounded: a busy server is measured as it is)."""
+    t0 = time.monotonic()
+    while time.monotonic() - t0 < timeout:
+        c0 = cpu_seconds(pid)
+        time.sleep(window)
+        if cpu_seconds(pid) - c0 < 0.05 * window:
+            break
+    return time.monotonic() - t0
 
 
 def open_page(browser, width=1280, height=720):

@@ -18,7 +18,7 @@ import time
 
 import pytest
 
-from tests.pages._browser import wait_until
+from tests.pages._browser import wait_server_idle, wait_until
 
 pytestmark = [pytest.mark.slow, pytest.mark.browser]
 
@@ -206,25 +206,6 @@ def _report(artifacts_dir):
     print("\nstudio page latency (s):\n" + "\n".join(lines))
 
 
-def _cpu_seconds(pid: int) -> float:
-    """CPU time (user + system) of process ``pid`` so far, from /proc (Linux)."""
-    fields = open(f"/proc/{pid}/stat").read().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
-
-
-def _wait_server_idle(pid: int, timeout: float = 90.0) -> float:
-    """Wait until the server has finished starting (its warm-up thread, pcd.studio.warmup, fills the
-    pages' caches for ~10 s of CPU after the first request): under 5 % of a core over 1 s. Returns
-    the seconds waited (bounded: a busy server is measured as it is)."""
-    t0 = time.monotonic()
-    while time.monotonic() - t0 < timeout:
-        c0 = _cpu_seconds(pid)
-        time.sleep(1.0)
-        if _cpu_seconds(pid) - c0 < 0.05:
-            break
-    return time.monotonic() - t0
-
-
 @pytest.fixture(scope="module")
 def warm(streamlit_server, browser):
     """One visit to the home page first (the server imports the library once), as a visitor would,
@@ -236,7 +217,7 @@ def warm(streamlit_server, browser):
     _wait_content(pg)
     _wait_idle(pg)
     ctx.close()
-    waited = _wait_server_idle(streamlit_server["pid"])
+    waited = wait_server_idle(streamlit_server["pid"])
     print(f"\nserver warm-up finished after {waited:.1f} s more")
     return streamlit_server
 

@@ -44,12 +44,13 @@ def test_every_part_ran(warmed):
                              "07_Constraints_vs_penalties.py"]
     assert list(warmed) == ["imports", "first use", "Gradient geometry", "Toy landscapes", "K-objective benchmark",
                             "Scale invariance", "τ dial", "Jacobian descent", "Constraints vs fixed penalties",
-                            "numba kernels"]
+                            "numba kernels", "K-objective benchmark: later"]
 
 
 @pytest.mark.parametrize("page", DEFAULT_PAGES)
 def test_default_view_is_served_from_the_warm_cache(warmed, page):
-    with mock.patch.object(synthetic, "kdw", _refuse), mock.patch.object(synthetic, "scale", _refuse), \
+    with mock.patch.object(synthetic, "kdw", _refuse), mock.patch.object(synthetic, "kdw_budgets", _refuse), \
+            mock.patch.object(synthetic, "scale", _refuse), \
             mock.patch.object(synthetic, "tau_sweep", _refuse), mock.patch.object(synthetic, "toy_run", _refuse), \
             mock.patch("pcd.studio.geometry.method_directions", _refuse), mock.patch("pcd.engine.run", _refuse), \
             mock.patch("pcd.viz.toy.toy_map_figure", _refuse), mock.patch("pcd.viz.toy.toy_background", _refuse), \
@@ -67,6 +68,11 @@ def test_default_view_is_served_from_the_warm_cache(warmed, page):
 def test_warm_results_are_the_librarys(warmed):
     recs = kbench.kbench_one(65, "pcd", kbench.STEPS, kbench.LR, kbench.TAU, kbench.OPT)
     assert recs == synthetic.kdw(Ks=[65], methods=["pcd"], steps=kbench.STEPS, lr=kbench.LR, tau=kbench.TAU)
+    # every step budget of the default view is warm too (read off one run to the longest), with the library's numbers
+    with mock.patch.object(synthetic, "kdw_budgets", _refuse), mock.patch("pcd.engine.run", _refuse):
+        ends = {b: kbench.kbench_one(5, "mgda", b, kbench.LR, None, kbench.OPT) for b in kbench.STEP_CHOICES}
+    for b in (200, 2000):
+        assert ends[b] == synthetic.kdw(Ks=[5], methods=["mgda"], steps=b, lr=kbench.LR, tau=None)
     assert kbench.kbench_tau("mgda", 0.3) is None and kbench.kbench_tau("pcd", 0.3) == 0.3
 
 

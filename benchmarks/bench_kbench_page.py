@@ -1,0 +1,124 @@
+"""K-objective page (page 03): where a change of the step budget spends its time, old path vs new,
+side by side in one process (issue 28, part 4: change -> figure <= 1 s at the default range).
+
+    python benchmarks/bench_kbench_page.py            # --quick: two budget changes instead of five
+
+At the page's default view (K = 2…65, PCD / MGDA / weighted sum, Adam, lr 0.03, τ 0.3), the step
+budget is changed 800 -> 500 -> 1000 -> 2000 -> 300 -> 800. Per change, the server-side stages:
+
+* ``engine``: the 21 (K, method) results. *old*: one fresh run per (K, method) to the new budget
+  (what the page's former ``st.cache_data`` entry per budget cost on a miss: every budget change
+  missed); *new*: :func:`pcd.studio.kbench.kbench_one` after the warm-up's ``warm_later`` (every
+  budget read off one run to 3000 steps per (K, method): a lookup);
+* ``figure``: the residual figure, the wide table and the law summary (both paths);
+* ``serialize``: the figure to JSON, what :func:`pcd.ui.chart.plotly_chart` sends (both paths);
+* ``page script``: the whole page rerun under Streamlit's AppTest (widgets, tables, downloads),
+  old path (``kbench_one`` swapped for the former per-budget cached call) vs new.
+
+The browser's share (Plotly.react, the browser's draw) is measured by
+``tests/pages/test_browser_kbench_latency.py``. The one-off costs are printed too: the default view
+cold (old: 21 runs of 800 steps; new: the same runs, recording the budgets below) and the warm-up's
+``warm_later`` (21 runs of 3000 steps, once per server process, in the background). The load
+average is printed beside every figure: this is a shared 2-core machine.
+"""
+from __future__ import annotations
+
+import json
+import logging
+import os
+import statistics
+import sys
+from pathlib import Path
+from unittest import mock
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from bench_pages import _t  # this folder is on the path when run as a script
+
+CHANGES = (500, 1000, 2000, 300, 800)
+
+
+def _load() -> float:
+    return round(os.getloadavg()[0], 2)
+
+
+def main() -> None:
+    import streamlit as st
+
+    logging.getLogger("streamlit").setLevel(logging.ERROR)  # "no runtime found": st caches run bare here
+
+    from pcd.experiments import synthetic
+    from pcd.studio import kbench as KB
+    from pcd.viz.kbench import law_summary, residual_figure, residual_table
+
+    changes = CHANGES[:2] if "--quick" in sys.argv else CHANGES
+    keys = [(K, m) for K in KB.KS for m in KB.METHODS]
+
+    def old_one(K, m, steps):
+        return synthetic.kdw(Ks=[K], methods=[m], steps=steps, lr=KB.LR, optimizer=KB.OPT, tau=KB.kbench_tau(m, KB.TAU))
+
+    def new_one(K, m, steps):
+        return KB.kbench_one(K, m, steps, KB.LR, KB.kbench_tau(m, KB.TAU), KB.OPT)
+
+    def figure(recs):
+        return residual_figure(recs), residual_table(recs), law_summary(recs)
+
+    out: dict = {"load_at_start": _load(), "changes": list(changes)}
+    old_one(2, "pcd", 10)  # imports, numba's cache: not part of either path
+    # one-off costs
+    _, out["old: default view cold (21 runs x 800 steps), s"] = _t(lambda: [old_one(K, m, KB.STEPS) for K, m in keys])
+    st.cache_resource.clear()
+    _, out["new: default view cold (21 runs x 800 steps + budgets below), s"] = _t(KB.warm)
+    _, out["new: warm_later once per server (21 runs x 3000 steps), s"] = _t(KB.warm_later)
+    out["load_after_one_offs"] = _load()
+
+    rows = []
+    for steps in changes:
+        row = {"steps": steps}
+        recs_old, row["old engine"] = _t(lambda s=steps: [r for K, m in keys for r in old_one(K, m, s)])
+        recs_new, row["new engine"] = _t(lambda s=steps: [r for K, m in keys for r in new_one(K, m, s)])
+        assert recs_new == recs_old, f"new path differs from the fresh runs at {steps} steps"
+        (fig, _, _), row["figure"] = _t(figure, recs_new)
+        js, row["serialize"] = _t(fig.to_json)
+        row["spec kB"] = len(js) / 1e3
+        row["load"] = _load()
+        rows.append(row)
+    out["per change"] = rows
+    out["per change median, s"] = {k: round(statistics.median(r[k] for r in rows), 4)
+                                   for k in ("old engine", "new engine", "figure", "serialize")}
+    out["page script"] = page_script(changes, old_one)
+    print(json.dumps(out, indent=1, default=lambda v: round(v, 4)))
+
+
+def page_script(changes, old_one) -> dict:
+    """The whole page rerun on each budget change under AppTest: old path vs new (medians, s)."""
+    import streamlit as st
+    from streamlit.testing.v1 import AppTest
+
+    from pcd.studio import kbench as KB
+
+    page = str(Path(__file__).resolve().parents[1] / "pages" / "03_K_objective_benchmark.py")
+    os.environ.setdefault("PCD_NO_AUTOSTART", "1")
+    os.environ.setdefault("PCD_NO_WARMUP", "1")
+
+    @st.cache_data(show_spinner=False, max_entries=512)
+    def former(K, method, steps, lr, tau, opt):  # the page's former cached call: one entry per budget
+        return old_one(K, method, steps)
+
+    res: dict = {}
+    for name, patch in (("old", mock.patch.object(KB, "kbench_one", former)), ("new", mock.patch.object(KB, "kbench_one", KB.kbench_one))):
+        with patch:
+            at = AppTest.from_file(page, default_timeout=600)
+            _, first = _t(at.run)
+            times = []
+            for steps in changes:
+                at.select_slider(key="kb_steps").set_value(steps)
+                _, dt = _t(at.run)
+                assert not at.exception, at.exception
+                times.append(dt)
+        res[name] = {"first run s": round(first, 3), "budget change s (each)": [round(t, 3) for t in times],
+                     "median s": round(statistics.median(times), 3), "load": _load()}
+    return res
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,104 @@
+"""Change -> figure redrawn, in Chromium (issue 28, part 4): the K-objective page at its default range
+(the step budget, several times, then the learning rate) and the toy page (optimizer Adam <-> SGD).
+
+Own server (``serve_studio``: loopback, stopped by its process group), one headless Chromium. The
+clock runs from the key press / click to the moment the chart component has finished drawing the
+new figure: ``pcd/ui/static/chart.js`` sets ``data-drawn`` on the chart's box to the draw's number
+once ``Plotly.react`` (or ``newPlot``) has resolved, so a new number is a figure redrawn in the page.
+Every figure is printed with ``os.getloadavg()`` beside it and written to
+``test-artifacts/kbench_latency.json``; the only timed assertion is a loose, load-tolerant ceiling
+(median < 5 s for a step-budget change: the budget is 1 s, a shared 2-core machine can be slow).
+"""
+from __future__ import annotations
+
+import json
+import os
+import statistics
+import time
+
+import pytest
+
+from tests.conftest import serve_studio
+from tests.pages._browser import open_page, wait_server_idle, wait_until
+
+pytestmark = [pytest.mark.slow, pytest.mark.browser]
+
+CEILING_S = 5.0  # load-tolerant: the goal (issue 28) is 1 s, measured and reported, not gated
+DRAWN = "(sel) => { const b = document.querySelector(sel + ' .pcd-chart'); return b ? Number(b.dataset.drawn || 0) : 0; }"
+# the K-objective page's default view, 800 steps, and the budgets a lecturer slides through: each
+# changes the figure (PCD's residual at 200 / 300 / 500 steps is ~1e-5 … 1e-9, exactly 0 from 800 on)
+KB_BUDGETS = ("ArrowLeft", "ArrowLeft", "ArrowLeft", "ArrowRight", "ArrowRight", "ArrowRight")
+
+
+def _drawn(page, key: str) -> int:
+    return page.evaluate(DRAWN, f".st-key-{key}")
+
+
+def _timed(page, key: str, act, what: str, timeout: float = 180) -> float:
+    """Seconds from ``act()`` to the chart ``key`` redrawn (its ``data-drawn`` number moved on)."""
+    before = _drawn(page, key)
+    t = time.perf_counter()
+    act()
+    wait_until(lambda: _drawn(page, key) > before, timeout, f"{what}: the chart {key} redrawn")
+    dt = time.perf_counter() - t
+    page.wait_for_function("() => !document.querySelector('[data-testid=\"stStatusWidget\"]')", timeout=180_000)
+    page.wait_for_timeout(300)  # the rerun's tail (tables, downloads) is done before the next change
+    assert page.locator('[data-testid="stException"]').count() == 0, what
+    return dt
+
+
+def _row(name: str, times: list[float]) -> dict:
+    return {"change": name, "each_s": [round(t, 3) for t in times], "median_s": round(statistics.median(times), 3),
+            "loadavg_1_5_15": [round(v, 2) for v in os.getloadavg()], "cores": os.cpu_count()}
+
+
+def test_change_to_figure_kbench_and_toy(browser, tmp_path_factory, artifacts_dir):
+    rows = []
+    with serve_studio(tmp_path_factory.mktemp("pcd-data"), tmp_path_factory.mktemp("log") / "server.log") as srv:
+        ctx, page, errors = open_page(browser, 1440, 900)
+        try:
+            page.goto(srv["url"] + "/K_objective_benchmark")  # the first visit starts the warm-up
+            wait_until(lambda: _drawn(page, "kb_chart") > 0, 300, "the K-objective chart drawn")
+            waited = wait_server_idle(srv["pid"], 400, window=1.5)
+            print(f"\nserver warm-up done after {waited:.1f} s more")
+            page.reload()
+            wait_until(lambda: _drawn(page, "kb_chart") > 0, 300, "the K-objective chart drawn again")
+            page.wait_for_function("() => !document.querySelector('[data-testid=\"stStatusWidget\"]')",
+                                   timeout=180_000)
+            steps = page.locator(".st-key-kb_steps input[type='range']").first
+            times = []
+            for key in KB_BUDGETS:
+                def press(key=key):
+                    steps.focus()
+                    steps.press(key)
+                times.append(_timed(page, "kb_chart", press, f"steps {key}"))
+            assert "steps=800" in page.url or "steps" not in page.url, page.url  # back at the default budget
+            rows.append(_row("K-objective: step budget (800→500→300→200→300→500→800)", times))
+            lr = page.locator(".st-key-kb_lr input[type='range']").first
+            lr_times = []
+            for key in ("ArrowLeft", "ArrowRight"):  # 0.03 → 0.02 (21 new runs), → 0.03 (in the store)
+                def press_lr(key=key):
+                    lr.focus()
+                    lr.press(key)
+                lr_times.append(_timed(page, "kb_chart", press_lr, f"lr {key}"))
+            rows.append(_row("K-objective: learning rate 0.03→0.02 (new runs), →0.03 (stored)", lr_times))
+
+            page.goto(srv["url"] + "/Toy_landscapes")
+            wait_until(lambda: _drawn(page, "toy_map") > 0, 300, "the toy map drawn")
+            page.wait_for_function("() => !document.querySelector('[data-testid=\"stStatusWidget\"]')",
+                                   timeout=180_000)
+            page.wait_for_timeout(1500)
+            toy = []
+            for label in ("SGD", "Adam", "SGD", "Adam"):
+                radio = page.locator(".st-key-toy_opt label").filter(has_text=label).first
+                toy.append(_timed(page, "toy_map", radio.click, f"optimizer {label}"))
+            rows.append(_row("Toy landscapes: optimizer Adam→SGD→Adam→SGD→Adam", toy))
+            assert not errors, errors
+        finally:
+            ctx.close()
+    (artifacts_dir / "kbench_latency.json").write_text(json.dumps(rows, indent=2))
+    lines = ["| change | each (s) | median (s) | load avg 1/5/15 (cores) |", "|---|---|---|---|"]
+    lines += [f"| {r['change']} | {', '.join(f'{t:.2f}' for t in r['each_s'])} | {r['median_s']:.2f} | "
+              f"{' / '.join(f'{v:.1f}' for v in r['loadavg_1_5_15'])} ({r['cores']}) |" for r in rows]
+    print("\nchange → figure redrawn (Chromium):\n" + "\n".join(lines))
+    assert rows[0]["median_s"] < CEILING_S, rows[0]
