@@ -96,7 +96,7 @@ def _arrow(x: float, y: float, color: str, width: float, name: str, group: str, 
 
 
 # the geometry plot's sizes (a square, px) from the lesson's narrow column to a wide page, fonts as presenter mode
-GEOMETRY_PLOT_SIZES = ((300.0, 300.0), (420.0, 420.0), (560.0, 560.0))
+GEOMETRY_PLOT_SIZES = ((360.0, 360.0), (460.0, 460.0), (560.0, 560.0))
 LABEL_FONT = 12
 
 
@@ -109,13 +109,14 @@ def ray_labels_placed(J: np.ndarray, directions: Sequence[Any], labels: Sequence
     from pcd.viz.labels import RINGS, place, plots_for, text_size
 
     plots = plots_for((-lim, lim), (-lim, lim), GEOMETRY_PLOT_SIZES, equal=True)
-    obstacles: list[tuple[float, ...]] = [(0.0, 0.0, 0.0, 0.0, 10.0, 10.0)]
+    obstacles: list[tuple[float, ...]] = [(0.0, 0.0, 0.0, 0.0, 10.0, 10.0, 0.0)]
     for v in list(J) + [np.asarray(d, dtype=np.float64) for d in directions]:
         for f in np.linspace(0.2, 1.0, 5):  # the shaft and the head
-            obstacles.append((float(f * v[0]), float(f * v[1]), 0.0, 0.0, 12.0 if f == 1.0 else 6.0, 12.0 if f == 1.0 else 6.0))
+            obstacles.append((float(f * v[0]), float(f * v[1]), 0.0, 0.0, 12.0 if f == 1.0 else 6.0,
+                              12.0 if f == 1.0 else 6.0, 0.0))
     for k, g in enumerate(J):  # "g1" beside its tip (_arrow's textposition: top right / left)
         w, h = text_size(f"g{k + 1}", 13)
-        obstacles.append((float(g[0]), float(g[1]), (w / 2 + 4) * (1 if g[0] >= 0 else -1), -h / 2 - 2, w, h))
+        obstacles.append((float(g[0]), float(g[1]), (w / 2 + 4) * (1 if g[0] >= 0 else -1), -h / 2 - 2, w, h, 0.0))
     # the tallest first: it needs the most room
     order = sorted(range(len(labels)), key=lambda i: -labels[i][1].count("<br>"))
     out: list[dict] = [{} for _ in labels]
@@ -123,11 +124,15 @@ def ray_labels_placed(J: np.ndarray, directions: Sequence[Any], labels: Sequence
     for i in order:
         tip, text, color = labels[i]
         size = text_size(text, LABEL_FONT)
-        [((ax, ay), room)] = place([tip], [size], plots, obstacles, offsets=RINGS)
+        # anchored in data units: the label keeps its place among the arrows on every plot size
+        [((dx, dy), room)] = place([tip], [size], plots, obstacles, offsets=RINGS, data=True)
         least = min(least, room)
-        obstacles.append((float(tip[0]), float(tip[1]), float(ax), float(ay), size[0], size[1]))
+        p0 = plots[0]
+        obstacles.append((float(tip[0]), float(tip[1]), dx * p0.w / (2 * lim), -dy * p0.h / (2 * lim),
+                          size[0], size[1], 1.0))
         out[i] = dict(x=float(tip[0]), y=float(tip[1]), xref="x", yref="y", text=text, showarrow=True, arrowhead=0,
-                      arrowwidth=1, arrowcolor=theme.FAINT, ax=ax, ay=ay, standoff=5, align="left",
+                      arrowwidth=1, arrowcolor=theme.FAINT, ax=float(tip[0] + dx), ay=float(tip[1] + dy), axref="x",
+                      ayref="y", standoff=5, align="left",
                       font=dict(size=LABEL_FONT, color=color), bgcolor="rgba(255,255,255,0.85)", borderpad=2)
     return out, least
 

@@ -35,10 +35,10 @@ OFFSETS: tuple[tuple[int, int], ...] = (
     (0, -70), (0, 70), (60, -75), (60, 75), (-60, -75), (-60, 75),
     (0, -95), (0, 95), (150, -85), (150, 85), (-150, -85), (-150, 85), (190, 0), (-190, 0),
     (0, -125), (0, 125), (100, -120), (100, 120), (-100, -120), (-100, 120))
-# more places, for a crowded figure (many labels around one origin): rings every 30 degrees out to 240 px
+# more places, for a crowded figure (many labels around one origin): rings every 15 degrees out to 240 px
 RINGS: tuple[tuple[int, int], ...] = OFFSETS + tuple(
     (int(round(r * math.cos(math.radians(a)))), int(round(r * math.sin(math.radians(a)))))
-    for r in (50, 75, 100, 130, 160, 200, 240) for a in range(0, 360, 30))
+    for r in (30, 45, 60, 75, 90, 110, 130, 160, 200, 240) for a in range(0, 360, 15))
 # plot-area sizes (w, h px) a figure's labels are checked on, when its builder knows no better
 PLOT_SIZES: tuple[tuple[float, float], ...] = ((300.0, 300.0), (480.0, 380.0), (720.0, 420.0), (1100.0, 520.0))
 
@@ -101,23 +101,28 @@ def box_gap(a: Sequence[float], b: Sequence[float]) -> float:
 
 
 def _room(plots: Sequence[PlotPx], x: float, y: float, off: tuple[float, float], size: tuple[float, float],
-          obstacles: np.ndarray) -> float:
+          obstacles: np.ndarray, data: bool = False) -> float:
     """The clearance (px, at most :data:`CLEAR_PX`) of a box ``size`` at ``off`` from ``(x, y)``: its
     worst case over ``plots`` when it is clear on every one; else -1000 for each plot where it covers
-    something or leaves the plot area (a place clear on more sizes wins), plus its worst case there."""
+    something or leaves the plot area (a place clear on more sizes wins), plus its worst case there.
+    ``data``: ``off`` is in px on ``plots[0]`` and grows with the plot (a label anchored in data units),
+    as do the offsets of the obstacles whose 7th column is 1."""
     w, h = size
     rooms = []
     for p in plots:
+        kx, ky = (p.w / plots[0].w, p.h / plots[0].h) if data else (1.0, 1.0)
         px, py = p.px(x, y)
-        cx, cy = float(px) + off[0], float(py) + off[1]
+        cx, cy = float(px) + off[0] * kx, float(py) + off[1] * ky
         out = max(w / 2 - cx, cx + w / 2 - p.w, h / 2 - cy, cy + h / 2 - p.h)
         if out > 0:
             rooms.append(-min(out, 999.0))
             continue
         room = CLEAR_PX
         if len(obstacles):
+            grow = obstacles[:, 6] > 0
             ox, oy = p.px(obstacles[:, 0], obstacles[:, 1])
-            ox, oy = ox + obstacles[:, 2], oy + obstacles[:, 3]
+            ox = ox + obstacles[:, 2] * np.where(grow, p.w / plots[0].w, 1.0)
+            oy = oy + obstacles[:, 3] * np.where(grow, p.h / plots[0].h, 1.0)
             dx = np.abs(ox - cx) - (obstacles[:, 4] + w) / 2
             dy = np.abs(oy - cy) - (obstacles[:, 5] + h) / 2
             sep = np.hypot(np.maximum(dx, 0.0), np.maximum(dy, 0.0))
@@ -129,24 +134,35 @@ def _room(plots: Sequence[PlotPx], x: float, y: float, off: tuple[float, float],
 
 
 def place(points: Any, sizes: Sequence[tuple[float, float]], plots: Sequence[PlotPx], obstacles: Any = (),
-          offsets: Sequence[tuple[int, int]] = OFFSETS) -> list[tuple[tuple[int, int], float]]:
+          offsets: Sequence[tuple[int, int]] = OFFSETS, data: bool = False) -> list[tuple[tuple[float, float], float]]:
     """Each label's place, in order: for label ``i`` (its point ``points[i]``, its box ``sizes[i]``) the
     offset among ``offsets`` whose box keeps the most room -- worst case over ``plots`` -- from
-    ``obstacles`` ``[P, 6]`` and the boxes placed before it; clear by :data:`CLEAR_PX` is clear
-    enough and then the nearest place wins. Returns ``[(offset, room px)]``: a room below 0 means no
-    place was clear (the caller may leave that label out)."""
+    ``obstacles`` ``[P, 6]`` (or ``[P, 7]``, see :func:`_room`) and the boxes placed before it; clear by
+    :data:`CLEAR_PX` is clear enough and then the nearest place wins. Returns ``[(offset, room px)]``:
+    a room below 0 means no place was clear (the caller may leave that label out).
+
+    ``data=False``: the offset is in px (an annotation's ``ax``, ``ay``): the same on every plot size.
+    ``data=True``: the offset is returned in data units (``axref="x"``: the box keeps its place on the
+    axes and the space around it grows with the plot, so a place clear on ``plots[0]``, the smallest,
+    stays clear on the larger ones)."""
     P = np.asarray(points, dtype=np.float64).reshape(-1, 2)
     if len(sizes) != len(P):
         raise ValueError(f"one size per point: {len(P)} points, {len(sizes)} sizes")
     if not plots:
         raise ValueError("place needs at least one plot size")
-    obs = np.asarray(obstacles, dtype=np.float64).reshape(-1, 6)
-    out = []
+    obs = np.asarray(obstacles, dtype=np.float64)
+    obs = obs.reshape(-1, obs.shape[-1] if obs.size else 6)
+    if obs.shape[1] == 6:
+        obs = np.hstack([obs, np.zeros((len(obs), 1))])
+    p0 = plots[0]
+    sx, sy = p0.w / (p0.x1 - p0.x0), p0.h / (p0.y1 - p0.y0)
+    out: list[tuple[tuple[float, float], float]] = []
     for (x, y), size in zip(P, sizes):
-        scored = [(_room(plots, x, y, o, size, obs) - 1e-3 * math.hypot(*o), o) for o in offsets]
+        scored = [(_room(plots, x, y, o, size, obs, data) - 1e-3 * math.hypot(*o), o) for o in offsets]
         room, best = max(scored, key=lambda t: t[0])
-        out.append((best, room + 1e-3 * math.hypot(*best)))
-        obs = np.vstack([obs, [[x, y, best[0], best[1], size[0], size[1]]]])
+        obs = np.vstack([obs, [[x, y, best[0], best[1], size[0], size[1], 1.0 if data else 0.0]]])
+        off = (best[0] / sx, -best[1] / sy) if data else (float(best[0]), float(best[1]))
+        out.append((off, room + 1e-3 * math.hypot(*best)))
     return out
 
 
@@ -161,9 +177,13 @@ def label_boxes(annotations: Sequence[Any], plot: PlotPx, scale: float = FONT_SC
             continue
         font = (a.get("font") or {}).get("size") or 12
         w, h = text_size(a.get("text", ""), font, scale)
-        px, py = plot.px(a["x"], a["y"])
-        cx = float(px) + float(a.get("ax", 0) if a.get("showarrow", True) else 0)
-        cy = float(py) + float(a.get("ay", 0) if a.get("showarrow", True) else 0)
+        # an annotation on a log axis is placed in log10 units (Plotly's rule)
+        px, py = plot.px(10.0 ** float(a["x"]) if plot.log_x else a["x"], 10.0 ** float(a["y"]) if plot.log_y else a["y"])
+        ax, ay = (float(a.get("ax", 0)), float(a.get("ay", 0))) if a.get("showarrow", True) else (0.0, 0.0)
+        if a.get("axref") == "x":  # the tail in data units (pcd.viz.labels.place(..., data=True))
+            tx, ty = plot.px(a["ax"], a["ay"])
+            ax, ay = float(tx) - float(px), float(ty) - float(py)
+        cx, cy = float(px) + ax, float(py) + ay
         xa = a.get("xanchor", "auto")
         if xa == "left":
             cx += w / 2

@@ -190,18 +190,27 @@ def end_clusters(ends: Any, view: Sequence[float], tol: float = 0.025) -> list[l
     return groups
 
 
-# the map's plot sizes (px, 1:1 units inside each) its end labels are placed for: the τ dial's half column,
-# the lesson, the toy page at 800 px and a wide window (pcd.viz.labels.place checks every one)
-MAP_PLOT_SIZES = ((340.0, 560.0), (480.0, 560.0), (620.0, 560.0), (900.0, 560.0))
+# the map's plot sizes (px, 1:1 units inside each) its end labels are placed for, smallest first: the toy
+# page's map is ~485 px at 800 px (narrow), ~570 beside the inset, ~725 under it; a wide window. A smaller
+# map (the τ dial's half column, one method) keeps the same places, with less room around them.
+MAP_PLOT_SIZES = ((400.0, 560.0), (480.0, 560.0), (620.0, 560.0), (900.0, 560.0))
 START_MARK_PX = 21.0   # the start ring's size; its "S1" sits above it (textposition "top center")
 
 
-def start_obstacles(starts: Any) -> list[tuple[float, ...]]:
+def start_label_above(starts: Any, view: Sequence[float]) -> np.ndarray:
+    """Whether each start's "S1" goes above its marker (else below: a start in the map's top 12 %,
+    whose label above would be cut off at the plot's edge)."""
+    y0, y1 = float(view[2]), float(view[3])
+    return np.asarray(starts, dtype=np.float64).reshape(-1, 2)[:, 1] <= y1 - 0.12 * (y1 - y0)
+
+
+def start_obstacles(starts: Any, view: Sequence[float]) -> list[tuple[float, ...]]:
     """The start markers and their "S1" labels as :mod:`pcd.viz.labels` obstacles."""
     out: list[tuple[float, ...]] = []
-    for x, y in np.asarray(starts, dtype=np.float64).reshape(-1, 2):
-        out.append((x, y, 0.0, 0.0, START_MARK_PX + 4, START_MARK_PX + 4))
-        out.append((x, y, 0.0, -(START_MARK_PX / 2 + 10), 28.0, 18.0))
+    P = np.asarray(starts, dtype=np.float64).reshape(-1, 2)
+    for (x, y), above in zip(P, start_label_above(P, view)):
+        out.append((x, y, 0.0, 0.0, START_MARK_PX + 4, START_MARK_PX + 4, 0.0))
+        out.append((x, y, 0.0, (-1 if above else 1) * (START_MARK_PX / 2 + 10), 28.0, 18.0, 0.0))
     return out
 
 
@@ -221,7 +230,7 @@ def end_annotations(ends: Any, methods: Sequence[str], diagnosis: Any, view: Seq
     groups = end_clusters(E, view, tol)
     plots = plots_for((x0, x1), (y0, y1), sizes, equal=True)
     # obstacles: the start rings and their "S1" labels, every end diamond, then each label placed
-    obstacles = start_obstacles(avoid) + [(float(e[0]), float(e[1]), 0.0, 0.0, 13.0, 13.0)
+    obstacles = start_obstacles(avoid, view) + [(float(e[0]), float(e[1]), 0.0, 0.0, 13.0, 13.0, 0.0)
                                           for e in E.reshape(-1, 2) if np.isfinite(e).all()]
     centres = np.array([np.mean([E[m, s] for m, s in mem], axis=0) for mem in groups]).reshape(-1, 2)
     for g, members in enumerate(groups):
@@ -240,11 +249,14 @@ def end_annotations(ends: Any, methods: Sequence[str], diagnosis: Any, view: Seq
                             f"{outcome_label(str(diag[m, s]), methods[m], short=True) if diag.shape == (M, S) else ''}"
                             f"  ({E[m, s, 0]:.3f}, {E[m, s, 1]:.3f})" for m, s in members)
         size = text_size(text, 12)
-        [((ax, ay), _room)] = place([c], [size], plots, obstacles, offsets=RINGS)
-        obstacles.append((float(c[0]), float(c[1]), float(ax), float(ay), size[0], size[1]))
+        # anchored in data units: the label keeps its place on the map at every size (clear on the smallest)
+        [((dx, dy), _room)] = place([c], [size], plots, obstacles, offsets=RINGS, data=True)
+        p0 = plots[0]
+        obstacles.append((float(c[0]), float(c[1]), dx * p0.w / (x1 - x0), -dy * p0.h / (y1 - y0), size[0], size[1], 1.0))
         color = method_color(names[0]) if len(names) == 1 else theme.INK
         out.append(dict(x=float(c[0]), y=float(c[1]), xref="x", yref="y", text=text, hovertext=hover,
-                        showarrow=True, arrowhead=0, arrowwidth=1, arrowcolor=theme.MUTED, ax=ax, ay=ay,
+                        showarrow=True, arrowhead=0, arrowwidth=1, arrowcolor=theme.MUTED,
+                        ax=float(c[0] + dx), ay=float(c[1] + dy), axref="x", ayref="y",
                         standoff=6, font=dict(size=12, color=color), bgcolor="rgba(255,255,255,0.85)",
                         bordercolor=theme.BORDER, borderwidth=1, borderpad=2, name="end label"))
     return out
@@ -427,7 +439,9 @@ def landscape_figure(res: Any, grid: tuple[Any, Any, Any], pareto_set: Any = Non
             traces.append(dict(type="scatter", x=ps[:, 0], y=ps[:, 1], mode="lines", name="Pareto set",
                                line=dict(color=theme.FRONT, width=3, dash="dash"), hoverinfo="name"))
     traces.append(dict(type="scatter", x=starts[:, 0], y=starts[:, 1], mode="markers+text", name="starts",
-                       text=[f"S{s + 1}" for s in range(S)], textposition="top center",
+                       text=[f"S{s + 1}" for s in range(S)],
+                       textposition=["top center" if up else "bottom center"
+                                     for up in start_label_above(starts[:, :2], (x0, x1, y0, y1))],
                        textfont=dict(size=12, color=theme.INK),
                        # a ring wider than the heads (13 px) that sit on it at step 0: the drawn
                        # symbol is the legend's symbol
