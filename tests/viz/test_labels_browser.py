@@ -120,3 +120,20 @@ def test_loss_panels_at_800(draw):
         assert np.isfinite(res.losses).any()
         for width in (560, 1000):
             _clean(draw(f"loss_{prob}", fig, width))
+
+
+@pytest.mark.parametrize("log", [True, False])
+def test_objective_panel_fifteen_methods(draw, log):
+    """The same runs in objective space: nine verdict labels of three to six lines each were stacked
+    over each other; each label is placed, shortened where the full one has no clear place."""
+    from pcd.studio.toy import objective_space
+    from pcd.viz import toy as toy_map
+    from pcd.viz.objective import objective_space_figure
+
+    prob = problems.make("saddle2d")
+    res = synthetic.toy_run("saddle2d", FIFTEEN, steps=1000, lr=0.02, tau=0.02, record=200)
+    bg = toy_map.toy_background(prob, toy_map.fit_bounds(res, prob.bounds))
+    space = objective_space(prob, res, bg["grid"])
+    for width in (560, 1000):
+        fig = objective_space_figure(space, log=log, width_px=width, animate=False)
+        _clean(draw(f"objective15_{'log' if log else 'lin'}", fig, width, markers=["now"]))
