@@ -213,7 +213,7 @@ def _linear_range(values: Any) -> list[float]:
 # the τ chart's plot area (w x h px) from a half-width column at 800 px to the lesson at 1920 px, and
 # presenter mode's short, wide plot (1280 x 720)
 TAU_PLOT_SIZES = ((300.0, 240.0), (420.0, 300.0), (560.0, 330.0), (760.0, 300.0), (1120.0, 200.0), (1150.0, 330.0))
-TAU_LABEL_FONT = 11
+TAU_LABEL_FONT = 12
 
 
 def tau_labels(taus: Any, x: Any, y: Any, xaxis: dict, yaxis: dict, markers: Sequence[tuple[Any, Any, float]] = (),
