@@ -144,8 +144,9 @@ def objective_space_figure(space: dict[str, Any], *, log: bool = True, plot_heig
     return figure_from_spec(spec)
 
 
-# the objective panel's plot sizes (w x h px, smallest first): its chart is 560 (800-px window) to 1000 px wide
-OBJECTIVE_PLOT_SIZES = ((470.0, 360.0), (700.0, 360.0), (910.0, 360.0))
+# the objective panel's plot sizes (w x h px; the first is the smallest both ways): its chart is 560 (800-px
+# window) to 1000 px wide and 360 px tall, ~250 px in presenter mode at 1280 x 720 (fitted to the window)
+OBJECTIVE_PLOT_SIZES = ((470.0, 240.0), (700.0, 300.0), (910.0, 360.0), (1150.0, 250.0))
 
 
 def _short_verdict(verdicts: Sequence[str]) -> str:
