@@ -267,6 +267,17 @@ def end_annotations(ends: Any, methods: Sequence[str], diagnosis: Any, view: Seq
 LEGEND_CHAR_PX, LEGEND_ITEM_PX, LEGEND_ROW_PX = 7.4, 48.0, 31.0
 
 
+def legend_rows(names: Sequence[str], usable_px: float) -> int:
+    """How many rows a horizontal legend of ``names`` takes in ``usable_px`` (14-px legend text)."""
+    rows, x = 1, 0.0
+    for n in names:
+        w = LEGEND_ITEM_PX + LEGEND_CHAR_PX * len(str(n))
+        if x > 0 and x + w > usable_px:
+            rows, x = rows + 1, 0.0
+        x += w
+    return rows
+
+
 def fit_legend(spec: dict, width_px: float = 900.0, axis_px: float = 66.0,
                extra_names: Sequence[str] = ()) -> dict:
     """Size the bottom margin of ``spec`` (in place; returned) for a horizontal legend under the
@@ -288,12 +299,7 @@ def fit_legend(spec: dict, width_px: float = 900.0, axis_px: float = 66.0,
     lay = spec.setdefault("layout", {})
     m0 = lay.get("margin") or {}
     usable = max(200.0, float(width_px) - float(m0.get("l", 55)) - float(m0.get("r", 20)))  # the plot's width
-    rows, x = 1, 0.0
-    for n in names:
-        w = LEGEND_ITEM_PX + LEGEND_CHAR_PX * len(n)
-        if x > 0 and x + w > usable:
-            rows, x = rows + 1, 0.0
-        x += w
+    rows = legend_rows(names, usable)
     margin = dict(m0)
     margin["b"] = int(axis_px + rows * LEGEND_ROW_PX + 4)
     lay["margin"] = margin
@@ -599,7 +605,10 @@ def loss_figure(res: Any, objective_names: Sequence[str] | None = None, floor: f
                                    customdata=record,
                                    hovertemplate=f"{method_label(name)} · start {s + 1}<br>step %{{customdata}}"
                                                  f"<br>%{{y:.3e}}<extra></extra>"))
-    layout = base_layout(height=height)
+    # the legend (on top) takes more rows with many methods: the figure grows by them, as they fall at the
+    # narrowest chart (560 px), so the panels keep their height
+    extra = LEGEND_ROW_PX * (legend_rows([method_label(n) for n in res.methods], 560.0 - 80.0) - 1)
+    layout = base_layout(height=int(height + extra))
     axis = dict(showgrid=True, gridcolor=theme.GRID, zeroline=False, linecolor=theme.MUTED, ticks="outside",
                 tickcolor=theme.MUTED, type="log")
     annotations = []
