@@ -251,7 +251,6 @@ def add_gradient_inset(fig: go.Figure, grads: dict[str, Any], methods: Sequence[
     if not 200 <= chart_w <= 5000:
         raise ValueError(f"width_px must be in [200, 5000], got {width_px}")
     plot_w = chart_w - float(margin.get("l", 55)) - float(margin.get("r", 20))
-    rows = (len(names) + cols - 1) // cols
     if placement == "side":
         plot_w *= 1.0 - float(map_fraction) - gap
         below = 0.0
