@@ -137,3 +137,22 @@ def test_objective_panel_fifteen_methods(draw, log):
     for width in (560, 1000):
         fig = objective_space_figure(space, log=log, width_px=width, animate=False)
         _clean(draw(f"objective15_{'log' if log else 'lin'}", fig, width, markers=["now"]))
+
+
+def test_jacobian_descent_panels_at_800(draw):
+    """IWRM (loss, accuracy, cosine) and Gramian memory: at 800 px the panel titles ran into each other
+    and the next panel's y ticks into the panel before."""
+    from pcd.viz.jd import iwrm_figure, memory_figure
+
+    rng = np.random.default_rng(0)
+    steps = list(range(0, 200, 10))
+    iwrm = {"steps": steps, "methods": {m: {
+        "train_loss": (np.exp(-np.linspace(0, 5, len(steps)))[None] * (1 + 0.1 * rng.random((3, len(steps))))).tolist(),
+        "test_acc": (0.5 + 0.4 * rng.random((3, len(steps)))).tolist(),
+        "cosine": (rng.random((3, 20)) * 2 - 1).tolist()} for m in ("pcd", "upgrad", "mgda", "ws")}}
+    mem = {"batch_sizes": [8, 16, 32, 64], "device": "cpu", "modes": {
+        "erm": {"peak_mb": [1, 2, 4, 8], "seconds": [0.01, 0.02, 0.04, 0.08]},
+        "jacobian": {"peak_mb": [10, 20, 40, 80], "seconds": [0.1, 0.2, 0.4, 0.8]}}}
+    for width in (560, 1000):
+        _clean(draw("jd_iwrm", iwrm_figure(iwrm), width))
+        _clean(draw("jd_memory", memory_figure(mem), width))
