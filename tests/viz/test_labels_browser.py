@@ -156,3 +156,16 @@ def test_jacobian_descent_panels_at_800(draw):
     for width in (560, 1000):
         _clean(draw("jd_iwrm", iwrm_figure(iwrm), width))
         _clean(draw("jd_memory", memory_figure(mem), width))
+
+
+def test_pruning_lab_training_curves_at_800(draw):
+    """The Pruning lab's training curves (loss, accuracy, ... one panel each, three a row): the panel
+    titles ran into each other at 800 px; they break into two lines and the panels keep apart."""
+    from pcd.viz.runs import CURVE_KEYS, curves_figure
+
+    rng = np.random.default_rng(0)
+    series = {f"run {i} {m}": [dict({k: float(rng.random()) for k in CURVE_KEYS}, epoch=e) for e in range(1, 11)]
+              for i, m in enumerate(("pcd", "ws", "mgda", "upgrad"))}
+    fig = curves_figure(series, {label: label.split()[-1] for label in series})
+    for width in (560, 1000):
+        _clean(draw("runs_curves", fig, width))
