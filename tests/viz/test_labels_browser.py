@@ -8,7 +8,6 @@ the same from the layouts, without a browser."""
 from __future__ import annotations
 
 import json
-import os
 from pathlib import Path
 
 import numpy as np
@@ -17,7 +16,6 @@ import pytest
 import pcd.problems as problems
 from pcd.experiments import geometry as xgeo
 from pcd.experiments import synthetic
-from tests.conftest import CHROMIUM, CHROMIUM_ARGS
 from tests.pages._browser import TEXT_COLLISIONS
 
 pytestmark = [pytest.mark.slow, pytest.mark.browser]
@@ -30,33 +28,29 @@ TAU_CURVES = ["PCD after 1000 steps", "PCD after 300 steps", "PCD after 100 step
 
 
 @pytest.fixture(scope="module")
-def draw(artifacts_dir):
+def draw(browser, artifacts_dir):
     """``draw(name, fig, width, height=None, markers=())``: the figure drawn in a ``width``-px div
     (its own height unless given); returns TEXT_COLLISIONS' ``{pairs, clipped, n}``."""
-    sync_api = pytest.importorskip("playwright.sync_api")
-    if not os.path.exists(CHROMIUM):
-        pytest.skip("Debian chromium is not installed")
-    with sync_api.sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS)
-        page = browser.new_page(viewport={"width": 1940, "height": 1200})
-        page.set_default_timeout(120_000)
-        page.set_content("<html><body style='margin:0'><div id='g'></div></body></html>")
-        page.add_script_tag(path=str(BUNDLE))
+    page = browser.new_page(viewport={"width": 1940, "height": 1200})
+    page.set_default_timeout(120_000)
+    page.set_content("<html><body style='margin:0'><div id='g'></div></body></html>")
+    page.add_script_tag(path=str(BUNDLE))
 
-        def run(name, fig, width, height=None, markers=()):
-            spec = json.loads(fig.to_json()) if hasattr(fig, "to_json") else fig
-            layout = dict(spec["layout"], width=width, **({"height": height} if height else {}))
-            page.evaluate("async ([d, l]) => { const g = document.getElementById('g'); Plotly.purge(g); "
-                          "g.style.width = l.width + 'px'; await Plotly.newPlot(g, d, l); }", [spec["data"], layout])
-            out = page.evaluate(TEXT_COLLISIONS, [page.query_selector("#g"), list(markers), 1])
-            page.locator("#g").screenshot(path=str(artifacts_dir / f"labels_{name}_{width}.png"))
-            assert out["n"] > 5, out  # the text was found
-            return out
+    def run(name, fig, width, height=None, markers=()):
+        spec = json.loads(fig.to_json()) if hasattr(fig, "to_json") else fig
+        layout = dict(spec["layout"], width=width, **({"height": height} if height else {}))
+        page.evaluate("async ([d, l]) => { const g = document.getElementById('g'); Plotly.purge(g); "
+                      "g.style.width = l.width + 'px'; g.style.height = (l.height || 450) + 'px'; "
+                      "await Plotly.newPlot(g, d, l); }", [spec["data"], layout])
+        out = page.evaluate(TEXT_COLLISIONS, [page.query_selector("#g"), list(markers), 1])
+        page.locator("#g").screenshot(path=str(artifacts_dir / f"labels_{name}_{width}.png"))
+        assert out["n"] > 5, out  # the text was found
+        return out
 
-        try:
-            yield run
-        finally:
-            browser.close()
+    try:
+        yield run
+    finally:
+        page.close()
 
 
 def _clean(out):
