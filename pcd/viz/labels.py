@@ -11,7 +11,8 @@ window). Presenter mode scales a figure's fonts but not its annotations' (``stat
 
 Obstacles are boxes too: ``(x, y, dx, dy, w, h)`` is a ``w x h`` px box whose centre sits ``(dx, dy)``
 px from the data point ``(x, y)`` -- a marker is ``(x, y, 0, 0, size, size)``, a start's "S1" above
-it ``(x, y, 0, -18, 22, 16)``.
+it ``(x, y, 0, -18, 22, 16)``; a 7th column 1 marks an offset that grows with the plot (a label placed
+with ``data=True`` before).
 """
 from __future__ import annotations
 
