@@ -19,6 +19,7 @@ from pcd.ui import (
     show_error,
     url_default,
     url_sync,
+    url_tabs,
 )
 from pcd.viz.jd import iwrm_figure, memory_figure, properties_figure
 from pcd.viz.theme import method_label
@@ -37,8 +38,7 @@ setup_page(
 
 ALL = available()
 # the selected tab is in the URL (?tab=...): a shared link opens on it
-tab_props, tab_iwrm, tab_mem = st.tabs(["Aggregator properties", "Instance-wise risk minimization", "Gramian memory"],
-                                       key="tab", bind="query-params")
+tab_props, tab_iwrm, tab_mem = url_tabs(["Aggregator properties", "Instance-wise risk minimization", "Gramian memory"])
 
 
 def _label(m: str) -> str:

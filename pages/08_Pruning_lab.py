@@ -20,6 +20,7 @@ from pcd.ui import (
     show_error,
     url_default,
     url_sync,
+    url_tabs,
 )
 from pcd.ui.chart import plotly_chart
 from pcd.ui.geometry_view import show_file as show_geometry
@@ -51,7 +52,8 @@ _sup_error = PL.start_supervisor(DATA_DIR)  # e.g. a read-only data folder
 if _sup_error:
     show_error(_sup_error)
 
-tab_queue, tab_runs, tab_results = st.tabs(["Queue runs", "Queue & runs", "Results explorer"])
+# the selected tab is in the URL (?tab=...): a shared link opens on it
+tab_queue, tab_runs, tab_results = url_tabs(["Queue runs", "Queue & runs", "Results explorer"])
 ss = st.session_state
 
 

@@ -3,7 +3,7 @@
 One module per concern; every public name is importable from ``pcd.ui`` (the pages do):
 
 * :mod:`pcd.ui.page` -- page set-up (:func:`setup_page`), settings panel, claims, errors, links;
-* :mod:`pcd.ui.url_state` -- settings in the URL (``url_default``, ``url_json``, ``url_sync``);
+* :mod:`pcd.ui.url_state` -- settings in the URL (``url_default``, ``url_json``, ``url_sync``, ``url_tabs``);
 * :mod:`pcd.ui.presenter` -- presenter mode (``?present=1``);
 * :mod:`pcd.ui.embed` -- ``?hide=`` for embedded views;
 * :mod:`pcd.ui.downloads` -- CSV / HTML / PNG / GIF / JSON downloads carrying their settings;
@@ -21,7 +21,7 @@ from pcd.ui.embed import HIDE_PARTS, MAX_HIDE, hidden_parts, hide_css, parse_hid
 from pcd.ui.page import APP_TITLE, FAVICON, LOGO, claim, figure_grid, page_link, settings_panel, setup_page, show_error
 from pcd.ui.preload import plotly_chunk, preload_plotly
 from pcd.ui.presenter import PRESENT_PARAM, presenter_mode
-from pcd.ui.url_state import url_default, url_json, url_sync
+from pcd.ui.url_state import url_default, url_json, url_sync, url_tabs
 from pcd.ui.widgets import method_picker, param_widget
 
 __all__ = [
@@ -29,5 +29,5 @@ __all__ = [
     "claim", "download_csv", "download_figure", "download_gif", "download_json", "download_row", "figure_grid",
     "hidden_parts", "hide_css", "method_picker", "page_link", "param_widget", "parse_hide", "plotly_chunk",
     "png_export", "preload_plotly", "presenter_mode", "settings_panel", "setup_page", "show_error",
-    "url_default", "url_json", "url_sync",
+    "url_default", "url_json", "url_sync", "url_tabs",
 ]

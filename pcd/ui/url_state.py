@@ -52,6 +52,16 @@ def url_json(key: str, default: Any = None) -> Any:
         return default
 
 
+def url_tabs(labels: Sequence[str], key: str = "tab") -> Sequence[Any]:
+    """``st.tabs(labels)`` whose selected tab is in the URL (``?tab=<label>``: Streamlit's query-parameter
+    binding opens a shared link on it and writes a clicked tab back). An unknown label is ignored --
+    the first tab opens, one toast says so -- never an exception."""
+    raw = st.query_params.get(key)
+    if raw is not None and raw not in labels:
+        refused(key, raw, ValueError(f"{key} must be one of {', '.join(labels)}; got {raw!r}"))
+    return st.tabs(list(labels), key=key, bind="query-params")
+
+
 def url_sync(**values: Any) -> None:
     """Write the current settings into the URL so the view can be shared and reopened."""
     for key, value in values.items():

@@ -616,6 +616,13 @@ def save_gif(frames: Iterable[Any], target: Any = None, frame_ms: int = FRAME_MS
     return data
 
 
+# x264 settings for slides: High profile at level 4.1 (1080p up to 30 fps; PowerPoint and Keynote accept
+# High up to 4.2), no B-frames (every frame decodes in order: pts == dts, no edit-list shift, which some
+# slide players stumble on), a keyframe every 2 s; constant frame rate (every frame one tick of 1/fps)
+MP4_OPTIONS = {"preset": "veryfast", "tune": "animation", "profile": "high", "level": "4.1", "bf": "0",
+               "x264-params": "bframes=0:force-cfr=1"}
+
+
 def save_mp4(frames: Iterable[Any], target: Any = None, frame_ms: int = FRAME_MS, crf: int = MP4_CRF) -> bytes:
     """Encode ``frames`` (RGB Pillow images of one even size) as an MP4 for slides: H.264 (x264,
     ``crf``), yuv420p, ``round(1000 / frame_ms)`` frames per second, the index at the front
@@ -658,7 +665,8 @@ def _encode_mp4(av: Any, frames: Iterable[Any], path: str, fps: Fraction, crf: i
                 V.frame_size((ww, hh), "frame size")  # even sides: yuv420p halves the chroma planes
                 stream = out.add_stream("libx264", rate=fps)
                 stream.width, stream.height, stream.pix_fmt = ww, hh, "yuv420p"
-                stream.options = {"crf": str(crf), "preset": "veryfast", "tune": "animation"}
+                # what PowerPoint / Keynote play (pcd.viz.export.MP4_OPTIONS; checked by tests/viz/test_export_mp4.py)
+                stream.options = {"crf": str(crf), **MP4_OPTIONS}
             elif arr.shape[:2] != (stream.height, stream.width):
                 raise ValueError(f"every frame must be {stream.width}x{stream.height}, got {arr.shape[1]}x{arr.shape[0]}")
             vf = av.VideoFrame.from_ndarray(arr, format="rgb24").reformat(format="yuv420p")

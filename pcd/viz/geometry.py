@@ -95,6 +95,48 @@ def _arrow(x: float, y: float, color: str, width: float, name: str, group: str, 
         cliponaxis=False, hovertemplate=hover if hover is not None else f"{name}<extra></extra>")
 
 
+# the geometry plot's sizes (a square, px) from the lesson's narrow column to a wide page, fonts as presenter mode
+GEOMETRY_PLOT_SIZES = ((360.0, 360.0), (460.0, 460.0), (560.0, 560.0))
+LABEL_FONT = 12
+
+
+def ray_labels_placed(J: np.ndarray, directions: Sequence[Any], labels: Sequence[tuple[Any, str, str]],
+                      lim: float) -> tuple[list[dict], float]:
+    """One annotation per ray label ``(tip, text, colour)``, placed by :func:`pcd.viz.labels.place` clear of
+    every arrow (its tip and shaft), of the gradients' labels (drawn above right / left of their tips)
+    and of each other, on every plot size of :data:`GEOMETRY_PLOT_SIZES`; a thin line to its tip. Returns
+    the annotations and the least room (px) any label kept (below 0: some label covers something)."""
+    from pcd.viz.labels import RINGS, place, plots_for, text_size
+
+    plots = plots_for((-lim, lim), (-lim, lim), GEOMETRY_PLOT_SIZES, equal=True)
+    obstacles: list[tuple[float, ...]] = [(0.0, 0.0, 0.0, 0.0, 10.0, 10.0, 0.0)]
+    for v in list(J) + [np.asarray(d, dtype=np.float64) for d in directions]:
+        for f in np.linspace(0.2, 1.0, 5):  # the shaft and the head
+            obstacles.append((float(f * v[0]), float(f * v[1]), 0.0, 0.0, 12.0 if f == 1.0 else 6.0,
+                              12.0 if f == 1.0 else 6.0, 0.0))
+    for k, g in enumerate(J):  # "g1" beside its tip (_arrow's textposition: top right / left)
+        w, h = text_size(f"g{k + 1}", 13)
+        obstacles.append((float(g[0]), float(g[1]), (w / 2 + 4) * (1 if g[0] >= 0 else -1), -h / 2 - 2, w, h, 0.0))
+    # the tallest first: it needs the most room
+    order = sorted(range(len(labels)), key=lambda i: -labels[i][1].count("<br>"))
+    out: list[dict] = [{} for _ in labels]
+    least = float("inf")
+    for i in order:
+        tip, text, color = labels[i]
+        size = text_size(text, LABEL_FONT)
+        # anchored in data units: the label keeps its place among the arrows on every plot size
+        [((dx, dy), room)] = place([tip], [size], plots, obstacles, offsets=RINGS, data=True)
+        least = min(least, room)
+        p0 = plots[0]
+        obstacles.append((float(tip[0]), float(tip[1]), dx * p0.w / (2 * lim), -dy * p0.h / (2 * lim),
+                          size[0], size[1], 1.0))
+        out[i] = dict(x=float(tip[0]), y=float(tip[1]), xref="x", yref="y", text=text, showarrow=True, arrowhead=0,
+                      arrowwidth=1, arrowcolor=theme.FAINT, ax=float(tip[0] + dx), ay=float(tip[1] + dy), axref="x",
+                      ayref="y", standoff=5, align="left",
+                      font=dict(size=LABEL_FONT, color=color), bgcolor="rgba(255,255,255,0.85)", borderpad=2)
+    return out, least
+
+
 def geometry_figure(result: dict[str, Any], show_region: bool = True, height: int = 600) -> go.Figure:
     """Gradients ``g_i`` (objective colours), PCD's feasible region (shaded) and each method's
     update ``d`` as an arrow in its colour; PCD also shows its QP point ``d~`` (before the rescale
@@ -136,7 +178,7 @@ def geometry_figure(result: dict[str, Any], show_region: bool = True, height: in
                              text=f"<b>g{k + 1}</b>",
                              hover=f"g{k + 1} = ({g[0]:.3f}, {g[1]:.3f})<extra></extra>"))
     tol = 0.02 * lim
-    annotations: list[dict] = []
+    ray_labels: list[tuple[np.ndarray, str, str]] = []
     for ray in same_ray([r["direction"] for r in rows], tol):
         # longest first (underneath); tips that coincide are nested, the widest underneath
         ray = sorted(ray, key=lambda i: -float(np.linalg.norm(rows[i]["direction"])))
@@ -156,22 +198,18 @@ def geometry_figure(result: dict[str, Any], show_region: bool = True, height: in
                 others = [rows[ray[j]]["label"] for j in t if j != i]
                 same = f"<br>same update as {', '.join(others)}" if others else ""
                 first = ray[t[-1]] == ray[tips[0][-1]] and pos == len(t) - 1
-                if first and len(ray) > 1:
-                    # several methods on one ray: one stacked label beside the outer tip, pointing at it
-                    annotations.append(dict(
-                        x=float(d[0]), y=float(d[1]), xref="x", yref="y", text="<b>" + "<br>".join(
-                            ("" if k == 0 else "> ") + n for k, n in enumerate(tips_named)) + "</b>",
-                        showarrow=True, arrowhead=0, arrowwidth=1, arrowcolor=theme.FAINT, ax=46 if d[0] >= 0 else -46,
-                        ay=38, axref="pixel", ayref="pixel", xanchor="left" if d[0] >= 0 else "right", align="left",
-                        font=dict(size=12, color=theme.INK), bgcolor="rgba(255,255,255,0.8)"))
-                # a tip on a gradient's tip (1-D: PCD's update is g2's arrow) labels under it, g_k above
-                on_gradient = bool((np.abs(J - d).max(axis=1) <= tol).any())
+                if first:  # the ray's one label, placed below with every other ray's
+                    text = ("<b>" + "<br>".join(("" if k == 0 else "> ") + n for k, n in enumerate(tips_named))
+                            + (": d ≈ 0" if label.endswith(": d ≈ 0") else "") + "</b>" if len(ray) > 1 else f"<b>{label}</b>")
+                    ray_labels.append((d, text, theme.INK if len(ray) > 1 else method_color(r["method"])))
                 col = method_color(r["method"])
                 fig.add_trace(_arrow(
                     d[0], d[1], col if pos == len(t) - 1 else rgba(col, 0.5), width, r["label"], r["method"],
-                    text=(f"<b>{label}</b>" if first and len(ray) == 1 else ""), below=on_gradient,
                     hover=(f"<b>{r['label']}</b><br>d = ({d[0]:.3f}, {d[1]:.3f})<br>‖d‖ = {r['norm']:.3f}<br>{prog}"
                            f"{same}<extra></extra>")))
+    # (with every registered method one ray's stacked label runs to ten lines: it finds no clear place on a
+    # small plot and covers the least it can -- the legend and hover still name every method)
+    annotations, _room = ray_labels_placed(J, [r["direction"] for r in rows], ray_labels, lim)
     if pcd_row is not None and np.isfinite(pcd_row.get("qp_point", np.nan)).all():
         q = np.asarray(pcd_row["qp_point"])
         g1 = J[0]

@@ -17,6 +17,7 @@ import numpy as np
 import plotly.graph_objects as go
 
 from pcd.viz import theme
+from pcd.viz.labels import RINGS, place, plots_for, text_size
 from pcd.viz.theme import (
     base_layout,
     colorize,
@@ -189,49 +190,48 @@ def end_clusters(ends: Any, view: Sequence[float], tol: float = 0.025) -> list[l
     return groups
 
 
-LABEL_PLOT_PX = 520.0   # the map's plot width the label placement assumes (px); height follows the aspect
-LABEL_CLEAR_PX = 30.0
-# the places tried around a point (px; nearest first among the clear ones): the far ring is for a tall
-# label (many methods ending together) that every near place would put over a start marker
-LABEL_OFFSETS = ((0, -38), (0, 38), (80, -40), (80, 40), (-80, -40), (-80, 40), (110, 0), (-110, 0),
-                 (0, -95), (0, 95), (150, -85), (150, 85), (-150, -85), (-150, 85), (190, 0), (-190, 0))  # px
+# the map's plot sizes (px, 1:1 units inside each) its end labels are placed for, smallest first: the toy
+# page's map is ~485 px at 800 px (narrow), ~570 beside the inset, ~725 under it; a wide window. A smaller
+# map (the τ dial's half column, one method) keeps the same places, with less room around them.
+MAP_PLOT_SIZES = ((400.0, 560.0), (480.0, 560.0), (620.0, 560.0), (900.0, 560.0))
+START_MARK_PX = 21.0   # the start ring's size; its "S1" sits above it (textposition "top center")
 
 
-def _label_room(c: np.ndarray, off: tuple[int, int], size: tuple[float, float], others: np.ndarray,
-                view: Sequence[float]) -> float:
-    """The clearance (px) between a label box of ``size`` (w, h px) drawn at pixel offset ``off``
-    from the data point ``c`` and the points ``others``; negative when the box leaves the map."""
-    x0, x1, y0, y1 = (float(v) for v in view)
-    sx = LABEL_PLOT_PX / (x1 - x0)
-    sy = sx  # 1:1 axes
-    cx, cy = (c[0] - x0) * sx + off[0], (y1 - c[1]) * sy + off[1]     # box centre in px (y down)
-    w, h = size
-    if cx - w / 2 < 0 or cx + w / 2 > LABEL_PLOT_PX or cy - h / 2 < 0 or cy + h / 2 > (y1 - y0) * sy:
-        return -1.0
-    if not len(others):
-        return LABEL_CLEAR_PX - 1e-3 * float(np.hypot(*off))
-    px = (others[:, 0] - x0) * sx
-    py = (y1 - others[:, 1]) * sy
-    dx = np.maximum(np.abs(px - cx) - w / 2, 0.0)
-    dy = np.maximum(np.abs(py - cy) - h / 2, 0.0)
-    # clear by LABEL_CLEAR_PX is clear enough: among clear places the nearest to the point wins
-    return min(float(np.hypot(dx, dy).min()), LABEL_CLEAR_PX) - 1e-3 * float(np.hypot(*off))
+def start_label_above(starts: Any, view: Sequence[float]) -> np.ndarray:
+    """Whether each start's "S1" goes above its marker (else below: a start in the map's top 12 %,
+    whose label above would be cut off at the plot's edge)."""
+    y0, y1 = float(view[2]), float(view[3])
+    return np.asarray(starts, dtype=np.float64).reshape(-1, 2)[:, 1] <= y1 - 0.12 * (y1 - y0)
+
+
+def start_obstacles(starts: Any, view: Sequence[float]) -> list[tuple[float, ...]]:
+    """The start markers and their "S1" labels as :mod:`pcd.viz.labels` obstacles."""
+    out: list[tuple[float, ...]] = []
+    P = np.asarray(starts, dtype=np.float64).reshape(-1, 2)
+    for (x, y), above in zip(P, start_label_above(P, view)):
+        out.append((x, y, 0.0, 0.0, START_MARK_PX + 4, START_MARK_PX + 4, 0.0))
+        out.append((x, y, 0.0, (-1 if above else 1) * (START_MARK_PX / 2 + 10), 28.0, 18.0, 0.0))
+    return out
 
 
 def end_annotations(ends: Any, methods: Sequence[str], diagnosis: Any, view: Sequence[float],
-                    tol: float = 0.025, avoid: Any = ()) -> list[dict]:
+                    tol: float = 0.025, avoid: Any = (), sizes: Sequence[tuple[float, float]] = MAP_PLOT_SIZES) -> list[dict]:
     """One label per group of coinciding end points (:func:`end_clusters`): the methods that end
     there (``"WS · MGDA · PCGrad (S1, S2)"``; the starts only when not all of them end there), an
     arrow to the group's centre, and the full list with each outcome on hover. Each label goes
-    where its box keeps the most room (of a few places around its point) from the points in
-    ``avoid [P, 2]`` (the start markers), the other groups and the labels placed before it."""
+    where its box keeps the most room (:func:`pcd.viz.labels.place`, on every plot size of ``sizes``) from
+    the start markers ``avoid [P, 2]`` and their "S1" labels, every end marker and the labels placed
+    before it."""
     E = np.asarray(ends, dtype=np.float64)
     M, S = E.shape[:2]
     diag = np.asarray(diagnosis, dtype=object)
     x0, x1, y0, y1 = (float(v) for v in view)
     out: list[dict] = []
-    placed: list[tuple[float, float]] = []
     groups = end_clusters(E, view, tol)
+    plots = plots_for((x0, x1), (y0, y1), sizes, equal=True)
+    # obstacles: the start rings and their "S1" labels, every end diamond, then each label placed
+    obstacles = start_obstacles(avoid, view) + [(float(e[0]), float(e[1]), 0.0, 0.0, 13.0, 13.0, 0.0)
+                                          for e in E.reshape(-1, 2) if np.isfinite(e).all()]
     centres = np.array([np.mean([E[m, s] for m, s in mem], axis=0) for mem in groups]).reshape(-1, 2)
     for g, members in enumerate(groups):
         c = centres[g]
@@ -248,21 +248,15 @@ def end_annotations(ends: Any, methods: Sequence[str], diagnosis: Any, view: Seq
         hover = "<br>".join(f"{method_label(methods[m])} from S{s + 1}: "
                             f"{outcome_label(str(diag[m, s]), methods[m], short=True) if diag.shape == (M, S) else ''}"
                             f"  ({E[m, s, 0]:.3f}, {E[m, s, 1]:.3f})" for m, s in members)
-        # the label box where it keeps the most room from the start points, the other groups and the
-        # labels already placed (and stays on the map)
-        lines = text.split("<br>")
-        size = (7.0 * max(len(ln) for ln in lines) + 10.0, 16.0 * len(lines) + 6.0)
-        others = np.concatenate([np.asarray(avoid, dtype=np.float64).reshape(-1, 2), centres[:g], centres[g + 1:],
-                                 np.asarray(placed, dtype=np.float64).reshape(-1, 2)])
-        ax, ay = max(LABEL_OFFSETS, key=lambda o: _label_room(c, o, size, others, view))
-        sx = LABEL_PLOT_PX / (x1 - x0)
-        # the placed box as its centre, corners and edge midpoints: a later label keeps clear of the box,
-        # not only of its centre (a five-line label is ~90 px tall)
-        bx, by, hw, hh = c[0] + ax / sx, c[1] - ay / sx, size[0] / 2 / sx, size[1] / 2 / sx
-        placed.extend((bx + i * hw, by + j * hh) for i in (-1, 0, 1) for j in (-1, 0, 1))
+        size = text_size(text, 12)
+        # anchored in data units: the label keeps its place on the map at every size (clear on the smallest)
+        [((dx, dy), _room)] = place([c], [size], plots, obstacles, offsets=RINGS, data=True)
+        p0 = plots[0]
+        obstacles.append((float(c[0]), float(c[1]), dx * p0.w / (x1 - x0), -dy * p0.h / (y1 - y0), size[0], size[1], 1.0))
         color = method_color(names[0]) if len(names) == 1 else theme.INK
         out.append(dict(x=float(c[0]), y=float(c[1]), xref="x", yref="y", text=text, hovertext=hover,
-                        showarrow=True, arrowhead=0, arrowwidth=1, arrowcolor=theme.MUTED, ax=ax, ay=ay,
+                        showarrow=True, arrowhead=0, arrowwidth=1, arrowcolor=theme.MUTED,
+                        ax=float(c[0] + dx), ay=float(c[1] + dy), axref="x", ayref="y",
                         standoff=6, font=dict(size=12, color=color), bgcolor="rgba(255,255,255,0.85)",
                         bordercolor=theme.BORDER, borderwidth=1, borderpad=2, name="end label"))
     return out
@@ -271,6 +265,17 @@ def end_annotations(ends: Any, methods: Sequence[str], diagnosis: Any, view: Seq
 # legend text at 14 px (measured in Chromium: an entry is ~40 px + ~6.8 px a character, a row ~31 px;
 # Plotly keeps ~66 px between the legend and the plot for the x axis)
 LEGEND_CHAR_PX, LEGEND_ITEM_PX, LEGEND_ROW_PX = 7.4, 48.0, 31.0
+
+
+def legend_rows(names: Sequence[str], usable_px: float) -> int:
+    """How many rows a horizontal legend of ``names`` takes in ``usable_px`` (14-px legend text)."""
+    rows, x = 1, 0.0
+    for n in names:
+        w = LEGEND_ITEM_PX + LEGEND_CHAR_PX * len(str(n))
+        if x > 0 and x + w > usable_px:
+            rows, x = rows + 1, 0.0
+        x += w
+    return rows
 
 
 def fit_legend(spec: dict, width_px: float = 900.0, axis_px: float = 66.0,
@@ -294,12 +299,7 @@ def fit_legend(spec: dict, width_px: float = 900.0, axis_px: float = 66.0,
     lay = spec.setdefault("layout", {})
     m0 = lay.get("margin") or {}
     usable = max(200.0, float(width_px) - float(m0.get("l", 55)) - float(m0.get("r", 20)))  # the plot's width
-    rows, x = 1, 0.0
-    for n in names:
-        w = LEGEND_ITEM_PX + LEGEND_CHAR_PX * len(n)
-        if x > 0 and x + w > usable:
-            rows, x = rows + 1, 0.0
-        x += w
+    rows = legend_rows(names, usable)
     margin = dict(m0)
     margin["b"] = int(axis_px + rows * LEGEND_ROW_PX + 4)
     lay["margin"] = margin
@@ -445,7 +445,9 @@ def landscape_figure(res: Any, grid: tuple[Any, Any, Any], pareto_set: Any = Non
             traces.append(dict(type="scatter", x=ps[:, 0], y=ps[:, 1], mode="lines", name="Pareto set",
                                line=dict(color=theme.FRONT, width=3, dash="dash"), hoverinfo="name"))
     traces.append(dict(type="scatter", x=starts[:, 0], y=starts[:, 1], mode="markers+text", name="starts",
-                       text=[f"S{s + 1}" for s in range(S)], textposition="top center",
+                       text=[f"S{s + 1}" for s in range(S)],
+                       textposition=["top center" if up else "bottom center"
+                                     for up in start_label_above(starts[:, :2], (x0, x1, y0, y1))],
                        textfont=dict(size=12, color=theme.INK),
                        # a ring wider than the heads (13 px) that sit on it at step 0: the drawn
                        # symbol is the legend's symbol
@@ -557,6 +559,9 @@ def landscape_figure(res: Any, grid: tuple[Any, Any, Any], pareto_set: Any = Non
     return figure_from_spec(spec)
 
 
+LOSS_GAP = 0.13  # of the plot width between loss panels: 62 px of a 480-px plot
+
+
 def loss_figure(res: Any, objective_names: Sequence[str] | None = None, floor: float = 1e-12,
                 height: int = 330) -> go.Figure:
     """Loss vs step, one log-scale panel per objective, one line per (method, start) in the method's
@@ -582,7 +587,9 @@ def loss_figure(res: Any, objective_names: Sequence[str] | None = None, floor: f
         titles.append(names[k] + (f"  (shown: f − {shift:.3g})" if shift < 0 else ""))
     # one log-log panel per objective, built as a single spec (Plotly's incremental subplot API
     # validates every call and costs ~10x more for the ~M*S*K traces)
-    gap = 0.08
+    # between panels: room for the next panel's y tick labels ("10⁻¹²", ~45 px with the tick) at the
+    # narrowest chart (560 px at an 800-px window: a 480-px plot), so they never reach the panel before
+    gap = LOSS_GAP
     width = (1.0 - gap * (K - 1)) / K
     dashes = ("solid", "dash", "dot", "dashdot", "longdash", "longdashdot")
     x = (np.maximum(record, 0) + 1).astype(float)  # log x axis: step + 1
@@ -598,7 +605,10 @@ def loss_figure(res: Any, objective_names: Sequence[str] | None = None, floor: f
                                    customdata=record,
                                    hovertemplate=f"{method_label(name)} · start {s + 1}<br>step %{{customdata}}"
                                                  f"<br>%{{y:.3e}}<extra></extra>"))
-    layout = base_layout(height=height)
+    # the legend (on top) takes more rows with many methods: the figure grows by them, as they fall at the
+    # narrowest chart (560 px), so the panels keep their height
+    extra = LEGEND_ROW_PX * (legend_rows([method_label(n) for n in res.methods], 560.0 - 80.0) - 1)
+    layout = base_layout(height=int(height + extra))
     axis = dict(showgrid=True, gridcolor=theme.GRID, zeroline=False, linecolor=theme.MUTED, ticks="outside",
                 tickcolor=theme.MUTED, type="log")
     annotations = []

@@ -8,6 +8,7 @@ objectives are optimal. The data is :func:`pcd.experiments.toy.objective_space` 
 """
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
@@ -143,31 +144,66 @@ def objective_space_figure(space: dict[str, Any], *, log: bool = True, plot_heig
     return figure_from_spec(spec)
 
 
+# the objective panel's plot sizes (w x h px; the first is the smallest both ways): its chart is 560 (800-px
+# window) to 1000 px wide and 360 px tall, ~250 px in presenter mode at 1280 x 720 (fitted to the window)
+OBJECTIVE_PLOT_SIZES = ((470.0, 240.0), (700.0, 300.0), (910.0, 360.0), (1150.0, 250.0))
+
+
+def _short_verdict(verdicts: Sequence[str]) -> str:
+    """A method's verdicts (one per start) in at most two lines: the distinct outcomes, then what
+    dominates them -- the first name and how many more ("dominated by ★ both optimal +2"); hover and
+    the table below the chart give every name."""
+    heads, by = [], []
+    for v in verdicts:
+        head, _, dom = str(v).partition(" · dominated by ")
+        heads.append(head)
+        by += [n.strip() for n in dom.split(",") if n.strip()]
+    heads, by = list(dict.fromkeys(h for h in heads if h)), list(dict.fromkeys(by))
+    text = " / ".join(heads)
+    if by:
+        text += "<br>dominated by " + by[0] + (f" +{len(by) - 1}" if len(by) > 1 else "")
+    return text
+
+
 def _verdict_labels(ends: np.ndarray, methods: list[str], verdicts: list[list[str]], log: bool,
                     hidden: bool, xr: list[float], yr: list[float]) -> list[dict]:
-    """One label per verdict (the methods whose every end point has it), pointing at their mean end
-    point from the side of the plot's centre (never out of the plot), stacked so that they do not
-    cover each other."""
-    groups: dict[str, list[int]] = {}
+    """One label per verdict (the methods whose every end point has it) with a line to their mean end
+    point, placed by :func:`pcd.viz.labels.place` in data units clear of every end point and of the
+    other labels on each plot size of :data:`OBJECTIVE_PLOT_SIZES` (the full verdict on hover)."""
+    from pcd.viz.labels import RINGS, place, plots_for, text_size
+
+    groups: dict[str, list[int]] = {}  # methods with the same short verdict share one label
     for m in range(len(methods)):
-        vs = set(verdicts[m])
-        key = vs.pop() if len(vs) == 1 else " / ".join(dict.fromkeys(verdicts[m]))
-        groups.setdefault(key, []).append(m)
+        groups.setdefault(_short_verdict(verdicts[m]), []).append(m)
+    plots = plots_for(xr, yr, OBJECTIVE_PLOT_SIZES, log_x=log, log_y=log)
+    allp = ends.reshape(-1, 2)
+    allp = allp[np.isfinite(allp).all(axis=1) & ((allp > 0).all(axis=1) if log else True)]
+    obstacles: list[tuple[float, ...]] = [(float(x), float(y), 0.0, 0.0, 14.0, 14.0, 0.0) for x, y in allp]
+    p0 = plots[0]
     out = []
-    for i, (verdict, ms) in enumerate(groups.items()):
+    for verdict, ms in groups.items():
         pts = ends[ms].reshape(-1, 2)
         pts = pts[np.isfinite(pts).all(axis=1)]
         if not len(pts) or not verdict:
             continue
         c = np.exp(np.log(pts).mean(axis=0)) if log else pts.mean(axis=0)
         x, y = (np.log10(c) if log else c).tolist()
-        who = " · ".join(method_label(methods[m]) for m in ms)
-        text = f"<b>{who}</b><br>" + verdict.replace(" · dominated by ", "<br>dominated by ")
+        names = [method_label(methods[m]) for m in ms]
+        who = "<br>".join(" · ".join(names[i:i + 3]) for i in range(0, len(names), 3))
+        # the full label where it has a clear place; else without what dominates it; else the names alone
+        # (hover and the table give the rest)
+        for text in (f"<b>{who}</b><br>" + verdict, f"<b>{who}</b><br>" + verdict.split("<br>")[0], f"<b>{who}</b>"):
+            size = text_size(text, 12)
+            [((dx, dy), room)] = place([c], [size], plots, obstacles, offsets=RINGS, data=True)
+            if room >= 0:
+                break
+        obstacles.append((float(c[0]), float(c[1]), dx * p0.w / (xr[1] - xr[0]), -dy * p0.h / (yr[1] - yr[0]),
+                          size[0], size[1], 1.0))
         color = method_color(methods[ms[0]]) if len(ms) == 1 else theme.INK
         out.append(dict(x=x, y=y, xref="x", yref="y", text=text, showarrow=True, arrowhead=0, arrowwidth=1,
-                        arrowcolor=theme.MUTED, standoff=6,
-                        ax=-70 if x > (xr[0] + xr[1]) / 2 else 70,
-                        ay=(45 + 40 * i) * (1 if y > (yr[0] + yr[1]) / 2 else -1),
+                        arrowcolor=theme.MUTED, standoff=6, ax=x + dx, ay=y + dy, axref="x", ayref="y",
+                        hovertext="<br>".join(f"{method_label(methods[m])}: {' / '.join(dict.fromkeys(verdicts[m]))}"
+                                              for m in ms),
                         font=dict(size=12, color=color), bgcolor="rgba(255,255,255,0.9)", bordercolor=theme.BORDER,
                         borderwidth=1, borderpad=3, align="left", name="end label",
                         **({"visible": False} if hidden else {})))

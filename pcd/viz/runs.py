@@ -34,6 +34,20 @@ def _finite(v: Any) -> bool:
         return False
 
 
+def _two_lines(title: str, width: int = 16) -> str:
+    """``title`` broken before its parenthesis, or at the space nearest its middle, when longer than ``width``."""
+    if len(title) <= width:
+        return title
+    if " (" in title:
+        head, _, tail = title.partition(" (")
+        return f"{head}<br>({tail}"
+    spaces = [i for i, c in enumerate(title) if c == " "]
+    if not spaces:
+        return title
+    cut = min(spaces, key=lambda i: abs(i - len(title) / 2))
+    return title[:cut] + "<br>" + title[cut + 1:]
+
+
 def curves_figure(series: Mapping[str, Sequence[Mapping[str, Any]]], methods: Mapping[str, str] | None = None,
                   keys: Sequence[str] | None = None, height: int = 520) -> go.Figure:
     """Per-epoch curves of several runs: one panel per metric key present, one line per run.
@@ -57,8 +71,11 @@ def curves_figure(series: Mapping[str, Sequence[Mapping[str, Any]]], methods: Ma
         return fig
     ncols = min(3, len(present))
     nrows = math.ceil(len(present) / ncols)
-    fig = make_subplots(rows=nrows, cols=ncols, subplot_titles=[CURVE_KEYS.get(k, k) for k in present],
-                        horizontal_spacing=0.08, vertical_spacing=0.28 if nrows > 1 else 0.1)
+    # titles in two lines (a panel is ~130 px wide at 800 px) and room for the next panel's y ticks
+    fig = make_subplots(rows=nrows, cols=ncols, subplot_titles=[_two_lines(CURVE_KEYS.get(k, k)) for k in present],
+                        horizontal_spacing=0.11,
+                        # ~110 px between rows: the x title, a two-line panel title
+                        vertical_spacing=min(0.3, 110.0 / (max(height, 320 * nrows) - 140)) if nrows > 1 else 0.1)
     for label, rows in series.items():
         m = methods.get(label)
         color = method_color(m) if m else None

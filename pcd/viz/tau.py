@@ -145,12 +145,7 @@ def tradeoff_figure(records: Sequence[dict], pareto_front: Any = None, selected:
                         line=dict(color=rgba(col, alpha), width=2)),
             hovertemplate="τ = %{customdata[0]:.3g}, %{customdata[1]} steps<br>f₁ = %{customdata[3]:.4g}<br>"
                           "f₂ = %{customdata[4]:.4g}<br>%{customdata[2]}<extra></extra>"))
-    # τ labels on the largest budget's curve (first and last τ, and a few between)
     b0, L0, _, _ = curves[0]
-    label_idx = sorted({0, len(taus) - 1, int(np.argmin(np.abs(taus - 0.1))), int(np.argmin(np.abs(taus - 0.5)))})
-    fig.add_trace(go.Scatter(x=fx(L0[label_idx, 0]), y=fy(L0[label_idx, 1]), mode="text", showlegend=False,
-                             text=[tau_text(taus[i]) for i in label_idx], textposition="middle right",
-                             textfont=dict(size=11, color=theme.MUTED), hoverinfo="skip", name="τ labels"))
     px = [p[i, 0] for t, p in per if p.ndim == 2 and p.shape[1] >= 2 for i in range(len(p))]
     py = [p[i, 1] for t, p in per if p.ndim == 2 and p.shape[1] >= 2 for i in range(len(p))]
     pt = [t for t, p in per if p.ndim == 2 and p.shape[1] >= 2 for _ in range(len(p))]
@@ -193,10 +188,66 @@ def tradeoff_figure(records: Sequence[dict], pareto_front: Any = None, selected:
             lo, hi = float(xs_all.min()), float(xs_all.max())
             w = max(hi - lo, 1e-12)
             xaxis["range"] = [lo - 0.04 * w, hi + 0.22 * w]
+    yaxis.setdefault("range", _linear_range(np.concatenate([allv[1::2]] + ([pf[:, 1]] if pf is not None else [])
+                                                           + ([np.asarray(py)] if py else []))))
+    fig.update_layout(annotations=tau_labels(taus, fx(L0[:, 0]), fy(L0[:, 1]), xaxis, yaxis,
+                                             markers=[(fx(L[:, 0]), fy(L[:, 1]), 12.0) for _, L, _, _ in curves]
+                                             + [(fx([v[0]]), fy([v[1]]), 13.0) for v in refs.values()]
+                                             + ([(fx(L0[[i], 0]), fy(L0[[i], 1]), 24.0)] if selected is not None else [])))
     fig.update_xaxes(title_text="primary f₁ (mean over starts)", **xaxis)
     fig.update_yaxes(title_text="secondary f₂ (mean over starts)", **yaxis)
     fig.update_layout(margin=dict(l=70, r=30, t=70, b=50))
     return fig
+
+
+def _linear_range(values: Any) -> list[float]:
+    """A linear axis' range for ``values`` with Plotly's ~6 % padding (fixed, so the τ labels are placed
+    on the axis the browser draws)."""
+    v = np.asarray(values, dtype=float)
+    v = v[np.isfinite(v)]
+    lo, hi = (float(v.min()), float(v.max())) if v.size else (0.0, 1.0)
+    pad = 0.06 * max(hi - lo, 1e-12)
+    return [lo - pad, hi + pad]
+
+
+# the τ chart's plot area (w x h px) from a half-width column at 800 px to the lesson at 1920 px, and
+# presenter mode's short, wide plot (1280 x 720)
+TAU_PLOT_SIZES = ((300.0, 240.0), (420.0, 300.0), (560.0, 330.0), (760.0, 300.0), (1120.0, 200.0), (1150.0, 330.0))
+TAU_LABEL_FONT = 12
+
+
+def tau_labels(taus: Any, x: Any, y: Any, xaxis: dict, yaxis: dict, markers: Sequence[tuple[Any, Any, float]] = (),
+               sizes: Sequence[tuple[float, float]] = TAU_PLOT_SIZES) -> list[dict]:
+    """Labels "τ = …" for the first and last τ and for τ = 0.1 and 0.5 of the curve ``(x, y)`` (the
+    values as drawn: on log axes the zero-safe ones), placed by :func:`pcd.viz.labels.place` clear of
+    every marker (``markers``: ``(xs, ys, size px)``) and of each other on every plot size in ``sizes``,
+    with a thin line to their point. A middle label with no clear place is left out (hover has it)."""
+    from pcd.viz.labels import place, plots_for, text_size
+
+    taus = np.asarray(taus, dtype=float)
+    x, y = np.asarray(x, dtype=float), np.asarray(y, dtype=float)
+    log_x, log_y = xaxis.get("type") == "log", yaxis.get("type") == "log"
+    plots = plots_for(xaxis["range"], yaxis["range"], sizes, log_x=log_x, log_y=log_y)
+    first, last = 0, len(taus) - 1
+    order = list(dict.fromkeys([first, last, int(np.argmin(np.abs(taus - 0.1))), int(np.argmin(np.abs(taus - 0.5)))]))
+    order = [i for i in order if np.isfinite(x[i]) and np.isfinite(y[i])]
+    obstacles = [(mx, my, 0.0, 0.0, size + 4.0, size + 4.0) for xs, ys, size in markers
+                 for mx, my in zip(np.asarray(xs, dtype=float), np.asarray(ys, dtype=float))
+                 if np.isfinite(mx) and np.isfinite(my)]
+    out = []
+    for i in order:  # one at a time: a middle label that finds no clear place is left out
+        text = tau_text(taus[i])
+        size = text_size(text, TAU_LABEL_FONT)
+        [((ax, ay), room)] = place([[x[i], y[i]]], [size], plots, obstacles)
+        if room < 0 and i not in (first, last):
+            continue
+        obstacles.append((x[i], y[i], float(ax), float(ay), size[0], size[1]))
+        out.append(dict(x=float(np.log10(x[i])) if log_x else float(x[i]),
+                        y=float(np.log10(y[i])) if log_y else float(y[i]), xref="x", yref="y", text=text,
+                        showarrow=True, arrowhead=0, arrowwidth=1, arrowcolor=theme.FAINT, ax=ax, ay=ay,
+                        standoff=7, font=dict(size=TAU_LABEL_FONT, color=theme.MUTED),
+                        bgcolor="rgba(255,255,255,0.85)", borderpad=2, name="τ label"))
+    return out
 
 
 def _zero_safe_with(values: Any, axis: dict) -> np.ndarray:

@@ -22,7 +22,9 @@ from pcd.viz import theme
 from pcd.viz.theme import base_layout, figure_from_spec, method_color, method_label, objective_color, rgba
 
 ARROW = 0.9          # the scale circle's radius in panel units (a panel spans [-1, 1])
-TITLE_PX, NUMBERS_PX, CAPTION_PX, NUMBERS_W_PX = 18, 52, 30, 108   # text blocks around the panels (px)
+# text blocks around the panels (px): a title (13 px), three lines of numbers (11 px; "‖g₁‖ 6.39  ‖g₂‖ 1" is
+# ~112 px wide in Chromium), the two-line caption (12 px)
+TITLE_PX, NUMBERS_PX, CAPTION_PX, NUMBERS_W_PX = 18, 54, 36, 122
 # The chart width the layout assumes: a 1400-px window with the sidebar open (a wider chart -- no
 # sidebar, presenter mode -- only leaves more room; a narrower one would let the numbers touch).
 PAGE_W_PX = 880
@@ -79,6 +81,7 @@ def _numbers(g: dict[str, Any], t: int) -> str:
 #: the smallest panel half-width (px) the side inset is laid out for: below it the rows' titles and
 #: numbers (fixed in pixels) run into each other
 INSET_MIN_U_PX = 30.0
+BELOW_U_PX = 46.0   # the panel half-width (px) of the inset under the map
 
 
 def side_inset_cols(n_methods: int) -> int:
@@ -94,6 +97,16 @@ def side_inset_height_px(n_methods: int) -> float:
         raise ValueError(f"n_methods must be >= 1, got {n_methods}")
     rows = -(-int(n_methods) // side_inset_cols(n_methods))
     return rows * (TITLE_PX + NUMBERS_PX + 6 + 2.0 * INSET_MIN_U_PX) + CAPTION_PX
+
+
+def below_inset_height_px(n_methods: int, cols: int = 3) -> float:
+    """The height (px) the inset under the map (``placement="below"``, ``cols`` panels a row) needs so
+    that no title, panel, line of numbers or the caption overlaps another (a figure builder gives it
+    at least this much: 15 methods need five rows)."""
+    if n_methods < 1:
+        raise ValueError(f"n_methods must be >= 1, got {n_methods}")
+    rows = -(-int(n_methods) // max(1, min(int(cols), int(n_methods))))
+    return rows * (TITLE_PX + NUMBERS_PX + 12 + 2.0 * BELOW_U_PX) + CAPTION_PX
 
 
 def _geometry(P: int, cols: int, plot_h: float, plot_w: float) -> dict[str, Any]:
@@ -238,13 +251,13 @@ def add_gradient_inset(fig: go.Figure, grads: dict[str, Any], methods: Sequence[
     if not 200 <= chart_w <= 5000:
         raise ValueError(f"width_px must be in [200, 5000], got {width_px}")
     plot_w = chart_w - float(margin.get("l", 55)) - float(margin.get("r", 20))
-    rows = (len(names) + cols - 1) // cols
     if placement == "side":
         plot_w *= 1.0 - float(map_fraction) - gap
         below = 0.0
     else:  # the map keeps its aspect on top; the inset gets what its rows need, from the bottom
-        below = min(0.6, rows * (TITLE_PX + NUMBERS_PX + 12 + 2.0 * 46.0) / plot_h + CAPTION_PX / plot_h)
+        below = min(0.75, below_inset_height_px(len(names), cols) / plot_h)
         plot_h *= below
+        map_gap = min(0.11, 60.0 / max(plot_h / below, 1.0))  # ~60 px between the map's x axis and the inset
     geom = _geometry(len(names), cols, plot_h, plot_w)
     traces, data_at, shapes, annotations = _panels(grads, names, cols, scale, lambda nm, t: t, "x2", "y2", geom)
     t0 = 0 if frames else last
@@ -267,7 +280,7 @@ def add_gradient_inset(fig: go.Figure, grads: dict[str, Any], methods: Sequence[
                              constrain="domain")
     else:
         lay.setdefault("xaxis", {})["domain"] = [0.0, 1.0]
-        lay.setdefault("yaxis", {})["domain"] = [below + 0.11, 1.0]
+        lay.setdefault("yaxis", {})["domain"] = [below + map_gap, 1.0]
         lay["xaxis2"] = dict(hidden, domain=[0.0, 1.0], range=xr, anchor="y2")
         lay["yaxis2"] = dict(hidden, domain=[0.0, below], range=yr, anchor="x2", scaleanchor="x2", scaleratio=1,
                              constrain="domain")

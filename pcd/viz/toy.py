@@ -13,7 +13,7 @@ import numpy as np
 
 from pcd import _validate as V
 from pcd.viz.landscape import background_image, fit_legend, landscape_figure, undefined_mask
-from pcd.viz.teaching import add_gradient_inset, side_inset_height_px
+from pcd.viz.teaching import add_gradient_inset, below_inset_height_px, side_inset_height_px
 from pcd.viz.theme import figure_from_spec, png_data_uri
 
 TOY_GRID = (300, 200)   # the map's background resolution (pixels of the image, stretched to the axes)
@@ -83,7 +83,7 @@ def toy_map_figure(problem: Any, res: Any, background: dict[str, Any] | None = N
     chart_w = TOY_CHART_PX[width]
     map_w = (chart_w - 75) * (TOY_MAP_FRACTION if with_inset and not narrow else 1.0)
     map_h = float(np.clip(map_w * aspect, 240, 560))
-    inset_h = 370 if (with_inset and narrow) else 0
+    inset_h = max(370.0, below_inset_height_px(len(res.methods)) + 20) if (with_inset and narrow) else 0
     spec = landscape_figure(res, bg["grid"], pareto_set=bg["pareto"], optima=bg["optima"], height=560,
                             image=bg["image"], click_grid=click_grid if animate else 0, validate=False,
                             animate=animate, controls=controls, spec_only=True, max_frames=max_frames,

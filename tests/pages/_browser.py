@@ -90,3 +90,67 @@ def show_parallel_coordinates(page, path):
     page.wait_for_timeout(800)
     par.locator("xpath=ancestor::*[@data-testid='stPlotlyChart'][1]").screenshot(path=str(path))
     return dims
+
+
+# Every piece of text Plotly drew in a graph div (annotations, scatter text, tick labels, axis titles,
+# the legend) and the markers of the traces named in `markers`, as screen boxes; returns the pairs that
+# overlap by more than `tol` px each way (tick labels of one axis among themselves, and an annotation's
+# own arrow, are not pairs) and the scatter texts that leave their plot area (clipped). Used by
+# test_browser_labels.py on the pages as drawn.
+TEXT_COLLISIONS = """([gd, markers, tol]) => {
+  const items = [];
+  const box = (e) => { const r = e.getBoundingClientRect(); return {x0: r.left, x1: r.right, y0: r.top, y1: r.bottom}; };
+  const shown = (e) => { for (let n = e; n && n !== gd; n = n.parentElement) {
+      const cs = getComputedStyle(n); if (cs.display === 'none' || cs.visibility === 'hidden' || cs.opacity === '0') return false; }
+    return true; };
+  const add = (kind, e, group, text) => { const b = box(e);
+    if (b.x1 - b.x0 < 0.5 || b.y1 - b.y0 < 0.5 || !shown(e)) return;
+    items.push(Object.assign({kind, group, text: (text !== undefined ? text : e.textContent || '').trim()}, b)); };
+  gd.querySelectorAll('g.annotation .annotation-text-g').forEach(e => add('annotation', e, 'ann'));
+  gd.querySelectorAll('g.textpoint text').forEach(e => {
+    const sub = e.closest('g.subplot'); add('text', e, sub ? sub.getAttribute('class') : ''); });
+  gd.querySelectorAll('g[class*="axislayer"] > g[class$="tick"] > text').forEach(e => {
+    const layer = e.closest('g[class*="axislayer"]'); const sub = e.closest('g.subplot');
+    add('tick', e, (sub ? sub.getAttribute('class') : '') + ' ' + layer.getAttribute('class').charAt(0)); });
+  gd.querySelectorAll('.infolayer > g[class$="title"] text').forEach(e => add('title', e, e.parentElement.getAttribute('class')));
+  gd.querySelectorAll('.legend .scrollbox').forEach(e => add('legend', e, 'legend', 'legend'));
+  const names = new Set(markers || []);
+  const fd = gd._fullData || [];
+  gd.querySelectorAll('g.trace.scatter').forEach(tr => {
+    const d = tr.__data__ && tr.__data__[0] && tr.__data__[0].trace;
+    if (!d || !names.has(d.name)) return;
+    tr.querySelectorAll('path.point').forEach(p => add('marker', p, 'marker:' + d.name, d.name));
+  });
+  const pairs = [];
+  const t = tol || 1;
+  for (let i = 0; i < items.length; i++) for (let j = 0; j < i; j++) {
+    const a = items[i], b = items[j];
+    if (a.kind === 'marker' && b.kind === 'marker') continue;
+    if (a.kind === 'tick' && b.kind === 'tick' && a.group === b.group) continue;
+    if ((a.kind === 'marker' || b.kind === 'marker') && (a.kind === 'tick' || b.kind === 'tick' || a.kind === 'legend' || b.kind === 'legend')) continue;
+    const ox = Math.min(a.x1, b.x1) - Math.max(a.x0, b.x0), oy = Math.min(a.y1, b.y1) - Math.max(a.y0, b.y0);
+    if (ox > t && oy > t) pairs.push([a.kind + ' ' + a.text, b.kind + ' ' + b.text, Math.round(ox), Math.round(oy)]);
+  }
+  const clipped = [];
+  const fl = gd._fullLayout, root = gd.querySelector('.main-svg').getBoundingClientRect();
+  // a tick label over another subplot's plot area (panels too close for their axes)
+  Object.entries(fl._plots || {}).forEach(([id, pl]) => {
+    const X0 = root.left + pl.xaxis._offset, Y0 = root.top + pl.yaxis._offset;
+    const area = {x0: X0, x1: X0 + pl.xaxis._length, y0: Y0, y1: Y0 + pl.yaxis._length};
+    items.filter(a => a.kind === 'tick' && !a.group.split(' ').includes(id)).forEach(a => {
+      const ox = Math.min(a.x1, area.x1) - Math.max(a.x0, area.x0), oy = Math.min(a.y1, area.y1) - Math.max(a.y0, area.y0);
+      if (ox > t && oy > t) pairs.push(['tick ' + a.text, 'plot area ' + id, Math.round(ox), Math.round(oy)]);
+    });
+  });
+  gd.querySelectorAll('g.trace.scatter').forEach(tr => {
+    const d = tr.__data__ && tr.__data__[0] && tr.__data__[0].trace;
+    if (!d || d.cliponaxis === false) return;
+    const xa = fl[d.xaxis.replace('x', 'xaxis')], ya = fl[d.yaxis.replace('y', 'yaxis')];
+    if (!xa || !ya) return;
+    const X0 = root.left + xa._offset, X1 = X0 + xa._length, Y0 = root.top + ya._offset, Y1 = Y0 + ya._length;
+    tr.querySelectorAll('g.textpoint text').forEach(e => { const b = box(e);
+      if (b.x1 - b.x0 < 0.5 || !shown(e)) return;
+      if (b.x0 < X0 - t || b.x1 > X1 + t || b.y0 < Y0 - t || b.y1 > Y1 + t) clipped.push((e.textContent || '').trim()); });
+  });
+  return {pairs, clipped, n: items.length};
+}"""

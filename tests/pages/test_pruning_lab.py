@@ -388,3 +388,25 @@ def test_running_run_is_pinned_on_top_of_the_newest_page(data_dir):
     assert int(table.iloc[1]["run"]) == newer[-1]  # then newest first
     _select(at, "pl_table", [0])
     assert at.button(key="pl_cancel").label == "Cancel (1)"
+
+
+@pytest.mark.parametrize("tab", ["Queue & runs", "Results explorer"])
+def test_a_shared_link_keeps_the_selected_tab(data_dir, tab):
+    """The selected tab is in the URL (``?tab=<label>``, pcd.ui.url_tabs: Streamlit's query-parameter
+    binding, which also writes a clicked tab there): a link opens on it."""
+    at = AppTest.from_file(PAGE, default_timeout=120)
+    at.query_params["tab"] = tab
+    at.run()
+    assert not at.exception, at.exception
+    assert at.session_state["tab"] == tab
+    assert at.query_params["tab"] in ([tab], tab)
+    assert not at.toast
+
+
+def test_an_unknown_tab_in_a_link_opens_the_first_tab_and_says_so(data_dir):
+    at = AppTest.from_file(PAGE, default_timeout=120)
+    at.query_params["tab"] = "<script>9"
+    at.run()
+    assert not at.exception, at.exception
+    assert at.session_state["tab"] == "Queue runs"
+    assert any("tab must be one of" in t.value for t in at.toast)

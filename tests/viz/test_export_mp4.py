@@ -260,3 +260,69 @@ def test_gradient_inset_under_the_map(saddle):
     assert np.abs(frames[0][row[1]:row[3], :row[2]] - frames[5][row[1]:row[3], :row[2]]).sum() > 0
     for m in res.methods:  # each panel's title in its method's colour
         assert _has(frames[0], method_color(m), tol=20, box=row) > 10, m
+
+
+def _boxes(data: bytes, start: int = 0, end: int | None = None) -> list[tuple[str, int, int]]:
+    """The ISO-BMFF boxes between ``start`` and ``end``: ``(type, payload start, box end)``."""
+    out, i, end = [], start, len(data) if end is None else end
+    while i + 8 <= end:
+        n = int.from_bytes(data[i:i + 4], "big")
+        kind = data[i + 4:i + 8].decode("latin-1")
+        head = 8
+        if n == 1:
+            n, head = int.from_bytes(data[i + 8:i + 16], "big"), 16
+        elif n == 0:
+            n = end - i
+        assert n >= head, (kind, n)
+        out.append((kind, i + head, i + n))
+        i += n
+    return out
+
+
+def _find(data: bytes, path: list[str]) -> tuple[int, int]:
+    """Payload range of the box at ``path`` (``["moov", "trak", "mdia", ...]``, first match each level)."""
+    lo, hi = 0, len(data)
+    for kind in path:
+        lo, hi = next((a, b) for k, a, b in _boxes(data, lo, hi) if k == kind)
+        if kind == "stsd":
+            lo += 8  # version/flags + entry count
+        elif kind == "avc1":
+            lo += 78  # the visual sample entry's fixed fields
+    return lo, hi
+
+
+@pytest.mark.parametrize("size", [(1280, 720), (1920, 1080)])
+def test_mp4_is_what_powerpoint_and_keynote_play(saddle, size):
+    """What PowerPoint (Windows/Mac) and Keynote accept, checked on the bytes and by PyAV reading back
+    (neither is run here): H.264 High (or Main) at level <= 4.2, yuv420p, even sides, the index (moov)
+    before the media (mdat: faststart, it plays while it loads), one constant frame duration, no B-frames
+    (decode order = display order: no composition offsets, no negative start), and a sync sample first."""
+    av = pytest.importorskip("av")
+    _, res, bg, space = saddle
+    data = toy_animation(res, bg, "mp4", size=size, settings=SETTINGS, max_frames=40, space=space)
+    top = [k for k, _, _ in _boxes(data)]
+    assert top[0] == "ftyp" and "moov" in top and "mdat" in top
+    assert top.index("moov") < top.index("mdat"), top  # faststart
+    lo, hi = _find(data, ["moov", "trak", "mdia", "minf", "stbl", "stsd", "avc1", "avcC"])
+    version, profile, _compat, level = data[lo:lo + 4]
+    assert version == 1 and profile in (100, 77), profile  # 100 = High, 77 = Main
+    assert level <= 42, level
+    stbl = _find(data, ["moov", "trak", "mdia", "minf", "stbl"])
+    inside = [k for k, _, _ in _boxes(data, *stbl)]
+    assert "ctts" not in inside, inside  # no composition offsets: no B-frames
+    lo, hi = _find(data, ["moov", "trak", "mdia", "minf", "stbl", "stts"])
+    assert int.from_bytes(data[lo + 4:lo + 8], "big") == 1  # one (count, duration) run: constant frame rate
+    assert int.from_bytes(data[lo + 8:lo + 12], "big") == 40
+    with av.open(io.BytesIO(data)) as c:
+        s = c.streams.video[0]
+        cc = s.codec_context
+        assert cc.name == "h264" and cc.profile in ("High", "Main") and cc.pix_fmt == "yuv420p"
+        assert (cc.width, cc.height) == size and cc.width % 2 == 0 and cc.height % 2 == 0
+        assert not cc.has_b_frames
+        packets = [p for p in c.demux(s) if p.size]
+        assert len(packets) == 40 and packets[0].is_keyframe
+        assert all(p.pts == p.dts for p in packets)  # decode order is display order
+        assert packets[0].pts == 0
+        steps = {b.pts - a.pts for a, b in zip(packets, packets[1:])}
+        assert len(steps) == 1 and {p.duration for p in packets} == steps  # constant frame rate
+        assert float(1 / (next(iter(steps)) * s.time_base)) == pytest.approx(float(s.average_rate))

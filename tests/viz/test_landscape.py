@@ -228,36 +228,7 @@ def test_end_clusters_and_one_label_per_group():
         end_clusters(np.zeros((2, 2)), view)
 
 
-def test_a_tall_end_label_keeps_off_the_start_markers_and_the_next_label():
-    """All fifteen methods on the saddle: thirteen end together near (-1.9, 0), beside the three start
-    markers -- the five-line label went over S1 and S2, and the next group's label over it. A tall
-    label finds a clear place further out; a later label keeps off the placed box, not only its centre."""
-    from pcd.viz.landscape import LABEL_PLOT_PX, end_annotations
-
-    view = (-3.5, 3.5, -2.0, 2.0)
-    names = ["pcd", "ws", "mgda", "pcgrad", "cagrad", "famo", "upgrad", "dualproj", "imtlg", "alignedmtl",
-             "nashmtl", "graddrop", "rgw", "dbgd", "auxinash"]
-    starts = np.array([[-2.55, 0.4], [-2.9, 0.1], [-1.65, -0.55]])
-    ends = np.tile(np.array([-1.9, 0.0]), (15, 3, 1))
-    ends[[0, 13]] = [2.0, 0.0]
-    ends[10, 2] = [-1.25, 0.0]  # Nash-MTL from S3 ends apart: a second label next to the big one
-    diag = np.full((15, 3), "stalled", dtype=object)
-    labels = end_annotations(ends, names, diag, view, avoid=starts)
-    sx = LABEL_PLOT_PX / (view[1] - view[0])
-
-    def box(a):
-        lines = a["text"].split("<br>")
-        w, h = 7.0 * max(len(t) for t in lines) + 10.0, 16.0 * len(lines) + 6.0
-        cx, cy = a["x"] + a["ax"] / sx, a["y"] - a["ay"] / sx
-        return cx - w / 2 / sx, cx + w / 2 / sx, cy - h / 2 / sx, cy + h / 2 / sx
-
-    big = next(a for a in labels if a["text"].count("<br>") >= 4)
-    bx0, bx1, by0, by1 = box(big)
-    for x, y in starts:  # no start marker under the big label
-        assert not (bx0 <= x <= bx1 and by0 <= y <= by1), (x, y, box(big))
-    nash = next(a for a in labels if a["text"] == "Nash-MTL (S3)")
-    nx0, nx1, ny0, ny1 = box(nash)
-    assert nx1 < bx0 or nx0 > bx1 or ny1 < by0 or ny0 > by1, (box(nash), box(big))  # the two boxes apart
+# the tall end label with all fifteen methods: tests/viz/test_labels.py::test_toy_end_labels_keep_off_the_starts_and_their_names
 
 
 def test_contours_are_anti_aliased_not_stair_steps():

@@ -1,0 +1,189 @@
+"""Label placement (pcd.viz.labels) and the figures that use it: every label's box, computed from the
+figure's own layout (axis ranges, annotation offsets, text and font) on each plot size the figure is
+drawn at, keeps clear of the other labels and of the markers it names -- the collisions found in the
+browser (issue 28: τ labels, the geometry figure's method labels, the toy map's end labels over the
+starts, the loss panels' y ticks, the inset under the map) would fail here. The same figures are drawn
+in Chromium by tests/viz/test_labels_browser.py."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import pcd.problems as problems
+from pcd.experiments import geometry as xgeo
+from pcd.experiments import synthetic
+from pcd.viz import labels as L
+from pcd.viz.geometry import GEOMETRY_PLOT_SIZES, geometry_figure
+from pcd.viz.landscape import MAP_PLOT_SIZES, START_MARK_PX, end_annotations, start_label_above
+from pcd.viz.tau import TAU_PLOT_SIZES, tradeoff_figure
+
+FIFTEEN = ["pcd", "ws", "mgda", "pcgrad", "cagrad", "famo", "upgrad", "dualproj", "imtlg", "alignedmtl",
+           "nashmtl", "graddrop", "rgw", "dbgd", "auxinash"]
+BUDGETS = [100, 300, 1000]
+
+
+def _overlaps(boxes, names, tol=0.5):
+    return [(names[i], names[j], round(L.box_gap(boxes[i], boxes[j]), 1))
+            for i in range(len(boxes)) for j in range(i) if L.box_gap(boxes[i], boxes[j]) < -tol]
+
+
+def test_text_size_and_box_gap():
+    w1, h1 = L.text_size("τ = 0.1", 11)
+    w2, h2 = L.text_size("<b>PCGrad</b><br>> UPGrad", 12)
+    assert 40 < w1 < 60 and 18 < h1 < 24
+    assert h2 > 1.7 * h1 and w2 < L.text_size("PCGrad > UPGrad", 12)[0]  # tags ignored, lines stack
+    assert L.box_gap((0, 0, 10, 10), (20, 0, 10, 10)) == pytest.approx(10)
+    assert L.box_gap((0, 0, 10, 10), (5, 0, 10, 10)) == pytest.approx(-5)
+
+
+def test_place_keeps_clear_of_an_obstacle_on_every_plot_size():
+    plots = L.plots_for((0, 10), (0, 10), ((200, 200), (800, 800)))
+    # a marker right above the point: the label goes elsewhere, on both sizes
+    obstacle = [(5.0, 5.4, 0.0, -38.0, 60.0, 30.0)]
+    [((ax, ay), room)] = L.place([[5.0, 5.0]], [(50.0, 20.0)], plots, obstacle)
+    assert room >= 0 and (ax, ay) != (0, -38)
+    # near the top edge a label above would leave the plot: it goes below
+    [((ax, ay), room)] = L.place([[5.0, 9.9]], [(50.0, 20.0)], plots)
+    assert ay > 0 and room >= 0
+    with pytest.raises(ValueError):
+        L.place([[0, 0]], [], plots)
+    with pytest.raises(ValueError):
+        L.plots_for((1, 0), (0, 1))
+
+
+@pytest.fixture(scope="module")
+def tau_figures():
+    out = {}
+    for prob in ("quadratic", "saddle2d", "scale", "two_task"):
+        recs = synthetic.tau_sweep(prob, taus=[0.0, 0.005, 0.01, 0.02, 0.05, 0.1, 0.2, 0.3, 0.5, 0.7, 1.0],
+                                   lr=0.02, budgets=BUDGETS)
+        out[prob] = (recs, tradeoff_figure(recs, pareto_front=problems.named(prob).pareto_front(200), selected=0.1,
+                                           log_axes=prob == "saddle2d"))
+    return out
+
+
+@pytest.mark.parametrize("prob", ["quadratic", "saddle2d", "scale", "two_task"])
+def test_tau_labels_clear_of_each_other_and_of_every_marker(tau_figures, prob):
+    """τ dial (and the lesson's step 7): the "τ = 0" label sat under its own marker and τ = 0.1, 0.5, 1
+    were drawn over each other where the curve bunches up. Each label is an annotation with a line to its
+    point; on every plot size its box keeps off the other labels, every curve's markers and the ring."""
+    recs, fig = tau_figures[prob]
+    lay = fig.layout
+    anns = [a for a in lay.annotations if a.text.startswith("τ = ")]
+    texts = [a.text for a in anns]
+    assert texts[:2] == ["τ = 0", "τ = 1"] and len(anns) >= 2  # the first and the last τ always
+    log_x, log_y = lay.xaxis.type == "log", lay.yaxis.type == "log"
+    markers = []
+    for tr in fig.data:
+        if (tr.name or "").startswith(("PCD after", "selected")):
+            size = 24.0 if tr.name.startswith("selected") else 12.0
+            markers += [(x, y, size) for x, y in zip(tr.x, tr.y)]
+    for plot in L.plots_for(lay.xaxis.range, lay.yaxis.range, TAU_PLOT_SIZES, log_x=log_x, log_y=log_y):
+        boxes = L.label_boxes(anns, plot)
+        assert not _overlaps(boxes, texts), (plot.w, _overlaps(boxes, texts))
+        for (cx, cy, w, h), t in zip(boxes, texts):
+            assert w / 2 <= cx <= plot.w - w / 2 and h / 2 <= cy <= plot.h - h / 2, (t, plot.w)  # on the plot
+            mx, my = plot.px([m[0] for m in markers], [m[1] for m in markers])
+            for x, y, (_, _, size) in zip(mx, my, markers):
+                assert L.box_gap((cx, cy, w, h), (x, y, size, size)) >= 0, (t, plot.w, x, y)
+    # the annotation points at its τ's point of the largest budget's curve
+    curve = next(tr for tr in fig.data if tr.name == f"PCD after {BUDGETS[-1]} steps")
+    a0 = anns[0]
+    x0 = np.log10(curve.x[0]) if log_x else curve.x[0]
+    assert a0.showarrow and a0.x == pytest.approx(x0)
+
+
+def _geometry(angle, methods, g3=False):
+    J = xgeo.gradient_vectors(angle, 1.0)
+    if g3:
+        J = np.vstack([J, [[0.8 * np.cos(np.radians(-110)), 0.8 * np.sin(np.radians(-110))]]])
+    return geometry_figure(xgeo.method_directions(J, methods, tau=0.3)), J
+
+
+@pytest.mark.parametrize("angle", [90, 120, 150, 170])
+def test_geometry_method_labels_never_overprint(angle):
+    """Gradient geometry with fifteen methods: "AuxiNash" was drawn over "Nash-MTL" (tip labels of
+    neighbouring rays). Every ray has one placed label; on each plot size no label box overlaps another,
+    a gradient's label or an arrowhead."""
+    fig, J = _geometry(angle, FIFTEEN)
+    lay = fig.layout
+    anns = list(lay.annotations)
+    texts = [a.text for a in anns]
+    named = " ".join(texts)
+    for m in ("Nash-MTL", "AuxiNash", "PCD", "MGDA"):
+        assert m in named, (m, texts)
+    lim = lay.xaxis.range[1]
+    tips = [tr for tr in fig.data if tr.marker is not None and tr.marker.symbol is not None
+            and list(tr.marker.symbol) == ["circle", "arrow"]]
+    for plot in L.plots_for((-lim, lim), (-lim, lim), GEOMETRY_PLOT_SIZES, equal=True):
+        boxes = L.label_boxes(anns, plot)
+        assert not _overlaps(boxes, texts), (plot.w, _overlaps(boxes, texts))
+        for k, g in enumerate(J):  # "g1" above right / left of its tip
+            gx, gy = plot.px(g[0], g[1])
+            w, h = L.text_size(f"g{k + 1}", 13)
+            gbox = (float(gx) + (w / 2 + 4) * (1 if g[0] >= 0 else -1), float(gy) - h / 2 - 2, w, h)
+            for b, t in zip(boxes, texts):
+                assert L.box_gap(b, gbox) >= 0, (t, f"g{k + 1}", plot.w)
+        for tr in tips:
+            tx, ty = plot.px(tr.x[1], tr.y[1])
+            for b, t in zip(boxes, texts):
+                assert L.box_gap(b, (float(tx), float(ty), 10.0, 10.0)) >= 0, (t, tr.name, plot.w)
+
+
+def test_geometry_one_d_labels_pcd_apart_from_g2():
+    """1-D (the lesson's first step): PCD's update is g2's arrow; PCD's label keeps off g2's."""
+    J = np.array([[0.5, 0.0], [-0.5, 0.0]])
+    fig = geometry_figure(xgeo.method_directions(J, ["pcd", "ws", "mgda"], tau=0.3))
+    pcd = next(a for a in fig.layout.annotations if "PCD" in a.text)
+    lim = fig.layout.xaxis.range[1]
+    for plot in L.plots_for((-lim, lim), (-lim, lim), GEOMETRY_PLOT_SIZES, equal=True):
+        [b] = L.label_boxes([pcd], plot)
+        gx, gy = plot.px(-0.5, 0.0)
+        w, h = L.text_size("g2", 13)
+        assert L.box_gap(b, (float(gx) - w / 2 - 4, float(gy) - h / 2 - 2, w, h)) >= 0
+
+
+def test_toy_end_labels_keep_off_the_starts_and_their_names():
+    """All fifteen methods on the saddle: thirteen end together near (-1.9, 0), beside the three start
+    markers -- the five-line label went over S1 (and the next label over it). On every map size each
+    label's box keeps off the start rings, their "S1" labels, the end markers and the other labels."""
+    view = (-3.5, 3.5, -2.0, 2.0)
+    starts = np.array([[-2.55, 0.4], [-2.9, 0.1], [-1.65, -0.55]])
+    ends = np.tile(np.array([-1.9, 0.0]), (15, 3, 1))
+    ends[[0, 13]] = [2.0, 0.0]
+    ends[10, 2] = [-1.25, 0.0]  # Nash-MTL from S3 ends apart: a second label next to the big one
+    diag = np.full((15, 3), "stalled", dtype=object)
+    anns = end_annotations(ends, FIFTEEN, diag, view, avoid=starts)
+    texts = [a["text"] for a in anns]
+    assert any(t.count("<br>") >= 4 for t in texts) and "Nash-MTL (S3)" in texts
+    above = start_label_above(starts, view)
+    for plot in L.plots_for(view[:2], view[2:], MAP_PLOT_SIZES, equal=True):
+        boxes = L.label_boxes(anns, plot)
+        assert not _overlaps(boxes, texts), (plot.w, _overlaps(boxes, texts))
+        sx, sy = plot.px(starts[:, 0], starts[:, 1])
+        for s, (x, y) in enumerate(zip(sx, sy)):
+            ring = (x, y, START_MARK_PX, START_MARK_PX)
+            name = (x, y + (-1 if above[s] else 1) * (START_MARK_PX / 2 + 9), 20.0, 16.0)
+            for b, t in zip(boxes, texts):
+                assert L.box_gap(b, ring) >= 0 and L.box_gap(b, name) >= 0, (t, f"S{s + 1}", plot.w)
+
+
+def test_a_start_near_the_top_is_named_below_its_marker():
+    """τ dial's map: "S3" (a start at the top edge) was cut off above the plot; it goes under the marker."""
+    assert list(start_label_above([[0.0, 2.2], [0.0, 0.0]], (-2.5, 2.5, -2.5, 2.5))) == [False, True]
+
+
+def test_loss_panels_leave_room_for_the_next_panels_y_ticks():
+    """Toy page "Loss vs step" at 800 px (a 560-px chart, a 480-px plot): the second panel's y tick labels
+    ("10⁻¹²", ~45 px with the tick) reached into the first panel. The gap between panels holds them."""
+    from pcd.viz.landscape import loss_figure
+
+    res = synthetic.toy_run("double_well", ["pcd", "ws"], steps=50, lr=0.02, tau=0.02, record=20)
+    fig = loss_figure(res)
+    lay = fig.layout
+    K = res.losses.shape[-1]
+    plot_w = 560 - lay.margin.l - lay.margin.r
+    for k in range(1, K):
+        left = lay[f"xaxis{k if k > 1 else ''}"].domain[1]
+        right = lay[f"xaxis{k + 1}"].domain[0]
+        assert (right - left) * plot_w >= 52, (k, (right - left) * plot_w)
