@@ -21,7 +21,7 @@ FLOOR = 1e-12  # a log axis draws an exact zero here (as the loss chart does)
 
 def objective_space_figure(space: dict[str, Any], *, log: bool = True, plot_height: int = 360,
                            width_px: float = 900.0, max_frames: int | None = None, animate: bool = True,
-                           floor: float = FLOOR) -> Any:
+                           floor: float = FLOOR, legend: bool = True) -> Any:
     """The (f1, f2) plane of :func:`pcd.studio.toy.objective_space`: the Pareto front (dashed; said
     when it is numerical), the point where both objectives are optimal (star), each method's path
     -- drawn as far as the frame shown, as on the map (:func:`pcd.viz.landscape.path_so_far`) --
@@ -31,7 +31,8 @@ def objective_space_figure(space: dict[str, Any], *, log: bool = True, plot_heig
     ``log``: both axes logarithmic, values shown as ``f - min(0, min f)`` with exact zeros at
     ``floor`` (the x axis' title says so); else linear, the raw losses. ``plot_height``: of the plot
     area; the legend under it gets the rows it needs at a chart ``width_px`` wide
-    (:func:`pcd.viz.landscape.fit_legend`). ``animate=False``: the last
+    (:func:`pcd.viz.landscape.fit_legend`); ``legend=False``: none (beside a map whose legend names
+    the same methods in the same colours). ``animate=False``: the last
     frame as a still. The end markers (``meta="end"``) and verdicts (annotations named ``"end
     label"``) start hidden when animated: the page's frame controls show them at the last frame."""
     L = np.asarray(space["losses"], dtype=np.float64)
@@ -109,7 +110,9 @@ def objective_space_figure(space: dict[str, Any], *, log: bool = True, plot_heig
         if not log:
             return names[k]
         shifted = names[k] + (f" − ({shifts[k]:.3g})" if shifts[k] < 0 else "")
-        return shifted + (f"  (log axes: 0 drawn at {floor:g})" if k == 0 else "  (log)")
+        return shifted + ((f"{sep}(log axes: 0 drawn at {floor:g})") if k == 0 else "  (log)")
+
+    sep = "<br>" if width_px < 700 else "  "  # a narrow panel (beside the map): the x title on two lines
 
     def span(k: int) -> list[float]:  # fixed ranges: every frame fits, and the labels never stretch the axes
         v = np.r_[P[..., k].ravel(), shown(front)[:, k] if len(front) else [], [] if optimum is None else
@@ -124,13 +127,16 @@ def objective_space_figure(space: dict[str, Any], *, log: bool = True, plot_heig
     xr, yr = span(0), span(1)
     layout["xaxis"] = dict(axis, title=dict(text=title(0)), range=xr)
     layout["yaxis"] = dict(axis, title=dict(text=title(1)), range=yr)
-    layout["margin"] = dict(l=70, r=20, t=30, b=60)
+    layout["margin"] = dict(l=70, r=20, t=30, b=60 + (20 if log and sep == "<br>" else 0))
     layout["legend"] = dict(layout["legend"], orientation="h", yanchor="bottom", y=0.0, yref="container",
                             xanchor="left", x=0.0)
     layout["annotations"] = _verdict_labels(P[:, :, -1], methods, verdicts, log, animate, xr, yr)
     layout["meta"] = {"numerical": bool(space.get("numerical"))}  # the page's caption says which front it is
     spec: dict[str, Any] = {"data": traces, "layout": layout}
-    fit_legend(spec, width_px, axis_px=70.0)  # the bottom margin holds the x axis and the legend's rows
+    if legend:
+        fit_legend(spec, width_px, axis_px=70.0)  # the bottom margin holds the x axis and the legend's rows
+    else:
+        layout["showlegend"] = False
     layout["height"] = int(plot_height + layout["margin"]["t"] + layout["margin"]["b"])
     if animate:
         spec["frames"] = []
