@@ -92,7 +92,8 @@ def step_stall():
     shown = ["pcd"] + stalled if "pcd" in res.methods else stalled
     grads = L.trajectory_gradients(prob, res, 0, methods=shown)
     frames = L.stall_frames(res, 0, reference="mgda" if "mgda" in stalled else (stalled or ["pcd"])[0])
-    fig = gradients_figure(grads, frame=frames, cols=len(shown), height=330)
+    fig = gradients_figure(grads, frame=frames, cols=len(shown), height=330,
+                           text_scale=1.2 if presenter_mode() else 1.0)  # a projector: the numbers read from the back
     ref = grads["methods"][stalled[0]] if stalled else None
     t = frames.get(stalled[0], -1) if stalled else -1
     text = (f"Start S1, where {', '.join(method_label(m) for m in stalled)} stopped: g₁ and g₂ point "

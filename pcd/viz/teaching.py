@@ -320,11 +320,12 @@ def inset_figure(grads: dict[str, Any], frames: Sequence[Any] | None = None, met
 
 def gradients_figure(grads: dict[str, Any], frame: int | dict[str, int] = -1, methods: Sequence[str] | None = None,
                      cols: int | None = None, height: int = 330, title: str | None = None,
-                     scale: float | None = None) -> go.Figure:
+                     scale: float | None = None, text_scale: float = 1.0) -> go.Figure:
     """The inset's panels alone, at one recorded frame (default: the last one; a dict gives each
     method its own frame, e.g. :func:`pcd.studio.lesson.stall_frames`) -- e.g. the gradients at the
     stall: g1 and g2 point against each other and a symmetric method's d ~ 0 while g1 != 0. Each
-    panel's title names its step."""
+    panel's title names its step ``text_scale``: the titles and
+    numbers that many times their default size (a projector)."""
     if not isinstance(grads, dict) or "methods" not in grads:
         raise ValueError("gradients_figure needs the dict of pcd.experiments.toy.trajectory_gradients")
     names = list(grads["methods"]) if methods is None else [m for m in methods if m in grads["methods"]]
@@ -340,8 +341,9 @@ def gradients_figure(grads: dict[str, Any], frame: int | dict[str, int] = -1, me
         rows[nm] = t % T
     cols = len(names) if cols is None else max(1, min(int(cols), len(names)))
     scale = inset_scale(grads) if scale is None else float(scale)
-    geom = _geometry(len(names), cols, float(height) - (60 if title else 30) - 30, PAGE_W_PX - 20)
-    traces, data_at, shapes, annotations = _panels(grads, names, cols, scale, lambda nm, f: rows[nm], "x", "y", geom)
+    k = V.number(text_scale, "text_scale", low=0.5, high=3.0)  # the text's size (a projector: 1.2)
+    geom = _geometry(len(names), cols, float(height) - (60 if title else 30) - 30, PAGE_W_PX - 20, k)
+    traces, data_at, shapes, annotations = _panels(grads, names, cols, scale, lambda nm, f: rows[nm], "x", "y", geom, k)
     for a, nm in zip(annotations, names):
         a["text"] += f" · step {int(grads['steps'][rows[nm]])}"
     t = rows[names[0]]
