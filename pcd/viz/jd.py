@@ -76,14 +76,14 @@ def properties_figure(table: dict[str, dict[str, Any]], columns: int = 1, height
         paper = []
         for n in part:
             pp = table[n].get("paper")
-            paper.append("—" if not pp else " / ".join("✓" if pp[k] else "✗" for k in
+            paper.append("—" if not pp else (" / " if columns == 1 else "/").join("✓" if pp[k] else "✗" for k in
                                                        ("non_conflicting", "linear_under_scaling", "weighted")))
         cols.append(paper)
         fills.append(["white"] * len(part))
         lo, hi = c / columns, (c + 1) / columns
         fig.add_trace(go.Table(
             domain=dict(x=[lo + (0.01 if c else 0.0), hi - (0.01 if c < columns - 1 else 0.0)]),
-            columnwidth=[1.1 if columns == 1 else 1.45] + [1.0] * len(props) + [1.0],
+            columnwidth=[1.1, *[1.0] * len(props), 1.0] if columns == 1 else [1.3, *[1.0] * len(props), 0.8],
             header=dict(values=[f"<b>{h}</b>" for h in heads], fill_color=theme.HEADER_FILL, align="left",
                         font=dict(size=12), height=_HEAD_PX),
             cells=dict(values=cols, fill_color=fills, align="left", height=row_px,

@@ -111,9 +111,15 @@ LESSON_STATE = """() => { const q = k => document.querySelector('.st-key-' + k +
   return {map: box('lesson_fig_saddle'), obj: box('lesson_obj_saddle'),
           frames: [n(q('lesson_fig_saddle')), n(q('lesson_obj_saddle')), n(q('lesson_inset_saddle'))],
           heads: xs(tr(q('lesson_fig_saddle'), 'positions')), obj_now: xs(tr(q('lesson_obj_saddle'), 'now')),
-          inset: xs(tr(q('lesson_inset_saddle'), 'inset numbers')) + (tr(q('lesson_inset_saddle'), 'inset numbers') ?
-                 JSON.stringify(Array.from(tr(q('lesson_inset_saddle'), 'inset numbers').text)) : ''),
-          frame: parseInt((document.querySelector('.pcd-player') || {dataset: {}}).dataset.frame || '0', 10)}; }"""
+          inset: q('lesson_inset_saddle') && q('lesson_inset_saddle')._fullData ?  // its arrows and numbers
+                 q('lesson_inset_saddle')._fullData.filter(d => d.xaxis === 'x2').map(d => xs(d) + JSON.stringify(d.text || ''))
+                 .join('|') : null,
+}; }"""
+
+
+def _lesson_state(page) -> dict:
+    """:data:`LESSON_STATE` and the frame the controls show (in the component's shadow root: a locator pierces it)."""
+    return dict(page.evaluate(LESSON_STATE), frame=int(page.locator(".pcd-player").first.get_attribute("data-frame") or 0))
 
 
 def _lesson_step2(page, url: str):
@@ -124,7 +130,7 @@ def _lesson_step2(page, url: str):
     seen: list[str] = []
 
     def ready():
-        v = page.evaluate(LESSON_STATE)
+        v = _lesson_state(page)
         ok = min(v["frames"]) > 50 and v["obj_now"] and v["map"] and v["obj"]
         seen.append(repr((v["frames"], v["map"], v["obj"])) if ok else "")
         return v if ok and len(seen) >= 8 and len(set(seen[-8:])) == 1 else None
@@ -137,7 +143,7 @@ def _steps_together(page, player, first: dict) -> dict:
     player.locator("button[data-act=fwd]").click()
     return wait_until(lambda: (lambda v: v if v["frame"] == 1 and v["heads"] != first["heads"]
                                and v["obj_now"] != first["obj_now"] and v["inset"] != first["inset"] else None)(
-        page.evaluate(LESSON_STATE)), 60, "Step ▶ moving the map, the objective space and the inset together")
+        _lesson_state(page)), 60, "Step ▶ moving the map, the objective space and the inset together")
 
 
 def test_lesson_step2_objective_space_beside_the_map_moves_with_step(browser, streamlit_server, artifacts_dir):
@@ -160,7 +166,7 @@ def test_lesson_step2_objective_space_beside_the_map_moves_with_step(browser, st
         wait_until(lambda: page.evaluate("""() => (document.querySelector('.st-key-lesson_obj_saddle .js-plotly-plot')
             .layout.annotations || []).some(a => a.name === 'end label' && a.visible !== false)"""), 30,
                    "the objective space's verdicts at the last frame")
-        assert one["obj_now"] != page.evaluate(LESSON_STATE)["obj_now"]
+        assert one["obj_now"] != _lesson_state(page)["obj_now"]
         assert not errors, errors
     finally:
         ctx.close()
