@@ -39,6 +39,7 @@ _NAV_PX = 56  # the back / next row above the figure, in presenter mode taken of
 SADDLE_PX = {False: 520, True: 410 + _NAV_PX}
 SADDLE_ROW = (2.2, 1.0)  # the map's share of the row, the objective panel's
 SADDLE_MAP_PX, SADDLE_OBJ_PX = 760.0, 430.0  # their widths in a 1280-1440 px window (the legends' rows)
+TAU_ROW = (1.6, 1.0)  # step 7: the trade-off curves' share of the row, the animated objective space's
 
 
 # ---- the steps: (figure, paragraph, page to explore it, chart extras) -----------------------
@@ -201,6 +202,18 @@ if key == "saddle":  # the map, beside it the same runs in objective space, unde
     st.caption("Objective space: the dashed line is the Pareto front, the star the point where both objectives are "
                "optimal; at the last frame each group of end points says what it is (Pareto-stationary, dominated "
                "by …). Inset: d is the vector fed to the optimizer (it moves along −d), one fixed scale.")
+elif key == "tau":  # the trade-off curves, beside them the same PCD runs played in objective space
+    h = int(fig.layout.height)
+    in_fig, in_obj = figure_row("lesson_tau", TAU_ROW)
+    with in_fig:
+        plotly_chart(fig, key="lesson_fig_tau")
+    with in_obj:
+        plotly_chart(L.tau_objective(h, SADDLE_OBJ_PX), key="lesson_obj_tau")
+    frame_controls("lesson_obj_tau", L.tau_frames())
+    st.markdown(text)
+    st.caption("Right: PCD for every τ from the same starts, the mean (f₁, f₂) over the starts as it runs "
+               "(dark violet τ = 0 … yellow τ = 1; hover names each), over the Pareto front (dashed): ▶ Play, "
+               "Step or the bar. Left: where each τ is after 100, 300 and 1000 steps.")
 else:
     plotly_chart(fig, key=f"lesson_fig_{key}")
     st.markdown(text)

@@ -156,3 +156,39 @@ def tau_curves() -> tuple[Any, np.ndarray | None]:
     records = synthetic.tau_sweep(tau_page.PROBLEM, taus=list(tau_page.TAUS), lr=tau_page.LR, budgets=list(tau_page.BUDGETS))
     front = problems.named(tau_page.PROBLEM).pareto_front(200)
     return records, None if front is None else np.asarray(front)
+
+
+@st.cache_resource(show_spinner=False)
+def tau_space() -> dict[str, Any]:
+    """Step 7, animated: PCD for every τ of the τ dial (its problem, starts, lr; one batched run of the
+    largest budget, :func:`pcd.experiments.animation.tau_budget_run`, the GIF export's) in objective
+    space -- each τ's losses, mean over the starts as the step's trade-off figure plots them, on the
+    problem's Pareto front (:func:`pcd.studio.toy.objective_space`), coloured on the export's τ ramp."""
+    from pcd.experiments.animation import tau_budget_run
+    from pcd.viz.export import tau_colors
+
+    taus = list(tau_page.TAUS)
+    res = tau_budget_run(tau_page.PROBLEM, taus, tau_page.BUDGETS, tau_page.LR)
+    space = objective_space(problems.named(tau_page.PROBLEM), res)
+    space["losses"] = np.asarray(space["losses"]).mean(axis=1, keepdims=True)  # [M, 1, T, 2]: over the starts
+    space["verdicts"] = [[""] for _ in res.methods]  # no end labels: the trade-off figure beside it names the τ
+    space["labels"] = {m: f"τ = {t:g}" for m, t in zip(res.methods, taus)}
+    space["colors"] = {m: "#{:02x}{:02x}{:02x}".format(*c) for m, c in zip(res.methods, tau_colors(taus))}
+    return space
+
+
+def tau_frames() -> list[str]:
+    """Step 7's animation frames: the recorded steps of :func:`tau_space`'s run."""
+    return [str(int(k)) for k in tau_space()["record"]]
+
+
+@st.cache_resource(show_spinner=False)
+def tau_objective(height: int, width_px: float) -> Any:
+    """Step 7's animated panel: :func:`tau_space` played from step 0 to the largest budget (linear
+    axes, as the trade-off figure), ``height`` px tall, no legend (the colour ramp runs from τ = 0,
+    dark violet, to τ = 1, yellow; hover names each)."""
+    from pcd.viz.objective import objective_space_figure
+
+    fig = objective_space_figure(tau_space(), log=False, plot_height=max(150, int(height) - 90), width_px=width_px,
+                                 legend=False)
+    return fig.update_layout(height=int(height))

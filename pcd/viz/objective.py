@@ -14,7 +14,7 @@ import numpy as np
 
 from pcd.viz import theme
 from pcd.viz.landscape import fit_legend, frame_index, log_shift, path_so_far
-from pcd.viz.theme import base_layout, figure_from_spec, method_color, method_label, method_style, rgba
+from pcd.viz.theme import base_layout, figure_from_spec, method_style, rgba
 
 FLOOR = 1e-12  # a log axis draws an exact zero here (as the loss chart does)
 
@@ -28,8 +28,9 @@ def objective_space_figure(space: dict[str, Any], *, log: bool = True, plot_heig
     and its current points (one animated trace of heads), and at the last frame each group of end
     points with its verdict (Pareto-stationary, dominated by ...). Frames are named by the recorded
     step and spread as the map's (:func:`pcd.viz.landscape.frame_index` with ``max_frames``).
-    ``log``: both axes logarithmic, values shown as ``f - min(0, min f)`` with exact zeros at
-    ``floor`` (the x axis' title says so); else linear, the raw losses. ``plot_height``: of the plot
+    ``space["labels"]`` / ``space["colors"]`` (optional, ``{name: text}``): the runs' own names and
+    colours (e.g. one PCD per τ), else each method's. ``log``: both axes logarithmic, values shown
+    as ``f - min(0, min f)`` with exact zeros at ``floor`` (the x axis' title says so); else linear, the raw losses. ``plot_height``: of the plot
     area; the legend under it gets the rows it needs at a chart ``width_px`` wide
     (:func:`pcd.viz.landscape.fit_legend`); ``legend=False``: none (beside a map whose legend names
     the same methods in the same colours). ``animate=False``: the last
@@ -46,6 +47,14 @@ def objective_space_figure(space: dict[str, Any], *, log: bool = True, plot_heig
     front = np.asarray(space["front"], dtype=np.float64).reshape(-1, 2)
     optimum = None if space.get("optimum") is None else np.asarray(space["optimum"], dtype=np.float64)
     names = list(space.get("names") or ("f1", "f2"))[:2]
+    labels, colors = dict(space.get("labels") or {}), dict(space.get("colors") or {})
+
+    def method_label(m: str) -> str:  # a run's own names and colours (e.g. one PCD per τ), else the method's
+        return str(labels.get(m, theme.method_label(m)))
+
+    def method_color(m: str) -> str:
+        return str(colors.get(m, theme.method_color(m)))
+
     animate = bool(animate and T >= 2)
     shifts = np.array([log_shift(np.r_[L[..., k].ravel(), front[:, k], [] if optimum is None else [optimum[k]]])
                        for k in range(2)]) if log else np.zeros(2)
@@ -130,7 +139,8 @@ def objective_space_figure(space: dict[str, Any], *, log: bool = True, plot_heig
     layout["margin"] = dict(l=70, r=20, t=30, b=60 + (20 if log and sep == "<br>" else 0))
     layout["legend"] = dict(layout["legend"], orientation="h", yanchor="bottom", y=0.0, yref="container",
                             xanchor="left", x=0.0)
-    layout["annotations"] = _verdict_labels(P[:, :, -1], methods, verdicts, log, animate, xr, yr)
+    layout["annotations"] = _verdict_labels(P[:, :, -1], methods, verdicts, log, animate, xr, yr, method_label,
+                                            method_color)
     layout["meta"] = {"numerical": bool(space.get("numerical"))}  # the page's caption says which front it is
     spec: dict[str, Any] = {"data": traces, "layout": layout}
     if legend:
@@ -150,7 +160,8 @@ def objective_space_figure(space: dict[str, Any], *, log: bool = True, plot_heig
 
 
 def _verdict_labels(ends: np.ndarray, methods: list[str], verdicts: list[list[str]], log: bool,
-                    hidden: bool, xr: list[float], yr: list[float]) -> list[dict]:
+                    hidden: bool, xr: list[float], yr: list[float], method_label: Any = theme.method_label,
+                    method_color: Any = theme.method_color) -> list[dict]:
     """One label per verdict (the methods whose every end point has it), pointing at their mean end
     point from the side of the plot's centre (never out of the plot), stacked so that they do not
     cover each other."""

@@ -55,8 +55,9 @@ def test_every_step_renders_and_next_advances(lesson):
         assert title.startswith(f"{i + 1} · "), title
         assert _qp(at, "step") == str(i + 1)
         charts = figure_specs(at)
-        # one figure; the animated saddle: the map, the same runs in objective space, the gradient inset
-        assert len(charts) == (3 if i == 1 else 1), f"step {i + 1}: {len(charts)} figures"
+        # one figure; the animated saddle: the map, the same runs in objective space, the gradient inset;
+        # step 7: the trade-off curves and the same runs played in objective space
+        assert len(charts) == {1: 3, 6: 2}.get(i, 1), f"step {i + 1}: {len(charts)} figures"
         spec = charts[0]
         assert spec["data"], f"step {i + 1}: the figure is empty"
         para = _paragraph(at)
@@ -199,3 +200,30 @@ def test_saddle_step_objective_space_moves_with_the_map():
         got = np.c_[_plain(d["x"]), _plain(d["y"])]
         want = np.maximum(np.asarray(res.losses)[order, :, t].reshape(-1, 2), 1e-12)
         np.testing.assert_allclose(got, want, rtol=1e-6)
+
+
+def test_tau_step_plays_the_runs_in_objective_space():
+    """Step 7, animated (issue 28 part 1): beside the trade-off curves, PCD for every τ of the τ dial
+    played in the (f1, f2) plane over the Pareto front, driven by the step's frame controls; the
+    points at every frame are the engine's losses (mean over the starts) of an independent run."""
+    from pcd.experiments.animation import tau_budget_run
+    from pcd.studio import tau as tau_page
+
+    at = AppTest.from_file(LESSON, default_timeout=240)
+    at.query_params["step"] = "7"
+    at.run()
+    _ok(at)
+    curves, obj = figure_specs(at)
+    assert not curves.get("frames") and len(obj["frames"]) > 50
+    assert any(str(t.get("name")).startswith("Pareto front") for t in obj["data"])
+    player = next(e for e in at.get("bidi_component") if str(e.proto.component_name).endswith("pcd_frame_controls"))
+    assert "lesson_obj_tau" in player.proto.json
+    res = tau_budget_run(tau_page.PROBLEM, tau_page.TAUS, tau_page.BUDGETS, tau_page.LR)
+    mean = np.asarray(res.losses).mean(axis=1)  # [M, T, 2]
+    order = list(range(len(res.methods)))[::-1]
+    head = next(i for i, t in enumerate(obj["data"]) if t.get("name") == "now")
+    record = [int(k) for k in res.record]
+    for f in obj["frames"]:
+        d = f["data"][f["traces"].index(head)]
+        got = np.c_[_plain(d["x"]), _plain(d["y"])]
+        np.testing.assert_allclose(got, mean[order, record.index(int(f["name"]))], rtol=1e-6, atol=1e-12)
