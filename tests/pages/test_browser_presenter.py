@@ -172,6 +172,21 @@ def test_lesson_step2_objective_space_beside_the_map_moves_with_step(browser, st
         ctx.close()
 
 
+TAU_NOW = """() => { const g = document.querySelector('.st-key-lesson_obj_tau .js-plotly-plot');
+  const t = g && g._fullData && g._fullData.find(d => d.name === 'now');
+  const n = g ? ((g._transitionData || {})._frames || []).length : 0;
+  return t && n > 50 ? JSON.stringify(Array.from(t.x)) + JSON.stringify(Array.from(t.y)) : null; }"""
+
+
+def _tau_step_plays(page) -> None:
+    """The lesson's step 7: once its objective-space panel has its frames, Step ▶ moves its points."""
+    before = wait_until(lambda: page.evaluate(TAU_NOW), 60, "step 7's objective space and its frames")
+    player = page.locator(".pcd-player").first
+    player.locator("button[data-act=fwd]").click()
+    wait_until(lambda: player.get_attribute("data-frame") == "1" and page.evaluate(TAU_NOW) != before, 60,
+               "Step ▶ moving step 7's points")
+
+
 VIEWS = [("lesson2", "Guided_lesson?step=2"), ("lesson7", "Guided_lesson?step=7"), ("toy", "Toy_landscapes"),
          ("jd", "Jacobian_descent"), ("basin", "Basin_maps?grid=25&steps=500")]
 SIZES = [("1280x720_present", 1280, 720, True), ("1440x900", 1440, 900, False), ("1920x1080", 1920, 1080, False),
@@ -194,6 +209,8 @@ def test_screens_of_the_animated_and_presenter_views(browser, streamlit_server, 
             else:
                 page.goto(url)
                 _settled(page, ".pcd-chart, [data-testid='stPlotlyChart']", what=f"{name} at {size}")
+            if name == "lesson7":  # step 7's runs in objective space play too: Step moves its points
+                _tau_step_plays(page)
             page.mouse.move(w // 2, 5)
             page.wait_for_timeout(300)
             page.screenshot(path=str(artifacts_dir / f"screen_{name}_{size}.png"))

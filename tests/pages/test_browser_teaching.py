@@ -176,8 +176,8 @@ def test_lesson_in_presenter_mode_at_1280x720(browser, streamlit_server, artifac
             box = para.bounding_box()
             assert box and box["height"] < 2 * size * 1.7, "presenter mode folds the paragraph to one line"
             chart = page.locator(".js-plotly-plot").first.bounding_box()
-            if i == 2:  # the map and its objective space side by side: together the full width
-                other = page.locator(".st-key-lesson_obj_saddle .js-plotly-plot").first.bounding_box()
+            if i in (2, 7):  # a figure and its objective space side by side: together the full width
+                other = page.locator(f".st-key-lesson_obj_{keys[i - 1]} .js-plotly-plot").first.bounding_box()
                 assert other["x"] + other["width"] - chart["x"] > 1000 and chart["width"] > 600, (chart, other)
             else:
                 assert chart["width"] > 1000, "figures are full width on the projector"
