@@ -211,9 +211,9 @@ elif key == "tau":  # the trade-off curves, beside them the same PCD runs played
         plotly_chart(L.tau_objective(h, SADDLE_OBJ_PX), key="lesson_obj_tau")
     frame_controls("lesson_obj_tau", L.tau_frames())
     st.markdown(text)
-    st.caption("Right: PCD for every τ from the same starts, the mean (f₁, f₂) over the starts as it runs "
-               "(dark violet τ = 0 … yellow τ = 1; hover names each), over the Pareto front (dashed): ▶ Play, "
-               "Step or the bar. Left: where each τ is after 100, 300 and 1000 steps.")
+    st.caption("The animated panel: PCD for every τ from the same starts, the mean (f₁, f₂) over the starts as it "
+               "runs (dark violet τ = 0 … yellow τ = 1; hover names each), over the Pareto front (dashed): ▶ Play, "
+               "Step or the bar. The curves: where each τ is after 100, 300 and 1000 steps.")
 else:
     plotly_chart(fig, key=f"lesson_fig_{key}")
     st.markdown(text)

@@ -57,7 +57,7 @@ def properties_figure(table: dict[str, dict[str, Any]], columns: int = 1, height
     # own hyphens and spaces, so the rows keep one height from 1440 px down to 800 px (a Plotly table
     # whose rows wrap grows past the figure's height and hides its last rows).
     heads = (["method"] + [PROPERTY_LABELS[p].replace("-", "-<br>").replace(" ", "<br>") for p in props]
-             + ["paper<br>(NC / LS / W)"])
+             + ["paper<br>(NC / LS / W)" if columns == 1 else "paper<br>NC/LS/W"])
     lines = max(h.count("<br>") + 1 for h in heads)
     head_px = max(_HEAD_PX, 18 * lines + 12)
     per = -(-len(names) // columns)
