@@ -110,8 +110,9 @@ def _scale_fonts(o: Any, k: float, depth: int = 0) -> None:
 
 
 def present_fonts(fig: Any, k: float) -> Any:
-    """A copy of ``fig`` with every font of its layout (axes, titles, legend; not the annotations,
-    laid out for their own sizes) ``k`` times larger: presenter mode's type for a chart Streamlit
+    """A copy of ``fig`` with every font of its layout (axes, titles, legend, the annotations placed
+    on the paper such as subplot titles; not the labels placed on the data, laid out for their own
+    sizes) ``k`` times larger: presenter mode's type for a chart Streamlit
     draws (``st.plotly_chart``: WebGL traces, tables) -- the rule ``static/chart.js`` (presentFonts)
     applies in the browser to the studio's own charts."""
     import plotly.graph_objects as go
@@ -119,6 +120,9 @@ def present_fonts(fig: Any, k: float) -> Any:
     lay = fig.layout.to_plotly_json()
     anns = lay.pop("annotations", None)
     _scale_fonts(lay, float(k))
+    for a in anns or []:  # placed on the paper (subplot titles): scaled; placed on the data (labels): as laid out
+        if a.get("xref") == "paper" and a.get("yref") == "paper":
+            _scale_fonts({"font": a.get("font")}, float(k))
     font = lay.setdefault("font", {})
     if not isinstance(font.get("size"), (int, float)):
         font["size"] = round(12 * float(k), 1)  # Plotly's default, 12 px
