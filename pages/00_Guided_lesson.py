@@ -8,7 +8,7 @@ import streamlit as st
 
 from pcd.studio import lesson as L
 from pcd.studio.registry import page, this_page
-from pcd.ui import page_link, presenter_mode, setup_page, show_error, url_default, url_sync
+from pcd.ui import figure_row, page_link, presenter_mode, setup_page, show_error, url_default, url_sync
 from pcd.ui.animation_export import lesson_export
 from pcd.ui.chart import plotly_chart
 from pcd.ui.controls import frame_controls, scroll_to_top
@@ -34,6 +34,12 @@ STEPS = [
 ]
 N = len(STEPS)
 _NAV_PX = 56  # the back / next row above the figure, in presenter mode taken off the figure's height
+# step 2: the map and its objective space side by side (their height; presenter mode: the row, its controls
+# and the paragraph on a 1280 x 720 projector's first screen), the gradient inset under the controls
+SADDLE_PX = {False: 520, True: 410 + _NAV_PX}
+SADDLE_ROW = (2.2, 1.0)  # the map's share of the row, the objective panel's
+SADDLE_MAP_PX, SADDLE_OBJ_PX = 760.0, 430.0  # their widths in a 1280-1440 px window (the legends' rows)
+TAU_ROW = (1.6, 1.0)  # step 7: the trade-off curves' share of the row, the animated objective space's
 
 
 # ---- the steps: (figure, paragraph, page to explore it, chart extras) -----------------------
@@ -59,8 +65,11 @@ def step_saddle():
     text = (f"The saddle toy (PCD paper, Fig. 1), {res.steps} Adam steps from {res.S} starts. "
             f"{', '.join(stalled)} stop in the left valley where the gradients cancel; PCD crosses the barrier "
             f"and reaches the point where both objectives are optimal from {n_pcd} of {res.S} starts. "
-            "Press ▶ Play or step: the panels follow start S1 of PCD, the weighted sum and MGDA.")
-    return L.saddle_figure(420 if presenter_mode() else 560), text, page("02_Toy_landscapes.py").link, {}
+            "Press ▶ Play or step: beside the map the same runs in objective space, (f₁, f₂), move with it; "
+            "under it the gradients of start S1 for PCD, the weighted sum and MGDA.")
+    present = presenter_mode()  # a projector: the map's legend beside it (the height is the scarce side)
+    return (L.saddle_figure(SADDLE_PX[present], None if present else SADDLE_MAP_PX), text,
+            page("02_Toy_landscapes.py").link, {})
 
 
 def step_basins():
@@ -84,7 +93,8 @@ def step_stall():
     shown = ["pcd"] + stalled if "pcd" in res.methods else stalled
     grads = L.trajectory_gradients(prob, res, 0, methods=shown)
     frames = L.stall_frames(res, 0, reference="mgda" if "mgda" in stalled else (stalled or ["pcd"])[0])
-    fig = gradients_figure(grads, frame=frames, cols=len(shown), height=330)
+    fig = gradients_figure(grads, frame=frames, cols=len(shown), height=330,
+                           text_scale=1.2 if presenter_mode() else 1.0)  # a projector: the numbers read from the back
     ref = grads["methods"][stalled[0]] if stalled else None
     t = frames.get(stalled[0], -1) if stalled else -1
     text = (f"Start S1, where {', '.join(method_label(m) for m in stalled)} stopped: g₁ and g₂ point "
@@ -178,10 +188,35 @@ with nxt:
               width="stretch", **({"shortcut": "PageDown"} if _kw else {}))
 if presenter_mode() and fig.layout.height:  # the navigation row's height, given back by the figure
     fig = go.Figure(fig).update_layout(height=max(320, int(fig.layout.height) - _NAV_PX))
-plotly_chart(fig, key=f"lesson_fig_{key}")
-if key == "saddle":
-    frame_controls(f"lesson_fig_{key}", [str(int(k)) for k in L.saddle().record])
-st.markdown(text)
+if key == "saddle":  # the map, beside it the same runs in objective space, under them the gradient inset
+    present = presenter_mode()
+    h = int(fig.layout.height)
+    in_map, in_obj = figure_row("lesson_saddle", SADDLE_ROW)
+    with in_map:
+        plotly_chart(fig, key="lesson_fig_saddle")
+    with in_obj:
+        plotly_chart(L.saddle_objective(h, SADDLE_OBJ_PX, legend=not present), key="lesson_obj_saddle")
+    frame_controls("lesson_fig_saddle", L.saddle_frames(), follow=["lesson_obj_saddle", "lesson_inset_saddle"])
+    st.markdown(text)
+    plotly_chart(L.saddle_inset(1200.0, 270, 1.2 if present else 1.0), key="lesson_inset_saddle")
+    st.caption("Objective space: the dashed line is the Pareto front, the star the point where both objectives are "
+               "optimal; at the last frame each group of end points says what it is (Pareto-stationary, dominated "
+               "by …). Inset: d is the vector fed to the optimizer (it moves along −d), one fixed scale.")
+elif key == "tau":  # the trade-off curves, beside them the same PCD runs played in objective space
+    h = int(fig.layout.height)
+    in_fig, in_obj = figure_row("lesson_tau", TAU_ROW)
+    with in_fig:
+        plotly_chart(fig, key="lesson_fig_tau")
+    with in_obj:
+        plotly_chart(L.tau_objective(h, SADDLE_OBJ_PX), key="lesson_obj_tau")
+    frame_controls("lesson_obj_tau", L.tau_frames())
+    st.markdown(text)
+    st.caption("The animated panel: PCD for every τ from the same starts, the mean (f₁, f₂) over the starts as it "
+               "runs (dark violet τ = 0 … yellow τ = 1; hover names each), over the Pareto front (dashed): ▶ Play, "
+               "Step or the bar. The curves: where each τ is after 100, 300 and 1000 steps.")
+else:
+    plotly_chart(fig, key=f"lesson_fig_{key}")
+    st.markdown(text)
 if not presenter_mode():
     st.caption("PageDown / PageUp (a presenter's clicker) go to the next / previous step; on the animation, ← / → "
                "step through the frames. Every figure is computed live by the same functions as the pages.")

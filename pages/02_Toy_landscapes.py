@@ -14,9 +14,11 @@ from pcd.ui import (
     claim,
     download_csv,
     download_figure,
+    figure_row,
     method_picker,
     param_widget,
     png_export,
+    presenter_mode,
     settings_panel,
     setup_page,
     show_error,
@@ -43,6 +45,7 @@ setup_page(
 )
 
 ALL = registry.available()
+present = presenter_mode()
 DEFAULT_METHODS = T.available(T.METHODS)
 LRS = list(T.LRS)      # one home: the basin page links here with these choices
 STEPS = list(T.STEP_CHOICES)
@@ -206,7 +209,10 @@ try:
     istart = inset_start if show_inset else None
     if width_class not in toy_map.TOY_CHART_PX:  # a stale or odd report: the default layout
         width_class = T.WIDTH
-    fig = T.toy_map(runs_key + (istart, width_class), problem, res, bg, istart, width_class)
+    if present:  # the map beside its objective space, laid out for its ~830-px cell; the inset a chart below
+        width_class = T.WIDTH
+    fig = T.toy_map(runs_key + (None if present else istart, width_class), problem, res, bg,
+                    None if present else istart, width_class)
     lfig = T.toy_loss(runs_key, res, tuple(bg["names"]))
     with settings:
         obj_log = st.radio("objective space axes", ["log", "linear"], horizontal=True, key="toy_obj_axes",
@@ -214,7 +220,8 @@ try:
                                                                      ["log", "linear"])),
                            help="the (f₁, f₂) panel under the map: log axes draw exact zeros at 1e-12") == "log"
     url_sync(oaxes="log" if obj_log else "linear")
-    ofig = T.toy_objective(runs_key, problem, res, bg, obj_log, width_class) if res.losses.shape[-1] == 2 else None
+    ofig = (T.toy_objective(runs_key, problem, res, bg, obj_log, width_class, legend=not present)
+            if res.losses.shape[-1] == 2 else None)
 except ValueError as exc:
     show_error(exc)
     st.stop()
@@ -223,10 +230,20 @@ if problem_name == "custom" and bg["undefined"] > 0:  # log of x <= 0, sqrt, 1/0
     why = "; ".join(problem.domain_report()) or f"on {100 * bg['undefined']:.3g}% of the map"
     st.warning(f"The formula is undefined on the hatched part of the map — {why}. A trajectory that enters it "
                "is reported as diverged.", icon=":material/warning:")
-plotly_chart(fig, key="toy_map", click="anywhere", config={"scrollZoom": False})
+# presenter mode (a 1280 x 720 projector): the map and its objective space side by side on the first screen,
+# the controls under them, the gradient inset a chart of its own under the controls
+cells = figure_row("toy", (2.1, 1.0)) if present and ofig is not None else [st.container()]
+with cells[0]:
+    plotly_chart(fig, key="toy_map", click="anywhere", config={"scrollZoom": False})
+if len(cells) > 1:
+    with cells[1]:
+        plotly_chart(ofig, key="toy_obj", config={"scrollZoom": False})
 frame_names = [str(f.name) for f in fig.frames]  # recorded steps the map animates (toy_map.TOY_FRAMES of them)
+follow = (["toy_obj"] if ofig is not None else []) + (["toy_inset_fig"] if present and istart is not None else [])
 frame_controls("toy_map", frame_names, loss_key="toy_loss", cursor_x=[float(n) + 1 for n in frame_names],
-               width_classes=WIDTH_CLASSES, width=width_class, follow=["toy_obj"] if ofig is not None else [])
+               width_classes=None if present else WIDTH_CLASSES, width=width_class, follow=follow)
+if present and istart is not None:
+    plotly_chart(T.toy_inset(runs_key + (istart,), problem, res, istart, tuple(frame_names)), key="toy_inset_fig")
 st.caption("Click anywhere on the map to add a start point there (the start points switch to *typed*). "
            "Play, step (or ← / →) and drag the bar to any step; the dotted cursor on the loss plot follows the frame. "
            "Each path grows as it plays; at the last frame a diamond marks where it ends and one label names every "
@@ -234,8 +251,9 @@ st.caption("Click anywhere on the map to add a start point there (the start poin
            + (" Inset: d is the vector fed to the optimizer (it moves along −d); one fixed scale, the dotted "
               "circle — longer arrows are clipped to it, their lengths are in the numbers." if show_inset else ""))
 if ofig is not None:  # the same runs in the (f1, f2) plane, on the same frames (the controls above play both)
-    st.subheader("The same runs in objective space")
-    plotly_chart(ofig, key="toy_obj", config={"scrollZoom": False})
+    if not present:
+        st.subheader("The same runs in objective space")
+        plotly_chart(ofig, key="toy_obj", config={"scrollZoom": False})
     front_note = ("the dashed line is the Pareto front computed numerically: the non-dominated points of the "
                   "map's grid" if ofig.layout.meta["numerical"] else
                   "the dashed line is the problem's Pareto front (its Pareto set's losses)")

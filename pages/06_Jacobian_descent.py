@@ -14,6 +14,7 @@ from pcd.ui import (
     download_figure,
     download_json,
     method_picker,
+    presenter_mode,
     settings_panel,
     setup_page,
     show_error,
@@ -37,6 +38,7 @@ setup_page(
 )
 
 ALL = available()
+PRESENT_TABLE_PX = 450  # the properties table's height in presenter mode: its bottom at ~700 px of a 720-px screen
 # the selected tab is in the URL (?tab=...): a shared link opens on it
 tab_props, tab_iwrm, tab_mem = url_tabs(["Aggregator properties", "Instance-wise risk minimization", "Gramian memory"])
 
@@ -94,7 +96,8 @@ with tab_props:
                         key="jd_tau")
     try:
         table = JD.jd_properties(tuple(methods), int(samples), float(tau), JD.SEED)  # warmed at start
-        fig = properties_figure(table)
+        # presenter mode (a 1280 x 720 projector): two tables side by side, whole under the tabs and the drawer
+        fig = properties_figure(table, columns=2, height=PRESENT_TABLE_PX) if presenter_mode() else properties_figure(table)
     except ValueError as exc:
         show_error(exc)
         table = None

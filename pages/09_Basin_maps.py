@@ -21,6 +21,7 @@ from pcd.ui import (
     url_default,
     url_sync,
 )
+from pcd.ui.chart import plotly_chart
 from pcd.ui.table import html_table
 from pcd.viz.basin import legend_html
 from pcd.viz.theme import method_label
@@ -90,9 +91,11 @@ try:
         parts.append(part)
         for j, m in enumerate(chunk):
             with cells[i + j]:
-                events[m] = st.plotly_chart(B.figure(settings, m, part, optima), theme=None, key=f"basin_map_{m}",
-                                            on_select="rerun", selection_mode="points",
-                                            config={"displaylogo": False, "scrollZoom": False})
+                # the studio's chart (a WebGL layer: drawn by st.plotly_chart): its click in the session state,
+                # presenter mode's type scaled for the room (pcd.ui.chart)
+                plotly_chart(B.figure(settings, m, part, optima), key=f"basin_map_{m}", click=True,
+                             config={"scrollZoom": False})
+                events[m] = st.session_state.get(f"basin_map_{m}")
     bar.empty()
     res = B.merge_basins(parts)
 except ValueError as exc:

@@ -17,6 +17,7 @@ from pcd.experiments.geometry import method_directions
 from pcd.experiments.toy import trajectory_gradients
 from pcd.studio import available, kbench, scale
 from pcd.studio import tau as tau_page
+from pcd.studio.toy import objective_space
 
 SYMMETRIC = ("ws", "mgda", "pcgrad", "cagrad", "famo", "upgrad")
 SADDLE_METHODS = ("pcd", "ws", "mgda", "pcgrad", "cagrad", "famo")
@@ -71,17 +72,62 @@ def saddle_problem() -> Any:
     return problems.named("saddle2d")
 
 
+SADDLE_INSET = ("pcd", "ws", "mgda")  # step 2's gradient inset: one row of panels, large enough to read
+
+
+def saddle_frames() -> list[str]:
+    """Step 2's animation frames: every recorded step of the saddle run (the map's, the objective
+    space's and the inset's frames, played by one set of controls)."""
+    return [str(int(k)) for k in saddle().record]
+
+
 @st.cache_resource(show_spinner=False)
-def saddle_figure(height: int) -> Any:
-    """Step 2's figure: the animated saddle with the gradient inset of PCD, WS and MGDA."""
-    from pcd.viz.landscape import landscape_figure
-    from pcd.viz.teaching import add_gradient_inset
+def saddle_figure(height: int, width_px: float | None = 760.0) -> Any:
+    """Step 2's map, ``height`` px tall: the animated saddle (its end labels shown throughout), its
+    legend under it in the rows a chart ``width_px`` wide needs (None: one column right of the map,
+    where a wide, short chart has room to spare -- a projector); the gradient inset is a chart of its
+    own (:func:`saddle_inset`), the objective space another (:func:`saddle_objective`)."""
+    from pcd.viz.landscape import fit_legend, landscape_figure
+    from pcd.viz.theme import figure_from_spec
 
     prob, res = saddle_problem(), saddle()
-    fig = landscape_figure(res, prob.grid(300, 200), pareto_set=prob.pareto_set(), optima=prob.optima(),
-                           height=height, validate=False, controls=False)  # the page's one play control
-    shown = [m for m in ("pcd", "ws", "mgda") if m in res.methods]  # one row of panels: large enough to read
-    return add_gradient_inset(fig, trajectory_gradients(prob, res, 0, methods=shown), cols=len(shown))
+    spec = landscape_figure(res, prob.grid(300, 200), pareto_set=prob.pareto_set(), optima=prob.optima(),
+                            height=height, validate=False, controls=False, spec_only=True)  # the page's one play control
+    if width_px is None:
+        lay = spec["layout"]
+        lay["legend"] = dict(lay["legend"], orientation="v", yanchor="top", y=1.0, yref="paper", xanchor="left", x=1.02,
+                             tracegroupgap=0, itemsizing="constant")
+        return figure_from_spec(spec)
+    return figure_from_spec(fit_legend(spec, width_px))
+
+
+@st.cache_resource(show_spinner=False)
+def saddle_objective(height: int, width_px: float, legend: bool = True, log: bool = True) -> Any:
+    """Step 2's objective-space panel beside the map: the saddle run in the (f1, f2) plane on the
+    map's frames (:func:`pcd.studio.toy.objective_space`, :func:`pcd.viz.objective.objective_space_figure`),
+    ``height`` px tall in all, its legend (when ``legend``) laid out for a chart ``width_px`` wide."""
+    from pcd.viz.objective import objective_space_figure
+
+    space = objective_space(saddle_problem(), saddle())
+    fig = objective_space_figure(space, log=log, plot_height=max(150, int(height) - 90), width_px=width_px,
+                                 legend=legend)
+    extra = int(fig.layout.height) - int(height)  # the legend's rows: taken off the plot, the panel as tall as the map
+    if extra > 0:
+        fig = objective_space_figure(space, log=log, plot_height=max(150, int(height) - 90 - extra),
+                                     width_px=width_px, legend=legend)
+    return fig
+
+
+@st.cache_resource(show_spinner=False)
+def saddle_inset(width_px: float, height: int, text_scale: float = 1.0) -> Any:
+    """Step 2's gradient inset (start S1; PCD, weighted sum, MGDA) as a chart of its own on the map's
+    frames (:func:`pcd.viz.teaching.inset_figure`)."""
+    from pcd.viz.teaching import inset_figure
+
+    prob, res = saddle_problem(), saddle()
+    shown = [m for m in SADDLE_INSET if m in res.methods]
+    return inset_figure(trajectory_gradients(prob, res, 0, methods=shown), saddle_frames(), width_px=width_px,
+                        height=height, text_scale=text_scale)
 
 
 @st.cache_resource(show_spinner=False)
@@ -110,3 +156,39 @@ def tau_curves() -> tuple[Any, np.ndarray | None]:
     records = synthetic.tau_sweep(tau_page.PROBLEM, taus=list(tau_page.TAUS), lr=tau_page.LR, budgets=list(tau_page.BUDGETS))
     front = problems.named(tau_page.PROBLEM).pareto_front(200)
     return records, None if front is None else np.asarray(front)
+
+
+@st.cache_resource(show_spinner=False)
+def tau_space() -> dict[str, Any]:
+    """Step 7, animated: PCD for every τ of the τ dial (its problem, starts, lr; one batched run of the
+    largest budget, :func:`pcd.experiments.animation.tau_budget_run`, the GIF export's) in objective
+    space -- each τ's losses, mean over the starts as the step's trade-off figure plots them, on the
+    problem's Pareto front (:func:`pcd.studio.toy.objective_space`), coloured on the export's τ ramp."""
+    from pcd.experiments.animation import tau_budget_run
+    from pcd.viz.export import tau_colors
+
+    taus = list(tau_page.TAUS)
+    res = tau_budget_run(tau_page.PROBLEM, taus, tau_page.BUDGETS, tau_page.LR)
+    space = objective_space(problems.named(tau_page.PROBLEM), res)
+    space["losses"] = np.asarray(space["losses"]).mean(axis=1, keepdims=True)  # [M, 1, T, 2]: over the starts
+    space["verdicts"] = [[""] for _ in res.methods]  # no end labels: the trade-off figure beside it names the τ
+    space["labels"] = {m: f"τ = {t:g}" for m, t in zip(res.methods, taus)}
+    space["colors"] = {m: "#{:02x}{:02x}{:02x}".format(*c) for m, c in zip(res.methods, tau_colors(taus))}
+    return space
+
+
+def tau_frames() -> list[str]:
+    """Step 7's animation frames: the recorded steps of :func:`tau_space`'s run."""
+    return [str(int(k)) for k in tau_space()["record"]]
+
+
+@st.cache_resource(show_spinner=False)
+def tau_objective(height: int, width_px: float) -> Any:
+    """Step 7's animated panel: :func:`tau_space` played from step 0 to the largest budget (linear
+    axes, as the trade-off figure), ``height`` px tall, no legend (the colour ramp runs from τ = 0,
+    dark violet, to τ = 1, yellow; hover names each)."""
+    from pcd.viz.objective import objective_space_figure
+
+    fig = objective_space_figure(tau_space(), log=False, plot_height=max(150, int(height) - 90), width_px=width_px,
+                                 legend=False)
+    return fig.update_layout(height=int(height))

@@ -24,6 +24,7 @@ PROBLEM, METHODS = "saddle2d", ("pcd", "ws", "mgda", "pcgrad", "cagrad", "famo")
 TAU, OPT, LR, STEPS = 0.02, "adam", 0.02, 1000
 INSET_START, WIDTH = 0, "medium"  # the inset at S1; the map laid out for a 1280-1440 px window
 OBJ_LOG = True  # the objective-space panel on log axes (exact zeros drawn at the floor)
+OBJ_SIDE_PX = 400.0  # the panel's width beside the map (presenter mode: pcd.ui.figure_row)
 
 
 def make_problem(name: str, primary: str | None = None, secondary: str | None = None,
@@ -286,16 +287,29 @@ def toy_map(key: tuple, _prob: Any, _res: Any, _bg: Any, inset_start: int | None
 
 
 @st.cache_resource(show_spinner=False, max_entries=32)
-def toy_objective(key: tuple, _prob: Any, _res: Any, _bg: Any, log: bool, width: str) -> Any:
+def toy_objective(key: tuple, _prob: Any, _res: Any, _bg: Any, log: bool, width: str, legend: bool = True) -> Any:
     """The page's objective-space panel (:func:`pcd.viz.objective.objective_space_figure` of
     :func:`objective_space`), on the map's frames, its legend laid out for the page's
-    width class (as the map's), serialized once."""
+    width class (as the map's; ``legend=False``: none, beside the map), serialized once."""
     from pcd.viz.objective import objective_space_figure
     from pcd.viz.theme import frozen
     from pcd.viz.toy import TOY_CHART_PX, TOY_FRAMES
 
     space = objective_space(_prob, _res, _bg["grid"])
-    return frozen(objective_space_figure(space, log=log, max_frames=TOY_FRAMES, width_px=TOY_CHART_PX[width]))
+    return frozen(objective_space_figure(space, log=log, max_frames=TOY_FRAMES, legend=legend,
+                                         width_px=TOY_CHART_PX[width] if legend else OBJ_SIDE_PX))
+
+
+@st.cache_resource(show_spinner=False, max_entries=8)
+def toy_inset(key: tuple, _prob: Any, _res: Any, start: int, frames: tuple[str, ...]) -> Any:
+    """Presenter mode: the gradient inset of start ``start`` as a chart of its own under the map
+    (:func:`pcd.viz.teaching.inset_figure`, one row of panels, text 1.2 times larger), on the map's
+    ``frames``, serialized once."""
+    from pcd.viz.teaching import inset_figure
+    from pcd.viz.theme import frozen
+
+    return frozen(inset_figure(trajectory_gradients(_prob, _res, int(start)), list(frames), width_px=1200.0,
+                               height=280, text_scale=1.2))
 
 
 @st.cache_resource(show_spinner=False, max_entries=32)

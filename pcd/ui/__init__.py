@@ -18,7 +18,18 @@ from __future__ import annotations
 
 from pcd.ui.downloads import download_csv, download_figure, download_gif, download_json, download_row, png_export
 from pcd.ui.embed import HIDE_PARTS, MAX_HIDE, hidden_parts, hide_css, parse_hide
-from pcd.ui.page import APP_TITLE, FAVICON, LOGO, claim, figure_grid, page_link, settings_panel, setup_page, show_error
+from pcd.ui.page import (
+    APP_TITLE,
+    FAVICON,
+    LOGO,
+    claim,
+    figure_grid,
+    figure_row,
+    page_link,
+    settings_panel,
+    setup_page,
+    show_error,
+)
 from pcd.ui.preload import plotly_chunk, preload_plotly
 from pcd.ui.presenter import PRESENT_PARAM, presenter_mode
 from pcd.ui.url_state import url_default, url_json, url_sync, url_tabs
@@ -26,7 +37,7 @@ from pcd.ui.widgets import method_picker, param_widget
 
 __all__ = [
     "APP_TITLE", "FAVICON", "HIDE_PARTS", "LOGO", "MAX_HIDE", "PRESENT_PARAM",
-    "claim", "download_csv", "download_figure", "download_gif", "download_json", "download_row", "figure_grid",
+    "claim", "download_csv", "download_figure", "download_gif", "download_json", "download_row", "figure_grid", "figure_row",
     "hidden_parts", "hide_css", "method_picker", "page_link", "param_widget", "parse_hide", "plotly_chunk",
     "png_export", "preload_plotly", "presenter_mode", "settings_panel", "setup_page", "show_error",
     "url_default", "url_json", "url_sync", "url_tabs",

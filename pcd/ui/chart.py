@@ -23,7 +23,8 @@ are ``pcd/ui/static/chart.js``, ``plotly_loader.js`` and ``chart.css``):
 * a figure with a box plot, a heatmap or a contour (no WebGL) is drawn with the *cartesian* bundle
   (``static/plotly-cartesian.min.js``, 1.5 MB, same version), loaded only when such a figure is on
   the page (:func:`bundle_for` picks the smallest bundle); a figure with another trace type
-  (WebGL, tables, maps) is handed to ``st.plotly_chart`` unchanged (same look: ``theme=None``).
+  (WebGL, tables, maps) is handed to ``st.plotly_chart`` unchanged (same look: ``theme=None``; in presenter
+  mode with the same larger type, :func:`present_fonts`).
 
 The bundle is served by Streamlit's static file serving (``static/plotly-basic.min.js`` next to
 ``app.py``; ``server.enableStaticServing = true`` in ``.streamlit/config.toml``). When it cannot be
@@ -95,6 +96,41 @@ def bundle_src(bundle: str = "basic") -> str | None:
     return url if serving and path.is_file() else None
 
 
+def _scale_fonts(o: Any, k: float, depth: int = 0) -> None:
+    if depth > 8:
+        return
+    if isinstance(o, list):
+        for v in o:
+            _scale_fonts(v, k, depth + 1)
+    elif isinstance(o, dict):
+        for name, v in o.items():
+            if isinstance(v, dict) and name.lower().endswith("font") and isinstance(v.get("size"), (int, float)):
+                v["size"] = round(v["size"] * k, 1)
+            _scale_fonts(v, k, depth + 1)
+
+
+def present_fonts(fig: Any, k: float) -> Any:
+    """A copy of ``fig`` with every font of its layout (axes, titles, legend, the annotations placed
+    on the paper such as subplot titles; not the labels placed on the data, laid out for their own
+    sizes) ``k`` times larger: presenter mode's type for a chart Streamlit
+    draws (``st.plotly_chart``: WebGL traces, tables) -- the rule ``static/chart.js`` (presentFonts)
+    applies in the browser to the studio's own charts."""
+    import plotly.graph_objects as go
+
+    lay = fig.layout.to_plotly_json()
+    anns = lay.pop("annotations", None)
+    _scale_fonts(lay, float(k))
+    for a in anns or []:  # placed on the paper (subplot titles): scaled; placed on the data (labels): as laid out
+        if a.get("xref") == "paper" and a.get("yref") == "paper":
+            _scale_fonts({"font": a.get("font")}, float(k))
+    font = lay.setdefault("font", {})
+    if not isinstance(font.get("size"), (int, float)):
+        font["size"] = round(12 * float(k), 1)  # Plotly's default, 12 px
+    if anns is not None:
+        lay["annotations"] = anns
+    return go.Figure(data=fig.data, layout=lay, frames=fig.frames, skip_invalid=True)
+
+
 def plotly_chart(fig: Any, key: str, *, click: bool | str = False, config: dict | None = None) -> None:
     """Draw the Plotly figure ``fig`` (see the module docstring). ``key``: the widget key (the
     chart's container gets the class ``st-key-<key>``). ``click=True``: a click on a data point is
@@ -106,6 +142,8 @@ def plotly_chart(fig: Any, key: str, *, click: bool | str = False, config: dict 
     config = {"displaylogo": False, **(config or {})}
     bundle = bundle_for(fig)
     if bundle is None:
+        if presenter_mode():
+            fig = present_fonts(fig, PRESENT_FIT["font"])
         if click:
             st.plotly_chart(fig, theme=None, key=key, config=config, on_select="rerun", selection_mode="points")
         else:

@@ -3,11 +3,13 @@ title, presenter-mode toggle, ``?hide=``), and the page's fixed parts -- the set
 published claim, an error box, a link to another page. Only presentation lives here -- no math."""
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 import streamlit as st
 
+from pcd import _validate as V
 from pcd.ui._assets import style
 from pcd.ui.embed import hidden_parts, hide_css
 from pcd.ui.preload import preload_for_page
@@ -116,6 +118,22 @@ def figure_grid(count: int, key: str, per_row: int = 3) -> list[Any]:
         raise ValueError(f"figure_grid needs count >= 0 and per_row >= 1, got {count} and {per_row}")
     box = st.container(key=f"pcd_grid_{key}")
     return [c for _ in range(-(-count // per_row)) for c in box.columns(per_row)][:count]
+
+
+def figure_row(key: str, weights: Sequence[float] = (1.5, 1.0)) -> list[Any]:
+    """Containers side by side for figures that belong together (the toy map and the same runs in
+    objective space), one per ``weights`` entry, each taking that share of the row's width: the row
+    stays side by side in presenter mode too (where a lone figure takes the whole row), and wraps
+    one under the other only where a cell would be narrower than 360 px (an 800-px window). The
+    cells are keyed ``pcd_side_<key>_<i>`` (the row ``pcd_side_<key>``; ``static/page.css``)."""
+    w = [V.number(x, "weight", low=0.1, high=10.0) for x in weights]
+    if not w:
+        raise ValueError("figure_row needs at least one weight")
+    rule = " ".join(f".st-key-pcd_side_{key} > :nth-child({i + 1}) {{flex-grow: {x:g} !important;}}"
+                    for i, x in enumerate(w))
+    st.markdown(f"<style>{rule}</style>", unsafe_allow_html=True)
+    row = st.container(horizontal=True, wrap=True, gap="medium", key=f"pcd_side_{key}")
+    return [row.container(key=f"pcd_side_{key}_{i}") for i in range(len(w))]
 
 
 def claim(paper: str, here: str | None = None, note: str | None = None) -> None:

@@ -83,7 +83,7 @@ def basin_figure(res: Any, methods: Sequence[str] | None = None, columns: int = 
         raise ValueError(f"basin_figure: columns must be in [1, 8], got {columns}")
     cols = min(columns, len(names))
     rows = -(-len(names) // cols)
-    titles = [f"<b>{method_label(m)}</b><br><span style='font-size:11px'>{fractions_text(res.fractions(m))}</span>"
+    titles = [f"<b>{method_label(m)}</b><br><span style='font-size:0.8em'>{fractions_text(res.fractions(m))}</span>"
               for m in names]
     fig = make_subplots(rows=rows, cols=cols, subplot_titles=titles, horizontal_spacing=0.04,
                         vertical_spacing=0.16 / max(rows, 1) + 0.06, shared_yaxes=False)

@@ -35,44 +35,61 @@ def _fmt(v: Any) -> str:
     return "0" if v == 0 else f"{v:.1e}"
 
 
-def properties_figure(table: dict[str, dict[str, Any]]) -> go.Figure:
+def properties_figure(table: dict[str, dict[str, Any]], columns: int = 1, height: int | None = None) -> go.Figure:
     """A table: one row per method, one column per property with ✓/✗ and the worst violation,
-    plus the paper's verdict for the three JD properties where the paper lists the method."""
+    plus the paper's verdict for the three JD properties where the paper lists the method.
+
+    ``columns=2`` (a projector): the methods split over two tables side by side, every cell on one
+    line; with ``height`` (px) the rows share that height (at least 22 px each), so the whole table
+    is on one screen."""
     if not isinstance(table, dict) or not table:
         raise ValueError("properties table must be a non-empty {method: report} dict")
+    if columns not in (1, 2):
+        raise ValueError(f"columns must be 1 or 2, got {columns!r}")
     props = list(PROPERTY_LABELS)
     for name, rep in table.items():
         missing = [p for p in props + ["worst_violation"] if p not in rep]
         if missing:
             raise ValueError(f"report for {name!r} lacks {missing}")
     names = list(table)
-    cols: list[list[str]] = [[method_label(n) for n in names]]
-    fills: list[list[str]] = [["white"] * len(names)]
-    for p in props:
-        cols.append([f"{'✓' if table[n][p] else '✗'}<br>{_fmt(table[n]['worst_violation'][p]['value'])}"
-                     for n in names])
-        fills.append([_YES if table[n][p] else _NO for n in names])
-    paper = []
-    for n in names:
-        pp = table[n].get("paper")
-        paper.append("—" if not pp else " / ".join("✓" if pp[k] else "✗" for k in
-                                                   ("non_conflicting", "linear_under_scaling", "weighted")))
-    cols.append(paper)
-    fills.append(["white"] * len(names))
-    # Every row is two lines (mark, then value) and the headers break at their own hyphens and
-    # spaces, so the rows keep one height from 1440 px down to 800 px (a Plotly table whose rows wrap
-    # grows past the figure's height and hides its last rows).
+    sep = " " if columns == 2 else "<br>"
+    # Every row is two lines (mark, then value; one line in two columns) and the headers break at their
+    # own hyphens and spaces, so the rows keep one height from 1440 px down to 800 px (a Plotly table
+    # whose rows wrap grows past the figure's height and hides its last rows).
     heads = (["method"] + [PROPERTY_LABELS[p].replace("-", "-<br>").replace(" ", "<br>") for p in props]
-             + ["paper<br>(NC / LS / W)"])
-    fig = go.Figure(go.Table(
-        columnwidth=[1.1] + [1.0] * len(props) + [1.0],
-        header=dict(values=[f"<b>{h}</b>" for h in heads], fill_color=theme.HEADER_FILL, align="left",
-                    font=dict(size=12), height=_HEAD_PX),
-        cells=dict(values=cols, fill_color=fills, align="left", height=_ROW_PX,
-                   font=dict(size=13, color=[[method_color(n) for n in names]] + [[theme.INK] * len(names)] * (len(cols) - 1))),
-    ))
+             + ["paper<br>(NC / LS / W)" if columns == 1 else "paper<br>NC/LS/W"])
     lines = max(h.count("<br>") + 1 for h in heads)
-    fig.update_layout(**base_layout(None, height=20 + max(_HEAD_PX, 18 * lines + 12) + (_ROW_PX + 1) * len(names)))
+    head_px = max(_HEAD_PX, 18 * lines + 12)
+    per = -(-len(names) // columns)
+    row_px = _ROW_PX if columns == 1 else 26
+    if height is not None:
+        row_px = max(22, int((int(height) - 20 - head_px) / per) - 1)
+    fig = go.Figure()
+    for c in range(columns):
+        part = names[c * per:(c + 1) * per]
+        cols: list[list[str]] = [[method_label(n) for n in part]]
+        fills: list[list[str]] = [["white"] * len(part)]
+        for p in props:
+            cols.append([f"{'✓' if table[n][p] else '✗'}{sep}{_fmt(table[n]['worst_violation'][p]['value'])}"
+                         for n in part])
+            fills.append([_YES if table[n][p] else _NO for n in part])
+        paper = []
+        for n in part:
+            pp = table[n].get("paper")
+            paper.append("—" if not pp else (" / " if columns == 1 else "/").join("✓" if pp[k] else "✗" for k in
+                                                       ("non_conflicting", "linear_under_scaling", "weighted")))
+        cols.append(paper)
+        fills.append(["white"] * len(part))
+        lo, hi = c / columns, (c + 1) / columns
+        fig.add_trace(go.Table(
+            domain=dict(x=[lo + (0.01 if c else 0.0), hi - (0.01 if c < columns - 1 else 0.0)]),
+            columnwidth=[1.1, *[1.0] * len(props), 1.0] if columns == 1 else [1.3, *[1.0] * len(props), 0.8],
+            header=dict(values=[f"<b>{h}</b>" for h in heads], fill_color=theme.HEADER_FILL, align="left",
+                        font=dict(size=12), height=_HEAD_PX),
+            cells=dict(values=cols, fill_color=fills, align="left", height=row_px,
+                       font=dict(size=13, color=[[method_color(n) for n in part]] + [[theme.INK] * len(part)] * (len(cols) - 1))),
+        ))
+    fig.update_layout(**base_layout(None, height=20 + head_px + (row_px + 1) * per))
     fig.update_layout(margin=dict(l=5, r=5, t=5, b=5))
     return fig
 

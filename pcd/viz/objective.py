@@ -15,24 +15,26 @@ import numpy as np
 
 from pcd.viz import theme
 from pcd.viz.landscape import fit_legend, frame_index, log_shift, path_so_far
-from pcd.viz.theme import base_layout, figure_from_spec, method_color, method_label, method_style, rgba
+from pcd.viz.theme import base_layout, figure_from_spec, method_style, rgba
 
 FLOOR = 1e-12  # a log axis draws an exact zero here (as the loss chart does)
 
 
 def objective_space_figure(space: dict[str, Any], *, log: bool = True, plot_height: int = 360,
                            width_px: float = 900.0, max_frames: int | None = None, animate: bool = True,
-                           floor: float = FLOOR) -> Any:
+                           floor: float = FLOOR, legend: bool = True) -> Any:
     """The (f1, f2) plane of :func:`pcd.experiments.toy.objective_space`: the Pareto front (dashed; said
     when it is numerical), the point where both objectives are optimal (star), each method's path
     -- drawn as far as the frame shown, as on the map (:func:`pcd.viz.landscape.path_so_far`) --
     and its current points (one animated trace of heads), and at the last frame each group of end
     points with its verdict (Pareto-stationary, dominated by ...). Frames are named by the recorded
     step and spread as the map's (:func:`pcd.viz.landscape.frame_index` with ``max_frames``).
-    ``log``: both axes logarithmic, values shown as ``f - min(0, min f)`` with exact zeros at
-    ``floor`` (the x axis' title says so); else linear, the raw losses. ``plot_height``: of the plot
+    ``space["labels"]`` / ``space["colors"]`` (optional, ``{name: text}``): the runs' own names and
+    colours (e.g. one PCD per τ), else each method's. ``log``: both axes logarithmic, values shown
+    as ``f - min(0, min f)`` with exact zeros at ``floor`` (the x axis' title says so); else linear, the raw losses. ``plot_height``: of the plot
     area; the legend under it gets the rows it needs at a chart ``width_px`` wide
-    (:func:`pcd.viz.landscape.fit_legend`). ``animate=False``: the last
+    (:func:`pcd.viz.landscape.fit_legend`); ``legend=False``: none (beside a map whose legend names
+    the same methods in the same colours). ``animate=False``: the last
     frame as a still. The end markers (``meta="end"``) and verdicts (annotations named ``"end
     label"``) start hidden when animated: the page's frame controls show them at the last frame."""
     L = np.asarray(space["losses"], dtype=np.float64)
@@ -46,6 +48,14 @@ def objective_space_figure(space: dict[str, Any], *, log: bool = True, plot_heig
     front = np.asarray(space["front"], dtype=np.float64).reshape(-1, 2)
     optimum = None if space.get("optimum") is None else np.asarray(space["optimum"], dtype=np.float64)
     names = list(space.get("names") or ("f1", "f2"))[:2]
+    labels, colors = dict(space.get("labels") or {}), dict(space.get("colors") or {})
+
+    def method_label(m: str) -> str:  # a run's own names and colours (e.g. one PCD per τ), else the method's
+        return str(labels.get(m, theme.method_label(m)))
+
+    def method_color(m: str) -> str:
+        return str(colors.get(m, theme.method_color(m)))
+
     animate = bool(animate and T >= 2)
     shifts = np.array([log_shift(np.r_[L[..., k].ravel(), front[:, k], [] if optimum is None else [optimum[k]]])
                        for k in range(2)]) if log else np.zeros(2)
@@ -110,7 +120,9 @@ def objective_space_figure(space: dict[str, Any], *, log: bool = True, plot_heig
         if not log:
             return names[k]
         shifted = names[k] + (f" − ({shifts[k]:.3g})" if shifts[k] < 0 else "")
-        return shifted + (f"  (log axes: 0 drawn at {floor:g})" if k == 0 else "  (log)")
+        return shifted + ((f"{sep}(log axes: 0 drawn at {floor:g})") if k == 0 else "  (log)")
+
+    sep = "<br>" if width_px < 700 else "  "  # a narrow panel (beside the map): the x title on two lines
 
     def span(k: int) -> list[float]:  # fixed ranges: every frame fits, and the labels never stretch the axes
         v = np.r_[P[..., k].ravel(), shown(front)[:, k] if len(front) else [], [] if optimum is None else
@@ -125,13 +137,17 @@ def objective_space_figure(space: dict[str, Any], *, log: bool = True, plot_heig
     xr, yr = span(0), span(1)
     layout["xaxis"] = dict(axis, title=dict(text=title(0)), range=xr)
     layout["yaxis"] = dict(axis, title=dict(text=title(1)), range=yr)
-    layout["margin"] = dict(l=70, r=20, t=30, b=60)
+    layout["margin"] = dict(l=70, r=20, t=30, b=60 + (20 if log and sep == "<br>" else 0))
     layout["legend"] = dict(layout["legend"], orientation="h", yanchor="bottom", y=0.0, yref="container",
                             xanchor="left", x=0.0)
-    layout["annotations"] = _verdict_labels(P[:, :, -1], methods, verdicts, log, animate, xr, yr)
+    layout["annotations"] = _verdict_labels(P[:, :, -1], methods, verdicts, log, animate, xr, yr, method_label,
+                                            method_color)
     layout["meta"] = {"numerical": bool(space.get("numerical"))}  # the page's caption says which front it is
     spec: dict[str, Any] = {"data": traces, "layout": layout}
-    fit_legend(spec, width_px, axis_px=70.0)  # the bottom margin holds the x axis and the legend's rows
+    if legend:
+        fit_legend(spec, width_px, axis_px=70.0)  # the bottom margin holds the x axis and the legend's rows
+    else:
+        layout["showlegend"] = False
     layout["height"] = int(plot_height + layout["margin"]["t"] + layout["margin"]["b"])
     if animate:
         spec["frames"] = []
@@ -166,10 +182,12 @@ def _short_verdict(verdicts: Sequence[str]) -> str:
 
 
 def _verdict_labels(ends: np.ndarray, methods: list[str], verdicts: list[list[str]], log: bool,
-                    hidden: bool, xr: list[float], yr: list[float]) -> list[dict]:
+                    hidden: bool, xr: list[float], yr: list[float], method_label: Any = theme.method_label,
+                    method_color: Any = theme.method_color) -> list[dict]:
     """One label per verdict (the methods whose every end point has it) with a line to their mean end
     point, placed by :func:`pcd.viz.labels.place` in data units clear of every end point and of the
-    other labels on each plot size of :data:`OBJECTIVE_PLOT_SIZES` (the full verdict on hover)."""
+    other labels on each plot size of :data:`OBJECTIVE_PLOT_SIZES` (the full verdict on hover);
+    ``method_label`` / ``method_color``: the runs' names and colours (the lesson's τ runs are not methods)."""
     from pcd.viz.labels import RINGS, place, plots_for, text_size
 
     groups: dict[str, list[int]] = {}  # methods with the same short verdict share one label

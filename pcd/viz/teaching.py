@@ -18,6 +18,7 @@ from typing import Any
 import numpy as np
 import plotly.graph_objects as go
 
+from pcd import _validate as V
 from pcd.viz import theme
 from pcd.viz.theme import base_layout, figure_from_spec, method_color, method_label, objective_color, rgba
 
@@ -25,6 +26,7 @@ ARROW = 0.9          # the scale circle's radius in panel units (a panel spans [
 # text blocks around the panels (px): a title (13 px), three lines of numbers (11 px; "‖g₁‖ 6.39  ‖g₂‖ 1" is
 # ~112 px wide in Chromium), the two-line caption (12 px)
 TITLE_PX, NUMBERS_PX, CAPTION_PX, NUMBERS_W_PX = 18, 54, 36, 122
+_TEXT_PX = (TITLE_PX, NUMBERS_PX, CAPTION_PX, NUMBERS_W_PX)
 # The chart width the layout assumes: a 1400-px window with the sidebar open (a wider chart -- no
 # sidebar, presenter mode -- only leaves more room; a narrower one would let the numbers touch).
 PAGE_W_PX = 880
@@ -109,24 +111,26 @@ def below_inset_height_px(n_methods: int, cols: int = 3) -> float:
     return rows * (TITLE_PX + NUMBERS_PX + 12 + 2.0 * BELOW_U_PX) + CAPTION_PX
 
 
-def _geometry(P: int, cols: int, plot_h: float, plot_w: float) -> dict[str, Any]:
+def _geometry(P: int, cols: int, plot_h: float, plot_w: float, k: float = 1.0) -> dict[str, Any]:
     """Panel pitch and text offsets (in panel units) so that the titles and numbers, whose size is
     fixed in pixels, fit around panels of ``P`` methods in ``cols`` columns drawn in a plot area of
-    ``plot_h x plot_w`` pixels (the axes keep a 1:1 aspect, so the tighter side decides)."""
+    ``plot_h x plot_w`` pixels (the axes keep a 1:1 aspect, so the tighter side decides). ``k``: the
+    text's size, times the default (a projector's larger type needs larger text blocks)."""
     rows = (P + cols - 1) // cols
-    extra = TITLE_PX + NUMBERS_PX + 6
-    u = max(22.0, (plot_h - rows * extra - CAPTION_PX) / (2.0 * rows))
+    title_px, numbers_px, caption_px, numbers_w_px = (k * v for v in _TEXT_PX)
+    extra = title_px + numbers_px + 6
+    u = max(22.0, (plot_h - rows * extra - caption_px) / (2.0 * rows))
     for _ in range(3):  # the width may be the tighter side: shrink u until the columns fit
-        dx = max(2.25, NUMBERS_W_PX / u + 0.1)
-        u_w = plot_w / ((cols - 1) * dx + max(2.3, NUMBERS_W_PX / u))
+        dx = max(2.25, numbers_w_px / u + 0.1)
+        u_w = plot_w / ((cols - 1) * dx + max(2.3, numbers_w_px / u))
         if u_w >= u:
             break
         u = max(22.0, u_w)
-    dx = max(2.25, NUMBERS_W_PX / u + 0.1)
+    dx = max(2.25, numbers_w_px / u + 0.1)
     dy = 2.0 + extra / u
-    half_w = max(1.15, NUMBERS_W_PX / (2 * u))
+    half_w = max(1.15, numbers_w_px / (2 * u))
     xr = [-half_w, (cols - 1) * dx + half_w]
-    yr = [-(rows - 1) * dy - 1.0 - (NUMBERS_PX + 6 + CAPTION_PX) / u, 1.0 + (TITLE_PX + 2) / u]
+    yr = [-(rows - 1) * dy - 1.0 - (numbers_px + 6 + caption_px) / u, 1.0 + (title_px + 2) / u]
     return {"dx": dx, "dy": dy, "title": 1.0 + 2.0 / u, "numbers": 1.0 + 3.0 / u, "xr": xr, "yr": yr}
 
 
@@ -148,9 +152,10 @@ def _vector_xy(vecs: np.ndarray, centers: np.ndarray, scale: float) -> tuple[np.
 
 
 def _panels(grads: dict[str, Any], names: Sequence[str], cols: int, scale: float, t_of: Any,
-            xref: str, yref: str, geom: dict[str, Any]) -> tuple[list[dict], Any, list[dict], list[dict]]:
+            xref: str, yref: str, geom: dict[str, Any], k: float = 1.0) -> tuple[list[dict], Any, list[dict], list[dict]]:
     """Static shapes/annotations and the animated traces (and a function giving their data at a
-    frame) for panels of ``names``; ``t_of(name, frame)`` maps a figure frame to the record row."""
+    frame) for panels of ``names``; ``t_of(name, frame)`` maps a figure frame to the record row;
+    ``k``: text size, times the default (as given to :func:`_geometry`)."""
     P = len(names)
     centers = _panel_centers(P, cols, geom)
     K = next(iter(grads["methods"].values()))["g"].shape[1]
@@ -164,7 +169,7 @@ def _panels(grads: dict[str, Any], names: Sequence[str], cols: int, scale: float
         g = grads["methods"][name]
         annotations.append(dict(x=cx, y=cy + geom["title"], xref=xref, yref=yref, showarrow=False, yanchor="bottom",
                                 text=f"<b>{method_label(name)}</b>" + ("" if g["exact"] else " (d ≈ w·J)"),
-                                font=dict(size=13, color=method_color(name))))
+                                font=dict(size=round(13 * k, 1), color=method_color(name))))
 
     def vec_trace(color: str, width: float, label: str, legend: bool) -> dict:
         size = np.tile([0.0, 11.0 + width, 0.0], P).tolist()
@@ -178,7 +183,7 @@ def _panels(grads: dict[str, Any], names: Sequence[str], cols: int, scale: float
     traces += [vec_trace(method_color(name), 3.5, f"d ({method_label(name)})", False) for name in names]
     traces.append(dict(type="scatter", mode="text", xaxis=xref, yaxis=yref, showlegend=False, hoverinfo="skip",
                        x=centers[:, 0].astype(np.float32), y=(centers[:, 1] - geom["numbers"]).astype(np.float32),
-                       textposition="bottom center", textfont=dict(size=11, color=theme.INK),
+                       textposition="bottom center", textfont=dict(size=round(11 * k, 1), color=theme.INK),
                        text=[""] * P, cliponaxis=False, name="inset numbers"))
 
     def data_at(frame: int) -> list[dict]:
@@ -199,7 +204,8 @@ def _panels(grads: dict[str, Any], names: Sequence[str], cols: int, scale: float
 
 def add_gradient_inset(fig: go.Figure, grads: dict[str, Any], methods: Sequence[str] | None = None,
                        map_fraction: float = 0.58, cols: int | None = None, scale: float | None = None,
-                       placement: str = "side", width_px: float | None = None, spec_only: bool = False) -> Any:
+                       placement: str = "side", width_px: float | None = None, spec_only: bool = False,
+                       text_scale: float = 1.0) -> Any:
     """The toy map ``fig`` (from :func:`pcd.viz.landscape.landscape_figure`) with the gradient inset
     beside it: per method a panel with g1, g2 (, g3) and the method's step d at the current frame
     of start ``grads["start"]``, to one fixed scale (``scale``, default :func:`inset_scale`), and
@@ -212,11 +218,14 @@ def add_gradient_inset(fig: go.Figure, grads: dict[str, Any], methods: Sequence[
 
     ``placement="side"``: the panels right of the map (``map_fraction`` of the width is the map);
     ``"below"``: under the map, full width, three panels a row (a narrow window: the side panels'
-    numbers would touch). ``width_px``: the chart width the panel geometry assumes
-    (default :data:`PAGE_W_PX`, or :data:`NARROW_W_PX` below).
+    numbers would touch); ``"alone"``: the whole plot area (``fig`` holds no map: :func:`inset_figure`).
+    ``width_px``: the chart width the panel geometry assumes (default :data:`PAGE_W_PX`, or
+    :data:`NARROW_W_PX` below). ``text_scale``: the titles and numbers that many times their
+    default size, the panels laid out for it (a projector, :func:`inset_figure`).
     """
-    if placement not in ("side", "below"):
-        raise ValueError(f"placement must be 'side' or 'below', got {placement!r}")
+    if placement not in ("side", "below", "alone"):
+        raise ValueError(f"placement must be 'side', 'below' or 'alone', got {placement!r}")
+    k = V.number(text_scale, "text_scale", low=0.5, high=3.0)
     if not isinstance(fig, (go.Figure, dict)):
         raise ValueError("add_gradient_inset needs the go.Figure (or spec) of landscape_figure")
     if not isinstance(grads, dict) or "methods" not in grads or "steps" not in grads:
@@ -254,12 +263,14 @@ def add_gradient_inset(fig: go.Figure, grads: dict[str, Any], methods: Sequence[
     if placement == "side":
         plot_w *= 1.0 - float(map_fraction) - gap
         below = 0.0
+    elif placement == "alone":
+        below = 0.0
     else:  # the map keeps its aspect on top; the inset gets what its rows need, from the bottom
         below = min(0.75, below_inset_height_px(len(names), cols) / plot_h)
         plot_h *= below
         map_gap = min(0.11, 60.0 / max(plot_h / below, 1.0))  # ~60 px between the map's x axis and the inset
-    geom = _geometry(len(names), cols, plot_h, plot_w)
-    traces, data_at, shapes, annotations = _panels(grads, names, cols, scale, lambda nm, t: t, "x2", "y2", geom)
+    geom = _geometry(len(names), cols, plot_h, plot_w, k)
+    traces, data_at, shapes, annotations = _panels(grads, names, cols, scale, lambda nm, t: t, "x2", "y2", geom, k)
     t0 = 0 if frames else last
     first = data_at(t0)
     for tr, d in zip(traces, first):
@@ -278,6 +289,11 @@ def add_gradient_inset(fig: go.Figure, grads: dict[str, Any], methods: Sequence[
         lay["xaxis2"] = dict(hidden, domain=[float(map_fraction) + gap, 1.0], range=xr, anchor="y2")
         lay["yaxis2"] = dict(hidden, domain=[0.0, 1.0], range=yr, anchor="x2", scaleanchor="x2", scaleratio=1,
                              constrain="domain")
+    elif placement == "alone":
+        lay["xaxis"], lay["yaxis"] = dict(hidden), dict(hidden)
+        lay["xaxis2"] = dict(hidden, domain=[0.0, 1.0], range=xr, anchor="y2")
+        lay["yaxis2"] = dict(hidden, domain=[0.0, 1.0], range=yr, anchor="x2", scaleanchor="x2", scaleratio=1,
+                             constrain="domain")
     else:
         lay.setdefault("xaxis", {})["domain"] = [0.0, 1.0]
         lay.setdefault("yaxis", {})["domain"] = [below + map_gap, 1.0]
@@ -287,18 +303,42 @@ def add_gradient_inset(fig: go.Figure, grads: dict[str, Any], methods: Sequence[
     lay["shapes"] = list(lay.get("shapes", [])) + shapes
     lay["annotations"] = list(lay.get("annotations", [])) + annotations + [dict(
         x=xr[0], y=yr[0], xref="x2", yref="y2", xanchor="left", yanchor="bottom", showarrow=False,
-        font=dict(size=12, color=theme.MUTED),
+        font=dict(size=round(12 * k, 1), color=theme.MUTED),
         text=f"gradients at the current step, start S{grads['start'] + 1}<br>one fixed scale: circle = {scale:.3g}")]
     return spec if spec_only else figure_from_spec(spec)
 
 
+def inset_figure(grads: dict[str, Any], frames: Sequence[Any] | None = None, methods: Sequence[str] | None = None,
+                 width_px: float = 1200.0, height: int = 300, cols: int | None = None,
+                 text_scale: float = 1.0) -> Any:
+    """The gradient inset of :func:`add_gradient_inset` as a figure of its own, animated on the
+    map's ``frames`` (their names: recorded steps of ``grads``) -- the chart a page shows under a
+    map drawn without its inset (presenter mode: the map and the objective-space panel side by side
+    on the first screen, the inset folded below them), played by the same frame controls
+    (:func:`pcd.ui.controls.frame_controls`, ``follow``). One row of panels by default
+    (``cols`` = every method), laid out for a chart ``width_px`` wide and ``height`` tall with text
+    ``text_scale`` times its default size; the legend names g₁, g₂ (, g₃) under it. ``frames=None``:
+    a still of the last recorded step."""
+    height = int(V.number(height, "height", low=150, high=3000))
+    names = list(grads.get("methods", {})) if isinstance(grads, dict) and methods is None else list(methods or [])
+    spec: dict[str, Any] = {"data": [], "layout": base_layout(height=height),
+                            "frames": [{"name": str(f), "data": [], "traces": []} for f in (frames or [])]}
+    spec["layout"]["margin"] = dict(l=10, r=10, t=10, b=40)
+    spec["layout"]["legend"] = dict(orientation="h", yanchor="bottom", y=0.0, yref="container", xanchor="right", x=1.0,
+                                    bgcolor="rgba(255,255,255,0.7)")
+    spec = add_gradient_inset(spec, grads, methods, cols=cols if cols is not None else max(1, len(names)),
+                              placement="alone", width_px=width_px, spec_only=True, text_scale=text_scale)
+    return figure_from_spec(spec)
+
+
 def gradients_figure(grads: dict[str, Any], frame: int | dict[str, int] = -1, methods: Sequence[str] | None = None,
                      cols: int | None = None, height: int = 330, title: str | None = None,
-                     scale: float | None = None) -> go.Figure:
+                     scale: float | None = None, text_scale: float = 1.0) -> go.Figure:
     """The inset's panels alone, at one recorded frame (default: the last one; a dict gives each
     method its own frame, e.g. :func:`pcd.studio.lesson.stall_frames`) -- e.g. the gradients at the
     stall: g1 and g2 point against each other and a symmetric method's d ~ 0 while g1 != 0. Each
-    panel's title names its step."""
+    panel's title names its step ``text_scale``: the titles and
+    numbers that many times their default size (a projector)."""
     if not isinstance(grads, dict) or "methods" not in grads:
         raise ValueError("gradients_figure needs the dict of pcd.experiments.toy.trajectory_gradients")
     names = list(grads["methods"]) if methods is None else [m for m in methods if m in grads["methods"]]
@@ -314,8 +354,9 @@ def gradients_figure(grads: dict[str, Any], frame: int | dict[str, int] = -1, me
         rows[nm] = t % T
     cols = len(names) if cols is None else max(1, min(int(cols), len(names)))
     scale = inset_scale(grads) if scale is None else float(scale)
-    geom = _geometry(len(names), cols, float(height) - (60 if title else 30) - 30, PAGE_W_PX - 20)
-    traces, data_at, shapes, annotations = _panels(grads, names, cols, scale, lambda nm, f: rows[nm], "x", "y", geom)
+    k = V.number(text_scale, "text_scale", low=0.5, high=3.0)  # the text's size (a projector: 1.2)
+    geom = _geometry(len(names), cols, float(height) - (60 if title else 30) - 30, PAGE_W_PX - 20, k)
+    traces, data_at, shapes, annotations = _panels(grads, names, cols, scale, lambda nm, f: rows[nm], "x", "y", geom, k)
     for a, nm in zip(annotations, names):
         a["text"] += f" · step {int(grads['steps'][rows[nm]])}"
     t = rows[names[0]]

@@ -2,14 +2,13 @@
 bad input shows an error, the click link opens the toy page on that start."""
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import pytest
 from streamlit.testing.v1 import AppTest
 
 from pcd.studio import toy as toy_page
-from tests.pages._apptest import tables
+from tests.pages._apptest import figure_specs, tables
 
 PAGE = str(Path(__file__).resolve().parents[2] / "pages" / "09_Basin_maps.py")
 
@@ -29,7 +28,7 @@ def _ok(at):
 def test_default_view_and_a_changed_setting():
     at = _app(grid=25, steps=500)
     _ok(at)
-    specs = [json.loads(c.proto.spec) for c in at.get("plotly_chart")]
+    specs = figure_specs(at)  # the studio charts (pcd.ui.chart): presenter mode scales their type
     maps = [t["name"] for sp in specs for t in sp["data"] if t.get("name", "").startswith("map: ")]
     assert maps == [f"map: {m}" for m in ("pcd", "ws", "mgda", "pcgrad", "cagrad", "famo")]
     titles = " ".join(a["text"] for sp in specs for a in sp["layout"]["annotations"])
@@ -40,7 +39,7 @@ def test_default_view_and_a_changed_setting():
     assert "python -m pcd basin --problem saddle2d --grid 25" in at.code[0].value
     at.multiselect(key="basin_methods").set_value(["pcd", "ws"]).run()
     _ok(at)
-    specs = [json.loads(c.proto.spec) for c in at.get("plotly_chart")]
+    specs = figure_specs(at)  # the studio charts (pcd.ui.chart): presenter mode scales their type
     assert [t["name"] for sp in specs for t in sp["data"] if t.get("name", "").startswith("map: ")] == \
         ["map: pcd", "map: ws"]
 

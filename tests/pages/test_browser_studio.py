@@ -435,12 +435,16 @@ def test_toy_page_play_advances_animation(page, warm, artifacts_dir):
 
 
 # The toy map's state in the page: its frames, the animated heads and the gradient inset (the
-# traces on the second axes), and the frame the controls show.
+# traces on the second axes of the map, or of the inset's own chart in presenter mode), and the frame
+# the controls show.
 TOY_STATE = """() => { const gd = document.querySelector('.st-key-toy_map .js-plotly-plot');
   if (!gd || !gd._fullData) return null;
   const xs = t => JSON.stringify(Array.from(t.x || []).slice(-6)) + JSON.stringify(Array.from(t.y || []).slice(-6));
   const heads = gd._fullData.find(d => d.name === 'positions');
-  const inset = gd._fullData.filter(d => d.xaxis === 'x2').map(xs).join('|');
+  // the inset: on the map's second axes, or (presenter mode) a chart of its own under the controls
+  const ig = document.querySelector('.st-key-toy_inset_fig .js-plotly-plot');
+  const inset = [gd, ig].filter(g => g && g._fullData).map(g => g._fullData.filter(d => d.xaxis === 'x2').map(xs)
+                                                                        .join('|')).join('|');
   const ending = (gd.layout.annotations || []).filter(a => a.name === 'end label' && a.visible !== false).length
                  + gd._fullData.filter(d => d.meta === 'end' && d.visible === true).length;
   // the objective-space panel, played by the same controls
@@ -452,6 +456,7 @@ TOY_STATE = """() => { const gd = document.querySelector('.st-key-toy_map .js-pl
   const drawn = (document.querySelector('.st-key-toy_map .pcd-chart') || {dataset: {}}).dataset.drawn || '';
   return {frames: ((gd._transitionData || {})._frames || []).length, heads: heads ? xs(heads) : null, inset, ending, drawn,
           obj, obj_ending, obj_frames: og ? ((og._transitionData || {})._frames || []).length : 0,
+          inset_frames: ig ? ((ig._transitionData || {})._frames || []).length : -1,
           plotly_controls: document.querySelectorAll('.js-plotly-plot .updatemenu-button, .js-plotly-plot .slider-container').length}; }"""
 
 
@@ -492,7 +497,7 @@ def test_toy_map_plays_and_steps_in_every_width_class(browser, warm, w, h, query
 
         def settled():  # frames in both charts, and no redraw (a rerun for the width class) for 2 s
             v = state()
-            ok = v and v["frames"] > 0 and v["inset"] and v["obj_frames"] > 0
+            ok = v and v["frames"] > 0 and v["inset"] and v["obj_frames"] > 0 and v.get("inset_frames", -1) != 0
             seen.append(v["drawn"] if ok else "")
             return v if ok and len(seen) >= 9 and len(set(seen[-9:])) == 1 else None
 

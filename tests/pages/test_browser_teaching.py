@@ -13,6 +13,8 @@ from __future__ import annotations
 
 import pytest
 
+from tests.pages._browser import wait_until
+
 pytestmark = [pytest.mark.slow, pytest.mark.browser]
 
 MAP = ".st-key-toy_map .js-plotly-plot"
@@ -176,7 +178,11 @@ def test_lesson_in_presenter_mode_at_1280x720(browser, streamlit_server, artifac
             box = para.bounding_box()
             assert box and box["height"] < 2 * size * 1.7, "presenter mode folds the paragraph to one line"
             chart = page.locator(".js-plotly-plot").first.bounding_box()
-            assert chart["width"] > 1000, "figures are full width on the projector"
+            if i in (2, 7):  # a figure and its objective space side by side: together the full width
+                other = page.locator(f".st-key-lesson_obj_{keys[i - 1]} .js-plotly-plot").first.bounding_box()
+                assert other["x"] + other["width"] - chart["x"] > 1000 and chart["width"] > 600, (chart, other)
+            else:
+                assert chart["width"] > 1000, "figures are full width on the projector"
             for nav in ("lesson_back", "lesson_next"):  # reachable without scrolling, on every step
                 b = page.locator(f".st-key-{nav} button").bounding_box()
                 assert b and b["y"] >= 0 and b["y"] + b["height"] <= 720, (i, nav, b)
@@ -228,7 +234,12 @@ def test_presenter_mode_on_the_studio_pages_and_across_a_page_switch(browser, st
         page.locator("[data-testid='stSidebarCollapseButton'] button").first.click()  # the projector's width back
         page.wait_for_timeout(1200)
         page.mouse.move(640, 5)
-        assert page.locator(".st-key-toy_map").first.bounding_box()["width"] > 1000
+        # the map and its objective space side by side take the projector's width
+        wait_until(lambda: page.locator(".st-key-toy_map").first.bounding_box()["width"] > 700
+                   and page.locator(".st-key-toy_obj").first.bounding_box()["x"] > 700, 30,
+                   "the map and its objective space side by side across the width")
+        row = [page.locator(f".st-key-{k}").first.bounding_box() for k in ("toy_map", "toy_obj")]
+        assert row[1]["x"] + row[1]["width"] - row[0]["x"] > 1000, row
         page.screenshot(path=str(artifacts_dir / "teach_present_toy.png"))
         assert page.locator("[data-testid='stException']").count() == 0
     finally:

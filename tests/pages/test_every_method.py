@@ -86,9 +86,7 @@ def test_basin_page_maps_every_method_and_names_the_refusals(tmp_path, monkeypat
     at = open_page("09_Basin_maps.py", {"methods": ",".join(ALL), "problem": "two_task", "grid": 25, "steps": 200},
                    tmp_path, monkeypatch, timeout=300)
     _ok(at)
-    import json
-
-    specs = [json.loads(c.proto.spec) for c in at.get("plotly_chart")]
+    specs = figure_specs(at)
     maps = [t["name"] for sp in specs for t in sp["data"] if str(t.get("name", "")).startswith("map: ")]
     assert maps == [f"map: {m}" for m in ALL]
     refused = _refusals(at)

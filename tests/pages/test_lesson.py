@@ -3,9 +3,11 @@ the step pills / the URL move between steps) and presenter mode (one helper in p
 page, kept in the URL and across pages)."""
 from __future__ import annotations
 
+import base64
 import re
 from pathlib import Path
 
+import numpy as np
 import pytest
 from streamlit.testing.v1 import AppTest
 
@@ -53,7 +55,9 @@ def test_every_step_renders_and_next_advances(lesson):
         assert title.startswith(f"{i + 1} · "), title
         assert _qp(at, "step") == str(i + 1)
         charts = figure_specs(at)
-        assert len(charts) == 1, f"step {i + 1}: one figure"
+        # one figure; the animated saddle: the map, the same runs in objective space, the gradient inset;
+        # step 7: the trade-off curves and the same runs played in objective space
+        assert len(charts) == {1: 3, 6: 2}.get(i, 1), f"step {i + 1}: {len(charts)} figures"
         spec = charts[0]
         assert spec["data"], f"step {i + 1}: the figure is empty"
         para = _paragraph(at)
@@ -79,9 +83,11 @@ def test_back_pills_and_url(lesson):
     at.segmented_control(key="lesson_jump").set_value(2).run()
     _ok(at)
     assert _step_title(at).startswith("2 · ") and _qp(at, "step") == "2"
-    # the animated saddle with its gradient inset (same frames as the map)
-    spec = figure_specs(at)[0]
-    assert any(t.get("name") == "inset numbers" for t in spec["data"]) and len(spec["frames"]) > 50
+    # the animated saddle; its gradient inset a chart of its own, on the map's frames
+    spec, _obj, inset = figure_specs(at)
+    assert len(spec["frames"]) > 50
+    assert any(t.get("name") == "inset numbers" for t in inset["data"])
+    assert [f["name"] for f in inset["frames"]] == [f["name"] for f in spec["frames"]]
     fresh = AppTest.from_file(LESSON, default_timeout=240)
     fresh.query_params["step"] = "4"
     fresh.run()
@@ -154,3 +160,70 @@ def test_lesson_in_presenter_mode_shrinks_the_animation():
     assert _css_on(at)
     spec = figure_specs(at)[0]
     assert spec["layout"]["height"] <= 460                 # fits a 720-pixel-high projector with its controls
+
+
+def _plain(v) -> np.ndarray:
+    """A Plotly array from a figure spec (plain list or base64 typed array)."""
+    if isinstance(v, dict) and "bdata" in v:
+        return np.frombuffer(base64.b64decode(v["bdata"]), dtype=np.dtype(v["dtype"])).astype(np.float64)
+    return np.asarray(v, dtype=np.float64)
+
+
+def test_saddle_step_objective_space_moves_with_the_map():
+    """Step 2 (issue 28 part 1): beside the map, the same runs in the (f1, f2) plane -- the Pareto
+    front, the point where both objectives are optimal, each stalled end labelled -- on the map's
+    frames, played by the map's controls (``follow``); its points are the engine's losses at every
+    frame."""
+    from pcd.studio import lesson as L
+
+    at = AppTest.from_file(LESSON, default_timeout=240)
+    at.query_params["step"] = "2"
+    at.run()
+    _ok(at)
+    mp, obj, _inset = figure_specs(at)
+    names = [f["name"] for f in mp["frames"]]
+    assert [f["name"] for f in obj["frames"]] == names == L.saddle_frames()
+    traces = [t.get("name") for t in obj["data"]]
+    assert "both objectives optimal" in traces and "now" in traces and any(str(n).startswith("Pareto front")
+                                                                            for n in traces)
+    ends = [a["text"] for a in obj["layout"]["annotations"] if a.get("name") == "end label"]
+    assert any("Pareto-stationary" in t and "dominated by" in t for t in ends), ends
+    player = next(e for e in at.get("bidi_component") if str(e.proto.component_name).endswith("pcd_frame_controls"))
+    assert "lesson_obj_saddle" in player.proto.json and "lesson_inset_saddle" in player.proto.json
+    # the heads at every frame: the engine's own losses of the recorded step (log axes: zeros at the floor)
+    res = L.saddle()
+    order = list(range(len(res.methods)))[::-1]  # PCD drawn last, on top
+    head = next(i for i, t in enumerate(obj["data"]) if t.get("name") == "now")
+    for f, name in zip(obj["frames"], names):
+        t = [int(k) for k in res.record].index(int(name))
+        d = f["data"][f["traces"].index(head)]
+        got = np.c_[_plain(d["x"]), _plain(d["y"])]
+        want = np.maximum(np.asarray(res.losses)[order, :, t].reshape(-1, 2), 1e-12)
+        np.testing.assert_allclose(got, want, rtol=1e-6)
+
+
+def test_tau_step_plays_the_runs_in_objective_space():
+    """Step 7, animated (issue 28 part 1): beside the trade-off curves, PCD for every τ of the τ dial
+    played in the (f1, f2) plane over the Pareto front, driven by the step's frame controls; the
+    points at every frame are the engine's losses (mean over the starts) of an independent run."""
+    from pcd.experiments.animation import tau_budget_run
+    from pcd.studio import tau as tau_page
+
+    at = AppTest.from_file(LESSON, default_timeout=240)
+    at.query_params["step"] = "7"
+    at.run()
+    _ok(at)
+    curves, obj = figure_specs(at)
+    assert not curves.get("frames") and len(obj["frames"]) > 50
+    assert any(str(t.get("name")).startswith("Pareto front") for t in obj["data"])
+    player = next(e for e in at.get("bidi_component") if str(e.proto.component_name).endswith("pcd_frame_controls"))
+    assert "lesson_obj_tau" in player.proto.json
+    res = tau_budget_run(tau_page.PROBLEM, tau_page.TAUS, tau_page.BUDGETS, tau_page.LR)
+    mean = np.asarray(res.losses).mean(axis=1)  # [M, T, 2]
+    order = list(range(len(res.methods)))[::-1]
+    head = next(i for i, t in enumerate(obj["data"]) if t.get("name") == "now")
+    record = [int(k) for k in res.record]
+    for f in obj["frames"]:
+        d = f["data"][f["traces"].index(head)]
+        got = np.c_[_plain(d["x"]), _plain(d["y"])]
+        np.testing.assert_allclose(got, mean[order, record.index(int(f["name"]))], rtol=1e-6, atol=1e-12)

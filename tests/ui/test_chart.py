@@ -124,3 +124,24 @@ def test_bundle_src_needs_static_serving(monkeypatch):
     assert chart.bundle_src("cartesian") == chart.CARTESIAN_URL
     monkeypatch.setattr(chart, "CARTESIAN", ROOT / "static" / "missing.js")
     assert chart.bundle_src("cartesian") is None
+
+
+def test_present_fonts_scales_the_layouts_type_not_the_annotations():
+    """Presenter mode for a chart Streamlit draws (WebGL: the basin maps): the axes', titles' and
+    legend's type and the subplot titles PRESENT_FIT["font"] times larger, the labels on the data
+    (laid out for their sizes) and the figure itself unchanged."""
+    import plotly.graph_objects as go
+
+    from pcd.ui.chart import PRESENT_FIT, present_fonts
+
+    fig = go.Figure(go.Scattergl(x=[1, 2], y=[3, 4]), layout=dict(
+        font=dict(size=14), xaxis=dict(tickfont=dict(size=11), title=dict(text="x", font=dict(size=13))),
+        annotations=[dict(text="label", font=dict(size=12), x=1, y=3),
+                     dict(text="subplot title", font=dict(size=14), x=0.5, y=1, xref="paper", yref="paper")]))
+    k = PRESENT_FIT["font"]
+    out = present_fonts(fig, k)
+    assert out.layout.font.size == pytest.approx(14 * k) and out.layout.xaxis.tickfont.size == pytest.approx(11 * k)
+    assert out.layout.xaxis.title.font.size == pytest.approx(13 * k)
+    assert out.layout.annotations[0].font.size == 12 and fig.layout.font.size == 14  # the original untouched
+    assert out.layout.annotations[1].font.size == pytest.approx(14 * k)  # a title on the paper grows
+    assert present_fonts(go.Figure(), k).layout.font.size == pytest.approx(12 * k)  # Plotly's default 12 px

@@ -38,6 +38,21 @@ def test_properties_figure_marks_each_cell_and_shows_the_paper():
     assert list(fig.data[0].cells.font.color[0]) == [color("upgrad"), color("pcd")]
 
 
+def test_properties_figure_in_two_columns_fits_a_height():
+    """Presenter mode (issue 28 part 6): the methods split over two tables side by side, one line a
+    cell, every method once, the whole figure no taller than asked."""
+    names = ["pcd", "ws", "mgda", "pcgrad", "cagrad", "upgrad", "famo"]
+    table = {m: _report({"weighted": True}) for m in names}
+    fig = properties_figure(table, columns=2, height=300)
+    assert len(fig.data) == 2 and fig.layout.height <= 300
+    shown = [v for t in fig.data for v in t.cells.values[0]]
+    assert len(shown) == len(names) and len(set(shown)) == len(names)
+    assert fig.data[0].domain.x[1] <= fig.data[1].domain.x[0]  # side by side, not overlapping
+    assert all("<br>" not in str(v) for t in fig.data for col in t.cells.values[1:] for v in col)
+    with pytest.raises(ValueError, match="columns"):
+        properties_figure(table, columns=3)
+
+
 def test_properties_figure_rejects_bad_input():
     with pytest.raises(ValueError, match="non-empty"):
         properties_figure({})

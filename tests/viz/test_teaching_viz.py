@@ -13,7 +13,15 @@ from pcd.engine import run
 from pcd.experiments import toy as xtoy
 from pcd.studio import lesson
 from pcd.viz.landscape import landscape_figure, loss_figure
-from pcd.viz.teaching import ARROW, CURSOR_NAME, add_gradient_inset, gradients_figure, inset_scale, with_step_cursor
+from pcd.viz.teaching import (
+    ARROW,
+    CURSOR_NAME,
+    add_gradient_inset,
+    gradients_figure,
+    inset_figure,
+    inset_scale,
+    with_step_cursor,
+)
 from pcd.viz.theme import plain_array
 
 
@@ -149,3 +157,30 @@ def test_side_inset_height_gives_every_panel_its_room():
         u = 2.0 / (geom["title"] - 1.0)  # the panel half-width (px) the geometry chose
         assert u >= T.INSET_MIN_U_PX - 1e-6, (n, u)
     assert T.side_inset_height_px(15) > 2 * T.side_inset_height_px(6)
+
+
+def test_inset_alone_on_the_maps_frames_in_larger_type(saddle):
+    """The inset as a chart of its own (presenter mode: under the map and its objective space):
+    the map's frames (so one set of controls plays both), the same numbers at every frame as the
+    inset on the map, one row of panels over the whole chart, titles and numbers 1.2 times larger."""
+    _, res, grads, fig = saddle
+    names = [f.name for f in fig.frames]
+    alone = inset_figure(grads, names, width_px=1200, height=280, text_scale=1.2)
+    on_map = add_gradient_inset(fig, grads)
+    assert [f.name for f in alone.frames] == names
+    nums = next(i for i, t in enumerate(alone.data) if t.name == "inset numbers")
+    nums_map = next(i for i, t in enumerate(on_map.data) if t.name == "inset numbers")
+    for fa, fm in zip(alone.frames, on_map.frames):
+        ta = fa.data[list(fa.traces).index(nums)].text
+        tm = fm.data[list(fm.traces).index(nums_map)].text
+        assert list(ta) == list(tm)
+    assert tuple(alone.layout.xaxis2.domain) == (0.0, 1.0) and tuple(alone.layout.yaxis2.domain) == (0.0, 1.0)
+    assert alone.data[nums].textfont.size == pytest.approx(11 * 1.2)
+    centers_y = {round(float(y), 6) for y in _arr(alone.data[nums].y)}
+    assert len(centers_y) == 1  # one row
+    plain = inset_figure(grads, names, width_px=1200, height=280)
+    assert plain.data[nums].textfont.size == 11
+    with pytest.raises(ValueError, match="text_scale"):
+        inset_figure(grads, names, text_scale=0)
+    with pytest.raises(ValueError, match="placement"):
+        add_gradient_inset(fig, grads, placement="over")

@@ -65,12 +65,14 @@ export default function(component) {
       scaleFonts(v, k, depth + 1);
     }
   }
-  // the axes, titles and legend (not the annotations nor the traces' text: insets and labels are laid out
-  // for their own sizes, and grow into each other)
+  // the axes, titles and legend, and the annotations placed on the paper (subplot titles); not the labels
+  // placed on the data nor the traces' text: insets and labels are laid out for their own sizes, and grow
+  // into each other (pcd.ui.chart.present_fonts: the same rule for the charts Streamlit draws)
   function presentFonts(fig, k) {
     if (!k || k === 1) return;
     const { annotations, ...rest } = fig.layout;
     scaleFonts(rest, k, 0);
+    (annotations || []).forEach(a => { if (a && a.xref === 'paper' && a.yref === 'paper') scaleFonts({font: a.font}, k, 0); });
     const lf = fig.layout.font = fig.layout.font || {};
     if (typeof lf.size !== 'number') lf.size = Math.round(12 * k);  // Plotly's default, 12 px
   }
