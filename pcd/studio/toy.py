@@ -430,11 +430,12 @@ def live_methods(kind: str, methods: Sequence[str]) -> list[str]:
 
 
 def live_run(problem: Any, methods: Sequence[str], hparams: dict[str, dict[str, Any]], tau: float, opt: str,
-             lr: float, steps: int, starts: Any) -> Any:
-    """The trajectories of ``methods`` from ``starts`` in ONE :func:`pcd.engine.run` call, with the
+             lr: float, steps: int, starts: Any) -> tuple[list[str], np.ndarray, np.ndarray]:
+    """The trajectories of ``methods`` from ``starts`` in ONE engine call (:func:`pcd.engine.run_paths`:
+    the compiled path where it covers the run; positions exactly :func:`pcd.engine.run`'s), with the
     page's settings (each method's hyper-parameters, τ for the methods it is a knob of), recorded at
-    the page's steps (:data:`LIVE_RECORD`). Not cached."""
-    from pcd.engine import run
+    the page's steps (:data:`LIVE_RECORD`): ``(methods, record [T], positions [M, S, T, 2])``. Not cached."""
+    from pcd.engine import run_paths
 
     params: dict[str, dict[str, Any]] = {}
     for m in methods:
@@ -444,23 +445,23 @@ def live_run(problem: Any, methods: Sequence[str], hparams: dict[str, dict[str, 
             hp[knob] = tau
         if hp:
             params[m] = hp
-    return run(problem, list(methods), starts=np.asarray(starts, dtype=np.float64), steps=steps, optimizer=opt,
-               lr=lr, method_params=params or None, record=LIVE_RECORD)
+    return run_paths(problem, list(methods), starts=np.asarray(starts, dtype=np.float64), steps=steps, optimizer=opt,
+                     lr=lr, method_params=params or None, record=LIVE_RECORD)
 
 
 def live_paths(problem: Any, methods: Sequence[str], hparams: dict[str, dict[str, Any]], tau: float, opt: str,
                lr: float, steps: int, starts: Any) -> dict[str, Any]:
     """:func:`live_run` as compact plain data for the map: ``{"methods", "record" (recorded steps),
-    "x", "y" ([method][start][step], rounded to :data:`LIVE_DECIMALS`, None where not finite),
-    "errors"}`` -- the engine's positions at every recorded step (what the map draws at its last frame)."""
-    res = live_run(problem, methods, hparams, tau, opt, lr, steps, starts)
-    pos = np.round(np.asarray(res.positions, dtype=np.float64)[..., :2], LIVE_DECIMALS)
+    "x", "y" ([method][start][step], rounded to :data:`LIVE_DECIMALS`, None where not finite)}`` --
+    the engine's positions at every recorded step (what the map draws at its last frame)."""
+    names, record, positions = live_run(problem, methods, hparams, tau, opt, lr, steps, starts)
+    pos = np.round(np.asarray(positions, dtype=np.float64)[..., :2], LIVE_DECIMALS)
 
     def lists(a: np.ndarray) -> list:
         return [[[v if math.isfinite(v) else None for v in row] for row in per_m] for per_m in a.tolist()]
 
-    return {"methods": list(res.methods), "record": [int(k) for k in res.record], "x": lists(pos[..., 0]),
-            "y": lists(pos[..., 1]), "errors": dict(res.errors)}
+    return {"methods": list(names), "record": [int(k) for k in record], "x": lists(pos[..., 0]),
+            "y": lists(pos[..., 1])}
 
 
 def live_answer(raw: Any, problem: Any, methods: Sequence[str], hparams: dict[str, dict[str, Any]], opt: str,
