@@ -35,6 +35,23 @@ def _load() -> str:
     return "load avg {:.2f} {:.2f} {:.2f}".format(*os.getloadavg())
 
 
+def _cpu_seconds(pid: int) -> float:
+    with open(f"/proc/{pid}/stat") as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def _server_quiet(pid: int, timeout: float = 240) -> float:
+    """Wait until the server's warm-up is over (its process used < 0.15 s of CPU in 1.5 s); the wait, s."""
+    t0 = time.monotonic()
+    while time.monotonic() - t0 < timeout:
+        c0 = _cpu_seconds(pid)
+        time.sleep(1.5)
+        if _cpu_seconds(pid) - c0 < 0.15:
+            break
+    return time.monotonic() - t0
+
+
 def _ready(page, timeout=180) -> None:
     page.wait_for_selector(MAP + " .main-svg", timeout=timeout * 1000)
     page.wait_for_function(f"""() => {{ const g = document.querySelector('{MAP}');
@@ -95,6 +112,7 @@ def test_drag_start_point_and_tau_slider(browser, tmp_path, artifacts_dir):
         try:
             page.goto(f"{server['url']}/Toy_landscapes")
             _ready(page)
+            print(f"\nserver warm-up over after {_server_quiet(server['pid']):.0f} s more")
             assert page.locator("[data-testid='stException']").count() == 0
             starts = _starts(page)
             assert len(starts) == 3
@@ -138,17 +156,24 @@ def test_drag_start_point_and_tau_slider(browser, tmp_path, artifacts_dir):
 
             # the τ slider: dragged with the mouse, the PCD paths follow while it moves
             thumb = page.locator(".st-key-toy_tau input[type=range]").first.locator("xpath=../..")  # react-aria's thumb
+            thumb.scroll_into_view_if_needed()
+            page.wait_for_timeout(300)
             box = thumb.bounding_box()
             track = page.locator(".st-key-toy_tau [data-testid='stSlider']").first.bounding_box()
             tx, ty = box["x"] + box["width"] / 2, box["y"] + box["height"] / 2
             n, secs = _drag(page, (tx, ty), (min(track["x"] + track["width"] * 0.6, tx + 200), ty), 3.0)
+            tau_log = wait_until(lambda: _log(page, "tau"), 60, "a redraw for the τ slider's move")
             page.mouse.up()
-            tau_log = _log(page, "tau")
             lat = sorted(e["drawn"] - e["changed"] for e in tau_log)
             assert lat, "moving the τ slider redraws the map while it moves"
             print(f"τ slider: {n} redraws in {secs:.2f} s; change -> figure median {statistics.median(lat):.0f} ms "
                   f"(min {lat[0]:.0f}, max {lat[-1]:.0f}, n = {len(lat)}) at {_load()}")
-            wait_until(lambda: "tau=" in _url(page) and "tau=0.02&" not in _url(page), 180, "the τ commit in the URL")
+            try:
+                wait_until(lambda: "tau=" in _url(page) and "tau=0.02&" not in _url(page), 180, "the τ commit in the URL")
+            except AssertionError:
+                print(_url(page))
+                page.screenshot(path=str(artifacts_dir / "drag_tau_fail.png"))
+                raise
             _ready(page)
 
             # 800 wide: a drag screenshot
