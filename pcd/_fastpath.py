@@ -156,7 +156,8 @@ def _run_method(kernel: Any, optk: tuple[int, dict], evaluate, x0: np.ndarray, s
     okind, o = optk
     S = x0.shape[0]
     idx = np.arange(S) + off                       # full row of each active row
-    st: dict[str, np.ndarray] = {"x": np.ascontiguousarray(x0.T), "xo": np.empty((2, S)),
+    st: dict[str, np.ndarray] = {"x": np.array(x0.T, order="C"),  # a copy: for S = 1, x0.T is a view
+                                 "xo": np.empty((2, S)),
                                  "s1": np.zeros((2, S)), "s2": np.zeros((2, S)),
                                  "W": np.zeros((2, S)), "D": np.zeros((2, S)), "G": np.zeros((3, S)),
                                  "S": np.zeros((kernel.state, S))}
