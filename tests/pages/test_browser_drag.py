@@ -61,7 +61,9 @@ def _ready(page, timeout=180) -> None:
 
 
 def _starts(page) -> list[list[float]]:
-    """The start markers as drawn: [[x, y, client x, client y], ...]."""
+    """The start markers as drawn: [[x, y, client x, client y], ...], the map's plot area scrolled into view."""
+    page.evaluate(f"() => document.querySelector('{MAP} .nsewdrag').scrollIntoView({{block: 'center'}})")
+    page.wait_for_timeout(400)
     return page.evaluate(f"""() => {{ const g = document.querySelector('{MAP}'), fl = g._fullLayout;
         const t = g._fullData.find(d => d.name === 'starts'), r = g.getBoundingClientRect();
         return Array.from(t.x).map((x, s) => [x, t.y[s], r.left + fl.xaxis._offset + fl.xaxis.l2p(x),

@@ -138,11 +138,10 @@ function makeLive(root) {
     return redraw(g, upd, traces);
   }
 
-  // Plotly.animate with redraw false: only the traces' points move (no new calc of the whole figure, as
-  // restyle does: ~5x cheaper on the toy map), the way the frames are played
+  // one Plotly.restyle for every changed trace (Plotly.animate with redraw false is cheaper, but it
+  // wipes what the map's other subplots drew: the gradient inset's arrows and numbers)
   function redraw(g, upd, traces) {
-    const frame = {data: traces.map((_, k) => ({x: upd.x[k], y: upd.y[k]})), traces};
-    const r = P(g).animate(g, frame, {mode: 'immediate', frame: {duration: 0, redraw: false}, transition: {duration: 0}});
+    const r = P(g).restyle(g, upd, traces);
     if (r && r.catch) r.catch(() => {});
     return r && r.then ? r : true;
   }
