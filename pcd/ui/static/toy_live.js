@@ -44,8 +44,12 @@ function makeLive(root) {
     }
     send(req);
   }
+  // the figure the page drew last (pcd/ui/static/chart.js counts its draws): an answer to a request sent
+  // before the page drew a new figure (a commit) is not drawn over it
+  const figToken = () => { const g = gd(), box = g && g.closest('.pcd-chart'); return box ? box.dataset.drawn : null; };
   function send(req) {
     req.seq = Date.now() * 100 + (S.seqN++ % 100);
+    req.fig = figToken();
     req.tau = req.kind === 'tau' ? req.tau : sliderValue('tau');
     req.lr = req.kind === 'lr' ? req.lr : sliderValue('lr');
     req.sent = now();
@@ -61,6 +65,7 @@ function makeLive(root) {
     S.inflight = null;
     const next = () => { if (S.want) { const w = S.want; S.want = null; send(w); } };
     if (ans.error) { root.dataset.error = ans.error; next(); return; }
+    if (req.fig !== figToken()) { next(); return; }  // the page has drawn a newer figure meanwhile
     delete root.dataset.error;
     const arrived = now();
     const done = draw(ans);
@@ -204,7 +209,13 @@ function makeLive(root) {
     request({kind: 'start', s: S.drag.s, x: pt[0], y: pt[1], changed: now()});
     ev.preventDefault(); ev.stopPropagation();
   }
+  function released() {  // the pointer released after moving a slider: Streamlit commits, the page redraws
+    if (!S.sliding) return;
+    S.sliding = null;
+    if (S.want && S.want.kind !== 'start') S.want = null;
+  }
   function up(ev) {
+    released();
     if (!S.drag) return;
     const d = S.drag; S.drag = null;
     delete root.dataset.dragging;
@@ -220,17 +231,22 @@ function makeLive(root) {
       const el = document.querySelector('.st-key-' + key);
       const o = S.observers.find(x => x.kind === kind);
       if (o && o.el === el) continue;
-      if (o) { o.obs.disconnect(); S.observers.splice(S.observers.indexOf(o), 1); }
+      if (o) { o.obs.disconnect(); o.el.removeEventListener('pointerdown', o.press, true); S.observers.splice(S.observers.indexOf(o), 1); }
       if (!el) continue;
       S.seen[kind] = sliderValue(kind);
       const obs = new MutationObserver(() => {
         const v = sliderValue(kind);
         if (!Number.isFinite(v) || v === S.seen[kind]) return;
         S.seen[kind] = v;
+        // a value that Streamlit commits now (the pointer released, a key pressed) redraws the whole page:
+        // no live request then (one would race the page's run for the committed value)
+        if (!S.sliding) return;
         request({kind, [kind]: v, changed: now()});
       });
+      const press = () => { S.sliding = kind; };
+      el.addEventListener('pointerdown', press, true);
       obs.observe(el, {subtree: true, attributes: true, attributeFilter: ['aria-valuetext'], characterData: true, childList: true});
-      S.observers.push({kind, el, obs});
+      S.observers.push({kind, el, obs, press});
     }
   }
 
@@ -251,6 +267,7 @@ function makeLive(root) {
   document.addEventListener('mousedown', down, true);
   document.addEventListener('mousemove', move, true);
   document.addEventListener('mouseup', up, true);
+  document.addEventListener('pointerup', released, true);
   const timer = setInterval(bind, 400);
   return {
     update(data, set) {
@@ -262,10 +279,11 @@ function makeLive(root) {
     cleanup() {
       clearInterval(timer);
       if (S.raf) cancelAnimationFrame(S.raf);
-      S.observers.forEach(o => o.obs.disconnect());
+      S.observers.forEach(o => { o.obs.disconnect(); o.el.removeEventListener('pointerdown', o.press, true); });
       document.removeEventListener('mousedown', down, true);
       document.removeEventListener('mousemove', move, true);
       document.removeEventListener('mouseup', up, true);
+      document.removeEventListener('pointerup', released, true);
       if (S.bound && S.bound.removeListener) { S.bound.removeListener('plotly_animatingframe', onFrame); S.bound.removeListener('plotly_react', onReact); }
       root.__pcdLive = null;
     },
