@@ -166,7 +166,8 @@ def _run_method(kernel: Any, optk: tuple[int, dict], evaluate, x0: np.ndarray, s
     Lp, Jp = np.full((2, S), np.nan), np.full((2, 2, S), np.nan)
     ops = _optimizer_table(okind, o, steps)
     L, J = Lp, Jp
-    slot, pos = full.get("rec_slot"), full.get("positions")
+    pos: np.ndarray | None = full.get("positions")
+    slot: np.ndarray = full.get("rec_slot", np.empty(0, dtype=np.int64))
     for t in range(steps + 1):
         x = st["x"]
         if t == steps - window:
