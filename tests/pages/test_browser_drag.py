@@ -24,6 +24,7 @@ import pytest
 
 from tests.conftest import serve_studio
 from tests.pages._browser import open_page, wait_until
+from tests.pages.test_browser_studio import _wait_server_idle  # the server's warm-up is over
 
 pytestmark = [pytest.mark.slow, pytest.mark.browser]
 
@@ -33,23 +34,6 @@ FLOOR_PER_S = 0.5  # redraws per second while dragging, at any load (the goal, >
 
 def _load() -> str:
     return "load avg {:.2f} {:.2f} {:.2f}".format(*os.getloadavg())
-
-
-def _cpu_seconds(pid: int) -> float:
-    with open(f"/proc/{pid}/stat") as f:
-        fields = f.read().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
-
-
-def _server_quiet(pid: int, timeout: float = 240) -> float:
-    """Wait until the server's warm-up is over (its process used < 0.15 s of CPU in 1.5 s); the wait, s."""
-    t0 = time.monotonic()
-    while time.monotonic() - t0 < timeout:
-        c0 = _cpu_seconds(pid)
-        time.sleep(1.5)
-        if _cpu_seconds(pid) - c0 < 0.15:
-            break
-    return time.monotonic() - t0
 
 
 def _ready(page, timeout=180) -> None:
@@ -114,7 +98,7 @@ def test_drag_start_point_and_tau_slider(browser, tmp_path, artifacts_dir):
         try:
             page.goto(f"{server['url']}/Toy_landscapes")
             _ready(page)
-            print(f"\nserver warm-up over after {_server_quiet(server['pid']):.0f} s more")
+            print(f"\nserver warm-up over after {_wait_server_idle(server['pid'], 240):.0f} s more")
             assert page.locator("[data-testid='stException']").count() == 0
             starts = _starts(page)
             assert len(starts) == 3
