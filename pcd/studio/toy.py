@@ -418,9 +418,16 @@ def live_request(raw: Any, *, n_starts: int, view: Any) -> dict[str, Any]:
     if kind == "start":
         (x0, x1), (y0, y1) = V.box(view)
         out["s"] = V.integer(raw.get("s"), "start index", low=0, high=max(0, int(n_starts) - 1))
-        out["x"] = V.number(raw.get("x"), "start x", low=x0, high=x1)
-        out["y"] = V.number(raw.get("y"), "start y", low=y0, high=y1)
+        out["x"] = _inside(raw.get("x"), "start x", x0, x1)
+        out["y"] = _inside(raw.get("y"), "start y", y0, y1)
     return out
+
+
+def _inside(value: Any, name: str, lo: float, hi: float) -> float:
+    """A coordinate inside ``[lo, hi]``; one on the edge up to 1e-6 of the span outside (the browser's
+    axis range vs the view box rounded to 6 decimals) is put on the edge."""
+    tol = 1e-6 * (hi - lo)
+    return min(hi, max(lo, V.number(value, name, low=lo - tol, high=hi + tol)))
 
 
 def live_methods(kind: str, methods: Sequence[str]) -> list[str]:
@@ -492,5 +499,5 @@ def moved_start(lines: str, s: Any, x: Any, y: Any, view: Any) -> str:
     i = V.integer(s, "start index", low=0, high=max(0, len(rows) - 1))
     if not rows:
         raise V.Invalid("no start points to move")
-    rows[i] = f"{V.number(x, 'start x', low=x0, high=x1):.3f}, {V.number(y, 'start y', low=y0, high=y1):.3f}"
+    rows[i] = f"{_inside(x, 'start x', x0, x1):.3f}, {_inside(y, 'start y', y0, y1):.3f}"
     return "\n".join(rows)

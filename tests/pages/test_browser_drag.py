@@ -177,7 +177,7 @@ def test_drag_start_point_and_tau_slider(browser, tmp_path, artifacts_dir):
             _ready(page)
             x, y, cx, cy = _starts(page)[1]
             n0 = _redraws(page)
-            n, secs = _drag(page, (cx, cy), (cx - 120, cy + 40), 2.0, shot=artifacts_dir / "drag_800.png")
+            n, secs = _drag(page, (cx, cy), (cx + 120, cy + 40), 2.0, shot=artifacts_dir / "drag_800.png")
             wait_until(lambda: _redraws(page) > n0, 90, "a redraw while dragging at 800 px")
             print(f"800 px: {n} redraws in {secs:.2f} s at {_load()}")
             page.mouse.up()

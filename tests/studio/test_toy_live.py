@@ -87,3 +87,10 @@ def test_moved_start_replaces_one_line_validated():
     for s, x, y in ((3, 0.0, 0.0), (0, math.nan, 0.0), (0, 0.0, 5.0), ("1", 0.0, 0.0)):
         with pytest.raises(ValueError):
             T.moved_start(text, s, x, y, VIEW)
+
+
+def test_a_point_on_the_maps_edge_is_kept_on_it(problem):
+    # the browser clamps a drag to the axis range, which may differ from the view box in the 7th decimal
+    a = T.live_answer(_req(x=-3.5 - 1e-7, y=2.0 + 1e-7), problem, METHODS, {}, "adam", 100, problem.default_starts(), VIEW)
+    assert "error" not in a and a["x"][0][0][0] == -3.5 and a["y"][0][0][0] == 2.0
+    assert T.moved_start("0, 0", 0, 3.5 + 1e-7, 0.0, VIEW) == "3.500, 0.000"
