@@ -239,8 +239,9 @@ def _live(problem, methods, hparams, tau, opt, lr, steps, starts, view) -> None:
     req = live_value("toy_live", "req")
     answer = None
     if isinstance(req, dict) and req.get("seq") != st.session_state.get("toy_live_seq"):
-        st.session_state["toy_live_seq"] = req.get("seq")  # each request is answered once
         answer = T.live_answer(req, problem, methods, hparams, opt, steps, starts, view)
+        # answered once (marked after: a run stopped half-way by a page run answers it in that run)
+        st.session_state["toy_live_seq"] = req.get("seq")
 
     def _drop() -> None:
         d = live_value("toy_live", "drop")

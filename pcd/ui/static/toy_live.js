@@ -36,13 +36,22 @@ function makeLive(root) {
     const v = el ? parseFloat(el.getAttribute('aria-valuetext')) : NaN;
     return Number.isFinite(v) ? v : S.data[kind];
   }
+  const LOST_MS = 5000;  // an answer that never comes (its run preempted by a page run) frees the slot after this
   function request(req) {
     req.changed = req.changed || now();
-    if (S.inflight && now() - S.inflight.sent < 8000) {  // one in flight (a lost answer frees it after 8 s)
+    if (S.inflight && now() - S.inflight.sent < LOST_MS) {  // one in flight: the newest wish waits
       if (S.want && S.want.kind === req.kind && S.want.s === req.s) req.changed = Math.min(req.changed, S.want.changed);
-      S.want = req; return;
+      S.want = req;
+      if (!S.lostTimer) S.lostTimer = setTimeout(lost, LOST_MS - (now() - S.inflight.sent) + 10);
+      return;
     }
     send(req);
+  }
+  function lost() {
+    S.lostTimer = null;
+    if (!S.want) return;
+    if (S.inflight && now() - S.inflight.sent < LOST_MS) { S.lostTimer = setTimeout(lost, LOST_MS - (now() - S.inflight.sent) + 10); return; }
+    const w = S.want; S.want = null; send(w);
   }
   // the figure the page drew last (pcd/ui/static/chart.js counts its draws): an answer to a request sent
   // before the page drew a new figure (a commit) is not drawn over it
@@ -278,6 +287,7 @@ function makeLive(root) {
     },
     cleanup() {
       clearInterval(timer);
+      if (S.lostTimer) clearTimeout(S.lostTimer);
       if (S.raf) cancelAnimationFrame(S.raf);
       S.observers.forEach(o => { o.obs.disconnect(); o.el.removeEventListener('pointerdown', o.press, true); });
       document.removeEventListener('mousedown', down, true);
