@@ -65,7 +65,6 @@ function makeLive(root) {
     S.inflight = req;
     const msg = {kind: req.kind, seq: req.seq, tau: req.tau, lr: req.lr};
     if (req.kind === 'start') Object.assign(msg, {s: req.s, x: req.x, y: req.y});
-    (window.__pcdLiveDbg = window.__pcdLiveDbg || []).push(['sent', Date.now() % 100000]);  // DEBUG
     S.set('req', msg);
   }
   function answered(ans) {
@@ -281,7 +280,6 @@ function makeLive(root) {
   return {
     update(data, set) {
       S.data = data; S.set = set;
-      (window.__pcdLiveDbg = window.__pcdLiveDbg || []).push(['got', Date.now() % 100000]);  // DEBUG
       bind();
       if (data.answer) answered(data.answer);
     },
