@@ -7,7 +7,8 @@ the toy map (issue 28 part 4; :mod:`pcd.ui.live`, ``pcd/ui/static/toy_live.js``)
   a load-tolerant floor. After release the URL and the typed starts hold the new point, the map is
   redrawn by the full run with its frames, and ▶ Play plays them.
 * The τ slider (Streamlit's own) is dragged: change -> figure times (from the slider's value change
-  to the map redrawn for it) are printed with their median beside the load.
+  to the map redrawn for it) are printed with their median beside the load; then the learning-rate
+  slider, one notch; each release commits (the URL).
 * Screenshots during a drag at 1440 x 900 and 800 wide: ``test-artifacts/drag_*.png``.
 
 Own server (loopback, stopped at the end), one Chromium; every wait is a condition wait with a
@@ -164,6 +165,22 @@ def test_drag_start_point_and_tau_slider(browser, tmp_path, artifacts_dir):
                 page.screenshot(path=str(artifacts_dir / "drag_tau_uncommitted.png"))
                 thumb.click()
                 wait_until(committed_tau, 180, "the τ commit in the URL after a click on the thumb")
+            _ready(page)
+
+            # the learning rate (discrete choices): about one notch to the right; every method is redrawn
+            # while it moves, the release commits
+            lr_thumb = page.locator(".st-key-toy_lr input[type=range]").first.locator("xpath=../..")
+            lr_thumb.scroll_into_view_if_needed()
+            page.wait_for_timeout(300)
+            box = lr_thumb.bounding_box()
+            track = page.locator(".st-key-toy_lr [data-testid='stSlider']").first.bounding_box()
+            lx, ly = box["x"] + box["width"] / 2, box["y"] + box["height"] / 2
+            n0 = len(_log(page, "lr"))
+            _drag(page, (lx, ly), (lx + track["width"] / 7 * 1.2, ly), 1.5)
+            lr_log = wait_until(lambda: _log(page, "lr")[n0:], 60, "a redraw for the lr slider's move")
+            page.mouse.up()
+            print(f"lr slider: change -> figure {[round(e['drawn'] - e['changed']) for e in lr_log]} ms at {_load()}")
+            wait_until(lambda: "lr=" in _url(page) and "lr=0.02&" not in _url(page), 180, "the lr commit in the URL")
             _ready(page)
 
             # 800 wide: the page lays the map out for the narrow width class (one more run), then a drag
