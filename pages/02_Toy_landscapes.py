@@ -29,8 +29,10 @@ from pcd.ui import (
 from pcd.ui.animation_export import toy_export
 from pcd.ui.chart import plotly_chart
 from pcd.ui.controls import frame_controls, reported_width
+from pcd.ui.live import live_map, live_value
 from pcd.ui.table import html_table
 from pcd.viz import toy as toy_map
+from pcd.viz.landscape import TRAIL
 from pcd.viz.theme import outcome_shade
 
 setup_page(
@@ -244,7 +246,39 @@ frame_controls("toy_map", frame_names, loss_key="toy_loss", cursor_x=[float(n) +
                width_classes=None if present else WIDTH_CLASSES, width=width_class, follow=follow)
 if present and istart is not None:
     plotly_chart(T.toy_inset(runs_key + (istart,), problem, res, istart, tuple(frame_names)), key="toy_inset_fig")
-st.caption("Click anywhere on the map to add a start point there (the start points switch to *typed*). "
+
+
+@st.fragment
+def _live(problem, methods, hparams, tau, opt, lr, steps, starts, view) -> None:
+    # Direct manipulation (pcd.ui.live): a drag of a start marker or a move of the τ / lr slider asks
+    # for new paths; this fragment alone reruns to answer (the engine, pcd.studio.toy.live_answer), and
+    # a drop commits the moved start (typed starts) with one run of the whole page.
+    req = live_value("toy_live", "req")
+    answer = None
+    if isinstance(req, dict) and req.get("seq") != st.session_state.get("toy_live_seq"):
+        answer = T.live_answer(req, problem, methods, hparams, opt, steps, starts, view)
+        # answered once (marked after: a run stopped half-way by a page run answers it in that run)
+        st.session_state["toy_live_seq"] = req.get("seq")
+
+    def _drop() -> None:
+        d = live_value("toy_live", "drop")
+        try:
+            typed = T.moved_start(st.session_state.get("toy_last_starts", ""), d.get("s"), d.get("x"), d.get("y"), view)
+        except (AttributeError, ValueError):
+            return  # a malformed drop from the browser is ignored
+        st.session_state["toy_starts"], st.session_state["toy_typed"] = "typed", typed
+        st.session_state["toy_live_commit"] = True
+
+    live_map("toy_map", methods, tau=tau, lr=lr, trail=TRAIL, sliders={"tau": "toy_tau", "lr": "toy_lr"},
+             answer=answer, key="toy_live", on_drop=_drop)
+    if st.session_state.pop("toy_live_commit", False):
+        st.rerun(scope="app")  # the map, frames, inset, objective panel, table and URL agree again
+
+
+_live(problem, list(res.methods), hparams, tau, opt, lr, steps, np.asarray(starts, dtype=float)[:, :2], view)
+st.caption("Drag a start point's ring and every method's path from there follows while you drag; moving the τ or "
+           "learning-rate slider redraws the paths as it moves. "
+           "Click anywhere on the map to add a start point there (the start points switch to *typed*). "
            "Play, step (or ← / →) and drag the bar to any step; the dotted cursor on the loss plot follows the frame. "
            "Each path grows as it plays; at the last frame a diamond marks where it ends and one label names every "
            "method ending at the same place."

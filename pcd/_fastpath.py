@@ -85,10 +85,12 @@ def _evaluator(prob: Any):
 
 
 def run_ends(prob: Any, meths: list[tuple[str, Any]], x0: np.ndarray, steps: int, opt: Any,
-             progress: Any = None) -> dict | None:
+             progress: Any = None, record: np.ndarray | None = None) -> dict | None:
     """End state of every (method, start) trajectory, as full ``[M*S, ...]`` arrays for
     :func:`pcd.engine._finish`; None when the fast path does not cover this run. Methods run in a
-    thread pool (one per core); ``progress(fraction, method)`` is called as each one finishes."""
+    thread pool (one per core); ``progress(fraction, method)`` is called as each one finishes.
+    ``record`` (sorted step indices): also ``"positions" [M*S, T, 2]``, the point at each of those
+    steps as the NumPy loop records it (NaN after a row diverged; its point at that step kept)."""
     if not kern.AVAILABLE or prob.K != 2 or prob.dim != 2:
         return None
     specs = _kernels_of(meths)
@@ -103,6 +105,10 @@ def run_ends(prob: Any, meths: list[tuple[str, Any]], x0: np.ndarray, steps: int
             "L": np.zeros((M * S, 2)), "J": np.zeros((M * S, 2, 2)), "W": np.zeros((M * S, 2)),
             "D": np.zeros((M * S, 2)), "MU": np.full((M * S, 1), np.nan),
             "div_step": np.full(M * S, -1, dtype=np.int64)}
+    if record is not None:
+        full["rec_slot"] = np.full(steps + 1, -1, dtype=np.int64)
+        full["rec_slot"][np.asarray(record, dtype=np.int64)] = np.arange(len(record))
+        full["positions"] = np.full((M * S, len(record), 2), np.nan)
     seconds: dict[str, float] = {}
 
     def one(m: int) -> str:
@@ -150,7 +156,8 @@ def _run_method(kernel: Any, optk: tuple[int, dict], evaluate, x0: np.ndarray, s
     okind, o = optk
     S = x0.shape[0]
     idx = np.arange(S) + off                       # full row of each active row
-    st: dict[str, np.ndarray] = {"x": np.ascontiguousarray(x0.T), "xo": np.empty((2, S)),
+    st: dict[str, np.ndarray] = {"x": np.array(x0.T, order="C"),  # a copy: for S = 1, x0.T is a view
+                                 "xo": np.empty((2, S)),
                                  "s1": np.zeros((2, S)), "s2": np.zeros((2, S)),
                                  "W": np.zeros((2, S)), "D": np.zeros((2, S)), "G": np.zeros((3, S)),
                                  "S": np.zeros((kernel.state, S))}
@@ -159,11 +166,15 @@ def _run_method(kernel: Any, optk: tuple[int, dict], evaluate, x0: np.ndarray, s
     Lp, Jp = np.full((2, S), np.nan), np.full((2, 2, S), np.nan)
     ops = _optimizer_table(okind, o, steps)
     L, J = Lp, Jp
+    pos: np.ndarray | None = full.get("positions")
+    slot: np.ndarray = full.get("rec_slot", np.empty(0, dtype=np.int64))
     for t in range(steps + 1):
         x = st["x"]
         if t == steps - window:
             full["x_window"][idx] = x.T
         L, J, nd = evaluate(x, bad)
+        if pos is not None and slot[t] >= 0:  # the recorded point (a row that diverges now: its point too)
+            pos[idx, slot[t]] = x.T
         if nd:  # retire the rows that diverged: their last finite point is the previous one
             rows = np.flatnonzero(bad)
             orig = idx[rows]

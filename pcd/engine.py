@@ -74,7 +74,8 @@ from pcd.problems import Problem
 from pcd.problems import make as make_problem
 from pcd.problems.base import check_float, check_int
 
-__all__ = ["run", "run_budgets", "RunResult", "sample_steps", "pareto_residual", "min_norm_point", "Adam", "SGD", "make_optimizer",
+__all__ = ["run", "run_budgets", "run_paths", "RunResult", "sample_steps", "pareto_residual", "min_norm_point", "Adam",
+           "SGD", "make_optimizer",
            "resolve_methods", "diagnose", "outcomes", "OUTCOMES", "GRAD_TOL", "STALL_TOL"]
 
 MAX_STEPS = 1_000_000
@@ -754,6 +755,38 @@ def run_budgets(problem: str | Problem, methods: Any, budgets: Any, record: Any 
                          snap.div_step, snap.end_x, snap.end_L, snap.end_J, snap.D, snap.errors, t_start, m_seconds,
                          full.tolerances["grad_tol"], full.tolerances["stall_tol"])
     return out
+
+
+def run_paths(problem: str | Problem, methods: Any, starts: Any = None, steps: int = 1000, optimizer: str = "adam",
+              lr: float = 0.01, method_params: dict[str, dict] | None = None,
+              optimizer_params: dict[str, Any] | None = None, record: Any = 200, fast: bool = True,
+              ) -> tuple[list[str], np.ndarray, np.ndarray]:
+    """The trajectories alone, for a picture that redraws while the user drags (the toy map's live
+    paths): ``(method labels, recorded steps [T], positions [M, S, T, dim])`` -- exactly
+    :func:`run`'s ``methods``, ``record`` and ``positions`` for the same arguments (seed 0). Where the
+    compiled fast path covers the run (:func:`pcd._fastpath.supported`: K = 2 on R^2, every method
+    with a compiled step, Adam/SGD) the points are recorded there, bit-identical and several times
+    faster than the NumPy loop, with no losses, gradients or diagnosis; else it is :func:`run`."""
+    prob = make_problem(problem)
+    steps = check_int(steps, "steps", 1, MAX_STEPS)
+    lr = check_float(lr, "lr", 0.0, strict_low=True)
+    x0 = _check_starts(starts, prob)
+    meths = resolve_methods(methods, method_params)
+    rec = _check_record(record, steps)
+    M, S = len(meths), x0.shape[0]
+    if M * S * rec.size * prob.dim > MAX_CELLS:
+        raise ValueError(f"too much to record ({M} methods x {S} starts x {rec.size} steps)")
+    opt = make_optimizer(str(optimizer).strip().lower(), (M * S, prob.dim), lr, **(optimizer_params or {}))
+    if fast:
+        from pcd import _fastpath
+
+        out = _fastpath.run_ends(prob, meths, x0, steps, opt, record=rec) if _fastpath.supported(prob, meths, opt) \
+            else None
+        if out is not None:
+            return [label for label, _ in meths], rec, out["positions"].reshape(M, S, rec.size, prob.dim)
+    res = run(prob, methods, starts=x0, steps=steps, optimizer=optimizer, lr=lr, method_params=method_params,
+              optimizer_params=optimizer_params, record=rec, fast=False)
+    return list(res.methods), np.asarray(res.record), np.asarray(res.positions)
 
 
 def _record_buffers(MS: int, T: int, n: int, K: int) -> dict[str, np.ndarray]:

@@ -352,3 +352,117 @@ def warm() -> None:
     toy_map(key + (INSET_START, WIDTH), prob, res, bg, INSET_START, WIDTH)
     toy_loss(key, res, tuple(bg["names"]))
     toy_objective(key, prob, res, bg, OBJ_LOG, WIDTH)
+
+
+# ---------------------------------------------------------------------------------------------
+# Direct manipulation (issue 28 part 4): while a start point is dragged on the map, or the τ / lr
+# slider moves, the page's live component (pcd.ui.live) asks for the new trajectories of every
+# chosen method; they are computed here, by the engine, in ONE run call (all methods together:
+# ~3x faster than one call per method), never cached (each drag position is new).
+
+LIVE_RECORD = 200  # recorded steps of a live path: the page's runs' (toy_run_one), so frames line up
+LIVE_DECIMALS = 5  # coordinates sent to the browser, rounded (1e-5 of a map unit: far below a pixel)
+LIVE_KINDS = ("start", "tau", "lr")
+
+
+def live_request(raw: Any, *, n_starts: int, view: Any) -> dict[str, Any]:
+    """A live request from the browser, validated (:mod:`pcd._validate`): ``{"kind", "seq", "tau",
+    "lr"}`` plus ``"s", "x", "y"`` for ``kind="start"`` (start index ``s`` of ``n_starts``, the new
+    point inside the map's ``view`` box). τ in [0, 1], lr one of :data:`LRS`, ``seq`` an integer >= 0.
+    Raises ``ValueError`` (one line) for anything else."""
+    if not isinstance(raw, dict):
+        raise V.Invalid(f"live request must be an object, got {V.show(raw)}")
+    kind = V.choice(raw.get("kind"), "live request kind", LIVE_KINDS)
+    out: dict[str, Any] = {"kind": kind, "seq": V.integer(raw.get("seq"), "live request seq", low=0, high=V.INT64_MAX),
+                           "tau": V.number(raw.get("tau"), "τ", low=0.0, high=1.0)}
+    lr = V.number(raw.get("lr"), "learning rate", low=0.0, open_low=True)
+    match = [c for c in LRS if abs(c - lr) <= 1e-9 * c]
+    if not match:
+        raise V.Invalid(f"learning rate must be one of {', '.join(f'{c:g}' for c in LRS)}, got {V.show(lr)}")
+    out["lr"] = match[0]
+    if kind == "start":
+        (x0, x1), (y0, y1) = V.box(view)
+        out["s"] = V.integer(raw.get("s"), "start index", low=0, high=max(0, int(n_starts) - 1))
+        out["x"] = _inside(raw.get("x"), "start x", x0, x1)
+        out["y"] = _inside(raw.get("y"), "start y", y0, y1)
+    return out
+
+
+def _inside(value: Any, name: str, lo: float, hi: float) -> float:
+    """A coordinate inside ``[lo, hi]``; one on the edge up to 1e-6 of the span outside (the browser's
+    axis range vs the view box rounded to 6 decimals) is put on the edge."""
+    tol = 1e-6 * (hi - lo)
+    return min(hi, max(lo, V.number(value, name, low=lo - tol, high=hi + tol)))
+
+
+def live_methods(kind: str, methods: Sequence[str]) -> list[str]:
+    """The methods a live change moves: every one for a start point or the learning rate; for τ only
+    those τ is a knob of (PCD's ``primary_knob``; the others' paths do not depend on it)."""
+    return [m for m in methods if kind != "tau" or registry.get(m).primary_knob is not None]
+
+
+def live_run(problem: Any, methods: Sequence[str], hparams: dict[str, dict[str, Any]], tau: float, opt: str,
+             lr: float, steps: int, starts: Any) -> tuple[list[str], np.ndarray, np.ndarray]:
+    """The trajectories of ``methods`` from ``starts`` in ONE engine call (:func:`pcd.engine.run_paths`:
+    the compiled path where it covers the run; positions exactly :func:`pcd.engine.run`'s), with the
+    page's settings (each method's hyper-parameters, τ for the methods it is a knob of), recorded at
+    the page's steps (:data:`LIVE_RECORD`): ``(methods, record [T], positions [M, S, T, 2])``. Not cached."""
+    from pcd.engine import run_paths
+
+    params: dict[str, dict[str, Any]] = {}
+    for m in methods:
+        hp = dict(hparams.get(m, {}))
+        knob = registry.get(m).primary_knob
+        if knob is not None:
+            hp[knob] = tau
+        if hp:
+            params[m] = hp
+    return run_paths(problem, list(methods), starts=np.asarray(starts, dtype=np.float64), steps=steps, optimizer=opt,
+                     lr=lr, method_params=params or None, record=LIVE_RECORD)
+
+
+def live_paths(problem: Any, methods: Sequence[str], hparams: dict[str, dict[str, Any]], tau: float, opt: str,
+               lr: float, steps: int, starts: Any) -> dict[str, Any]:
+    """:func:`live_run` as compact plain data for the map: ``{"methods", "record" (recorded steps),
+    "x", "y" ([method][start][step], rounded to :data:`LIVE_DECIMALS`, None where not finite)}`` --
+    the engine's positions at every recorded step (what the map draws at its last frame)."""
+    names, record, positions = live_run(problem, methods, hparams, tau, opt, lr, steps, starts)
+    pos = np.round(np.asarray(positions, dtype=np.float64)[..., :2], LIVE_DECIMALS)
+
+    def lists(a: np.ndarray) -> list:
+        return [[[v if math.isfinite(v) else None for v in row] for row in per_m] for per_m in a.tolist()]
+
+    return {"methods": list(names), "record": [int(k) for k in record], "x": lists(pos[..., 0]),
+            "y": lists(pos[..., 1])}
+
+
+def live_answer(raw: Any, problem: Any, methods: Sequence[str], hparams: dict[str, dict[str, Any]], opt: str,
+                steps: int, starts: Any, view: Any) -> dict[str, Any]:
+    """The page's reply to a live request ``raw`` (:func:`live_request`): ``{"seq", "kind", "s",
+    **live_paths}`` -- the moved start's trajectories for every method (``kind="start"``), or every
+    start's for the methods the slider moves (``"tau"``/``"lr"``, :func:`live_methods`) -- or
+    ``{"seq", "error"}`` (one line) for a request the validation refuses. Never raises ValueError."""
+    seq = raw.get("seq") if isinstance(raw, dict) else None
+    try:
+        pts = np.asarray(starts, dtype=np.float64).reshape(-1, 2)
+        q = live_request(raw, n_starts=len(pts), view=view)
+        if q["kind"] == "start":
+            pts = np.array([[q["x"], q["y"]]])
+        moved = live_methods(q["kind"], methods)
+        paths = live_paths(problem, moved, hparams, q["tau"], opt, q["lr"], steps, pts)
+    except ValueError as exc:
+        return {"seq": seq if isinstance(seq, int) and not isinstance(seq, bool) else None,
+                "error": str(exc).splitlines()[0] if str(exc) else type(exc).__name__}
+    return {"seq": q["seq"], "kind": q["kind"], "s": q.get("s"), **paths}
+
+
+def moved_start(lines: str, s: Any, x: Any, y: Any, view: Any) -> str:
+    """The typed start points ``lines`` ("x, y" a line, the page's starts) with line ``s`` moved to
+    ``(x, y)`` (validated: an index of ``lines``, inside the map's ``view`` box), 3 decimals."""
+    rows = [r for r in str(lines).splitlines() if r.strip()]
+    (x0, x1), (y0, y1) = V.box(view)
+    i = V.integer(s, "start index", low=0, high=max(0, len(rows) - 1))
+    if not rows:
+        raise V.Invalid("no start points to move")
+    rows[i] = f"{_inside(x, 'start x', x0, x1):.3f}, {_inside(y, 'start y', y0, y1):.3f}"
+    return "\n".join(rows)

@@ -146,7 +146,7 @@ def test_toy_page_default_animation_and_widgets():
     assert spec["layout"]["images"][0]["source"].startswith("data:image/png")
     # one play control: the page's frame controls drive the frames; the chart has no Plotly buttons/slider
     assert spec["frames"] and not spec["layout"].get("updatemenus") and not spec["layout"].get("sliders")
-    assert component_names(at) == ["pcd_frame_controls"]
+    assert component_names(at) == ["pcd_frame_controls", "pcd_live_map"]  # + direct manipulation (pcd.ui.live)
     diag = tables(at)[0]
     assert len(diag) == 2 * 3  # 2 methods x 3 preset starts
     before = spec

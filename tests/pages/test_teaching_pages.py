@@ -19,7 +19,7 @@ def _components(at: AppTest) -> list[str]:
 def test_toy_page_inset_on_by_default_follows_the_chosen_start_and_turns_off():
     at = _app("02_Toy_landscapes.py", steps=200, methods="pcd,ws")
     _ok(at)
-    assert _components(at) == ["pcd_frame_controls"]
+    assert _components(at) == ["pcd_frame_controls", "pcd_live_map"]
     spec = _map(at)
     names = [t.get("name") for t in spec["data"]]
     assert names[-5:] == ["g₁ (primary)", "g₂", "d (PCD)", "d (Weighted sum)", "inset numbers"]

@@ -1,0 +1,299 @@
+// Direct manipulation on the toy map (pcd.ui.live.live_map; st.components.v2, no iframe). Presentation only:
+// every trajectory comes from the server (pcd.studio.toy.live_paths, the engine); nothing is computed here.
+//  * drag a start marker (trace "starts"): the marker follows the mouse at once; the new point goes to the
+//    server as a request {kind: "start", s, x, y, tau, lr, seq}, and the answered paths of every method for that
+//    start are restyled into the map (paths, end diamonds, heads at the frame shown). On release: "drop".
+//  * the τ / learning-rate sliders (Streamlit's own, keys data.sliders): while one moves (its thumb's
+//    aria-valuetext), a request {kind: "tau" | "lr"} redraws every start's paths; Streamlit commits on release.
+// Back-pressure: one request in flight; a newer wish waits (only the latest) until the answer arrives.
+// window.__pcdLiveRedraws counts redraws, window.__pcdLiveLog keeps {kind, seq, changed, sent, drawn} (ms).
+export default function(component) {
+  const { data, parentElement, setStateValue } = component;
+  const root = parentElement.querySelector('.pcd-live');
+  if (!root) return;
+  const L = root.__pcdLive || (root.__pcdLive = makeLive(root));
+  L.update(data, setStateValue);
+  return L.cleanup;
+}
+
+function makeLive(root) {
+  const S = {data: null, set: null, inflight: null, want: null, drag: null, frame: null, bound: null,
+             seen: {}, seqN: 0, raf: null, observers: []};
+  window.__pcdLiveRedraws = window.__pcdLiveRedraws || 0;
+  window.__pcdLiveLog = window.__pcdLiveLog || [];
+  const gd = () => document.querySelector('.st-key-' + S.data.target + ' .js-plotly-plot');
+  const P = g => g._pcdPlotly || window.Plotly;
+  const now = () => performance.now();
+  const idx = (g, pred) => (g.data || []).findIndex(pred);
+  const startsIdx = g => idx(g, t => t.name === 'starts');
+  // a trace's coordinates as drawn (gd.data may hold them as a typed-array spec {dtype, bdata}: _fullData has them decoded)
+  const arr = (g, i, k) => Array.from(((g._fullData || [])[i] || g.data[i])[k] || []);
+
+  // ---- requests with back-pressure -------------------------------------------------------------------------
+  function sliderValue(kind) {
+    const key = (S.data.sliders || {})[kind];
+    const el = key && document.querySelector('.st-key-' + key + ' [aria-valuetext]');
+    const v = el ? parseFloat(el.getAttribute('aria-valuetext')) : NaN;
+    return Number.isFinite(v) ? v : S.data[kind];
+  }
+  const LOST_MS = 5000;  // an answer that never comes (its run preempted by a page run) frees the slot after this
+  function request(req) {
+    req.changed = req.changed || now();
+    if (S.inflight && now() - S.inflight.sent < LOST_MS) {  // one in flight: the newest wish waits
+      if (S.want && S.want.kind === req.kind && S.want.s === req.s) req.changed = Math.min(req.changed, S.want.changed);
+      S.want = req;
+      if (!S.lostTimer) S.lostTimer = setTimeout(lost, LOST_MS - (now() - S.inflight.sent) + 10);
+      return;
+    }
+    send(req);
+  }
+  function lost() {
+    S.lostTimer = null;
+    if (!S.want) return;
+    if (S.inflight && now() - S.inflight.sent < LOST_MS) { S.lostTimer = setTimeout(lost, LOST_MS - (now() - S.inflight.sent) + 10); return; }
+    const w = S.want; S.want = null; send(w);
+  }
+  // the figure the page drew last (pcd/ui/static/chart.js counts its draws): an answer to a request sent
+  // before the page drew a new figure (a commit) is not drawn over it
+  const figToken = () => { const g = gd(), box = g && g.closest('.pcd-chart'); return box ? box.dataset.drawn : null; };
+  function send(req) {
+    req.seq = Date.now() * 100 + (S.seqN++ % 100);
+    req.fig = figToken();
+    req.tau = req.kind === 'tau' ? req.tau : sliderValue('tau');
+    req.lr = req.kind === 'lr' ? req.lr : sliderValue('lr');
+    req.sent = now();
+    S.inflight = req;
+    const msg = {kind: req.kind, seq: req.seq, tau: req.tau, lr: req.lr};
+    if (req.kind === 'start') Object.assign(msg, {s: req.s, x: req.x, y: req.y});
+    S.set('req', msg);
+  }
+  function answered(ans) {
+    const req = S.inflight;
+    if (!req || !ans || ans.seq !== req.seq) return;
+    S.inflight = null;
+    const next = () => { if (S.want) { const w = S.want; S.want = null; send(w); } };
+    if (ans.error) { root.dataset.error = ans.error; next(); return; }
+    if (req.fig !== figToken()) { next(); return; }  // the page has drawn a newer figure meanwhile
+    delete root.dataset.error;
+    const arrived = now();
+    const done = draw(ans);
+    const log = () => { window.__pcdLiveRedraws += 1;
+      window.__pcdLiveLog.push({kind: req.kind, seq: req.seq, changed: req.changed, sent: req.sent, arrived, drawn: now()});
+      if (window.__pcdLiveLog.length > 2000) window.__pcdLiveLog.shift(); };
+    // the next request goes out at once (the server computes while the browser draws)
+    next();
+    if (done && done.then) done.then(log, () => {}); else if (done) log();
+  }
+
+  // ---- drawing an answer into the map -------------------------------------------------------------------------
+  function segments(arr) {  // a path trace: one segment per start, separated by a gap (NaN / null)
+    const segs = [[]];
+    for (const v of Array.from(arr || [])) {
+      if (v === null || v === undefined || Number.isNaN(v)) segs.push([]); else segs[segs.length - 1].push(v);
+    }
+    return segs;
+  }
+  function joined(segs, n) {
+    const out = [];
+    for (let s = 0; s < n; s++) { out.push(...(segs[s] || [])); out.push(null); }
+    return out;
+  }
+  function lastFinite(a) { for (let i = a.length - 1; i >= 0; i--) if (a[i] !== null) return a[i]; return null; }
+  function draw(ans) {
+    const g = gd();
+    if (!g || !g._fullLayout || !P(g)) return null;
+    const methods = S.data.methods || [], trail = S.data.trail || 8;
+    const si = startsIdx(g);
+    if (si < 0) return null;
+    const nS = arr(g, si, 'x').length, M = methods.length;
+    const starts = ans.kind === 'start' ? [ans.s] : Array.from({length: nS}, (_, k) => k);
+    if (starts.some(s => s >= nS) || (ans.x || []).some(per => per.length !== starts.length)) return null;
+    const pi = idx(g, t => t.name === 'positions');
+    const rec = ans.record || [];
+    let t = rec.indexOf(Number(S.frame));  // the frame shown (its step's index in the record)
+    if (t < 0) t = 0;
+    const upd = {x: [], y: []}, traces = [];
+    const pos = pi >= 0 ? {x: arr(g, pi, 'x'), y: arr(g, pi, 'y')} : null;
+    (ans.methods || []).forEach((name, j) => {
+      const m = methods.indexOf(name);
+      if (m < 0) return;
+      const path = idx(g, tr => tr.legendgroup === name && tr.mode === 'lines');
+      const end = idx(g, tr => tr.legendgroup === name && tr.mode === 'markers');
+      if (path >= 0) {
+        const sx = segments(arr(g, path, 'x')), sy = segments(arr(g, path, 'y'));
+        starts.forEach((s, k) => { sx[s] = ans.x[j][k].filter(v => v !== null); sy[s] = ans.y[j][k].filter(v => v !== null); });
+        traces.push(path); upd.x.push(joined(sx, nS)); upd.y.push(joined(sy, nS));
+      }
+      if (end >= 0) {
+        const ex = arr(g, end, 'x'), ey = arr(g, end, 'y');
+        starts.forEach((s, k) => { ex[s] = lastFinite(ans.x[j][k]); ey[s] = lastFinite(ans.y[j][k]); });
+        traces.push(end); upd.x.push(ex); upd.y.push(ey);
+      }
+      if (pos) {  // the comet: TRAIL tail points per (method, start), then the heads (methods in reverse order)
+        starts.forEach((s, k) => {
+          const px = ans.x[j][k], py = ans.y[j][k], T = px.length;
+          for (let o = 0; o < trail; o++) {
+            const i = Math.max(0, Math.min(T - 1, t - trail + o));
+            pos.x[(m * nS + s) * trail + o] = px[i]; pos.y[(m * nS + s) * trail + o] = py[i];
+          }
+          const h = M * nS * trail + (M - 1 - m) * nS + s, i = Math.min(T - 1, t);
+          pos.x[h] = px[i]; pos.y[h] = py[i];
+        });
+      }
+    });
+    if (pos) { traces.push(pi); upd.x.push(pos.x); upd.y.push(pos.y); }
+    if (S.drag && ans.kind === 'start') {  // the marker stays under the mouse, wherever the answer was for
+      const sx = arr(g, si, 'x'), sy = arr(g, si, 'y');
+      sx[S.drag.s] = S.drag.x; sy[S.drag.s] = S.drag.y;
+      traces.push(si); upd.x.push(sx); upd.y.push(sy);
+    }
+    if (!traces.length) return null;
+    return redraw(g, upd, traces);
+  }
+
+  // one Plotly.restyle for every changed trace (Plotly.animate with redraw false is cheaper, but it
+  // wipes what the map's other subplots drew: the gradient inset's arrows and numbers)
+  function redraw(g, upd, traces) {
+    const r = P(g).restyle(g, upd, traces);
+    if (r && r.catch) r.catch(() => {});
+    return r && r.then ? r : true;
+  }
+
+  // ---- dragging a start marker ------------------------------------------------------------------------------
+  function toData(g, ev) {
+    const fl = g._fullLayout, xa = fl && fl.xaxis, ya = fl && fl.yaxis;
+    if (!xa || !ya || !xa.p2l) return null;
+    const r = g.getBoundingClientRect();
+    const px = Math.max(0, Math.min(xa._length, ev.clientX - r.left - xa._offset));
+    const py = Math.max(0, Math.min(ya._length, ev.clientY - r.top - ya._offset));
+    const clamp = (v, ax) => { const lo = Math.min(ax.range[0], ax.range[1]), hi = Math.max(ax.range[0], ax.range[1]);
+                               return Math.max(lo, Math.min(hi, v)); };
+    return [clamp(xa.p2l(px), xa), clamp(ya.p2l(py), ya)];
+  }
+  function hit(g, ev) {  // the start marker under the mouse (within 14 px), or -1
+    const fl = g._fullLayout, xa = fl && fl.xaxis, ya = fl && fl.yaxis, si = startsIdx(g);
+    if (!xa || !ya || si < 0) return -1;
+    const r = g.getBoundingClientRect(), xs = arr(g, si, 'x'), ys = arr(g, si, 'y');
+    let best = -1, bd = 14;
+    xs.forEach((x, s) => {
+      const d = Math.hypot(ev.clientX - (r.left + xa._offset + xa.l2p(x)), ev.clientY - (r.top + ya._offset + ya.l2p(ys[s])));
+      if (d <= bd) { bd = d; best = s; }
+    });
+    return best;
+  }
+  function moveMarker(g) {  // the dragged ring moves at once, in the SVG itself (no Plotly redraw; its label follows with the answer)
+    if (S.raf) return;
+    S.raf = requestAnimationFrame(() => {
+      S.raf = null;
+      const si = startsIdx(g), fl = g._fullLayout;
+      if (!S.drag || si < 0 || !fl || !fl.xaxis) return;
+      const layer = Array.from(g.querySelectorAll('.scatterlayer .trace'))
+        .find(el => el.__data__ && el.__data__[0] && el.__data__[0].trace && el.__data__[0].trace.index === si);
+      if (!layer) return;
+      const px = fl.xaxis.l2p(S.drag.x), py = fl.yaxis.l2p(S.drag.y);
+      const pt = layer.querySelectorAll('.points path')[S.drag.s];
+      if (pt) pt.setAttribute('transform', 'translate(' + px + ',' + py + ')');
+    });
+  }
+  function down(ev) {
+    if (ev.button !== 0 || !S.data) return;
+    const g = gd();
+    if (!g || !g._fullLayout || !g.contains(ev.target)) return;
+    if (ev.target.closest && ev.target.closest('.modebar, .legend')) return;
+    const s = hit(g, ev);
+    if (s < 0) return;
+    const pt = toData(g, ev);
+    S.drag = {s, x: pt[0], y: pt[1], moved: false};
+    root.dataset.dragging = '1';
+    ev.preventDefault(); ev.stopPropagation();  // neither Plotly's zoom nor the map's click-to-add sees it
+  }
+  function move(ev) {
+    if (!S.drag) return;
+    const g = gd();
+    const pt = g && toData(g, ev);
+    if (!pt) return;
+    S.drag.x = pt[0]; S.drag.y = pt[1]; S.drag.moved = true;
+    moveMarker(g);
+    request({kind: 'start', s: S.drag.s, x: pt[0], y: pt[1], changed: now()});
+    ev.preventDefault(); ev.stopPropagation();
+  }
+  function released() {  // the pointer released after moving a slider: Streamlit commits, the page redraws
+    if (!S.sliding) return;
+    S.sliding = null;
+    if (S.want && S.want.kind !== 'start') S.want = null;
+  }
+  function up(ev) {
+    released();
+    if (!S.drag) return;
+    const d = S.drag; S.drag = null;
+    delete root.dataset.dragging;
+    ev.preventDefault(); ev.stopPropagation();
+    if (!d.moved) return;
+    S.want = null;  // the commit redraws everything
+    S.set('drop', {s: d.s, x: d.x, y: d.y, n: Date.now()});
+  }
+
+  // ---- the τ / lr sliders ------------------------------------------------------------------------------------
+  function watchSliders() {
+    for (const [kind, key] of Object.entries(S.data.sliders || {})) {
+      const el = document.querySelector('.st-key-' + key);
+      const o = S.observers.find(x => x.kind === kind);
+      if (o && o.el === el) continue;
+      if (o) { o.obs.disconnect(); o.el.removeEventListener('pointerdown', o.press, true); S.observers.splice(S.observers.indexOf(o), 1); }
+      if (!el) continue;
+      S.seen[kind] = sliderValue(kind);
+      const obs = new MutationObserver(() => {
+        const v = sliderValue(kind);
+        if (!Number.isFinite(v) || v === S.seen[kind]) return;
+        S.seen[kind] = v;
+        // a value that Streamlit commits now (the pointer released, a key pressed) redraws the whole page:
+        // no live request then (one would race the page's run for the committed value)
+        if (!S.sliding) return;
+        request({kind, [kind]: v, changed: now()});
+      });
+      const press = () => { S.sliding = kind; };
+      el.addEventListener('pointerdown', press, true);
+      obs.observe(el, {subtree: true, attributes: true, attributeFilter: ['aria-valuetext'], characterData: true, childList: true});
+      S.observers.push({kind, el, obs, press});
+    }
+  }
+
+  // ---- the frame shown (heads of an answer are drawn at that step) ---------------------------------------------
+  const onFrame = ev => { if (ev && ev.name !== undefined) S.frame = ev.name; };
+  const onReact = () => { S.frame = null; };
+  function bind() {
+    if (!S.data) return;
+    watchSliders();
+    const g = gd();
+    if (!g || !g.on || g === S.bound) return;
+    if (S.bound && S.bound.removeListener) { S.bound.removeListener('plotly_animatingframe', onFrame); S.bound.removeListener('plotly_react', onReact); }
+    S.bound = g; S.frame = null;
+    g.on('plotly_animatingframe', onFrame);
+    g.on('plotly_react', onReact);
+    root.dataset.bound = '1';
+  }
+  document.addEventListener('mousedown', down, true);
+  document.addEventListener('mousemove', move, true);
+  document.addEventListener('mouseup', up, true);
+  document.addEventListener('pointerup', released, true);
+  const timer = setInterval(bind, 400);
+  return {
+    update(data, set) {
+      S.data = data; S.set = set;
+      bind();
+      if (data.answer) answered(data.answer);
+    },
+    cleanup() {
+      clearInterval(timer);
+      if (S.lostTimer) clearTimeout(S.lostTimer);
+      if (S.raf) cancelAnimationFrame(S.raf);
+      S.observers.forEach(o => { o.obs.disconnect(); o.el.removeEventListener('pointerdown', o.press, true); });
+      document.removeEventListener('mousedown', down, true);
+      document.removeEventListener('mousemove', move, true);
+      document.removeEventListener('mouseup', up, true);
+      document.removeEventListener('pointerup', released, true);
+      if (S.bound && S.bound.removeListener) { S.bound.removeListener('plotly_animatingframe', onFrame); S.bound.removeListener('plotly_react', onReact); }
+      root.__pcdLive = null;
+    },
+  };
+}

@@ -1,0 +1,205 @@
+"""Real browser (Playwright + Debian Chromium) against `streamlit run app.py`: direct manipulation on
+the toy map (issue 28 part 4; :mod:`pcd.ui.live`, ``pcd/ui/static/toy_live.js``).
+
+* A start point is dragged across the map with the mouse over ~3 s at the page's default (saddle2d,
+  6 methods x 1000 steps, 3 starts): the paths of every method from it are redrawn while dragging
+  (counted in ``window.__pcdLiveRedraws``); the rate is printed beside ``os.getloadavg()`` and held to
+  a load-tolerant floor. After release the URL and the typed starts hold the new point, the map is
+  redrawn by the full run with its frames, and ▶ Play plays them.
+* The τ slider (Streamlit's own) is dragged: change -> figure times (from the slider's value change
+  to the map redrawn for it) are printed with their median beside the load; then the learning-rate
+  slider, one notch; each release commits (the URL).
+* Screenshots during a drag at 1440 x 900 and 800 wide: ``test-artifacts/drag_*.png``.
+
+Own server (loopback, stopped at the end), one Chromium; every wait is a condition wait with a
+generous timeout (a CI machine may be at load 10+); the only timed assertion is the loose floor.
+"""
+from __future__ import annotations
+
+import os
+import statistics
+import time
+import urllib.parse
+
+import pytest
+
+from tests.conftest import serve_studio
+from tests.pages._browser import open_page, wait_until
+from tests.pages.test_browser_studio import _wait_server_idle  # the server's warm-up is over
+
+pytestmark = [pytest.mark.slow, pytest.mark.browser]
+
+MAP = ".st-key-toy_map .js-plotly-plot"
+FLOOR_PER_S = 0.5  # redraws per second while dragging, at any load (the goal, >= 5/s, is printed)
+
+
+def _load() -> str:
+    return "load avg {:.2f} {:.2f} {:.2f}".format(*os.getloadavg())
+
+
+def _ready(page, timeout=180) -> None:
+    page.wait_for_selector(MAP + " .main-svg", timeout=timeout * 1000)
+    page.wait_for_function(f"""() => {{ const g = document.querySelector('{MAP}');
+        return g && g._fullLayout && ((g._transitionData || {{}})._frames || []).length > 0; }}""", timeout=timeout * 1000)
+    page.wait_for_function("() => !document.querySelector('[data-testid=\"stStatusWidget\"]')", timeout=timeout * 1000)
+    page.locator(".pcd-live[data-bound='1']").first.wait_for(state="attached", timeout=timeout * 1000)
+
+
+def _starts(page) -> list[list[float]]:
+    """The start markers as drawn: [[x, y, client x, client y], ...], the map's plot area scrolled into view."""
+    page.evaluate(f"() => document.querySelector('{MAP} .nsewdrag').scrollIntoView({{block: 'center'}})")
+    page.wait_for_timeout(400)
+    return page.evaluate(f"""() => {{ const g = document.querySelector('{MAP}'), fl = g._fullLayout;
+        const t = g._fullData.find(d => d.name === 'starts'), r = g.getBoundingClientRect();
+        return Array.from(t.x).map((x, s) => [x, t.y[s], r.left + fl.xaxis._offset + fl.xaxis.l2p(x),
+                                             r.top + fl.yaxis._offset + fl.yaxis.l2p(t.y[s])]); }}""")
+
+
+def _to_data(page, px, py) -> list[float]:
+    """The map's data coordinates under the window point (px, py)."""
+    return page.evaluate(f"""([px, py]) => {{ const g = document.querySelector('{MAP}'), fl = g._fullLayout;
+        const r = g.getBoundingClientRect();
+        return [fl.xaxis.p2l(px - r.left - fl.xaxis._offset), fl.yaxis.p2l(py - r.top - fl.yaxis._offset)]; }}""",
+                         [px, py])
+
+
+def _url(page) -> str:
+    return page.evaluate("() => location.href")  # (page.url is updated only while Playwright waits)
+
+
+def _redraws(page) -> int:
+    return int(page.evaluate("() => window.__pcdLiveRedraws || 0"))
+
+
+def _log(page, kind: str) -> list[dict]:
+    return page.evaluate(f"() => (window.__pcdLiveLog || []).filter(e => e.kind === '{kind}')")
+
+
+def _drag(page, frm, to, seconds: float, shot=None) -> tuple[int, float]:
+    """Press at ``frm``, move to ``to`` in small steps over ``seconds``, screenshot half way (``shot``);
+    returns (redraws during the drag, seconds it took). The mouse stays pressed."""
+    page.mouse.move(*frm)
+    page.mouse.down()
+    n0, t0 = _redraws(page), time.monotonic()
+    steps = 60
+    for i in range(1, steps + 1):
+        f = i / steps
+        page.mouse.move(frm[0] + f * (to[0] - frm[0]), frm[1] + f * (to[1] - frm[1]))
+        if shot is not None and i == steps // 2:
+            page.screenshot(path=str(shot))
+        left = t0 + seconds * f - time.monotonic()
+        if left > 0:
+            page.wait_for_timeout(left * 1000)
+    return _redraws(page) - n0, time.monotonic() - t0
+
+
+def test_drag_start_point_and_tau_slider(browser, tmp_path, artifacts_dir):
+    with serve_studio(tmp_path / "data", tmp_path / "server.log") as server:
+        ctx, page, errors = open_page(browser, 1440, 900)
+        try:
+            page.goto(f"{server['url']}/Toy_landscapes")
+            _ready(page)
+            print(f"\nserver warm-up over after {_wait_server_idle(server['pid'], 240):.0f} s more")
+            assert page.locator("[data-testid='stException']").count() == 0
+            starts = _starts(page)
+            assert len(starts) == 3
+            x, y, cx, cy = starts[0]
+            # the drag: ~3 s across the map, the mouse pressed the whole time
+            n, secs = _drag(page, (cx, cy), (cx + 220, cy - 90), 3.0, shot=artifacts_dir / "drag_1440.png")
+            rate = n / secs
+            print(f"\ndrag: {n} redraws in {secs:.2f} s = {rate:.1f}/s (goal >= 5/s) at {_load()}")
+            log = _log(page, "start")
+            lat = [e["drawn"] - e["changed"] for e in log]
+            if lat:
+                print(f"drag: mouse move -> paths redrawn, median {statistics.median(lat):.0f} ms over {len(lat)} "
+                      f"(server answer median {statistics.median([e['drawn'] - e['sent'] for e in log]):.0f} ms)")
+            assert rate >= FLOOR_PER_S, f"{rate:.2f} redraws/s while dragging ({_load()})"
+            # the drawn start (the last answer's) moved with the mouse; the drop goes where the mouse is
+            drawn = page.evaluate(f"""() => {{ const g = document.querySelector('{MAP}');
+                const t = g._fullData.find(d => d.name === 'starts'); return [t.x[0], t.y[0]]; }}""")
+            assert abs(drawn[0] - x) > 0.3, (drawn, x)
+            moved = _to_data(page, cx + 220, cy - 90)
+            page.mouse.up()
+
+            # the drop commits: typed starts with the moved point in the URL, the map redrawn with frames
+            def committed():
+                q = urllib.parse.parse_qs(urllib.parse.urlparse(_url(page)).query)
+                return q if q.get("starts") == ["typed"] and "typed" in q else None
+            q = wait_until(committed, 180, "the URL to carry the typed starts")
+            rows = [[float(v) for v in r.split(",")] for r in q["typed"][0].splitlines()]  # (within ~1 px of the mouse)
+            assert len(rows) == 3 and abs(rows[0][0] - moved[0]) < 0.02 and abs(rows[0][1] - moved[1]) < 0.02, (rows, moved)
+            assert [round(v, 3) for v in rows[1]] == [round(v, 3) for v in starts[1][:2]]
+            _ready(page)
+            wait_until(lambda: abs(_starts(page)[0][0] - rows[0][0]) < 2e-3, 120, "the full run's map at the new start")
+            typed = page.locator(".st-key-toy_typed textarea").first.input_value()
+            assert typed.splitlines()[0] == q["typed"][0].splitlines()[0]
+            # the frames play after the commit
+            frame0 = int(page.locator(".pcd-player").first.get_attribute("data-frame"))
+            page.locator(".pcd-s[data-speed='4']").first.click()
+            page.locator(".pcd-b[data-act=play]").first.click()
+            wait_until(lambda: int(page.locator(".pcd-player").first.get_attribute("data-frame")) > frame0 + 5, 120,
+                       "the frames to play after the commit")
+            page.locator(".pcd-b[data-act=play]").first.click()  # pause
+
+            # the τ slider: dragged with the mouse, the PCD paths follow while it moves
+            thumb = page.locator(".st-key-toy_tau input[type=range]").first.locator("xpath=../..")  # react-aria's thumb
+            thumb.scroll_into_view_if_needed()
+            page.wait_for_timeout(300)
+            box = thumb.bounding_box()
+            track = page.locator(".st-key-toy_tau [data-testid='stSlider']").first.bounding_box()
+            tx, ty = box["x"] + box["width"] / 2, box["y"] + box["height"] / 2
+            n, secs = _drag(page, (tx, ty), (min(track["x"] + track["width"] * 0.6, tx + 200), ty), 3.0)
+            tau_log = wait_until(lambda: _log(page, "tau"), 60, "a redraw for the τ slider's move")
+            page.mouse.up()
+            lat = sorted(e["drawn"] - e["changed"] for e in tau_log)
+            assert lat, "moving the τ slider redraws the map while it moves"
+            print(f"τ slider: {n} redraws in {secs:.2f} s; change -> figure median {statistics.median(lat):.0f} ms "
+                  f"(min {lat[0]:.0f}, max {lat[-1]:.0f}, n = {len(lat)}) at {_load()}")
+            committed_tau = lambda: "tau=" in _url(page) and "tau=0.02&" not in _url(page)  # noqa: E731
+            try:
+                wait_until(committed_tau, 90, "the τ commit in the URL")
+            except AssertionError:
+                # seen in 2 of ~8 runs at load 5-9, when the τ drag took ~28 s: the slider shows the new
+                # value but the page never got it; a second release (a click on the thumb) commits it
+                print(f"τ: the release did not commit within 90 s ({_url(page)}); clicking the thumb")
+                page.screenshot(path=str(artifacts_dir / "drag_tau_uncommitted.png"))
+                thumb.click()
+                wait_until(committed_tau, 180, "the τ commit in the URL after a click on the thumb")
+            _ready(page)
+
+            # the learning rate (discrete choices): about one notch to the right; every method is redrawn
+            # while it moves, the release commits
+            lr_thumb = page.locator(".st-key-toy_lr input[type=range]").first.locator("xpath=../..")
+            lr_thumb.scroll_into_view_if_needed()
+            page.wait_for_timeout(300)
+            box = lr_thumb.bounding_box()
+            track = page.locator(".st-key-toy_lr [data-testid='stSlider']").first.bounding_box()
+            lx, ly = box["x"] + box["width"] / 2, box["y"] + box["height"] / 2
+            n0 = len(_log(page, "lr"))
+            _drag(page, (lx, ly), (lx + track["width"] / 7 * 1.2, ly), 1.5)
+            lr_log = wait_until(lambda: _log(page, "lr")[n0:], 60, "a redraw for the lr slider's move")
+            page.mouse.up()
+            print(f"lr slider: change -> figure {[round(e['drawn'] - e['changed']) for e in lr_log]} ms at {_load()}")
+            wait_until(lambda: "lr=" in _url(page) and "lr=0.02&" not in _url(page), 180, "the lr commit in the URL")
+            _ready(page)
+
+            # 800 wide: the page lays the map out for the narrow width class (one more run), then a drag
+            drawn = page.evaluate(f"() => document.querySelector('{MAP}').closest('.pcd-chart').dataset.drawn")
+            page.set_viewport_size({"width": 800, "height": 900})
+            try:
+                wait_until(lambda: page.evaluate(f"() => document.querySelector('{MAP}').closest('.pcd-chart').dataset.drawn")
+                           != drawn, 90, "the map redrawn for 800 px")
+            except AssertionError:
+                pass  # (the same width class: no new figure)
+            _ready(page)
+            x, y, cx, cy = _starts(page)[1]
+            n0 = _redraws(page)
+            n, secs = _drag(page, (cx, cy), (cx + 120, cy + 40), 2.0, shot=artifacts_dir / "drag_800.png")
+            wait_until(lambda: _redraws(page) > n0, 90, "a redraw while dragging at 800 px")
+            print(f"800 px: {n} redraws in {secs:.2f} s at {_load()}")
+            page.mouse.up()
+            wait_until(lambda: page.locator("[data-testid='stStatusWidget']").count() == 0, 180, "the commit")
+            assert page.locator("[data-testid='stException']").count() == 0
+            assert not errors, errors
+        finally:
+            ctx.close()
