@@ -303,13 +303,16 @@ def toy_objective(key: tuple, _prob: Any, _res: Any, _bg: Any, log: bool, width:
 @st.cache_resource(show_spinner=False, max_entries=8)
 def toy_inset(key: tuple, _prob: Any, _res: Any, start: int, frames: tuple[str, ...]) -> Any:
     """Presenter mode: the gradient inset of start ``start`` as a chart of its own under the map
-    (:func:`pcd.viz.teaching.inset_figure`, one row of panels, text 1.2 times larger), on the map's
-    ``frames``, serialized once."""
-    from pcd.viz.teaching import inset_figure
+    (:func:`pcd.viz.teaching.inset_figure`, up to six panels a row -- fifteen methods in one row
+    crushed the panels and ran their numbers into each other --, as tall as its rows need with
+    text 1.2 times larger), on the map's ``frames``, serialized once."""
+    from pcd.viz.teaching import below_inset_height_px, inset_figure
     from pcd.viz.theme import frozen
 
+    cols = max(1, min(len(_res.methods), 6))
+    height = max(280, int(1.2 * below_inset_height_px(len(_res.methods), cols)) + 50)  # + the margins
     return frozen(inset_figure(trajectory_gradients(_prob, _res, int(start)), list(frames), width_px=1200.0,
-                               height=280, text_scale=1.2))
+                               height=height, cols=cols, text_scale=1.2))
 
 
 @st.cache_resource(show_spinner=False, max_entries=32)

@@ -141,7 +141,7 @@ def objective_space_figure(space: dict[str, Any], *, log: bool = True, plot_heig
     layout["legend"] = dict(layout["legend"], orientation="h", yanchor="bottom", y=0.0, yref="container",
                             xanchor="left", x=0.0)
     layout["annotations"] = _verdict_labels(P[:, :, -1], methods, verdicts, log, animate, xr, yr, method_label,
-                                            method_color)
+                                            method_color, (float(width_px) - 90.0, 0.8 * float(plot_height)))
     layout["meta"] = {"numerical": bool(space.get("numerical"))}  # the page's caption says which front it is
     spec: dict[str, Any] = {"data": traces, "layout": layout}
     if legend:
@@ -183,17 +183,22 @@ def _short_verdict(verdicts: Sequence[str]) -> str:
 
 def _verdict_labels(ends: np.ndarray, methods: list[str], verdicts: list[list[str]], log: bool,
                     hidden: bool, xr: list[float], yr: list[float], method_label: Any = theme.method_label,
-                    method_color: Any = theme.method_color) -> list[dict]:
+                    method_color: Any = theme.method_color, plot_px: tuple[float, float] | None = None) -> list[dict]:
     """One label per verdict (the methods whose every end point has it) with a line to their mean end
     point, placed by :func:`pcd.viz.labels.place` in data units clear of every end point and of the
     other labels on each plot size of :data:`OBJECTIVE_PLOT_SIZES` (the full verdict on hover);
-    ``method_label`` / ``method_color``: the runs' names and colours (the lesson's τ runs are not methods)."""
+    ``method_label`` / ``method_color``: the runs' names and colours (the lesson's τ runs are not methods);
+    ``plot_px``: the plot's own size (w, h) besides those, e.g. the narrow panel beside the map in presenter
+    mode, with the smallest width and height of them all as the first, most cramped, case."""
     from pcd.viz.labels import RINGS, place, plots_for, text_size
 
     groups: dict[str, list[int]] = {}  # methods with the same short verdict share one label
     for m in range(len(methods)):
         groups.setdefault(_short_verdict(verdicts[m]), []).append(m)
-    plots = plots_for(xr, yr, OBJECTIVE_PLOT_SIZES, log_x=log, log_y=log)
+    sizes: tuple[tuple[float, float], ...] = OBJECTIVE_PLOT_SIZES
+    if plot_px is not None:
+        sizes = ((min(plot_px[0], sizes[0][0]), min(plot_px[1], sizes[0][1])), *sizes, plot_px)
+    plots = plots_for(xr, yr, sizes, log_x=log, log_y=log)
     allp = ends.reshape(-1, 2)
     allp = allp[np.isfinite(allp).all(axis=1) & ((allp > 0).all(axis=1) if log else True)]
     obstacles: list[tuple[float, ...]] = [(float(x), float(y), 0.0, 0.0, 14.0, 14.0, 0.0) for x, y in allp]
