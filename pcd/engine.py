@@ -64,6 +64,7 @@ Diagnosis per trajectory, at the last finite point ``x_end``:
 from __future__ import annotations
 
 import time
+import zlib
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -520,8 +521,11 @@ def run(
     errors: dict[str, str] = {}
     secs = [0.0] * M  # seconds in each method's calls (method_seconds, by label, at the end)
     states = [inst.init_state(S, K) for _, inst in meths]
-    root = np.random.SeedSequence(seed)
-    rngs = [np.random.default_rng(ss) for ss in root.spawn(M)]
+    # each method's generator from (seed, its label): its draws -- and so its trajectory -- do not
+    # depend on which other methods run beside it or in what order (a page that runs methods one at a
+    # time, in chunks or all together shows the same paths)
+    rngs = [np.random.default_rng(np.random.SeedSequence(seed, spawn_key=(zlib.crc32(label.encode()),)))
+            for label, _ in meths]
     window = max(1, steps // 10)
     x_window = x.copy()
     eye = np.eye(K)

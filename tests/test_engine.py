@@ -250,3 +250,23 @@ def test_pcd_multipliers_are_recorded_and_match_the_qp():
     u = J / np.linalg.norm(J, axis=-1, keepdims=True)
     c = np.einsum("bn,bn->b", u[:, 0], u[:, 1])
     assert np.allclose(mu[0, :, 0, 0], np.maximum(0.0, 0.3 - c), rtol=1e-9, atol=1e-12)
+
+
+def test_a_stochastic_methods_trajectory_does_not_depend_on_the_methods_beside_it():
+    """Each method's generator comes from (seed, its label): GradDrop, RGW, PCGrad and GradVac give the
+    same path alone, among others and in any order (the pages run methods one at a time, in chunks or
+    together); a different seed gives a different path."""
+    from pcd.engine import run as run_engine
+    from pcd.problems import make as make_problem
+
+    prob = make_problem("saddle2d")
+    starts = prob.default_starts()
+    stochastic = ["graddrop", "rgw", "pcgrad", "gradvac"]
+    together = run_engine(prob, ["ws", *stochastic, "mgda"], starts=starts, steps=300, record=30)
+    backwards = run_engine(prob, ["mgda", *stochastic[::-1]], starts=starts, steps=300, record=30)
+    for m in stochastic:
+        alone = run_engine(prob, [m], starts=starts, steps=300, record=30)
+        assert np.array_equal(alone.positions[0], together.positions[together.methods.index(m)], equal_nan=True), m
+        assert np.array_equal(alone.positions[0], backwards.positions[backwards.methods.index(m)], equal_nan=True), m
+    other = run_engine(prob, ["graddrop"], starts=starts, steps=300, record=30, seed=1)
+    assert not np.array_equal(other.positions[0], together.positions[together.methods.index("graddrop")])
