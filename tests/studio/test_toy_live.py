@@ -36,12 +36,11 @@ def test_live_paths_are_the_engines_trajectories_at_the_maps_steps(problem):
     want = np.round(ref.positions, T.LIVE_DECIMALS)
     np.testing.assert_array_equal(np.array(out["x"], dtype=float), want[..., 0])  # exact (after the stated rounding)
     np.testing.assert_array_equal(np.array(out["y"], dtype=float), want[..., 1])
-    # and the page's own runs (one cached run per method) draw exactly these points
-    for m, name in enumerate(METHODS):
-        one = T.toy_run_one.__wrapped__("saddle2d", None, None, None, name, "{}", 0.3 if name == "pcd" else None,
-                                        "adam", 0.02, 1000, ((-1.0, 0.5),))
-        np.testing.assert_array_equal(one.positions[0], ref.positions[m])
-
+    # and the page's own runs (every method in one cached call) draw exactly these points
+    page = T.toy_run_set.__wrapped__("saddle2d", None, None, None, tuple(METHODS), "{}", 0.3, "adam", 0.02, 1000,
+                                     ((-1.0, 0.5),))
+    for m in range(len(METHODS)):
+        np.testing.assert_array_equal(page.positions[m], ref.positions[m])
 
 def test_live_answer_for_a_start_for_tau_and_for_lr(problem):
     starts = problem.default_starts()
