@@ -140,8 +140,9 @@ def objective_space_figure(space: dict[str, Any], *, log: bool = True, plot_heig
     layout["margin"] = dict(l=70, r=20, t=30, b=60 + (20 if log and sep == "<br>" else 0))
     layout["legend"] = dict(layout["legend"], orientation="h", yanchor="bottom", y=0.0, yref="container",
                             xanchor="left", x=0.0)
+    # the plot beside the map in presenter mode is ~0.9 of the width laid out for (its cell), fitted to the window
     layout["annotations"] = _verdict_labels(P[:, :, -1], methods, verdicts, log, animate, xr, yr, method_label,
-                                            method_color, (float(width_px) - 90.0, 0.8 * float(plot_height)))
+                                            method_color, (0.9 * float(width_px) - 90.0, 0.75 * float(plot_height)))
     layout["meta"] = {"numerical": bool(space.get("numerical"))}  # the page's caption says which front it is
     spec: dict[str, Any] = {"data": traces, "layout": layout}
     if legend:
