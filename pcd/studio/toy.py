@@ -270,17 +270,22 @@ def toy_run_set(name: str, f1: str | None, f2: str | None, pbounds: Any, methods
 
     from pcd.engine import run
 
-    hp_all = json.loads(hp_json)
+    return run(toy_problem(name, f1, f2, pbounds), list(methods), starts=np.array(starts), steps=steps, optimizer=opt,
+               lr=lr, method_params=method_params(methods, json.loads(hp_json), tau), record=LIVE_RECORD)
+
+
+def method_params(methods: Sequence[str], hparams: dict[str, dict[str, Any]], tau: float) -> dict | None:
+    """The engine's ``method_params`` for the page's settings: each method's own hyper-parameters, with
+    τ on its primary knob (PCD's ``tau``); None when no method has any."""
     params: dict[str, dict[str, Any]] = {}
     for m in methods:
-        hp = dict(hp_all.get(m, {}))
+        hp = dict(hparams.get(m, {}))
         knob = registry.get(m).primary_knob
         if knob is not None:
             hp[knob] = tau
         if hp:
             params[m] = hp
-    return run(toy_problem(name, f1, f2, pbounds), list(methods), starts=np.array(starts), steps=steps, optimizer=opt,
-               lr=lr, method_params=params or None, record=LIVE_RECORD)
+    return params or None
 
 
 @st.cache_resource(show_spinner=False, max_entries=32)
@@ -419,16 +424,8 @@ def live_run(problem: Any, methods: Sequence[str], hparams: dict[str, dict[str, 
     the page's steps (:data:`LIVE_RECORD`): ``(methods, record [T], positions [M, S, T, 2])``. Not cached."""
     from pcd.engine import run_paths
 
-    params: dict[str, dict[str, Any]] = {}
-    for m in methods:
-        hp = dict(hparams.get(m, {}))
-        knob = registry.get(m).primary_knob
-        if knob is not None:
-            hp[knob] = tau
-        if hp:
-            params[m] = hp
     return run_paths(problem, list(methods), starts=np.asarray(starts, dtype=np.float64), steps=steps, optimizer=opt,
-                     lr=lr, method_params=params or None, record=LIVE_RECORD)
+                     lr=lr, method_params=method_params(methods, hparams, tau), record=LIVE_RECORD)
 
 
 def live_paths(problem: Any, methods: Sequence[str], hparams: dict[str, dict[str, Any]], tau: float, opt: str,
