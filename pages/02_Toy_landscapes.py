@@ -253,11 +253,6 @@ def _live(problem, methods, hparams, tau, opt, lr, steps, starts, view) -> None:
     # Direct manipulation (pcd.ui.live): a drag of a start marker or a move of the τ / lr slider asks
     # for new paths; this fragment alone reruns to answer (the engine, pcd.studio.toy.live_answer), and
     # a drop commits the moved start (typed starts) with one run of the whole page.
-    if (st.session_state.get("toy_tau", tau), st.session_state.get("toy_lr", lr)) != (tau, lr):
-        # a slider's release that reached the server with this fragment's run (the browser sends its
-        # widget values with every rerun request): the page has not run with it yet -- run it now, or
-        # the slider would show a value that the map, the URL and the table never got
-        st.rerun(scope="app")
     req = live_value("toy_live", "req")
     answer = None
     if isinstance(req, dict) and req.get("seq") != st.session_state.get("toy_live_seq"):

@@ -57,6 +57,12 @@ def live_map(chart_key: str, methods: Sequence[str], *, tau: float, lr: float, t
     ``answer``: the reply to the last request (module docstring), None when there is none to send."""
     if trail < 1:
         raise ValueError(f"trail must be >= 1, got {trail}")
+    drawn = {"tau": tau, "lr": lr}
+    if any(st.session_state.get(w, drawn.get(k)) != drawn.get(k) for k, w in (sliders or {}).items()):
+        # a slider's release reached the server with a live (fragment) run -- the browser sends every
+        # widget value with each rerun request --: the page has not run with it yet. Run it now, or the
+        # slider would show a value that the map, the URL and the table never got.
+        st.rerun(scope="app")
     data = {"target": str(chart_key), "methods": [str(m) for m in methods], "tau": float(tau), "lr": float(lr),
             "trail": int(trail), "sliders": {str(k): str(v) for k, v in (sliders or {}).items()}, "answer": answer}
     _live_component()(data=data, key=key, on_req_change=lambda: None, on_drop_change=on_drop or (lambda: None))
