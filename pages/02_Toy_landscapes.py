@@ -240,7 +240,7 @@ with cells[0]:
 if len(cells) > 1:
     with cells[1]:
         plotly_chart(ofig, key="toy_obj", config={"scrollZoom": False})
-frame_names = [str(f.name) for f in fig.frames]  # recorded steps the map animates (toy_map.TOY_FRAMES of them)
+frame_names = fig.frame_names  # recorded steps the map animates (toy_map.TOY_FRAMES of them)
 follow = (["toy_obj"] if ofig is not None else []) + (["toy_inset_fig"] if present and istart is not None else [])
 frame_controls("toy_map", frame_names, loss_key="toy_loss", cursor_x=[float(n) + 1 for n in frame_names],
                width_classes=None if present else WIDTH_CLASSES, width=width_class, follow=follow)
@@ -289,7 +289,7 @@ if ofig is not None:  # the same runs in the (f1, f2) plane, on the same frames 
         st.subheader("The same runs in objective space")
         plotly_chart(ofig, key="toy_obj", config={"scrollZoom": False})
     front_note = ("the dashed line is the Pareto front computed numerically: the non-dominated points of the "
-                  "map's grid" if ofig.layout.meta["numerical"] else
+                  "map's grid" if ofig.meta["numerical"] else
                   "the dashed line is the problem's Pareto front (its Pareto set's losses)")
     st.caption(f"Each method's (f₁, f₂) as it runs, on the map's frames: ▶ Play, Step and the bar above move both. "
                f"The star is where both objectives are optimal; {front_note} (a single point when the star is the "
@@ -335,7 +335,7 @@ export_settings = {"problem": problem_name, **({"f1": f1, "f2": f2} if problem_n
             "map bounds": ", ".join(f"{v:g}" for b in view for v in b)}
 c1, c2, c3, c4 = st.columns(4)
 with c4:  # the last frame as a still, built only when asked for
-    png_export(lambda: T.toy_map(runs_key + (istart, "last"), problem, res, bg, istart, "wide", animate=False),
+    png_export(lambda: T.toy_map(runs_key + (istart, "last"), problem, res, bg, istart, "wide", animate=False).figure(),
                "toy_landscape.png", key="toy_png", label="Map (PNG, last frame)", settings=export_settings)
 with c1:
     download_csv(T.trajectories_table(res), "toy_trajectories.csv", "Trajectories (CSV)", key="toy_csv",

@@ -292,11 +292,11 @@ def method_params(methods: Sequence[str], hparams: dict[str, dict[str, Any]], ta
 def toy_map(key: tuple, _prob: Any, _res: Any, _bg: Any, inset_start: int | None, width: str,
             controls: bool = False, animate: bool = True) -> Any:
     """The page's map (:func:`pcd.viz.toy.toy_map_figure`) with the gradient inset of start
-    ``inset_start`` (None: no inset), serialized once (:func:`pcd.viz.theme.frozen`)."""
-    from pcd.viz.theme import frozen
+    ``inset_start`` (None: no inset), serialized once from its spec (:class:`pcd.viz.theme.FrozenFigure`)."""
+    from pcd.viz.theme import FrozenFigure
 
-    return frozen(map_figure(_prob, _res, _bg, inset_start=inset_start, width=width, controls=controls,
-                             animate=animate))
+    return FrozenFigure(map_figure(_prob, _res, _bg, inset_start=inset_start, width=width, controls=controls,
+                                   animate=animate, spec_only=True))
 
 
 @st.cache_resource(show_spinner=False, max_entries=32)
@@ -305,12 +305,12 @@ def toy_objective(key: tuple, _prob: Any, _res: Any, _bg: Any, log: bool, width:
     :func:`objective_space`), on the map's frames, its legend laid out for the page's
     width class (as the map's; ``legend=False``: none, beside the map), serialized once."""
     from pcd.viz.objective import objective_space_figure
-    from pcd.viz.theme import frozen
+    from pcd.viz.theme import FrozenFigure
     from pcd.viz.toy import TOY_CHART_PX, TOY_FRAMES
 
     space = objective_space(_prob, _res, _bg["grid"])
-    return frozen(objective_space_figure(space, log=log, max_frames=TOY_FRAMES, legend=legend,
-                                         width_px=TOY_CHART_PX[width] if legend else OBJ_SIDE_PX))
+    return FrozenFigure(objective_space_figure(space, log=log, max_frames=TOY_FRAMES, legend=legend, spec_only=True,
+                                               width_px=TOY_CHART_PX[width] if legend else OBJ_SIDE_PX))
 
 
 @st.cache_resource(show_spinner=False, max_entries=8)
@@ -320,22 +320,22 @@ def toy_inset(key: tuple, _prob: Any, _res: Any, start: int, frames: tuple[str, 
     crushed the panels and ran their numbers into each other --, as tall as its rows need with
     text 1.2 times larger), on the map's ``frames``, serialized once."""
     from pcd.viz.teaching import below_inset_height_px, inset_figure
-    from pcd.viz.theme import frozen
+    from pcd.viz.theme import FrozenFigure
 
     cols = max(1, min(len(_res.methods), 6))
     height = max(280, int(1.2 * below_inset_height_px(len(_res.methods), cols)) + 50)  # + the margins
-    return frozen(inset_figure(trajectory_gradients(_prob, _res, int(start)), list(frames), width_px=1200.0,
-                               height=height, cols=cols, text_scale=1.2))
+    return FrozenFigure(inset_figure(trajectory_gradients(_prob, _res, int(start)), list(frames), width_px=1200.0,
+                                     height=height, cols=cols, text_scale=1.2, spec_only=True))
 
 
 @st.cache_resource(show_spinner=False, max_entries=32)
 def toy_loss(key: tuple, _res: Any, names: tuple[str, ...]) -> Any:
     """The page's loss-vs-step figure with its step cursor at 0, serialized once."""
     from pcd.viz.landscape import loss_figure
-    from pcd.viz.teaching import with_step_cursor
-    from pcd.viz.theme import frozen
+    from pcd.viz.teaching import add_step_cursor
+    from pcd.viz.theme import FrozenFigure
 
-    return frozen(with_step_cursor(loss_figure(_res, names), 0))
+    return FrozenFigure(add_step_cursor(loss_figure(_res, names, spec_only=True), 0))
 
 
 def toy_runs(name: str, f1: str | None, f2: str | None, pbounds: Any, pstarts: Any, methods: Sequence[str],

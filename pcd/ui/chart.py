@@ -75,6 +75,10 @@ def _chart_component() -> Any:
 
 
 def _types(fig: Any) -> set[str]:
+    from pcd.viz.theme import FrozenFigure
+
+    if isinstance(fig, FrozenFigure):
+        return set(fig.trace_types)
     return {getattr(t, "type", None) or "scatter" for t in fig.data}
 
 
@@ -136,12 +140,17 @@ def plotly_chart(fig: Any, key: str, *, click: bool | str = False, config: dict 
     chart's container gets the class ``st-key-<key>``). ``click=True``: a click on a data point is
     sent back; ``click="anywhere"``: a click anywhere in the plot area (not a drag), as one point
     ``{x, y}`` in the main axes' units, the other fields None -- in both cases in
-    ``st.session_state[key]["selection"]["points"]``. ``config``: Plotly's config (``displaylogo`` off)."""
+    ``st.session_state[key]["selection"]["points"]``. ``config``: Plotly's config (``displaylogo`` off).
+    ``fig`` may be a :class:`pcd.viz.theme.FrozenFigure` (serialized once, sent as it is)."""
+    from pcd.viz.theme import FrozenFigure
+
     if click not in (False, True, "anywhere"):
         raise ValueError(f"click must be False, True or 'anywhere', got {click!r}")
     config = {"displaylogo": False, **(config or {})}
     bundle = bundle_for(fig)
     if bundle is None:
+        if isinstance(fig, FrozenFigure):
+            fig = fig.figure()
         if presenter_mode():
             fig = present_fonts(fig, PRESENT_FIT["font"])
         if click:
@@ -149,11 +158,11 @@ def plotly_chart(fig: Any, key: str, *, click: bool | str = False, config: dict 
         else:
             st.plotly_chart(fig, theme=None, key=key, config=config)
         return
-    height = fig.layout.height
+    frozen = isinstance(fig, FrozenFigure)
+    height = fig.height if frozen else fig.layout.height
     height = int(height) if height is not None and height >= 10 else DEFAULT_HEIGHT
-    spec = getattr(fig, "_pcd_spec", None)
-    payload = {"spec": spec if isinstance(spec, str) else fig.to_json(), "height": height, "config": config, "click": click,
+    payload = {"spec": fig.spec if frozen else fig.to_json(), "height": height, "config": config, "click": click,
                "src": bundle_src(bundle), "chunk": plotly_chunk(), "present": PRESENT_FIT if presenter_mode() else None,
-               "animated": bool(fig.frames)}
+               "animated": bool(fig.frame_names if frozen else fig.frames)}
     _chart_component()(data=payload, key=key, on_selection_change=lambda: None)
 

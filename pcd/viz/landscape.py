@@ -328,7 +328,7 @@ def path_so_far(paths: Any, fidx: Any, f: int | None) -> np.ndarray:
     S, T, d = P.shape
     fidx = np.asarray(fidx, dtype=int)
     stride = max(1, -(-len(fidx) // REVEAL_POINTS))
-    idx = np.arange(T) if f is None or f >= len(fidx) - 1 else np.r_[fidx[:f + 1:stride], fidx[f]]
+    idx = np.arange(T) if f is None or f >= len(fidx) - 1 else np.concatenate((fidx[:f + 1:stride], fidx[f:f + 1]))
     return np.concatenate([P[:, idx], np.full((S, 1, d), np.nan)], axis=1).reshape(-1, d).astype(np.float32)
 
 
@@ -563,10 +563,11 @@ LOSS_GAP = 0.13  # of the plot width between loss panels: 62 px of a 480-px plot
 
 
 def loss_figure(res: Any, objective_names: Sequence[str] | None = None, floor: float = 1e-12,
-                height: int = 330) -> go.Figure:
+                height: int = 330, spec_only: bool = False) -> Any:
     """Loss vs step, one log-scale panel per objective, one line per (method, start) in the method's
     colour (dash pattern per start). Values are shown as ``f - min(0, min f)`` clipped at ``floor``
     so that zeros and negative-valued objectives fit on a log axis; panel titles say when shifted.
+    ``spec_only``: the plain spec instead of a figure.
     """
     L = np.asarray(getattr(res, "losses", None), dtype=np.float64)
     if L.ndim != 4:
@@ -622,5 +623,6 @@ def loss_figure(res: Any, objective_names: Sequence[str] | None = None, floor: f
     layout["annotations"] = annotations
     layout["margin"] = dict(l=60, r=20, t=70, b=50)
     layout["legend"] = dict(layout["legend"], y=1.12)
-    fig = go.Figure({"data": traces, "layout": layout})
-    return fig
+    if spec_only:  # the plain spec (pcd.viz.theme.FrozenFigure); the tests build the figure validated
+        return {"data": traces, "layout": layout}
+    return go.Figure({"data": traces, "layout": layout})

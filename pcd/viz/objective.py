@@ -22,7 +22,7 @@ FLOOR = 1e-12  # a log axis draws an exact zero here (as the loss chart does)
 
 def objective_space_figure(space: dict[str, Any], *, log: bool = True, plot_height: int = 360,
                            width_px: float = 900.0, max_frames: int | None = None, animate: bool = True,
-                           floor: float = FLOOR, legend: bool = True) -> Any:
+                           floor: float = FLOOR, legend: bool = True, spec_only: bool = False) -> Any:
     """The (f1, f2) plane of :func:`pcd.experiments.toy.objective_space`: the Pareto front (dashed; said
     when it is numerical), the point where both objectives are optimal (star), each method's path
     -- drawn as far as the frame shown, as on the map (:func:`pcd.viz.landscape.path_so_far`) --
@@ -36,7 +36,8 @@ def objective_space_figure(space: dict[str, Any], *, log: bool = True, plot_heig
     (:func:`pcd.viz.landscape.fit_legend`); ``legend=False``: none (beside a map whose legend names
     the same methods in the same colours). ``animate=False``: the last
     frame as a still. The end markers (``meta="end"``) and verdicts (annotations named ``"end
-    label"``) start hidden when animated: the page's frame controls show them at the last frame."""
+    label"``) start hidden when animated: the page's frame controls show them at the last frame.
+    ``spec_only``: the plain spec (for :class:`pcd.viz.theme.FrozenFigure`) instead of a figure."""
     L = np.asarray(space["losses"], dtype=np.float64)
     if L.ndim != 4 or L.shape[-1] != 2:
         raise ValueError(f"objective_space_figure needs losses [M, S, T, 2], got shape {L.shape}")
@@ -158,7 +159,7 @@ def objective_space_figure(space: dict[str, Any], *, log: bool = True, plot_heig
             spec["frames"].append({"name": str(int(record[t])), "traces": path_idx + [head_idx],
                                    "data": [{"type": "scatter", "x": g[:, 0], "y": g[:, 1]} for g in grown]
                                    + [{"type": "scatter", "x": h[:, 0], "y": h[:, 1]}]})
-    return figure_from_spec(spec)
+    return spec if spec_only else figure_from_spec(spec)
 
 
 # the objective panel's plot sizes (w x h px; the first is the smallest both ways): its chart is 560 (800-px

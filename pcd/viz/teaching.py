@@ -140,15 +140,20 @@ def _panel_centers(P: int, cols: int, geom: dict[str, Any]) -> np.ndarray:
 
 def _vector_xy(vecs: np.ndarray, centers: np.ndarray, scale: float) -> tuple[np.ndarray, np.ndarray]:
     """Segments origin -> tip for every panel (``vecs [P, 2]``), separated by gaps."""
+    xy = _segments(np.asarray(vecs)[None], centers, scale)[0].reshape(-1, 2)
+    return xy[:, 0], xy[:, 1]
+
+
+def _segments(vecs: np.ndarray, centers: np.ndarray, scale: float) -> np.ndarray:
+    """:func:`_vector_xy` of ``vecs [T, P, 2]`` (every recorded step at once): float32
+    ``[T, P, 3, 2]``, per panel its origin, its tip and a gap (NaN)."""
     u = _clip(vecs, scale)
     # a (nearly) zero vector draws nothing -- its arrowhead would point anywhere; the numbers say ~0
-    short = ~np.isfinite(u).all(axis=1) | (np.linalg.norm(np.nan_to_num(u), axis=1) < 0.03)
-    tips = np.where(short[:, None], np.nan, u + centers)
-    pts = np.full((len(centers), 3, 2), np.nan)
-    pts[:, 0] = np.where(short[:, None], np.nan, centers)
-    pts[:, 1] = tips
-    xy = pts.reshape(-1, 2).astype(np.float32)
-    return xy[:, 0], xy[:, 1]
+    short = ~np.isfinite(u).all(axis=-1) | (np.linalg.norm(np.nan_to_num(u), axis=-1) < 0.03)
+    pts = np.full(u.shape[:2] + (3, 2), np.nan)
+    pts[:, :, 0] = np.where(short[..., None], np.nan, centers[None])
+    pts[:, :, 1] = np.where(short[..., None], np.nan, u + centers[None])
+    return pts.astype(np.float32)
 
 
 def _panels(grads: dict[str, Any], names: Sequence[str], cols: int, scale: float, t_of: Any,
@@ -186,16 +191,20 @@ def _panels(grads: dict[str, Any], names: Sequence[str], cols: int, scale: float
                        textposition="bottom center", textfont=dict(size=round(11 * k, 1), color=theme.INK),
                        text=[""] * P, cliponaxis=False, name="inset numbers"))
 
+    # every recorded step's arrows at once (one NumPy pass, not one per frame and panel); a frame picks its rows
+    g_xy = [[_segments(grads["methods"][nm]["g"][:, k, :2][:, None], centers[p:p + 1], scale)[:, 0]
+             for p, nm in enumerate(names)] for k in range(K)]          # [k][p]: [T, 3, 2]
+    d_xy = [_segments(grads["methods"][nm]["d"][:, None, :2], centers[p:p + 1], scale)[:, 0]
+            for p, nm in enumerate(names)]                               # [p]: [T, 3, 2]
+
     def data_at(frame: int) -> list[dict]:
         rows = [t_of(name, frame) for name in names]
         out = []
         for k in range(K):
-            vecs = np.array([grads["methods"][nm]["g"][r, k, :2] for nm, r in zip(names, rows)])
-            x, y = _vector_xy(vecs, centers, scale)
-            out.append({"type": "scatter", "x": x, "y": y})
-        for p, (nm, r) in enumerate(zip(names, rows)):
-            x, y = _vector_xy(grads["methods"][nm]["d"][r][None, :2], centers[p:p + 1], scale)
-            out.append({"type": "scatter", "x": x, "y": y})
+            xy = np.concatenate([g_xy[k][p][r] for p, r in enumerate(rows)])
+            out.append({"type": "scatter", "x": xy[:, 0], "y": xy[:, 1]})
+        for p, r in enumerate(rows):
+            out.append({"type": "scatter", "x": d_xy[p][r][:, 0], "y": d_xy[p][r][:, 1]})
         out.append({"type": "scatter", "text": [_numbers(grads["methods"][nm], r) for nm, r in zip(names, rows)]})
         return out
 
@@ -310,7 +319,7 @@ def add_gradient_inset(fig: go.Figure, grads: dict[str, Any], methods: Sequence[
 
 def inset_figure(grads: dict[str, Any], frames: Sequence[Any] | None = None, methods: Sequence[str] | None = None,
                  width_px: float = 1200.0, height: int = 300, cols: int | None = None,
-                 text_scale: float = 1.0) -> Any:
+                 text_scale: float = 1.0, spec_only: bool = False) -> Any:
     """The gradient inset of :func:`add_gradient_inset` as a figure of its own, animated on the
     map's ``frames`` (their names: recorded steps of ``grads``) -- the chart a page shows under a
     map drawn without its inset (presenter mode: the map and the objective-space panel side by side
@@ -318,7 +327,7 @@ def inset_figure(grads: dict[str, Any], frames: Sequence[Any] | None = None, met
     (:func:`pcd.ui.controls.frame_controls`, ``follow``). One row of panels by default
     (``cols`` = every method), laid out for a chart ``width_px`` wide and ``height`` tall with text
     ``text_scale`` times its default size; the legend names g₁, g₂ (, g₃) under it. ``frames=None``:
-    a still of the last recorded step."""
+    a still of the last recorded step. ``spec_only``: the plain spec instead of a figure."""
     height = int(V.number(height, "height", low=150, high=3000))
     names = list(grads.get("methods", {})) if isinstance(grads, dict) and methods is None else list(methods or [])
     spec: dict[str, Any] = {"data": [], "layout": base_layout(height=height),
@@ -328,7 +337,7 @@ def inset_figure(grads: dict[str, Any], frames: Sequence[Any] | None = None, met
                                     bgcolor="rgba(255,255,255,0.7)")
     spec = add_gradient_inset(spec, grads, methods, cols=cols if cols is not None else max(1, len(names)),
                               placement="alone", width_px=width_px, spec_only=True, text_scale=text_scale)
-    return figure_from_spec(spec)
+    return spec if spec_only else figure_from_spec(spec)
 
 
 def gradients_figure(grads: dict[str, Any], frame: int | dict[str, int] = -1, methods: Sequence[str] | None = None,
@@ -383,11 +392,16 @@ def with_step_cursor(fig: go.Figure, step: int = 0, color: str = theme.ALERT) ->
     page's frame controls move with the map's frame. ``fig`` is not modified."""
     if not isinstance(fig, go.Figure):
         raise ValueError("with_step_cursor needs a go.Figure")
+    return go.Figure(add_step_cursor(fig.to_plotly_json(), step, color), _validate=False)
+
+
+def add_step_cursor(spec: dict, step: int = 0, color: str = theme.ALERT) -> dict:
+    """:func:`with_step_cursor` on a plain spec (``{"data", "layout"}``): its layout's shapes get the
+    cursor (an earlier one replaced); the spec is returned."""
     step = int(step)
     if step < 0:
         raise ValueError(f"step must be >= 0, got {step}")
-    spec = fig.to_plotly_json()
-    lay = spec["layout"]
+    lay = spec.setdefault("layout", {})
     axes = sorted(k for k in lay if k.startswith("xaxis"))
     shapes = [s for s in lay.get("shapes", []) if s.get("name") != CURSOR_NAME]
     for ax in axes or ["xaxis"]:
@@ -396,4 +410,4 @@ def with_step_cursor(fig: go.Figure, step: int = 0, color: str = theme.ALERT) ->
         shapes.append(dict(type="line", name=CURSOR_NAME, xref=ref, yref=yref, x0=step + 1, x1=step + 1, y0=0, y1=1,
                            line=dict(color=rgba(color, 0.85), width=2, dash="dot"), layer="above"))
     lay["shapes"] = shapes
-    return go.Figure(spec, _validate=False)
+    return spec

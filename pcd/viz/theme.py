@@ -9,6 +9,7 @@ from __future__ import annotations
 import base64
 import functools
 import io
+import math
 from typing import Any
 
 import numpy as np
@@ -354,20 +355,21 @@ def to_png_bytes(fig: go.Figure, scale: float = 2.0) -> bytes | None:
 
 _TYPED_DTYPES = {"float32": "f4", "float64": "f8", "int8": "i1", "int16": "i2", "int32": "i4",
                  "uint8": "u1", "uint16": "u2", "uint32": "u4"}
+_TYPED_BY_DTYPE = {np.dtype(k): v for k, v in _TYPED_DTYPES.items()}  # str(dtype) per array was ~1/3 of the walk
 
 
 def typed_arrays(obj: Any) -> Any:
     """``obj`` (a figure spec: nested dicts / lists) with every numeric NumPy array replaced by
     Plotly.js's typed-array form ``{"dtype", "bdata"}`` (base64 of the raw bytes; float64 kept,
     int64 / bool narrowed to int32 / uint8, which Plotly.js reads natively). Object arrays
-    become lists. What Plotly's own ``to_dict`` does per array, done once, so building and
+    become lists; a non-finite number outside an array becomes None (JSON has none). What Plotly's own ``to_dict`` does per array, done once, so building and
     serializing a figure with hundreds of animation frames does not walk every array again."""
     if isinstance(obj, np.ndarray):
         if obj.dtype.kind == "b":
             obj = obj.astype(np.uint8)
         elif obj.dtype.kind in "iu" and obj.dtype.itemsize == 8:
             obj = obj.astype(np.int32) if obj.size == 0 or np.abs(obj).max() < 2**31 else obj.astype(np.float64)
-        code = _TYPED_DTYPES.get(str(obj.dtype))
+        code = _TYPED_BY_DTYPE.get(obj.dtype)
         if code is None or obj.ndim != 1:
             return typed_arrays(obj.tolist())
         return {"dtype": code, "bdata": base64.b64encode(np.ascontiguousarray(obj).tobytes()).decode("ascii")}
@@ -376,7 +378,9 @@ def typed_arrays(obj: Any) -> Any:
     if isinstance(obj, (list, tuple)):
         return [typed_arrays(v) for v in obj]
     if isinstance(obj, np.generic):
-        return obj.item()
+        obj = obj.item()
+    if isinstance(obj, float) and not math.isfinite(obj):
+        return None  # JSON has no NaN / inf: a gap, as Plotly's own encoder writes it
     return obj
 
 
@@ -404,10 +408,36 @@ def plain_array(value: Any) -> np.ndarray:
     return np.asarray(value)
 
 
-def frozen(fig: Any) -> Any:
-    """``fig``, serialized once now: :func:`pcd.ui.chart.plotly_chart` then sends this JSON instead
-    of serializing the figure on every run of the page (the toy map with its animation frames: ~0.1 s
-    of the server's time per run). For a figure a cache keeps (``st.cache_resource``) and that
-    nobody changes afterwards -- a change made later is not drawn."""
-    fig._pcd_spec = fig.to_json()
-    return fig
+class FrozenFigure:
+    """A figure for :func:`pcd.ui.chart.plotly_chart`, serialized once from its plain spec
+    (``{"data", "layout", "frames"}`` of a :mod:`pcd.viz` builder) WITHOUT a ``go.Figure``: for the
+    toy map's 100 animation frames, building Plotly's objects for ~2,300 frame traces and serializing
+    them back cost ~0.4-0.6 s of a settings change; this is one pass of :func:`typed_arrays` and one
+    ``json.dumps`` (~20 ms). What a page reads of it: ``spec`` (the JSON), ``height``, ``trace_types``,
+    ``frame_names``, ``meta`` (``layout.meta``) and ``figure()`` (a ``go.Figure`` of the same spec,
+    for a consumer that needs one). A cache keeps it; nobody changes it."""
+
+    __slots__ = ("spec", "height", "trace_types", "frame_names", "meta")
+
+    def __init__(self, spec: dict) -> None:
+        import json
+
+        plain = typed_arrays(spec)
+        layout = plain.setdefault("layout", {})
+        tpl = layout.get("template")
+        if isinstance(tpl, str):  # Plotly.js does not know template *names* (as figure_from_spec)
+            import plotly.io as pio
+
+            layout["template"] = pio.templates[tpl].to_plotly_json()
+        self.spec: str = json.dumps(plain, separators=(",", ":"), allow_nan=False)
+        height = layout.get("height")
+        self.height: int | None = int(height) if isinstance(height, (int, float)) else None
+        self.trace_types: frozenset[str] = frozenset(str(t.get("type") or "scatter") for t in plain.get("data", []))
+        self.frame_names: list[str] = [str(f.get("name")) for f in plain.get("frames") or []]
+        self.meta: Any = layout.get("meta")
+
+    def figure(self) -> go.Figure:
+        """The same figure as a ``go.Figure`` (not validated)."""
+        import json
+
+        return go.Figure(json.loads(self.spec), _validate=False)

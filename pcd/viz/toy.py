@@ -65,14 +65,16 @@ def fit_bounds(res: Any, bounds: Sequence[Sequence[float]], pad: float = 0.06,
 
 def toy_map_figure(problem: Any, res: Any, background: dict[str, Any] | None = None, *,
                    inset: dict[str, Any] | None = None, width: str = "wide", controls: bool = False,
-                   animate: bool = True, click_grid: int = 0, max_frames: int | None = TOY_FRAMES):
+                   animate: bool = True, click_grid: int = 0, max_frames: int | None = TOY_FRAMES,
+                   spec_only: bool = False):
     """The toy page's map: trajectories of ``res`` over :func:`toy_background` with, when ``inset`` is
     given (one start's gradients at every recorded frame,
     :func:`pcd.experiments.toy.trajectory_gradients`), the animated gradient inset -- beside the map,
     or under it for ``width`` "medium" / "narrow" (:data:`TOY_CHART_PX`). ``controls``: Plotly's own play button and
     slider (a standalone HTML file); the page has its own controls. ``animate=False``: the last
     frame as a still (the PNG export). ``max_frames``: frames spread over the recorded steps
-    (:func:`pcd.viz.landscape.frame_index`)."""
+    (:func:`pcd.viz.landscape.frame_index`). ``spec_only``: the plain spec (for
+    :class:`pcd.viz.theme.FrozenFigure`) instead of a figure."""
     bg = background if background is not None else toy_background(problem)
     with_inset = inset is not None
     xs, ys = bg["grid"][0], bg["grid"][1]
@@ -98,4 +100,4 @@ def toy_map_figure(problem: Any, res: Any, background: dict[str, Any] | None = N
     if inset is not None:
         spec = add_gradient_inset(spec, inset, placement="below" if narrow else "side", width_px=chart_w,
                                   map_fraction=TOY_MAP_FRACTION, spec_only=True)
-    return figure_from_spec(spec)
+    return spec if spec_only else figure_from_spec(spec)

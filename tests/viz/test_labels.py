@@ -51,6 +51,57 @@ def test_place_keeps_clear_of_an_obstacle_on_every_plot_size():
         L.plots_for((1, 0), (0, 1))
 
 
+def _room_one_offset(plots, x, y, off, size, obstacles, data=False):
+    """The clearance rule of pcd.viz.labels, one offset at a time in plain Python (the loop
+    pcd.viz.labels._rooms replaced by one NumPy pass per plot): the oracle."""
+    w, h = size
+    rooms = []
+    for p in plots:
+        kx, ky = (p.w / plots[0].w, p.h / plots[0].h) if data else (1.0, 1.0)
+        px, py = p.px(x, y)
+        cx, cy = float(px) + off[0] * kx, float(py) + off[1] * ky
+        out = max(w / 2 - cx, cx + w / 2 - p.w, h / 2 - cy, cy + h / 2 - p.h)
+        if out > 0:
+            rooms.append(-min(out, 999.0))
+            continue
+        room = L.CLEAR_PX
+        for o in obstacles:
+            k = (p.w / plots[0].w, p.h / plots[0].h) if o[6] > 0 else (1.0, 1.0)
+            ox, oy = p.px(o[0], o[1])
+            gap = L.box_gap((float(ox) + o[2] * k[0], float(oy) + o[3] * k[1], o[4], o[5]), (cx, cy, w, h))
+            room = min(room, gap)
+        rooms.append(room)
+    bad = sum(r < 0 for r in rooms)
+    return min(rooms) if not bad else -1000.0 * bad + max(min(rooms), -999.0)
+
+
+def test_every_offsets_room_at_once_equals_the_rule_one_offset_at_a_time():
+    rng = np.random.default_rng(7)
+    for trial in range(60):
+        plots = L.plots_for((-3.5, 3.5), (-3.0, 3.0), L.PLOT_SIZES, equal=bool(trial % 2))
+        n = int(rng.integers(0, 8))
+        obs = np.column_stack([rng.uniform(-3, 3, (n, 2)), rng.uniform(-40, 40, (n, 2)), rng.uniform(5, 60, (n, 2)),
+                               rng.integers(0, 2, n)])
+        x, y = rng.uniform(-3.4, 3.4, 2)
+        size = (float(rng.uniform(20, 140)), float(rng.uniform(12, 40)))
+        data = bool(trial % 3 == 0)
+        offs = np.asarray(L.OFFSETS, dtype=float)
+        fast = L._rooms(plots, x, y, offs, size, obs, data)
+        slow = [_room_one_offset(plots, x, y, o, size, obs, data) for o in L.OFFSETS]
+        np.testing.assert_allclose(fast, slow, rtol=1e-12, atol=1e-9)
+
+
+def test_an_obstacle_at_nan_is_no_obstacle_and_hides_none_of_the_others():
+    """A diverged run's end point (NaN) among the obstacles used to make every obstacle count as absent
+    (the minimum over them was NaN): the label then went on top of a marker."""
+    plots = L.plots_for((0, 10), (0, 10), ((200, 200), (800, 800)))
+    marker = (5.0, 5.4, 0.0, -38.0, 60.0, 30.0)
+    for obstacles in ([marker], [marker, (np.nan, np.nan, 0.0, 0.0, 20.0, 20.0)],
+                      [(np.nan, np.nan, 0.0, 0.0, 20.0, 20.0), marker]):
+        [((ax, ay), room)] = L.place([[5.0, 5.0]], [(50.0, 20.0)], plots, obstacles)
+        assert room >= 0 and (ax, ay) != (0, -38), obstacles
+
+
 @pytest.fixture(scope="module")
 def tau_figures():
     out = {}

@@ -407,3 +407,37 @@ def test_reveal_draws_no_ending_before_the_last_frame(saddle_run):
     # the standalone file (Plotly's own controls) keeps the ending visible: no page controls there
     html = toy_map.toy_map_figure(prob, res, toy_map.toy_background(prob), controls=True)
     assert all(t.visible is not False for t in html.data) and all(a.visible is not False for a in html.layout.annotations)
+
+
+def test_frozen_figure_sends_what_plotly_would_send(saddle_run):
+    """FrozenFigure (the pages' figures, serialized once without a go.Figure) writes the JSON that
+    go.Figure(spec).to_json() writes -- Plotly leaves out None-valued properties, which Plotly.js reads
+    as unset -- and a non-finite number outside an array as null (JSON has no NaN)."""
+    import copy
+    import json
+
+    from pcd.experiments.toy import trajectory_gradients
+    from pcd.viz.teaching import add_gradient_inset
+    from pcd.viz.theme import FrozenFigure, figure_from_spec
+
+    prob, res = saddle_run
+    spec = landscape_figure(res, prob.grid(60, 40), validate=False, spec_only=True, controls=False, reveal=True,
+                            max_frames=20)
+    spec = add_gradient_inset(spec, trajectory_gradients(prob, res, 0), spec_only=True)
+    spec["layout"]["meta"] = {"numerical": True}
+    spec["layout"]["xaxis"]["range"] = [float("-inf"), 1.0]  # not finite: null, never "-Infinity"
+
+    def no_none(o):
+        if isinstance(o, dict):
+            return {k: no_none(v) for k, v in o.items() if v is not None}
+        return [no_none(v) for v in o] if isinstance(o, list) else o
+
+    frozen = FrozenFigure(copy.deepcopy(spec))
+    ours = json.loads(frozen.spec)
+    assert ours["layout"]["xaxis"]["range"] == [None, 1.0]
+    plotly = json.loads(figure_from_spec(copy.deepcopy(spec)).to_json())
+    assert no_none(ours) == no_none(plotly)
+    assert frozen.frame_names == [str(f["name"]) for f in spec["frames"]] and len(frozen.frame_names) == 20
+    assert frozen.height == spec["layout"]["height"] and frozen.meta == {"numerical": True}
+    assert frozen.trace_types == {"scatter"}
+    assert [f.name for f in frozen.figure().frames] == frozen.frame_names
