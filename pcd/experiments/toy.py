@@ -31,11 +31,8 @@ def merge_results(results: Sequence[Any]):
     names = [m for r in results for m in r.methods]
     if len(set(names)) != len(names):
         raise ValueError(f"runs to merge must have different methods, got {names}")
-    per_method = ["positions", "losses", "grad_norms", "weights", "update_norms", "end", "end_losses",
-                  "end_grad_norms", "primary_grad_norm", "cms_residual", "pareto_residual",
-                  "final_update_norm", "speed", "stalled", "diverged", "diverged_step", "diagnosis"]
-    fields = {f: np.concatenate([getattr(r, f) for r in results], axis=0) for f in per_method}
-    for opt in ("multipliers", "directions"):  # optional records: kept when every run has them
+    fields = {f: np.concatenate([getattr(r, f) for r in results], axis=0) for f in PER_METHOD[:-2]}
+    for opt in PER_METHOD[-2:]:  # optional records (multipliers, directions): kept when every run has them
         if all(getattr(r, opt, None) is not None for r in results):
             fields[opt] = np.concatenate([getattr(r, opt) for r in results], axis=0)
     mp: dict = {}
@@ -47,6 +44,29 @@ def merge_results(results: Sequence[Any]):
         ms.update(r.method_seconds)
     return dataclasses.replace(first, methods=names, method_params=mp, errors=errors, method_seconds=ms,
                                seconds=float(sum(r.seconds for r in results)), **fields)
+
+
+PER_METHOD = ("positions", "losses", "grad_norms", "weights", "update_norms", "end", "end_losses", "end_grad_norms",
+              "primary_grad_norm", "cms_residual", "pareto_residual", "final_update_norm", "speed", "stalled",
+              "diverged", "diverged_step", "diagnosis", "multipliers", "directions")
+
+
+def select_methods(res: Any, methods: Sequence[str]):
+    """The run of ``methods`` (a subset of ``res.methods``, in that order) out of one engine run: the
+    inverse of :func:`merge_results` (copies of the rows; ``seconds`` shared out by method)."""
+    import dataclasses
+
+    methods = list(methods)
+    missing = [m for m in methods if m not in res.methods]
+    if missing or len(set(methods)) != len(methods):
+        raise ValueError(f"select_methods needs distinct methods of the run {res.methods}, got {methods}")
+    idx = [res.methods.index(m) for m in methods]
+    fields = {f: None if getattr(res, f, None) is None else np.array(getattr(res, f)[idx]) for f in PER_METHOD}
+    ms = {m: v for m, v in res.method_seconds.items() if m in methods}
+    return dataclasses.replace(res, methods=methods, method_params={m: v for m, v in res.method_params.items()
+                                                                    if m in methods},
+                               errors={m: v for m, v in res.errors.items() if m in methods}, method_seconds=ms,
+                               seconds=float(sum(ms.values())) if ms else res.seconds, **fields)
 
 
 def pareto_filter(points: Any) -> np.ndarray:
