@@ -27,7 +27,7 @@ from pcd.ui import (
     url_sync,
 )
 from pcd.ui.animation_export import toy_export
-from pcd.ui.chart import plotly_chart
+from pcd.ui.chart import PRESENT_FIT, plotly_chart
 from pcd.ui.controls import frame_controls, reported_width
 from pcd.ui.live import live_map, live_value
 from pcd.ui.table import html_table
@@ -201,8 +201,8 @@ try:
                                                       bounds_text if view_mode == "set" else None)
     with settings:
         show_inset = st.toggle("gradient inset", url_default("inset", True), key="toy_inset",
-                               help="beside the map: g₁, g₂ and each method's step d where its trajectory is, "
-                                    "at the frame shown")
+                               help="g₁, g₂ and each method's step d where its trajectory is, at the frame shown: "
+                                    "under the play controls (the objective space beside the map), or with the map")
         inset_start = st.selectbox("inset: start point", list(range(res.S)), format_func=lambda s: f"S{s + 1}",
                                    index=min(url_default("istart", T.INSET_START, low=0, high=res.S - 1), res.S - 1),
                                    key="toy_inset_start", disabled=not show_inset)
@@ -211,10 +211,16 @@ try:
     istart = inset_start if show_inset else None
     if width_class not in toy_map.TOY_CHART_PX:  # a stale or odd report: the default layout
         width_class = T.WIDTH
-    if present:  # the map beside its objective space, laid out for its ~830-px cell; the inset a chart below
+    if present:  # a 1280 x 720 projector: laid out for the map's ~830-px cell
         width_class = T.WIDTH
-    fig = T.toy_map(runs_key + (None if present else istart, width_class), problem, res, bg,
-                    None if present else istart, width_class)
+    two = res.losses.shape[-1] == 2  # an objective space to draw
+    # the map beside the same runs in objective space (any window wider than ~800 px, presenter mode too),
+    # laid out for its cell (~640 px in a 1440-px window), the gradient inset a chart of its own under the
+    # controls; an 800-px window: the map with its inset, the objective space under them
+    side = two and (present or width_class != "narrow")
+    map_class = width_class if present or not side else "narrow"
+    fig = T.toy_map(runs_key + (None if side else istart, map_class), problem, res, bg, None if side else istart,
+                    map_class)
     lfig = T.toy_loss(runs_key, res, tuple(bg["names"]))
     with settings:
         obj_log = st.radio("objective space axes", ["log", "linear"], horizontal=True, key="toy_obj_axes",
@@ -222,8 +228,7 @@ try:
                                                                      ["log", "linear"])),
                            help="the (f₁, f₂) panel under the map: log axes draw exact zeros at 1e-12") == "log"
     url_sync(oaxes="log" if obj_log else "linear")
-    ofig = (T.toy_objective(runs_key, problem, res, bg, obj_log, width_class, legend=not present)
-            if res.losses.shape[-1] == 2 else None)
+    ofig = T.toy_objective(runs_key, problem, res, bg, obj_log, width_class, legend=not side) if two else None
 except ValueError as exc:
     show_error(exc)
     st.stop()
@@ -232,20 +237,22 @@ if problem_name == "custom" and bg["undefined"] > 0:  # log of x <= 0, sqrt, 1/0
     why = "; ".join(problem.domain_report()) or f"on {100 * bg['undefined']:.3g}% of the map"
     st.warning(f"The formula is undefined on the hatched part of the map — {why}. A trajectory that enters it "
                "is reported as diverged.", icon=":material/warning:")
-# presenter mode (a 1280 x 720 projector): the map and its objective space side by side on the first screen,
-# the controls under them, the gradient inset a chart of its own under the controls
-cells = figure_row("toy", (2.1, 1.0)) if present and ofig is not None else [st.container()]
+# the map and its objective space side by side (on a 1280 x 720 projector: both on the first screen), the
+# controls under them, the gradient inset a chart of its own under the controls
+cells = figure_row("toy", (2.1, 1.0)) if side else [st.container()]
 with cells[0]:
     plotly_chart(fig, key="toy_map", click="anywhere", config={"scrollZoom": False})
 if len(cells) > 1:
     with cells[1]:
         plotly_chart(ofig, key="toy_obj", config={"scrollZoom": False})
 frame_names = fig.frame_names  # recorded steps the map animates (toy_map.TOY_FRAMES of them)
-follow = (["toy_obj"] if ofig is not None else []) + (["toy_inset_fig"] if present and istart is not None else [])
+follow = (["toy_obj"] if ofig is not None else []) + (["toy_inset_fig"] if side and istart is not None else [])
 frame_controls("toy_map", frame_names, loss_key="toy_loss", cursor_x=[float(n) + 1 for n in frame_names],
                width_classes=None if present else WIDTH_CLASSES, width=width_class, follow=follow)
-if present and istart is not None:
-    plotly_chart(T.toy_inset(runs_key + (istart,), problem, res, istart, tuple(frame_names)), key="toy_inset_fig")
+if side and istart is not None:
+    scale, inset_px = (PRESENT_FIT["font"], 1200.0) if present else (1.0, toy_map.TOY_CHART_PX[width_class])
+    plotly_chart(T.toy_inset(runs_key + (istart, scale, inset_px), problem, res, istart, tuple(frame_names), scale,
+                             inset_px), key="toy_inset_fig")
 
 
 @st.fragment
@@ -285,7 +292,7 @@ st.caption("Drag a start point's ring and every method's path from there follows
            + (" Inset: d is the vector fed to the optimizer (it moves along −d); one fixed scale, the dotted "
               "circle — longer arrows are clipped to it, their lengths are in the numbers." if show_inset else ""))
 if ofig is not None:  # the same runs in the (f1, f2) plane, on the same frames (the controls above play both)
-    if not present:
+    if not side:
         st.subheader("The same runs in objective space")
         plotly_chart(ofig, key="toy_obj", config={"scrollZoom": False})
     front_note = ("the dashed line is the Pareto front computed numerically: the non-dominated points of the "

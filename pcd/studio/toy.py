@@ -366,18 +366,20 @@ def toy_objective(key: tuple, _prob: Any, _res: Any, _bg: Any, log: bool, width:
 
 
 @st.cache_resource(show_spinner=False, max_entries=8)
-def toy_inset(key: tuple, _prob: Any, _res: Any, start: int, frames: tuple[str, ...]) -> Any:
-    """Presenter mode: the gradient inset of start ``start`` as a chart of its own under the map
-    (:func:`pcd.viz.teaching.inset_figure`, up to six panels a row -- fifteen methods in one row
-    crushed the panels and ran their numbers into each other --, as tall as its rows need with
-    text 1.2 times larger), on the map's ``frames``, serialized once."""
+def toy_inset(key: tuple, _prob: Any, _res: Any, start: int, frames: tuple[str, ...], text_scale: float = 1.2,
+              width_px: float = 1200.0) -> Any:
+    """The gradient inset of start ``start`` as a chart of its own under the map (the map beside its
+    objective space; :func:`pcd.viz.teaching.inset_figure`, up to six panels a row -- fifteen methods
+    in one row crushed the panels and ran their numbers into each other --, as tall as its rows need
+    with text ``text_scale`` times its size: 1.2 on a projector) laid out for a chart ``width_px`` wide, on
+    the map's ``frames``, serialized once."""
     from pcd.viz.teaching import below_inset_height_px, inset_figure
     from pcd.viz.theme import FrozenFigure
 
     cols = max(1, min(len(_res.methods), 6))
-    height = max(280, int(1.2 * below_inset_height_px(len(_res.methods), cols)) + 50)  # + the margins
-    return FrozenFigure(inset_figure(trajectory_gradients(_prob, _res, int(start)), list(frames), width_px=1200.0,
-                                     height=height, cols=cols, text_scale=1.2, spec_only=True))
+    height = max(280, int(text_scale * below_inset_height_px(len(_res.methods), cols)) + 50)  # + the margins
+    return FrozenFigure(inset_figure(trajectory_gradients(_prob, _res, int(start)), list(frames), width_px=width_px,
+                                     height=height, cols=cols, text_scale=text_scale, spec_only=True))
 
 
 @st.cache_resource(show_spinner=False, max_entries=32)

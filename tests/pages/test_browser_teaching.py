@@ -1,6 +1,7 @@
 """Real browser (Playwright + Debian Chromium) against `streamlit run app.py`: the teaching views.
 
-* Toy page: the gradient inset is drawn beside the map; the frame controls play (the inset's
+* Toy page: the gradient inset is drawn (under the controls: the objective space is beside the map,
+  or with the map in a narrow window); the frame controls play (the inset's
   numbers change with the frame), step forward / back, reset, follow the keyboard, and the loss
   plot's cursor follows the frame shown.
 * Gradient geometry: dragging g2's tip in the figure moves the sliders to that vector.
@@ -18,6 +19,7 @@ from tests.pages._browser import wait_until
 pytestmark = [pytest.mark.slow, pytest.mark.browser]
 
 MAP = ".st-key-toy_map .js-plotly-plot"
+INSET = ".st-key-toy_inset_fig .js-plotly-plot"  # the inset's own chart (the objective space beside the map)
 STATUS = ".pcd-status"
 
 
@@ -36,8 +38,9 @@ def _slider_active(page) -> int:
 
 
 def _inset_text(page) -> list[str]:
-    return page.evaluate(f"""() => {{ const gd = document.querySelector('{MAP}');
-        const t = gd._fullData.find(d => d.name === 'inset numbers'); return t ? Array.from(t.text) : null; }}""")
+    return page.evaluate(f"""() => {{ for (const gd of [document.querySelector('{INSET}'), document.querySelector('{MAP}')]) {{
+        const t = gd && gd._fullData && gd._fullData.find(d => d.name === 'inset numbers');
+        if (t) return Array.from(t.text); }} return null; }}""")
 
 
 def _cursor(page) -> list[float]:
@@ -58,10 +61,13 @@ def test_toy_inset_play_step_back_reset(page, streamlit_server, artifacts_dir):
     assert page.locator("[data-testid='stException']").count() == 0
     frames = page.evaluate(f"() => document.querySelector('{MAP}')._transitionData._frames.map(f => f.name)")
     assert len(frames) >= 90  # toy_map.TOY_FRAMES frames spread over the ~170 recorded steps
+    wait_until(lambda: _inset_text(page), 60, "the gradient inset drawn")
     text0 = _inset_text(page)
     assert text0 and len(text0) == 6 and all("‖g₁‖" in t for t in text0)
-    # the inset's panels are drawn (arrows, numbers) to the right of the map
-    assert page.locator(MAP + " .x2y2 .scatterlayer .trace").count() >= 8
+    # the inset's panels are drawn (arrows, numbers): its own chart under the controls, the objective space
+    # beside the map
+    assert page.locator(INSET + " .x2y2 .scatterlayer .trace").count() >= 8
+    assert page.locator(".st-key-toy_obj .js-plotly-plot").count() == 1
     assert _frame(page) == 0
 
     # play at 4x; the frame advances and the inset's numbers change with it

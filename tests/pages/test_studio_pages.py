@@ -123,7 +123,7 @@ def test_toy_page_objective_space_panel_plays_with_the_map():
     assert obj["layout"]["xaxis"]["type"] == "log" and obj["layout"]["meta"] == {"numerical": False}
     names = [t.get("name") for t in obj["data"]]
     assert "both objectives optimal" in names and "now" in names
-    assert any("objective space" in h.value for h in at.subheader)
+    assert any("(f₁, f₂)" in c.value for c in at.caption)  # beside the map: said under the controls
     player = next(e for e in at.get("bidi_component") if str(e.proto.component_name).endswith("pcd_frame_controls"))
     assert '"follow": ["toy_obj"]' in player.proto.json.replace("\\", "") or "toy_obj" in player.proto.json
     at.radio(key="toy_obj_axes").set_value("linear").run()
@@ -141,7 +141,7 @@ def test_toy_page_default_animation_and_widgets():
     at = _app("02_Toy_landscapes.py", steps=200, methods="pcd,ws")
     _ok(at)
     maps = _specs(at)
-    assert len(maps) == 3  # the map, the same runs in objective space, the losses
+    assert len(maps) == 4  # the map, the same runs in objective space beside it, the gradient inset, the losses
     spec = maps[0]
     assert spec["layout"]["images"][0]["source"].startswith("data:image/png")
     # one play control: the page's frame controls drive the frames; the chart has no Plotly buttons/slider
