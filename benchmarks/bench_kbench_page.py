@@ -1,7 +1,9 @@
-"""K-objective page (page 03): where a change of the step budget spends its time, old path vs new,
-side by side in one process (issue 28, part 4: change -> figure <= 1 s at the default range).
+"""K-objective page (page 03): where a change of the step budget, the learning rate or the optimizer
+spends its time, old path vs new, side by side in one process (issue 28, part 4: change -> figure
+<= 1 s at the default range).
 
     python benchmarks/bench_kbench_page.py            # --quick: two budget changes instead of five
+    python benchmarks/bench_kbench_page.py --settings # the learning-rate / optimizer part only
 
 At the page's default view (K = 2…65, PCD / MGDA / weighted sum, Adam, lr 0.03, τ 0.3), the step
 budget is changed 800 -> 500 -> 1000 -> 2000 -> 300 -> 800. Per change, the server-side stages:
@@ -13,12 +15,21 @@ budget is changed 800 -> 500 -> 1000 -> 2000 -> 300 -> 800. Per change, the serv
 * ``figure``: the residual figure, the wide table and the law summary (both paths);
 * ``serialize``: the figure to JSON, what :func:`pcd.ui.chart.plotly_chart` sends (both paths);
 * ``page script``: the whole page rerun under Streamlit's AppTest (widgets, tables, downloads),
-  old path (``kbench_one`` swapped for the former per-budget cached call) vs new.
+  old path (``kbench_records`` swapped for the former per-budget cached call per (K, method)) vs new.
+
+Learning rate / optimizer (:func:`settings_changes`): each change goes to a setting not computed
+before (lr 0.03 -> 0.02 -> 0.01, Adam -> SGD, …). *old*: one engine call per (K, method), 21 calls
+(the page's former ``kbench_one`` loop); *new, computed*: :func:`pcd.studio.kbench.kbench_records`
+(one engine call per K, 7); *new, clicked at once*: the prefetch of the previous view asked, the
+click 0.3 s later (the prefetch thread has barely begun: the page computes, or waits for the run it
+has under way); *new, after the prefetch*: the prefetch of the previous view finished first (a
+lookup). Every path's records equal the fresh library runs (asserted).
 
 The browser's share (Plotly.react, the browser's draw) is measured by
 ``tests/pages/test_browser_kbench_latency.py``. The one-off costs are printed too: the default view
 cold (old: 21 runs of 800 steps; new: the same runs, recording the budgets below) and the warm-up's
-``warm_later`` (21 runs of 3000 steps, once per server process, in the background). The load
+``warm_later`` (21 runs of 3000 steps and the default view's neighbours, once per server process,
+in the background). The load
 average is printed beside every figure: this is a shared 2-core machine.
 """
 from __future__ import annotations
@@ -41,6 +52,58 @@ def _load() -> float:
     return round(os.getloadavg()[0], 2)
 
 
+def settings_changes() -> dict:
+    """lr / optimizer changes at the default range: old path vs new (see the module docstring)."""
+    import time
+
+    import streamlit as st
+
+    from pcd.experiments import synthetic
+    from pcd.studio import kbench as KB
+
+    Ks, ms = KB.KS, tuple(KB.available(KB.METHODS))
+
+    def fresh(lr, opt):
+        return [r for K in Ks for m in ms for r in synthetic.kdw(Ks=[K], methods=[m], steps=KB.STEPS, lr=lr,
+                                                                  optimizer=opt, tau=KB.kbench_tau(m, KB.TAU))]
+
+    def old(lr, opt):  # the former page: kbench_one per (K, method), one engine call each
+        return [r for K in Ks for m in ms
+                for r in synthetic.kdw_budgets(Ks=[K], methods=[m], budgets=KB._budgets_to(KB.STEPS), lr=lr,
+                                               optimizer=opt, tau=KB.kbench_tau(m, KB.TAU))[KB.STEPS]]
+
+    def new(lr, opt):
+        return KB.kbench_records(Ks, ms, KB.STEPS, lr, KB.TAU, opt)
+
+    # (previous view, the view clicked): each clicked view new to the store of its path
+    clicks = [((0.03, "adam"), (0.02, "adam")), ((0.02, "adam"), (0.01, "adam")), ((0.01, "adam"), (0.01, "sgd")),
+              ((0.01, "sgd"), (0.02, "sgd")), ((0.02, "sgd"), (0.03, "sgd"))]
+    rows = []
+    for path in ("old", "new, computed", "new, clicked at once", "new, after the prefetch"):
+        st.cache_resource.clear()
+        KB._PREFETCH.clear()  # a fresh store and prefetch thread per path
+        pre = KB._prefetcher()
+        times, loads = [], []
+        for (lr0, opt0), (lr, opt) in clicks:
+            if path in ("new, clicked at once", "new, after the prefetch"):
+                KB.kbench_records(Ks, ms, KB.STEPS, lr0, KB.TAU, opt0)  # the previous view shown ...
+                pre.ask(KB.neighbours(Ks, ms, KB.STEPS, lr0, KB.TAU, opt0)[:3])  # ... its lr / optimizer neighbours
+                if path == "new, after the prefetch":
+                    assert pre.idle.wait(600)
+                else:
+                    time.sleep(0.3)
+            loads.append(_load())
+            recs, dt = _t(old if path == "old" else new, lr, opt)
+            times.append(dt)
+            assert recs == fresh(lr, opt), (path, lr, opt)
+        pre.ask([])
+        pre.idle.wait(600)
+        rows.append({"path": path, "each s": [round(t, 3) for t in times], "median s": round(statistics.median(times), 3),
+                     "load 1 min at each": loads})
+    return {"clicks (previous view -> clicked, lr@optimizer)": [f"{a[0]}@{a[1]} -> {b[0]}@{b[1]}" for a, b in clicks],
+            "rows": rows}
+
+
 def main() -> None:
     import streamlit as st
 
@@ -50,6 +113,9 @@ def main() -> None:
     from pcd.studio import kbench as KB
     from pcd.viz.kbench import law_summary, residual_figure, residual_table
 
+    if "--settings" in sys.argv:
+        print(json.dumps(settings_changes(), indent=1))
+        return
     changes = CHANGES[:2] if "--quick" in sys.argv else CHANGES
     keys = [(K, m) for K in KB.KS for m in KB.METHODS]
 
@@ -68,7 +134,7 @@ def main() -> None:
     _, out["old: default view cold (21 runs x 800 steps), s"] = _t(lambda: [old_one(K, m, KB.STEPS) for K, m in keys])
     st.cache_resource.clear()
     _, out["new: default view cold (21 runs x 800 steps + budgets below), s"] = _t(KB.warm)
-    _, out["new: warm_later once per server (21 runs x 3000 steps), s"] = _t(KB.warm_later)
+    _, out["new: warm_later once per server (21 runs x 3000 steps + the default view's lr/optimizer/τ neighbours), s"] = _t(KB.warm_later)
     out["load_after_one_offs"] = _load()
 
     rows = []
@@ -86,6 +152,7 @@ def main() -> None:
     out["per change median, s"] = {k: round(statistics.median(r[k] for r in rows), 4)
                                    for k in ("old engine", "new engine", "figure", "serialize")}
     out["page script"] = page_script(changes, old_one)
+    out["lr / optimizer changes"] = settings_changes()
     print(json.dumps(out, indent=1, default=lambda v: round(v, 4)))
 
 
@@ -105,7 +172,11 @@ def page_script(changes, old_one) -> dict:
         return old_one(K, method, steps)
 
     res: dict = {}
-    for name, patch in (("old", mock.patch.object(KB, "kbench_one", former)), ("new", mock.patch.object(KB, "kbench_one", KB.kbench_one))):
+    def former_records(Ks, methods, steps, lr, tau, opt):
+        return [r for K in Ks for m in methods for r in former(K, m, steps, lr, KB.kbench_tau(m, tau), opt)]
+
+    for name, patch in (("old", mock.patch.object(KB, "kbench_records", former_records)),
+                        ("new", mock.patch.object(KB, "kbench_records", KB.kbench_records))):
         with patch:
             at = AppTest.from_file(page, default_timeout=600)
             _, first = _t(at.run)
