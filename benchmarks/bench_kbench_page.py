@@ -114,7 +114,12 @@ def main() -> None:
     from pcd.viz.kbench import law_summary, residual_figure, residual_table
 
     if "--settings" in sys.argv:
-        print(json.dumps(settings_changes(), indent=1))
+        res = settings_changes()
+        print("clicks: " + ", ".join(res["clicks (previous view -> clicked, lr@optimizer)"]))
+        print("| path | each (s) | median (s) | load 1 min at each |\n|---|---|---|---|")
+        for r in res["rows"]:
+            print(f"| {r['path']} | {', '.join(f'{t:.3f}' for t in r['each s'])} | {r['median s']:.3f} | "
+                  f"{', '.join(f'{v:.1f}' for v in r['load 1 min at each'])} |")
         return
     changes = CHANGES[:2] if "--quick" in sys.argv else CHANGES
     keys = [(K, m) for K in KB.KS for m in KB.METHODS]

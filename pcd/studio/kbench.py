@@ -24,7 +24,10 @@ A change of any control at the page's default range must redraw at once (issue 2
 
 The server warm-up computes the default view (:func:`warm`) and then what the prefetch of the default
 view computes (:func:`warm_later`): at the default view every step budget, both neighbouring
-learning rates and the other optimizer are lookups.
+learning rates and the other optimizer are lookups. It then asks the prefetch thread, at the lowest
+priority (only while no view's neighbours wait; :data:`LATER_CPU_S` of CPU at most, once per
+process), for every learning rate with either optimizer at the default budget (:func:`grid`): once
+done, any learning-rate or optimizer change at the default τ and budget is a lookup.
 """
 from __future__ import annotations
 
@@ -57,6 +60,7 @@ TAU_STEP = 0.01  # the page's τ slider step (the prefetch computes τ ± one st
 MAX_ENTRIES = 512  # (K, method, lr, τ, optimizer) keys kept, each with its budgets (least recently used go)
 PREFETCH_MAX = 6  # settings queued per view (lr down, lr up, other optimizer, τ down, τ up, longest budget)
 PREFETCH_CPU_S = 12.0  # the prefetch thread's own CPU per view, at most (the 6 above at the default view: ~10 s)
+LATER_CPU_S = 30.0  # the settings asked for later (the warm-up's grid: ~8 s at the default view), in all
 PREFETCH_GRACE_S = 0.5  # after a page's computation, the prefetch waits this long (the page draws meanwhile)
 
 Key = tuple  # (K, method, lr, τ or None, optimizer)
@@ -223,10 +227,24 @@ def warm() -> None:
 
 def warm_later() -> None:
     """What the prefetch computes after the default view (:func:`neighbours`: both neighbouring
-    learning rates, the other optimizer, τ ± 0.01, every step budget), here in the warm-up's thread.
-    The warm-up runs it after every page's default view (:func:`pcd.studio.warmup.warm_up`)."""
-    for setting in neighbours(tuple(KS), tuple(available(METHODS)), STEPS, LR, TAU, OPT):
+    learning rates, the other optimizer, τ ± 0.01, every step budget), here in the warm-up's thread;
+    then it asks the prefetch thread for :func:`grid` (every learning rate with either optimizer at
+    the default budget), to compute while no page computes and no view's neighbours wait. The warm-up
+    runs it after every page's default view (:func:`pcd.studio.warmup.warm_up`)."""
+    view = (tuple(KS), tuple(available(METHODS)), STEPS, LR, TAU, OPT)
+    for setting in neighbours(*view):
         kbench_records(*setting)
+    if _prefetch_on():
+        _prefetcher().ask_later(grid(*view))
+
+
+def grid(Ks: Sequence[int], methods: Sequence[str], steps: int, lr: float, tau: float, opt: str) -> list[Setting]:
+    """Every learning rate (:data:`LRS`) with either optimizer at this view's K, methods, budget and τ,
+    the learning rates nearest ``lr`` first: any learning-rate / optimizer change of the view is
+    then a lookup (~10 settings x ~1.2 s of CPU at the default view, once per server process)."""
+    Ks, methods = tuple(int(k) for k in Ks), tuple(methods)
+    by_distance = sorted(LRS, key=lambda v: abs(LRS.index(v) - LRS.index(lr)) if lr in LRS else 0)
+    return [(Ks, methods, steps, v, tau, o) for v in by_distance for o in (opt, *(o for o in OPTS if o != opt))]
 
 
 def neighbours(Ks: Sequence[int], methods: Sequence[str], steps: int, lr: float, tau: float, opt: str
@@ -255,44 +273,63 @@ def prefetch(Ks: Sequence[int], methods: Sequence[str], steps: int, lr: float, t
     """Ask the prefetch thread for the :func:`neighbours` of the view just drawn (it replaces what was
     queued for an earlier view); returns whether it was asked (False when turned off). Never blocks
     (beyond a lock)."""
-    if os.environ.get("PCD_NO_PREFETCH") == "1" or os.environ.get("PCD_NO_WARMUP") == "1":
+    if not _prefetch_on():
         return False
     _prefetcher().ask(neighbours(Ks, methods, steps, lr, tau, opt))
     return True
 
 
+def _prefetch_on() -> bool:
+    """The prefetch thread's switch: off with ``PCD_NO_PREFETCH=1`` or the warm-up's ``PCD_NO_WARMUP=1``."""
+    return os.environ.get("PCD_NO_PREFETCH") != "1" and os.environ.get("PCD_NO_WARMUP") != "1"
+
+
 class Prefetcher:
     """One background thread computing queued settings into the store (:func:`kbench_records`'
-    numbers), bounded: ``max_settings`` queued, ``cpu_s`` of its own CPU per :meth:`ask`, and it
-    pauses while a page computes (:meth:`foreground`) and for a while after (:meth:`quiet`), also
-    inside a run (the engine's progress points). ``compute(setting, K, progress)`` does one K of a
-    setting (:func:`_prefetch_k`; replaced in tests)."""
+    numbers), bounded: ``max_settings`` queued per view (:meth:`ask`, which replaces the queue) with
+    ``cpu_s`` of its own CPU each, then, only while no view's queue is waiting, the settings of
+    :meth:`ask_later` (kept until done, ``later_cpu_s`` of CPU in all); it pauses while a page computes
+    (:meth:`foreground`) and for a while after (:meth:`quiet`), also inside a run (the engine's
+    progress points), and goes on to a newer view's queue after the K under way.
+    ``compute(setting, K, progress)`` does one K of a setting (:func:`_prefetch_k`; replaced in tests)."""
 
     def __init__(self, compute: Callable[[Setting, int, Any], Any] | None = None, max_settings: int = PREFETCH_MAX,
-                 cpu_s: float = PREFETCH_CPU_S) -> None:
+                 cpu_s: float = PREFETCH_CPU_S, later_cpu_s: float = LATER_CPU_S) -> None:
         self.compute = compute or _prefetch_k
-        self.max_settings, self.cpu_s = max_settings, cpu_s
+        self.max_settings, self.cpu_s, self.later_cpu_s = max_settings, cpu_s, later_cpu_s
         self._cv = threading.Condition()
         self._queue: list[Setting] = []
+        self._later: list[Setting] = []
         self._busy = 0
         self._quiet_until = 0.0
         self._cpu = 0.0  # CPU seconds spent on the current ask
+        self._later_cpu = 0.0  # ... on the settings asked for later, in all
         self._asks = 0
         self._thread: threading.Thread | None = None
         self.done: list[Setting] = []  # settings finished, last 64 (for tests and the benchmark)
-        self.idle = threading.Event()  # set while the queue is empty and nothing runs
+        self.idle = threading.Event()  # set while both queues are empty and nothing runs
         self.idle.set()
 
+    def _start(self) -> None:
+        if self._queue or self._later:
+            self.idle.clear()
+        if self._thread is None or not self._thread.is_alive():
+            self._thread = threading.Thread(target=self._loop, name="pcd-kbench-prefetch", daemon=True)
+            self._thread.start()
+        self._cv.notify_all()
+
     def ask(self, settings: Sequence[Setting]) -> None:
+        """The settings one click away from the view just drawn, likeliest first (replaces the last view's)."""
         with self._cv:
             self._queue = list(settings)[: self.max_settings]
             self._cpu, self._asks = 0.0, self._asks + 1
-            if self._queue:
-                self.idle.clear()
-            if self._thread is None or not self._thread.is_alive():
-                self._thread = threading.Thread(target=self._loop, name="pcd-kbench-prefetch", daemon=True)
-                self._thread.start()
-            self._cv.notify_all()
+            self._start()
+
+    def ask_later(self, settings: Sequence[Setting]) -> None:
+        """Settings to compute when no view's queue waits (added to those asked for before)."""
+        with self._cv:
+            self._later += [s for s in settings if s not in self._later]
+            self._start()
 
     @contextlib.contextmanager
     def foreground(self) -> Iterator[None]:
@@ -320,17 +357,26 @@ class Prefetcher:
                     return
                 self._cv.wait(timeout=left if left > 0 else None)
 
+    def _next(self) -> tuple[Setting, int, bool]:
+        """The next setting, the ask it belongs to, whether it is a later one (waits for one)."""
+        with self._cv:
+            while not self._queue and not self._later:
+                self.idle.set()
+                self._cv.wait()
+            if self._queue:
+                return self._queue[0], self._asks, False
+            return self._later[0], self._asks, True
+
     def _loop(self) -> None:
         while True:
-            with self._cv:
-                while not self._queue:
-                    self.idle.set()
-                    self._cv.wait()
-                setting, ask = self._queue[0], self._asks
+            setting, ask, later = self._next()
+            finished = True
             for K in setting[0]:
                 self._wait_idle()
-                with self._cv:
-                    if ask != self._asks or self._cpu >= self.cpu_s:  # a newer view, or this view's CPU spent
+                with self._cv:  # a newer view (its queue first), or the CPU spent
+                    spent, cap = (self._later_cpu, self.later_cpu_s) if later else (self._cpu, self.cpu_s)
+                    if ask != self._asks or spent >= cap:
+                        finished = False
                         break
                 t = time.thread_time()
                 try:
@@ -338,16 +384,20 @@ class Prefetcher:
                 except Exception:  # a setting that fails is the page's to report, if it is ever shown
                     _LOG.warning("kbench prefetch of %r at K=%s failed", setting, K, exc_info=True)
                 with self._cv:
-                    if ask == self._asks:
+                    if later:
+                        self._later_cpu += time.thread_time() - t
+                    elif ask == self._asks:
                         self._cpu += time.thread_time() - t
-            else:
-                self.done = (self.done + [setting])[-64:]
             with self._cv:
-                if ask == self._asks:
-                    if self._queue and self._queue[0] is setting:
-                        self._queue.pop(0)
-                    if self._cpu >= self.cpu_s:
-                        self._queue.clear()
+                if finished:
+                    self.done = (self.done + [setting])[-64:]
+                queue, spent, cap = (self._later, self._later_cpu, self.later_cpu_s) if later else \
+                    (self._queue, self._cpu, self.cpu_s)
+                if later or ask == self._asks:  # (a view's queue replaced meanwhile is not this one)
+                    if (finished or spent >= cap) and queue and queue[0] is setting:
+                        queue.pop(0)
+                    if spent >= cap:
+                        queue.clear()
 
 
 def _prefetch_k(setting: Setting, K: int, progress: Any) -> None:

@@ -217,3 +217,46 @@ def test_the_prefetch_stops_at_its_cpu_budget_and_survives_a_failure():
     assert seen == [2, 3, 5, 9] and pre.done == []  # 3 x 0.05 s >= 0.12 s: the rest is dropped
     pre.ask([((2,), ("ws",), 200, 3, 0.3, "adam")])  # a new view: a new budget, the thread alive
     assert pre.idle.wait(10) and seen[-1] == 2 and len(pre.done) == 1
+
+
+def test_later_settings_wait_for_the_views_and_resume_after_a_newer_view():
+    seen = []
+    gate = threading.Event()
+
+    def compute(setting, K, progress):
+        seen.append((setting[3], K))
+        if (setting[3], K) == (10, 2):
+            gate.wait(5)
+
+    pre = KB.Prefetcher(compute)
+    pre.ask_later([((2, 3), ("ws",), 200, 10, 0.3, "adam"), ((2,), ("ws",), 200, 11, 0.3, "adam")])
+    time.sleep(0.1)
+    pre.ask([((5,), ("ws",), 200, 1, 0.3, "adam")])  # a view's neighbours come first, after the K under way
+    pre.ask_later([((2,), ("ws",), 200, 11, 0.3, "adam")])  # asked again: kept once
+    gate.set()
+    assert pre.idle.wait(10)
+    assert seen == [(10, 2), (1, 5), (10, 2), (10, 3), (11, 2)]  # the interrupted one starts over (K=2 a lookup)
+    assert [s[3] for s in pre.done] == [1, 10, 11]
+
+
+def test_later_settings_stop_at_their_own_cpu_budget():
+    seen = []
+
+    def compute(setting, K, progress):
+        seen.append((setting[3], K))
+        t = time.thread_time()
+        while time.thread_time() - t < 0.05:
+            pass
+
+    pre = KB.Prefetcher(compute, later_cpu_s=0.08)
+    pre.ask_later([((2, 3, 5), ("ws",), 200, 10, 0.3, "adam"), ((2,), ("ws",), 200, 11, 0.3, "adam")])
+    assert pre.idle.wait(10) and seen == [(10, 2), (10, 3)] and pre.done == []
+    pre.ask([((2,), ("ws",), 200, 1, 0.3, "adam")])  # a view's own budget is separate
+    assert pre.idle.wait(10) and seen[-1] == (1, 2)
+
+
+def test_grid_is_every_lr_with_either_optimizer_nearest_first():
+    g = KB.grid(KB.KS, KB.METHODS, 800, 0.03, 0.3, "adam")
+    assert [(s[3], s[5]) for s in g[:6]] == [(0.03, "adam"), (0.03, "sgd"), (0.02, "adam"), (0.02, "sgd"),
+                                              (0.05, "adam"), (0.05, "sgd")]
+    assert len(g) == len(KB.LRS) * len(KB.OPTS) and {s[:3] for s in g} == {(KB.KS, KB.METHODS, 800)}
