@@ -10,16 +10,17 @@ A change of any control at the page's default range must redraw at once (issue 2
 * **One engine call per K.** The methods missing at one K run together in one engine call (the
   engine's trajectories do not depend on which methods run beside them: same records as one call
   per method, tested), which shares the problem, the optimizer and the per-step bookkeeping: a new
-  learning rate at the default view costs ~1.2 s of CPU instead of ~1.7 s (21 calls).
+  learning rate at the default view took 1.26 s instead of 1.74 s (21 calls; measured at load 0.6).
 * **Prefetch.** After the page has drawn a view it asks (:func:`prefetch`) for the settings a user
   reaches with one click: the learning rate one notch down and up, the other optimizer, τ ± 0.01
   (PCD only), then the shown view extended to the longest budget. One background thread computes
   them into the same store, bounded: one thread per server process, at most :data:`PREFETCH_MAX`
   settings queued (a new view replaces the queue; the run under way is finished, never killed), at
-  most :data:`PREFETCH_CPU_S` s of its own CPU per view, and it pauses (inside a run, at the
-  engine's progress points) while any page computes, and for :data:`PREFETCH_GRACE_S` after, so a
-  click is never slowed by it by more than one progress step. A page that needs a run the thread
-  has under way waits for it instead of running it twice. ``PCD_NO_PREFETCH=1`` (or the warm-up's
+  most :data:`PREFETCH_CPU_S` s of its own CPU per view (checked before each K's run), and it pauses
+  (inside a run, at the engine's progress points, every 1/20 of a run) while any page computes and
+  for :data:`PREFETCH_GRACE_S` after: a page's computation shares the CPU with it for one progress
+  step at most. A page that needs a run the thread has under way waits for it instead of running it
+  twice (the thread goes on meanwhile). ``PCD_NO_PREFETCH=1`` (or the warm-up's
   ``PCD_NO_WARMUP=1``) turns it off.
 
 The server warm-up computes the default view (:func:`warm`) and then what the prefetch of the default
@@ -57,7 +58,8 @@ OPTS = ("adam", "sgd")
 # 800 Adam steps at lr 0.03 take PCD to an exactly zero residual at every K (measured; 600 leave ~1e-12).
 STEPS, LR, TAU, OPT = 800, 0.03, 0.3, "adam"
 TAU_STEP = 0.01  # the page's τ slider step (the prefetch computes τ ± one step)
-MAX_ENTRIES = 512  # (K, method, lr, τ, optimizer) keys kept, each with its budgets (least recently used go)
+MAX_ENTRIES = 2048  # (K, method, lr, τ, optimizer) keys kept (least recently used go): ~97 settings of the default
+# view (21 keys each: the grid is 10, a view prefetches up to 6); a key with all 7 budgets pickles to ~5 KB at K = 65
 PREFETCH_MAX = 6  # settings queued per view (lr down, lr up, other optimizer, τ down, τ up, longest budget)
 PREFETCH_CPU_S = 12.0  # the prefetch thread's own CPU per view, at most (the 6 above at the default view: ~10 s)
 LATER_CPU_S = 30.0  # the settings asked for later (the warm-up's grid: ~8 s at the default view), in all
@@ -287,8 +289,9 @@ def _prefetch_on() -> bool:
 class Prefetcher:
     """One background thread computing queued settings into the store (:func:`kbench_records`'
     numbers), bounded: ``max_settings`` queued per view (:meth:`ask`, which replaces the queue) with
-    ``cpu_s`` of its own CPU each, then, only while no view's queue is waiting, the settings of
-    :meth:`ask_later` (kept until done, ``later_cpu_s`` of CPU in all); it pauses while a page computes
+    ``cpu_s`` of its own CPU in all (checked before each K's run), then, only while no view's queue
+    is waiting, the settings of :meth:`ask_later` (kept until done, ``later_cpu_s`` of CPU in all,
+    once); it pauses while a page computes
     (:meth:`foreground`) and for a while after (:meth:`quiet`), also inside a run (the engine's
     progress points), and goes on to a newer view's queue after the K under way.
     ``compute(setting, K, progress)`` does one K of a setting (:func:`_prefetch_k`; replaced in tests)."""
