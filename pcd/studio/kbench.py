@@ -10,7 +10,9 @@ A change of any control at the page's default range must redraw at once (issue 2
 * **One engine call per K.** The methods missing at one K run together in one engine call (the
   engine's trajectories do not depend on which methods run beside them: same records as one call
   per method, tested), which shares the problem, the optimizer and the per-step bookkeeping: a new
-  learning rate at the default view took 1.26 s instead of 1.74 s (21 calls; measured at load 0.6).
+  learning rate at the default view costs ~15 % less CPU than 21 calls (1.36-1.74 s against
+  1.69-1.87 s of the thread's CPU, alternated, at load 5.5). The QP solves of PCD and MGDA at every
+  step (~50 % and ~27 % of it) remain: a setting computed on the click costs ~1.1-1.7 s of engine.
 * **Prefetch.** After the page has drawn a view it asks (:func:`prefetch`) for the settings a user
   reaches with one click: the learning rate one notch down and up, the other optimizer, τ ± 0.01
   (PCD only), then the shown view extended to the longest budget. One background thread computes
