@@ -60,8 +60,7 @@ if not methods:
 
 try:
     with st.spinner("running the double well for every K…"):
-        records = [r for K in Ks for m in methods
-                   for r in KB.kbench_one(K, m, steps, lr, KB.kbench_tau(m, tau), opt)]
+        records = KB.kbench_records(Ks, methods, steps, lr, tau, opt)
     fig = residual_figure(records)
     table = residual_table(records)
     summary = law_summary(records)
@@ -132,3 +131,6 @@ export["method"] = [method_label(m) for m in export["method"]]
 download_row(fig, "k_objective_benchmark", key="kb", table=export,
              settings={"problem": "double_well", "methods": methods, "τ": tau, "optimizer": OPTS[opt], "lr": lr,
                        "steps": steps, "K": Ks})
+# the settings one click away (the neighbouring learning rates, the other optimizer, τ ± 0.01, every
+# step budget), computed in the background once this view is drawn: the next change is a lookup
+KB.prefetch(Ks, methods, steps, lr, tau, opt)

@@ -726,9 +726,10 @@ def run_budgets(problem: str | Problem, methods: Any, budgets: Any, record: Any 
     ``record``: a function of the budget returning what :func:`run` takes as ``record`` (None,
     ``N`` frames or step indices); None records the end point only (``[b]``). ``kwargs``: the
     other arguments of :func:`run` (``starts``, ``optimizer``, ``lr``, ``method_params``, ``seed``,
-    ...; not ``steps``, ``fast``, ``progress``). Tested: ``tests/test_engine_budgets.py``.
+    ``progress``: called along the one run, which may also pause there; not ``steps``, ``fast``).
+    Tested: ``tests/test_engine_budgets.py``.
     """
-    for bad in ("steps", "fast", "snapshots", "progress"):
+    for bad in ("steps", "fast", "snapshots"):
         if bad in kwargs:
             raise ValueError(f"run_budgets: {bad!r} is not an argument here (the budgets are the steps)")
     try:

@@ -143,14 +143,17 @@ def kdw(Ks: Iterable[int] = KDW_KS, methods: str | Iterable[str] = KDW_METHODS, 
 def kdw_budgets(Ks: Iterable[int] = KDW_KS, methods: str | Iterable[str] = KDW_METHODS,
                 budgets: Iterable[int] = (3000,), lr: float = 0.01, optimizer: str = "adam",
                 tau: float | None = 0.3, start: float = -0.6, method_params: dict | None = None,
-                seed: int = 0) -> dict[int, list[dict[str, Any]]]:
+                seed: int = 0, progress: Any = None) -> dict[int, list[dict[str, Any]]]:
     """``{b: kdw(..., steps=b)}`` for every step budget ``b``, from one run of the longest budget per K
-    (:func:`pcd.engine.run_budgets`): the same records, bit for bit, for the cost of the longest run."""
+    (:func:`pcd.engine.run_budgets`): the same records, bit for bit, for the cost of the longest run.
+    ``progress(fraction, message)``: :func:`pcd.engine.run`'s, called along each K's run (it may block:
+    the run pauses there and goes on with the same numbers)."""
     Ks, names, mp = _kdw_args(Ks, methods, tau, method_params)
     out: dict[int, list[dict[str, Any]]] = {}
     for K in Ks:
         runs = run_budgets("double_well", names, budgets, record=lambda b: [0, b], optimizer=optimizer, lr=lr,
-                           method_params=mp, problem_params={"K": K, "start": start}, seed=seed)
+                           method_params=mp, problem_params={"K": K, "start": start}, seed=seed,
+                           progress=progress)
         for b, res in runs.items():
             out.setdefault(b, []).extend(_kdw_records(res, K, names, start))
     return out

@@ -1,18 +1,47 @@
 """Page 03, K-objective benchmark: its defaults and its cached runs, one per (K, method, settings).
 
-A change of the step budget must redraw at once (issue 28: change -> figure <= 1 s). A run of the
-double well to ``n`` steps passes through the exact state of every run to fewer steps
-(:func:`pcd.engine.run_budgets`: bit for bit the same results), so each (K, method, lr, τ,
-optimizer) is run once, to the longest budget asked for so far, and every page budget up to it
-(:data:`STEP_CHOICES`) is read off that one run: a smaller budget is a lookup, a larger one runs
-once more to it. The server warm-up runs the default view to every budget (:func:`warm_later`),
-so at the default view every step budget is a lookup.
+A change of any control at the page's default range must redraw at once (issue 28: change -> figure
+<= 1 s). Three things make that so, none of which changes a number:
+
+* **Budgets are read off one run.** A run of the double well to ``n`` steps passes through the exact
+  state of every run to fewer steps (:func:`pcd.engine.run_budgets`: bit for bit the same results),
+  so each (K, method, lr, τ, optimizer) is run once, to the longest budget asked for so far, and
+  every page budget up to it (:data:`STEP_CHOICES`) is read off that one run.
+* **One engine call per K.** The methods missing at one K run together in one engine call (the
+  engine's trajectories do not depend on which methods run beside them: same records as one call
+  per method, tested), which shares the problem, the optimizer and the per-step bookkeeping: a new
+  learning rate at the default view costs ~15 % less CPU than 21 calls (1.36-1.74 s against
+  1.69-1.87 s of the thread's CPU, alternated, at load 5.5). The QP solves of PCD and MGDA at every
+  step (~50 % and ~27 % of it) remain: a setting computed on the click costs ~1.1-1.7 s of engine.
+* **Prefetch.** After the page has drawn a view it asks (:func:`prefetch`) for the settings a user
+  reaches with one click: the learning rate one notch down and up, the other optimizer, τ ± 0.01
+  (PCD only), then the shown view extended to the longest budget. One background thread computes
+  them into the same store, bounded: one thread per server process, at most :data:`PREFETCH_MAX`
+  settings queued (a new view replaces the queue; the run under way is finished, never killed), at
+  most :data:`PREFETCH_CPU_S` s of its own CPU per view (checked before each K's run), and it pauses
+  (inside a run, at the engine's progress points, every 1/20 of a run) while any page computes and
+  for :data:`PREFETCH_GRACE_S` after: a page's computation shares the CPU with it for one progress
+  step at most. A page that needs a run the thread has under way waits for it instead of running it
+  twice (the thread goes on meanwhile). ``PCD_NO_PREFETCH=1`` (or the warm-up's
+  ``PCD_NO_WARMUP=1``) turns it off.
+
+The server warm-up computes the default view (:func:`warm`) and then what the prefetch of the default
+view computes (:func:`warm_later`): at the default view every step budget, both neighbouring
+learning rates and the other optimizer are lookups. It then asks the prefetch thread, at the lowest
+priority (only while no view's neighbours wait; :data:`LATER_CPU_S` of CPU at most, once per
+process), for every learning rate with either optimizer at the default budget (:func:`grid`): once
+done, any learning-rate or optimizer change at the default τ and budget is a lookup.
 """
 from __future__ import annotations
 
+import contextlib
 import copy
+import logging
+import os
 import threading
+import time
 from collections import OrderedDict
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Any
 
 import streamlit as st
@@ -21,23 +50,37 @@ import pcd.methods as registry
 from pcd.experiments import synthetic
 from pcd.studio import available
 
+_LOG = logging.getLogger(__name__)
+
 KS = (2, 3, 5, 9, 17, 33, 65)
 METHODS = ("pcd", "mgda", "ws")
 STEP_CHOICES = (200, 300, 500, 800, 1000, 2000, 3000)  # the page's step budgets
 LRS = (0.005, 0.01, 0.02, 0.03, 0.05)
+OPTS = ("adam", "sgd")
 # 800 Adam steps at lr 0.03 take PCD to an exactly zero residual at every K (measured; 600 leave ~1e-12).
 STEPS, LR, TAU, OPT = 800, 0.03, 0.3, "adam"
-MAX_ENTRIES = 512  # (K, method, lr, τ, optimizer) keys kept, each with its budgets (least recently used go)
+TAU_STEP = 0.01  # the page's τ slider step (the prefetch computes τ ± one step)
+MAX_ENTRIES = 2048  # (K, method, lr, τ, optimizer) keys kept (least recently used go): ~97 settings of the default
+# view (21 keys each: the grid is 10, a view prefetches up to 6); a key with all 7 budgets pickles to ~5 KB at K = 65
+PREFETCH_MAX = 6  # settings queued per view (lr down, lr up, other optimizer, τ down, τ up, longest budget)
+PREFETCH_CPU_S = 12.0  # the prefetch thread's own CPU per view, at most (the 6 above at the default view: ~10 s)
+LATER_CPU_S = 30.0  # the settings asked for later (the warm-up's grid: ~8 s at the default view), in all
+PREFETCH_GRACE_S = 0.5  # after a page's computation, the prefetch waits this long (the page draws meanwhile)
+
+Key = tuple  # (K, method, lr, τ or None, optimizer)
+Setting = tuple  # (Ks, methods, steps, lr, τ, optimizer): one view of the page
 
 
 class _Budgets:
     """``(K, method, lr, tau, opt) -> {steps: records}``, least recently used first out; thread-safe
-    (sessions share it). The records are handed out as copies (a page may change them)."""
+    (sessions and the prefetch thread share it). The records are handed out as copies (a page may
+    change them). :meth:`claim` says who computes a missing key, so no run is made twice at once."""
 
     def __init__(self, max_entries: int = MAX_ENTRIES) -> None:
         self.max_entries = max_entries
         self._lock = threading.Lock()
         self._runs: OrderedDict[tuple, dict[int, list[dict[str, Any]]]] = OrderedDict()
+        self._flight: dict[tuple, tuple[int, threading.Event, object]] = {}  # key -> (steps, done, owner)
 
     def get(self, key: tuple, steps: int) -> list[dict[str, Any]] | None:
         with self._lock:
@@ -54,6 +97,36 @@ class _Budgets:
             while len(self._runs) > self.max_entries:
                 self._runs.popitem(last=False)
 
+    def claim(self, keys: Iterable[tuple], steps: int, owner: object
+              ) -> tuple[list[tuple], list[tuple[tuple, threading.Event]]]:
+        """Of ``keys`` without a run to ``steps``: those ``owner`` computes now (marked under way until
+        :meth:`release`), and ``(key, event)`` of those another thread has under way to at least
+        ``steps`` (the event is set when that run is stored or has failed)."""
+        mine: list[tuple] = []
+        theirs: list[tuple[tuple, threading.Event]] = []
+        with self._lock:
+            for key in keys:
+                runs = self._runs.get(key)
+                if runs is not None and steps in runs:
+                    continue
+                flight = self._flight.get(key)
+                if flight is not None and flight[0] >= steps:
+                    theirs.append((key, flight[1]))
+                    continue
+                if flight is None:
+                    self._flight[key] = (steps, threading.Event(), owner)
+                mine.append(key)
+        return mine, theirs
+
+    def release(self, keys: Iterable[tuple], owner: object) -> None:
+        """``owner``'s runs of ``keys`` are stored (or failed): whoever waits for them goes on."""
+        with self._lock:
+            for key in keys:
+                flight = self._flight.get(key)
+                if flight is not None and flight[2] is owner:
+                    del self._flight[key]
+                    flight[1].set()
+
 
 @st.cache_resource(show_spinner=False)
 def _budgets() -> _Budgets:
@@ -61,21 +134,82 @@ def _budgets() -> _Budgets:
     return _Budgets()
 
 
+def _key(K: int, method: str, lr: float, tau: float | None, opt: str) -> Key:
+    """The store's key of one (K, method) run; ``tau`` the page's τ (kept for methods that have it)."""
+    t = kbench_tau(method, tau) if tau is not None else None
+    return (int(K), str(method), float(lr), None if t is None else float(t), str(opt))
+
+
+def _budgets_to(steps: int) -> list[int]:
+    """The budgets a run to ``steps`` records: ``steps`` and every page budget below it."""
+    return sorted({b for b in STEP_CHOICES if b < steps} | {steps})
+
+
+def _run_k(K: int, methods: Sequence[str], steps: int, lr: float, tau: float | None, opt: str,
+           progress: Any = None) -> dict[str, dict[int, list[dict[str, Any]]]]:
+    """``{method: {budget: records}}`` of ``methods`` at one K, from one engine call
+    (:func:`pcd.experiments.synthetic.kdw_budgets`; ``tau`` goes to the methods with a primary knob)."""
+    runs = synthetic.kdw_budgets(Ks=[K], methods=list(methods), budgets=_budgets_to(steps), lr=lr, optimizer=opt,
+                                 tau=tau, progress=progress)
+    return {m: {b: [recs[i]] for b, recs in runs.items()} for i, m in enumerate(methods)}
+
+
+def _fill(K: int, methods: Sequence[str], steps: int, lr: float, tau: float | None, opt: str, owner: object,
+          progress: Any = None, busy: Callable[[], Any] = contextlib.nullcontext) -> list[tuple[Key, threading.Event]]:
+    """Compute into the store the runs of ``methods`` at K that it lacks to ``steps`` and nobody has
+    under way (one engine call, inside ``busy()``); returns ``(key, event)`` of those another
+    thread has under way (not waited for here)."""
+    keys = {m: _key(K, m, lr, tau, opt) for m in methods}
+    store = _budgets()
+    mine, theirs = store.claim(keys.values(), steps, owner)
+    if mine:
+        todo = [m for m in methods if keys[m] in mine]
+        try:
+            with busy():
+                runs = _run_k(K, todo, steps, lr, tau, opt, progress)
+            for m in todo:
+                store.put(keys[m], runs[m])
+        finally:
+            store.release(mine, owner)
+    return theirs
+
+
+def kbench_records(Ks: Sequence[int], methods: Sequence[str], steps: int, lr: float, tau: float | None,
+                   opt: str) -> list[dict[str, Any]]:
+    """The page's records, K by K and method by method: exactly
+    ``synthetic.kdw(Ks, methods, steps, lr, opt, tau)``'s. From the store where it has them; the rest
+    computed now, one engine call per K (while the prefetch thread pauses); a run the prefetch thread
+    has under way is waited for, not made again. ``tau`` is the page's τ (used by the methods that
+    have a primary knob)."""
+    owner = object()
+    pre = _prefetcher()
+    waits: list[tuple[Key, threading.Event]] = []
+    try:
+        for K in Ks:
+            waits += _fill(K, methods, steps, lr, tau, opt, owner, busy=pre.foreground)
+        for _, done in waits:  # outside foreground(): the prefetch thread finishes them meanwhile
+            done.wait()
+        for K in {key[0] for key, _ in waits}:  # a prefetch run that failed: made here
+            _fill(K, methods, steps, lr, tau, opt, owner, busy=pre.foreground)
+        store = _budgets()
+        out = []
+        for K in Ks:
+            for m in methods:
+                recs = store.get(_key(K, m, lr, tau, opt), steps)
+                if recs is None:  # evicted meanwhile (a store full of other settings): run it once more
+                    recs = _run_k(K, [m], steps, lr, tau, opt)[m][steps]
+                out += recs
+        return out
+    finally:
+        pre.quiet(PREFETCH_GRACE_S)
+
+
 def kbench_one(K: int, method: str, steps: int, lr: float, tau: float | None, opt: str) -> list[dict[str, Any]]:
     """The records of one (K, method) run of the double well to ``steps``
     (:func:`pcd.experiments.synthetic.kdw`, the same numbers): from the store when a run to at least
     ``steps`` was made with these settings, else one run to ``steps`` that also stores every page
     budget below it. ``tau`` only for methods with a primary knob (:func:`kbench_tau`)."""
-    key = (int(K), str(method), float(lr), None if tau is None else float(tau), str(opt))
-    store = _budgets()
-    hit = store.get(key, steps)
-    if hit is not None:
-        return hit
-    budgets = sorted({b for b in STEP_CHOICES if b < steps} | {steps})
-    runs = synthetic.kdw_budgets(Ks=[K], methods=[method], budgets=budgets, lr=lr, optimizer=opt,
-                                 tau=tau if registry.get(method).primary_knob else None)
-    store.put(key, runs)
-    return copy.deepcopy(runs[steps])
+    return kbench_records([K], [method], steps, lr, tau, opt)
 
 
 def kbench_tau(method: str, tau: float) -> float | None:
@@ -92,15 +226,198 @@ def law_table() -> Any:
 
 def warm() -> None:
     """The page's default view (and the budgets below its default)."""
-    for K in KS:
-        for m in available(METHODS):
-            kbench_one(K, m, STEPS, LR, kbench_tau(m, TAU), OPT)
+    kbench_records(KS, available(METHODS), STEPS, LR, TAU, OPT)
 
 
 def warm_later() -> None:
-    """Every step budget of the default view (one run to the longest per (K, method)): after it, a
-    change of the step budget at the default view is a lookup. The warm-up runs it after every
-    page's default view (:func:`pcd.studio.warmup.warm_up`)."""
-    for K in KS:
-        for m in available(METHODS):
-            kbench_one(K, m, max(STEP_CHOICES), LR, kbench_tau(m, TAU), OPT)
+    """What the prefetch computes after the default view (:func:`neighbours`: both neighbouring
+    learning rates, the other optimizer, τ ± 0.01, every step budget), here in the warm-up's thread;
+    then it asks the prefetch thread for :func:`grid` (every learning rate with either optimizer at
+    the default budget), to compute while no page computes and no view's neighbours wait. The warm-up
+    runs it after every page's default view (:func:`pcd.studio.warmup.warm_up`)."""
+    view = (tuple(KS), tuple(available(METHODS)), STEPS, LR, TAU, OPT)
+    for setting in neighbours(*view):
+        kbench_records(*setting)
+    if _prefetch_on():
+        _prefetcher().ask_later(grid(*view))
+
+
+def grid(Ks: Sequence[int], methods: Sequence[str], steps: int, lr: float, tau: float, opt: str) -> list[Setting]:
+    """Every learning rate (:data:`LRS`) with either optimizer at this view's K, methods, budget and τ,
+    the learning rates nearest ``lr`` first: any learning-rate / optimizer change of the view is
+    then a lookup (~10 settings x ~1.2 s of CPU at the default view, once per server process)."""
+    Ks, methods = tuple(int(k) for k in Ks), tuple(methods)
+    by_distance = sorted(LRS, key=lambda v: abs(LRS.index(v) - LRS.index(lr)) if lr in LRS else 0)
+    return [(Ks, methods, steps, v, tau, o) for v in by_distance for o in (opt, *(o for o in OPTS if o != opt))]
+
+
+def neighbours(Ks: Sequence[int], methods: Sequence[str], steps: int, lr: float, tau: float, opt: str
+               ) -> list[Setting]:
+    """The settings one click away from a view, likeliest first: the learning rate one notch down and
+    up (:data:`LRS`), the other optimizer, τ one slider step down and up (only when a method has a
+    primary knob: τ changes nothing else), then the view itself to the longest budget (every budget
+    move a lookup). ``(Ks, methods, steps, lr, tau, opt)`` each, as :func:`kbench_records` takes them."""
+    Ks, methods = tuple(int(k) for k in Ks), tuple(methods)
+    out: list[Setting] = []
+    if lr in LRS:
+        i = LRS.index(lr)
+        out += [(Ks, methods, steps, LRS[j], tau, opt) for j in (i - 1, i + 1) if 0 <= j < len(LRS)]
+    out += [(Ks, methods, steps, lr, tau, o) for o in OPTS if o != opt]
+    knobbed = tuple(m for m in methods if registry.get(m).primary_knob)
+    if knobbed:
+        for t in (round(tau - TAU_STEP, 2), round(tau + TAU_STEP, 2)):
+            if 0.0 <= t <= 1.0:
+                out.append((Ks, knobbed, steps, lr, t, opt))
+    if steps < max(STEP_CHOICES):
+        out.append((Ks, methods, max(STEP_CHOICES), lr, tau, opt))
+    return out[:PREFETCH_MAX]
+
+
+def prefetch(Ks: Sequence[int], methods: Sequence[str], steps: int, lr: float, tau: float, opt: str) -> bool:
+    """Ask the prefetch thread for the :func:`neighbours` of the view just drawn (it replaces what was
+    queued for an earlier view); returns whether it was asked (False when turned off). Never blocks
+    (beyond a lock)."""
+    if not _prefetch_on():
+        return False
+    _prefetcher().ask(neighbours(Ks, methods, steps, lr, tau, opt))
+    return True
+
+
+def _prefetch_on() -> bool:
+    """The prefetch thread's switch: off with ``PCD_NO_PREFETCH=1`` or the warm-up's ``PCD_NO_WARMUP=1``."""
+    return os.environ.get("PCD_NO_PREFETCH") != "1" and os.environ.get("PCD_NO_WARMUP") != "1"
+
+
+class Prefetcher:
+    """One background thread computing queued settings into the store (:func:`kbench_records`'
+    numbers), bounded: ``max_settings`` queued per view (:meth:`ask`, which replaces the queue) with
+    ``cpu_s`` of its own CPU in all (checked before each K's run), then, only while no view's queue
+    is waiting, the settings of :meth:`ask_later` (kept until done, ``later_cpu_s`` of CPU in all,
+    once); it pauses while a page computes
+    (:meth:`foreground`) and for a while after (:meth:`quiet`), also inside a run (the engine's
+    progress points), and goes on to a newer view's queue after the K under way.
+    ``compute(setting, K, progress)`` does one K of a setting (:func:`_prefetch_k`; replaced in tests)."""
+
+    def __init__(self, compute: Callable[[Setting, int, Any], Any] | None = None, max_settings: int = PREFETCH_MAX,
+                 cpu_s: float = PREFETCH_CPU_S, later_cpu_s: float = LATER_CPU_S) -> None:
+        self.compute = compute or _prefetch_k
+        self.max_settings, self.cpu_s, self.later_cpu_s = max_settings, cpu_s, later_cpu_s
+        self._cv = threading.Condition()
+        self._queue: list[Setting] = []
+        self._later: list[Setting] = []
+        self._busy = 0
+        self._quiet_until = 0.0
+        self._cpu = 0.0  # CPU seconds spent on the current ask
+        self._later_cpu = 0.0  # ... on the settings asked for later, in all
+        self._asks = 0
+        self._thread: threading.Thread | None = None
+        self.done: list[Setting] = []  # settings finished, last 64 (for tests and the benchmark)
+        self.idle = threading.Event()  # set while both queues are empty and nothing runs
+        self.idle.set()
+
+    def _start(self) -> None:
+        if self._queue or self._later:
+            self.idle.clear()
+        if self._thread is None or not self._thread.is_alive():
+            self._thread = threading.Thread(target=self._loop, name="pcd-kbench-prefetch", daemon=True)
+            self._thread.start()
+        self._cv.notify_all()
+
+    def ask(self, settings: Sequence[Setting]) -> None:
+        """The settings one click away from the view just drawn, likeliest first (replaces the last view's)."""
+        with self._cv:
+            self._queue = list(settings)[: self.max_settings]
+            self._cpu, self._asks = 0.0, self._asks + 1
+            self._start()
+
+    def ask_later(self, settings: Sequence[Setting]) -> None:
+        """Settings to compute when no view's queue waits (added to those asked for before)."""
+        with self._cv:
+            self._later += [s for s in settings if s not in self._later]
+            self._start()
+
+    @contextlib.contextmanager
+    def foreground(self) -> Iterator[None]:
+        """A page computes: the thread pauses (at its next progress point) until it is done."""
+        with self._cv:
+            self._busy += 1
+        try:
+            yield
+        finally:
+            with self._cv:
+                self._busy -= 1
+                self._cv.notify_all()
+
+    def quiet(self, seconds: float) -> None:
+        """Pause for ``seconds`` more (a page draws what it computed)."""
+        with self._cv:
+            self._quiet_until = max(self._quiet_until, time.monotonic() + seconds)
+
+    def _wait_idle(self, *_: Any) -> None:
+        """Block while a page computes or is in its quiet time (the engine's progress callback)."""
+        with self._cv:
+            while True:
+                left = self._quiet_until - time.monotonic()
+                if not self._busy and left <= 0:
+                    return
+                self._cv.wait(timeout=left if left > 0 else None)
+
+    def _next(self) -> tuple[Setting, int, bool]:
+        """The next setting, the ask it belongs to, whether it is a later one (waits for one)."""
+        with self._cv:
+            while not self._queue and not self._later:
+                self.idle.set()
+                self._cv.wait()
+            if self._queue:
+                return self._queue[0], self._asks, False
+            return self._later[0], self._asks, True
+
+    def _loop(self) -> None:
+        while True:
+            setting, ask, later = self._next()
+            finished = True
+            for K in setting[0]:
+                self._wait_idle()
+                with self._cv:  # a newer view (its queue first), or the CPU spent
+                    spent, cap = (self._later_cpu, self.later_cpu_s) if later else (self._cpu, self.cpu_s)
+                    if ask != self._asks or spent >= cap:
+                        finished = False
+                        break
+                t = time.thread_time()
+                try:
+                    self.compute(setting, K, self._wait_idle)
+                except Exception:  # a setting that fails is the page's to report, if it is ever shown
+                    _LOG.warning("kbench prefetch of %r at K=%s failed", setting, K, exc_info=True)
+                with self._cv:
+                    if later:
+                        self._later_cpu += time.thread_time() - t
+                    elif ask == self._asks:
+                        self._cpu += time.thread_time() - t
+            with self._cv:
+                if finished:
+                    self.done = (self.done + [setting])[-64:]
+                queue, spent, cap = (self._later, self._later_cpu, self.later_cpu_s) if later else \
+                    (self._queue, self._cpu, self.cpu_s)
+                if later or ask == self._asks:  # (a view's queue replaced meanwhile is not this one)
+                    if (finished or spent >= cap) and queue and queue[0] is setting:
+                        queue.pop(0)
+                    if spent >= cap:
+                        queue.clear()
+
+
+def _prefetch_k(setting: Setting, K: int, progress: Any) -> None:
+    """One K of a prefetched setting into the store; runs a page has under way are left to it."""
+    Ks, methods, steps, lr, tau, opt = setting
+    _fill(K, methods, steps, lr, tau, opt, object(), progress)
+
+
+_PREFETCH: list[Prefetcher] = []
+_PREFETCH_LOCK = threading.Lock()
+
+
+def _prefetcher() -> Prefetcher:
+    """The one prefetch thread's owner per process (made on first use; its thread starts on the first ask)."""
+    with _PREFETCH_LOCK:
+        if not _PREFETCH:
+            _PREFETCH.append(Prefetcher())
+        return _PREFETCH[0]

@@ -264,6 +264,25 @@ def test_kbench_page_law_table_and_widgets():
     assert list(tables(at)[1]["K"]) == [3, 5]
 
 
+def test_kbench_page_asks_the_prefetch_for_the_views_neighbours(monkeypatch):
+    """Once the view is drawn the page asks the prefetch thread for the settings one click away
+    (pcd.studio.kbench.neighbours of the view shown); with the switch off it asks for nothing."""
+    from unittest import mock
+
+    from pcd.studio import kbench as KB
+
+    monkeypatch.delenv("PCD_NO_WARMUP", raising=False)
+    monkeypatch.delenv("PCD_NO_PREFETCH", raising=False)
+    with mock.patch.object(KB.Prefetcher, "ask") as ask:
+        at = _app("03_K_objective_benchmark.py", kmin=2, kmax=3, steps=200, lr=0.01, methods="pcd,ws", opt="sgd")
+        _ok(at)
+    ask.assert_called_once_with(KB.neighbours([2, 3], ["pcd", "ws"], 200, 0.01, 0.3, "sgd"))
+    monkeypatch.setenv("PCD_NO_PREFETCH", "1")
+    with mock.patch.object(KB.Prefetcher, "ask") as ask:
+        _ok(_app("03_K_objective_benchmark.py", kmin=2, kmax=3, steps=200, lr=0.01, methods="pcd,ws"))
+    ask.assert_not_called()
+
+
 def test_k_objective_default_view_every_method_visible_and_the_law_explained():
     """First view (Adam): PCD and the weighted sum both reach an exact zero -- drawn on separate rows
     under the floor, not on top of each other; MGDA follows the law; the optimizer story is told;

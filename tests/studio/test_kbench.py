@@ -3,6 +3,8 @@
 the records handed out are copies, and the store is bounded."""
 from __future__ import annotations
 
+import threading
+import time
 from unittest import mock
 
 import pytest
@@ -71,3 +73,190 @@ def test_records_are_copies_and_the_store_is_bounded():
 def test_bad_budgets_are_value_errors(bad):
     with pytest.raises(ValueError):
         synthetic.kdw_budgets(Ks=[2], methods=["ws"], budgets=[bad])
+
+
+# ---- one engine call per K, runs under way, the prefetch -------------------------------------------------
+def _fresh(Ks, methods, steps, lr, tau, opt):
+    """What the page showed before: one fresh library run per (K, method)."""
+    return [r for K in Ks for m in methods
+            for r in synthetic.kdw(Ks=[K], methods=[m], steps=steps, lr=lr, optimizer=opt, tau=KB.kbench_tau(m, tau))]
+
+
+@pytest.mark.parametrize("opt", ["adam", "sgd"])
+def test_records_are_one_call_per_k_and_equal_fresh_runs_per_method(opt):
+    methods = ["pcd", "mgda", "ws", "cagrad", "upgrad"]
+    calls, spy = _counting()
+    with spy:
+        recs = KB.kbench_records([2, 5], methods, 300, 0.02, 0.4, opt)
+        assert calls == [[200, 300], [200, 300]]  # one engine call per K, every method in it
+        again = KB.kbench_records([2, 5], methods, 200, 0.02, 0.4, opt)
+        assert len(calls) == 2  # a lookup
+    assert recs == _fresh([2, 5], methods, 300, 0.02, 0.4, opt)
+    assert again == _fresh([2, 5], methods, 200, 0.02, 0.4, opt)
+    assert [(r["K"], r["method"]) for r in recs] == [(K, m) for K in (2, 5) for m in methods]
+
+
+def test_only_the_missing_methods_run_and_tau_keys_only_pcd():
+    KB.kbench_records([3], ["pcd", "mgda"], 200, 0.03, 0.3, "adam")
+    calls, spy = _counting()
+    with spy:
+        KB.kbench_records([3], ["pcd", "mgda", "ws"], 200, 0.03, 0.5, "adam")  # τ changes PCD only
+    assert len(calls) == 1
+    store = KB._budgets()
+    assert store.get((3, "pcd", 0.03, 0.5, "adam"), 200) is not None
+    assert store.get((3, "mgda", 0.03, None, "adam"), 200) is not None
+
+
+def test_claim_and_release():
+    store = KB._Budgets()
+    a, b = object(), object()
+    mine, theirs = store.claim([("k", 1), ("k", 2)], 500, a)
+    assert mine == [("k", 1), ("k", 2)] and theirs == []
+    mine_b, theirs_b = store.claim([("k", 1)], 300, b)  # under way to 500 >= 300: b waits for a
+    assert mine_b == [] and [k for k, _ in theirs_b] == [("k", 1)] and not theirs_b[0][1].is_set()
+    mine_b, theirs_b2 = store.claim([("k", 2)], 800, b)  # a's run stops short of 800: b makes its own
+    assert mine_b == [("k", 2)] and theirs_b2 == []
+    store.release([("k", 1), ("k", 2)], b)  # not b's: nothing happens
+    assert not theirs_b[0][1].is_set()
+    store.put(("k", 1), {300: [{"x": 1}], 500: [{"x": 2}]})
+    store.release([("k", 1), ("k", 2)], a)
+    assert theirs_b[0][1].is_set()
+    assert store.claim([("k", 1)], 300, b) == ([], [])  # stored now
+
+
+def test_a_run_under_way_elsewhere_is_waited_for_not_made_twice():
+    key = KB._key(2, "mgda", 0.01, 0.3, "adam")
+    other = object()
+    store = KB._budgets()
+    assert store.claim([key], 200, other)[0] == [key]
+    runs = KB._run_k(2, ["mgda"], 200, 0.01, 0.3, "adam")
+
+    def finish():
+        time.sleep(0.3)
+        store.put(key, runs["mgda"])
+        store.release([key], other)
+
+    th = threading.Thread(target=finish)
+    calls, spy = _counting()
+    with spy:
+        th.start()
+        recs = KB.kbench_records([2], ["mgda", "ws"], 200, 0.01, 0.3, "adam")
+        th.join()
+    assert calls == [[200]]  # the weighted sum only: MGDA was waited for
+    assert recs == _fresh([2], ["mgda", "ws"], 200, 0.01, 0.3, "adam")
+
+
+def test_neighbours_of_the_default_view():
+    Ks, ms = KB.KS, KB.METHODS
+    assert KB.neighbours(Ks, ms, 800, 0.03, 0.3, "adam") == [
+        (Ks, ms, 800, 0.02, 0.3, "adam"), (Ks, ms, 800, 0.05, 0.3, "adam"), (Ks, ms, 800, 0.03, 0.3, "sgd"),
+        (Ks, ("pcd",), 800, 0.03, 0.29, "adam"), (Ks, ("pcd",), 800, 0.03, 0.31, "adam"),
+        (Ks, ms, 3000, 0.03, 0.3, "adam")]
+    edge = KB.neighbours((2,), ("mgda",), 3000, 0.005, 1.0, "sgd")  # no τ (no knob), no longer budget
+    assert edge == [((2,), ("mgda",), 3000, 0.01, 1.0, "sgd"), ((2,), ("mgda",), 3000, 0.005, 1.0, "adam")]
+
+
+def test_prefetch_is_off_with_the_env_switches(monkeypatch):
+    monkeypatch.delenv("PCD_NO_WARMUP", raising=False)
+    monkeypatch.setenv("PCD_NO_PREFETCH", "1")
+    assert KB.prefetch(KB.KS, KB.METHODS, 800, 0.03, 0.3, "adam") is False
+    monkeypatch.delenv("PCD_NO_PREFETCH")
+    monkeypatch.setenv("PCD_NO_WARMUP", "1")
+    assert KB.prefetch(KB.KS, KB.METHODS, 800, 0.03, 0.3, "adam") is False
+
+
+def test_the_prefetch_fills_the_store_with_fresh_runs_and_the_click_is_a_lookup():
+    pre = KB.Prefetcher()
+    setting = ((2, 3), ("pcd", "ws"), 300, 0.05, 0.3, "sgd")
+    pre.ask([setting])
+    assert pre.idle.wait(60) and pre.done == [setting]
+    with mock.patch.object(synthetic, "kdw_budgets", side_effect=AssertionError("not a lookup")):
+        recs = KB.kbench_records(*setting)
+    assert recs == _fresh(*setting)
+
+
+def test_the_prefetch_pauses_while_a_page_computes_and_a_new_view_replaces_its_queue():
+    seen = []
+    gate = threading.Event()
+
+    def compute(setting, K, progress):
+        seen.append((setting[3], K, time.monotonic()))
+        if setting[3] == 1:
+            gate.wait(5)  # the first setting's first K runs until the test lets it go
+        progress(0.5, "half")  # an engine progress point: pauses while a page computes
+
+    pre = KB.Prefetcher(compute)
+    pre.ask([((2, 3), ("ws",), 200, 1, 0.3, "adam"), ((2,), ("ws",), 200, 2, 0.3, "adam")])
+    time.sleep(0.1)
+    with pre.foreground():
+        gate.set()
+        time.sleep(0.3)
+        assert [s[:2] for s in seen] == [(1, 2)]  # paused at its progress point
+        released = time.monotonic()
+    pre.ask([((5,), ("ws",), 200, 3, 0.3, "adam")])  # the newer view's queue replaces the rest
+    assert pre.idle.wait(10)
+    assert [s[:2] for s in seen] in ([(1, 2), (3, 5)], [(1, 2), (1, 3), (3, 5)])
+    assert seen[-1][2] >= released
+    assert pre.done[-1][3] == 3 and all(s[3] != 2 for s in pre.done)
+
+
+def test_the_prefetch_stops_at_its_cpu_budget_and_survives_a_failure():
+    seen = []
+
+    def compute(setting, K, progress):
+        seen.append(K)
+        if K == 3:
+            raise RuntimeError("boom")
+        t = time.thread_time()
+        while time.thread_time() - t < 0.05:
+            pass
+
+    pre = KB.Prefetcher(compute, cpu_s=0.12)
+    pre.ask([((2, 3, 5, 9, 17), ("ws",), 200, 1, 0.3, "adam"), ((33,), ("ws",), 200, 2, 0.3, "adam")])
+    assert pre.idle.wait(10)
+    assert seen == [2, 3, 5, 9] and pre.done == []  # 3 x 0.05 s >= 0.12 s: the rest is dropped
+    pre.ask([((2,), ("ws",), 200, 3, 0.3, "adam")])  # a new view: a new budget, the thread alive
+    assert pre.idle.wait(10) and seen[-1] == 2 and len(pre.done) == 1
+
+
+def test_later_settings_wait_for_the_views_and_resume_after_a_newer_view():
+    seen = []
+    gate = threading.Event()
+
+    def compute(setting, K, progress):
+        seen.append((setting[3], K))
+        if (setting[3], K) == (10, 2):
+            gate.wait(5)
+
+    pre = KB.Prefetcher(compute)
+    pre.ask_later([((2, 3), ("ws",), 200, 10, 0.3, "adam"), ((2,), ("ws",), 200, 11, 0.3, "adam")])
+    time.sleep(0.1)
+    pre.ask([((5,), ("ws",), 200, 1, 0.3, "adam")])  # a view's neighbours come first, after the K under way
+    pre.ask_later([((2,), ("ws",), 200, 11, 0.3, "adam")])  # asked again: kept once
+    gate.set()
+    assert pre.idle.wait(10)
+    assert seen == [(10, 2), (1, 5), (10, 2), (10, 3), (11, 2)]  # the interrupted one starts over (K=2 a lookup)
+    assert [s[3] for s in pre.done] == [1, 10, 11]
+
+
+def test_later_settings_stop_at_their_own_cpu_budget():
+    seen = []
+
+    def compute(setting, K, progress):
+        seen.append((setting[3], K))
+        t = time.thread_time()
+        while time.thread_time() - t < 0.05:
+            pass
+
+    pre = KB.Prefetcher(compute, later_cpu_s=0.08)
+    pre.ask_later([((2, 3, 5), ("ws",), 200, 10, 0.3, "adam"), ((2,), ("ws",), 200, 11, 0.3, "adam")])
+    assert pre.idle.wait(10) and seen == [(10, 2), (10, 3)] and pre.done == []
+    pre.ask([((2,), ("ws",), 200, 1, 0.3, "adam")])  # a view's own budget is separate
+    assert pre.idle.wait(10) and seen[-1] == (1, 2)
+
+
+def test_grid_is_every_lr_with_either_optimizer_nearest_first():
+    g = KB.grid(KB.KS, KB.METHODS, 800, 0.03, 0.3, "adam")
+    assert [(s[3], s[5]) for s in g[:6]] == [(0.03, "adam"), (0.03, "sgd"), (0.02, "adam"), (0.02, "sgd"),
+                                              (0.05, "adam"), (0.05, "sgd")]
+    assert len(g) == len(KB.LRS) * len(KB.OPTS) and {s[:3] for s in g} == {(KB.KS, KB.METHODS, 800)}
