@@ -213,22 +213,15 @@ try:
         width_class = T.WIDTH
     if present:  # a 1280 x 720 projector: laid out for the map's ~830-px cell
         width_class = T.WIDTH
-    two = res.losses.shape[-1] == 2  # an objective space to draw
-    # the map beside the same runs in objective space (any window wider than ~800 px, presenter mode too),
-    # laid out for its cell (~640 px in a 1440-px window), the gradient inset a chart of its own under the
-    # controls; an 800-px window: the map with its inset, the objective space under them
-    side = two and (present or width_class != "narrow")
-    map_class = width_class if present or not side else "narrow"
-    fig = T.toy_map(runs_key + (None if side else istart, map_class), problem, res, bg, None if side else istart,
-                    map_class)
-    lfig = T.toy_loss(runs_key, res, tuple(bg["names"]))
     with settings:
         obj_log = st.radio("objective space axes", ["log", "linear"], horizontal=True, key="toy_obj_axes",
                            index=["log", "linear"].index(url_default("oaxes", "log" if T.OBJ_LOG else "linear",
                                                                      ["log", "linear"])),
                            help="the (f₁, f₂) panel under the map: log axes draw exact zeros at 1e-12") == "log"
     url_sync(oaxes="log" if obj_log else "linear")
-    ofig = T.toy_objective(runs_key, problem, res, bg, obj_log, width_class, legend=not side) if two else None
+    # the map beside the same runs in objective space (wider than ~800 px), the inset a chart of its own
+    figs = T.toy_figures(problem, res, bg, runs_key, istart, width_class, present, obj_log, PRESENT_FIT["font"])
+    fig, lfig, ofig, side = figs["map"], figs["loss"], figs["objective"], figs["side"]
 except ValueError as exc:
     show_error(exc)
     st.stop()
@@ -246,13 +239,11 @@ if len(cells) > 1:
     with cells[1]:
         plotly_chart(ofig, key="toy_obj", config={"scrollZoom": False})
 frame_names = fig.frame_names  # recorded steps the map animates (toy_map.TOY_FRAMES of them)
-follow = (["toy_obj"] if ofig is not None else []) + (["toy_inset_fig"] if side and istart is not None else [])
+follow = (["toy_obj"] if ofig is not None else []) + (["toy_inset_fig"] if figs["inset"] is not None else [])
 frame_controls("toy_map", frame_names, loss_key="toy_loss", cursor_x=[float(n) + 1 for n in frame_names],
                width_classes=None if present else WIDTH_CLASSES, width=width_class, follow=follow)
-if side and istart is not None:
-    scale, inset_px = (PRESENT_FIT["font"], 1200.0) if present else (1.0, toy_map.TOY_CHART_PX[width_class])
-    plotly_chart(T.toy_inset(runs_key + (istart, scale, inset_px), problem, res, istart, tuple(frame_names), scale,
-                             inset_px), key="toy_inset_fig")
+if figs["inset"] is not None:
+    plotly_chart(figs["inset"], key="toy_inset_fig")
 
 
 @st.fragment

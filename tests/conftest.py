@@ -47,12 +47,18 @@ def _no_warmup_thread(monkeypatch):
 
 
 @contextlib.contextmanager
-def serve_studio(data_dir: Path, log_path: Path):
+def serve_studio(data_dir: Path, log_path: Path, prefetch: bool = False):
     """`streamlit run app.py` on a free 127.0.0.1 port until the block ends (stopped by process
-    group: the queue supervisor it may start goes with it); yields ``{"url", "data_dir", "pid"}``."""
+    group: the queue supervisor it may start goes with it); yields ``{"url", "data_dir", "pid"}``.
+    ``prefetch``: the K-objective page's background prefetch on (tens of seconds of CPU per server:
+    off, ``PCD_NO_PREFETCH=1``, unless a test measures what it buys)."""
     port = _free_port()
     env = dict(os.environ, PCD_DATA_DIR=str(data_dir), PYTHONUNBUFFERED="1")
     env.pop("PCD_NO_WARMUP", None)  # a real server warms its caches up, as deployed (pcd.studio.warmup)
+    if prefetch:
+        env.pop("PCD_NO_PREFETCH", None)
+    else:
+        env["PCD_NO_PREFETCH"] = "1"
     log = open(log_path, "w")
     proc = subprocess.Popen(
         [sys.executable, "-m", "streamlit", "run", str(ROOT / "app.py"), "--server.port", str(port),

@@ -233,13 +233,16 @@ def warm_later() -> None:
     """What the prefetch computes after the default view (:func:`neighbours`: both neighbouring
     learning rates, the other optimizer, τ ± 0.01, every step budget), here in the warm-up's thread;
     then it asks the prefetch thread for :func:`grid` (every learning rate with either optimizer at
-    the default budget), to compute while no page computes and no view's neighbours wait. The warm-up
+    the default budget), to compute while no page computes and no view's neighbours wait. With the
+    prefetch off (``PCD_NO_PREFETCH=1``), only the default view to every step budget. The warm-up
     runs it after every page's default view (:func:`pcd.studio.warmup.warm_up`)."""
     view = (tuple(KS), tuple(available(METHODS)), STEPS, LR, TAU, OPT)
+    if not _prefetch_on():  # no prefetch: the default view to its longest budget only (a budget change a lookup)
+        kbench_records(view[0], view[1], max(STEP_CHOICES), *view[3:])
+        return
     for setting in neighbours(*view):
         kbench_records(*setting)
-    if _prefetch_on():
-        _prefetcher().ask_later(grid(*view))
+    _prefetcher().ask_later(grid(*view))
 
 
 def grid(Ks: Sequence[int], methods: Sequence[str], steps: int, lr: float, tau: float, opt: str) -> list[Setting]:

@@ -392,6 +392,32 @@ def toy_loss(key: tuple, _res: Any, names: tuple[str, ...]) -> Any:
     return FrozenFigure(add_step_cursor(loss_figure(_res, names, spec_only=True), 0))
 
 
+def toy_figures(problem: Any, res: Any, bg: dict[str, Any], key: tuple, inset_start: int | None, width: str,
+                present: bool = False, obj_log: bool = OBJ_LOG, present_font: float = 1.2) -> dict[str, Any]:
+    """The page's figures for its runs (:func:`toy_runs`) and layout, each cached: ``map``, ``loss``,
+    ``objective`` (None unless two objectives), ``inset`` (its own chart, or None) and ``side`` (the
+    map beside its objective space). ``width``: the page's width class (the frame controls report it).
+    Beside the objective space -- any window wider than ~800 px, presenter mode too -- the map is laid
+    out for its cell (~640 px in a 1440-px window; presenter mode: the ~830-px cell of a 1280-px
+    projector) and the gradient inset of start ``inset_start`` is a chart of its own under the
+    controls (on a projector its text ``present_font`` times larger, as presenter mode's other type:
+    ``pcd.ui.chart.PRESENT_FIT``); an 800-px window ("narrow") has the map with its inset and the
+    objective space under them."""
+    from pcd.viz.toy import TOY_CHART_PX
+
+    two = res.losses.shape[-1] == 2
+    side = two and (present or width != "narrow")
+    map_class = width if present or not side else "narrow"
+    fig = toy_map(key + (None if side else inset_start, map_class), problem, res, bg,
+                  None if side else inset_start, map_class)
+    inset = None
+    if side and inset_start is not None:
+        scale, px = (float(present_font), 1200.0) if present else (1.0, TOY_CHART_PX[width])
+        inset = toy_inset(key + (inset_start, scale, px), problem, res, inset_start, tuple(fig.frame_names), scale, px)
+    return {"map": fig, "loss": toy_loss(key, res, tuple(bg["names"])), "inset": inset, "side": side,
+            "objective": toy_objective(key, problem, res, bg, obj_log, width, legend=not side) if two else None}
+
+
 def toy_runs(name: str, f1: str | None, f2: str | None, pbounds: Any, pstarts: Any, methods: Sequence[str],
              hparams: dict[str, dict[str, Any]], tau: float, opt: str, lr: float, steps: int, starts: Any,
              bounds_text: str | None = None) -> tuple[Any, Any, Any, dict[str, Any], tuple]:
@@ -413,14 +439,12 @@ def toy_runs(name: str, f1: str | None, f2: str | None, pbounds: Any, pstarts: A
 
 
 def warm() -> None:
-    """The page's default view: its runs, map, loss and objective-space figures."""
+    """The page's default view: its runs and figures (:func:`toy_figures`)."""
     methods = available(METHODS)
     problem = toy_problem(PROBLEM, None, None, None)
     prob, res, _view, bg, key = toy_runs(PROBLEM, None, None, None, None, methods, {}, TAU, OPT, LR, STEPS,
                                          problem.default_starts())
-    toy_map(key + (INSET_START, WIDTH), prob, res, bg, INSET_START, WIDTH)
-    toy_loss(key, res, tuple(bg["names"]))
-    toy_objective(key, prob, res, bg, OBJ_LOG, WIDTH)
+    toy_figures(prob, res, bg, key, INSET_START, WIDTH)
 
 
 # ---------------------------------------------------------------------------------------------

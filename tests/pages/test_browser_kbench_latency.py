@@ -107,7 +107,8 @@ def _kb_settings(page, pid: int) -> list[dict]:
 
 def test_change_to_figure_kbench_and_toy(browser, tmp_path_factory, artifacts_dir):
     rows = []
-    with serve_studio(tmp_path_factory.mktemp("pcd-data"), tmp_path_factory.mktemp("log") / "server.log") as srv:
+    with serve_studio(tmp_path_factory.mktemp("pcd-data"), tmp_path_factory.mktemp("log") / "server.log",
+                      prefetch=True) as srv:
         ctx, page, errors = open_page(browser, 1440, 900)
         try:
             page.goto(srv["url"] + "/K_objective_benchmark")  # the first visit starts the warm-up

@@ -5,6 +5,7 @@ installed Streamlit's chunk."""
 from __future__ import annotations
 
 import importlib
+import os
 from pathlib import Path
 from unittest import mock
 
@@ -30,7 +31,9 @@ def _refuse(*args, **kwargs):
 def warmed():
     st.cache_data.clear()
     st.cache_resource.clear()
-    with mock.patch.object(warmup, "_numba_kernels", lambda: None):  # tests/test_fastpath.py covers those
+    # the K-objective prefetch thread off (tests/studio/test_kbench.py has it): it would go on computing
+    # while the pages below are checked for computing nothing
+    with mock.patch.object(warmup, "_numba_kernels", lambda: None), mock.patch.dict(os.environ, {"PCD_NO_PREFETCH": "1"}):
         took = warmup.warm_up()
     yield took
     st.cache_data.clear()
