@@ -9,6 +9,7 @@ import streamlit as st
 import pcd.methods as registry
 from pcd.studio import problem_label
 from pcd.studio import toy as T
+from pcd.studio.prefetch import foreground
 from pcd.studio.registry import this_page
 from pcd.ui import (
     claim,
@@ -195,7 +196,8 @@ try:
     else:
         starts = T.parse_starts(typed)
     st.session_state["toy_last_starts"] = "\n".join(f"{x:.3f}, {y:.3f}" for x, y in np.asarray(starts)[:, :2])
-    with st.spinner("running…"):  # the view box: typed, or the problem's box grown to cover every trajectory
+    # (foreground: the background prefetch of other views pauses while this page computes)
+    with st.spinner("running…"), foreground(T.PREFETCH_GRACE_S):  # the view box: typed, or the box grown to cover every trajectory
         problem, res, view, bg, runs_key = T.toy_runs(problem_name, f1, f2, pbounds, pstarts, methods, hparams, tau,
                                                       opt, lr, steps, starts,
                                                       bounds_text if view_mode == "set" else None)
@@ -220,7 +222,8 @@ try:
                            help="the (f₁, f₂) panel under the map: log axes draw exact zeros at 1e-12") == "log"
     url_sync(oaxes="log" if obj_log else "linear")
     # the map beside the same runs in objective space (wider than ~800 px), the inset a chart of its own
-    figs = T.toy_figures(problem, res, bg, runs_key, istart, width_class, present, obj_log, PRESENT_FIT["font"])
+    with foreground(T.PREFETCH_GRACE_S):
+        figs = T.toy_figures(problem, res, bg, runs_key, istart, width_class, present, obj_log, PRESENT_FIT["font"])
     fig, lfig, ofig, side = figs["map"], figs["loss"], figs["objective"], figs["side"]
 except ValueError as exc:
     show_error(exc)
@@ -254,7 +257,8 @@ def _live(problem, methods, hparams, tau, opt, lr, steps, starts, view) -> None:
     req = live_value("toy_live", "req")
     answer = None
     if isinstance(req, dict) and req.get("seq") != st.session_state.get("toy_live_seq"):
-        answer = T.live_answer(req, problem, methods, hparams, opt, steps, starts, view)
+        with foreground(T.PREFETCH_GRACE_S):  # a drag is answered before any prefetch goes on
+            answer = T.live_answer(req, problem, methods, hparams, opt, steps, starts, view)
         # answered once (marked after: a run stopped half-way by a page run answers it in that run)
         st.session_state["toy_live_seq"] = req.get("seq")
 
@@ -344,3 +348,7 @@ with c3:  # a standalone file: Plotly's own play button and slider (no page cont
     download_figure(lambda: T.map_figure(problem, res, bg, inset_start=istart, controls=True),
                     "toy_landscape.html", "Animated figure (HTML)", key="toy_html", settings=export_settings)
 toy_export(problem, res, bg, export_settings, log=obj_log, inset_start=istart)  # GIF / MP4 for slides (+ progress bar)
+# the views one click away (the other optimizer, lr and steps one notch down and up), computed while idle
+T.prefetch(T.view_setting(problem_name, f1, f2, pbounds, pstarts, methods, hparams, tau, opt, lr, steps, starts,
+                          bounds_text if view_mode == "set" else None, istart, width_class, present, obj_log,
+                          PRESENT_FIT["font"]))

@@ -37,11 +37,9 @@ from __future__ import annotations
 import contextlib
 import copy
 import logging
-import os
 import threading
-import time
 from collections import OrderedDict
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 import streamlit as st
@@ -49,6 +47,9 @@ import streamlit as st
 import pcd.methods as registry
 from pcd.experiments import synthetic
 from pcd.studio import available
+from pcd.studio.prefetch import Prefetcher as _Prefetcher
+from pcd.studio.prefetch import enabled as prefetch_switch
+from pcd.studio.prefetch import foreground, hush
 
 _LOG = logging.getLogger(__name__)
 
@@ -182,15 +183,14 @@ def kbench_records(Ks: Sequence[int], methods: Sequence[str], steps: int, lr: fl
     has under way is waited for, not made again. ``tau`` is the page's τ (used by the methods that
     have a primary knob)."""
     owner = object()
-    pre = _prefetcher()
     waits: list[tuple[Key, threading.Event]] = []
     try:
         for K in Ks:
-            waits += _fill(K, methods, steps, lr, tau, opt, owner, busy=pre.foreground)
+            waits += _fill(K, methods, steps, lr, tau, opt, owner, busy=foreground)
         for _, done in waits:  # outside foreground(): the prefetch thread finishes them meanwhile
             done.wait()
         for K in {key[0] for key, _ in waits}:  # a prefetch run that failed: made here
-            _fill(K, methods, steps, lr, tau, opt, owner, busy=pre.foreground)
+            _fill(K, methods, steps, lr, tau, opt, owner, busy=foreground)
         store = _budgets()
         out = []
         for K in Ks:
@@ -201,7 +201,7 @@ def kbench_records(Ks: Sequence[int], methods: Sequence[str], steps: int, lr: fl
                 out += recs
         return out
     finally:
-        pre.quiet(PREFETCH_GRACE_S)
+        hush(PREFETCH_GRACE_S)
 
 
 def kbench_one(K: int, method: str, steps: int, lr: float, tau: float | None, opt: str) -> list[dict[str, Any]]:
@@ -287,125 +287,18 @@ def prefetch(Ks: Sequence[int], methods: Sequence[str], steps: int, lr: float, t
 
 
 def _prefetch_on() -> bool:
-    """The prefetch thread's switch: off with ``PCD_NO_PREFETCH=1`` or the warm-up's ``PCD_NO_WARMUP=1``."""
-    return os.environ.get("PCD_NO_PREFETCH") != "1" and os.environ.get("PCD_NO_WARMUP") != "1"
+    """The prefetch thread's switch (:func:`pcd.studio.prefetch.enabled`)."""
+    return prefetch_switch()
 
 
-class Prefetcher:
-    """One background thread computing queued settings into the store (:func:`kbench_records`'
-    numbers), bounded: ``max_settings`` queued per view (:meth:`ask`, which replaces the queue) with
-    ``cpu_s`` of its own CPU in all (checked before each K's run), then, only while no view's queue
-    is waiting, the settings of :meth:`ask_later` (kept until done, ``later_cpu_s`` of CPU in all,
-    once); it pauses while a page computes
-    (:meth:`foreground`) and for a while after (:meth:`quiet`), also inside a run (the engine's
-    progress points), and goes on to a newer view's queue after the K under way.
-    ``compute(setting, K, progress)`` does one K of a setting (:func:`_prefetch_k`; replaced in tests)."""
+class Prefetcher(_Prefetcher):
+    """The page's prefetcher (:class:`pcd.studio.prefetch.Prefetcher`): a setting's units of work are
+    its Ks, one engine call each (:func:`_prefetch_k`; ``compute`` replaced in tests)."""
 
     def __init__(self, compute: Callable[[Setting, int, Any], Any] | None = None, max_settings: int = PREFETCH_MAX,
                  cpu_s: float = PREFETCH_CPU_S, later_cpu_s: float = LATER_CPU_S) -> None:
-        self.compute = compute or _prefetch_k
-        self.max_settings, self.cpu_s, self.later_cpu_s = max_settings, cpu_s, later_cpu_s
-        self._cv = threading.Condition()
-        self._queue: list[Setting] = []
-        self._later: list[Setting] = []
-        self._busy = 0
-        self._quiet_until = 0.0
-        self._cpu = 0.0  # CPU seconds spent on the current ask
-        self._later_cpu = 0.0  # ... on the settings asked for later, in all
-        self._asks = 0
-        self._thread: threading.Thread | None = None
-        self.done: list[Setting] = []  # settings finished, last 64 (for tests and the benchmark)
-        self.idle = threading.Event()  # set while both queues are empty and nothing runs
-        self.idle.set()
-
-    def _start(self) -> None:
-        if self._queue or self._later:
-            self.idle.clear()
-        if self._thread is None or not self._thread.is_alive():
-            self._thread = threading.Thread(target=self._loop, name="pcd-kbench-prefetch", daemon=True)
-            self._thread.start()
-        self._cv.notify_all()
-
-    def ask(self, settings: Sequence[Setting]) -> None:
-        """The settings one click away from the view just drawn, likeliest first (replaces the last view's)."""
-        with self._cv:
-            self._queue = list(settings)[: self.max_settings]
-            self._cpu, self._asks = 0.0, self._asks + 1
-            self._start()
-
-    def ask_later(self, settings: Sequence[Setting]) -> None:
-        """Settings to compute when no view's queue waits (added to those asked for before)."""
-        with self._cv:
-            self._later += [s for s in settings if s not in self._later]
-            self._start()
-
-    @contextlib.contextmanager
-    def foreground(self) -> Iterator[None]:
-        """A page computes: the thread pauses (at its next progress point) until it is done."""
-        with self._cv:
-            self._busy += 1
-        try:
-            yield
-        finally:
-            with self._cv:
-                self._busy -= 1
-                self._cv.notify_all()
-
-    def quiet(self, seconds: float) -> None:
-        """Pause for ``seconds`` more (a page draws what it computed)."""
-        with self._cv:
-            self._quiet_until = max(self._quiet_until, time.monotonic() + seconds)
-
-    def _wait_idle(self, *_: Any) -> None:
-        """Block while a page computes or is in its quiet time (the engine's progress callback)."""
-        with self._cv:
-            while True:
-                left = self._quiet_until - time.monotonic()
-                if not self._busy and left <= 0:
-                    return
-                self._cv.wait(timeout=left if left > 0 else None)
-
-    def _next(self) -> tuple[Setting, int, bool]:
-        """The next setting, the ask it belongs to, whether it is a later one (waits for one)."""
-        with self._cv:
-            while not self._queue and not self._later:
-                self.idle.set()
-                self._cv.wait()
-            if self._queue:
-                return self._queue[0], self._asks, False
-            return self._later[0], self._asks, True
-
-    def _loop(self) -> None:
-        while True:
-            setting, ask, later = self._next()
-            finished = True
-            for K in setting[0]:
-                self._wait_idle()
-                with self._cv:  # a newer view (its queue first), or the CPU spent
-                    spent, cap = (self._later_cpu, self.later_cpu_s) if later else (self._cpu, self.cpu_s)
-                    if ask != self._asks or spent >= cap:
-                        finished = False
-                        break
-                t = time.thread_time()
-                try:
-                    self.compute(setting, K, self._wait_idle)
-                except Exception:  # a setting that fails is the page's to report, if it is ever shown
-                    _LOG.warning("kbench prefetch of %r at K=%s failed", setting, K, exc_info=True)
-                with self._cv:
-                    if later:
-                        self._later_cpu += time.thread_time() - t
-                    elif ask == self._asks:
-                        self._cpu += time.thread_time() - t
-            with self._cv:
-                if finished:
-                    self.done = (self.done + [setting])[-64:]
-                queue, spent, cap = (self._later, self._later_cpu, self.later_cpu_s) if later else \
-                    (self._queue, self._cpu, self.cpu_s)
-                if later or ask == self._asks:  # (a view's queue replaced meanwhile is not this one)
-                    if (finished or spent >= cap) and queue and queue[0] is setting:
-                        queue.pop(0)
-                    if spent >= cap:
-                        queue.clear()
+        super().__init__(compute or _prefetch_k, units=lambda setting: setting[0], max_settings=max_settings,
+                         cpu_s=cpu_s, later_cpu_s=later_cpu_s, name="pcd-kbench-prefetch")
 
 
 def _prefetch_k(setting: Setting, K: int, progress: Any) -> None:

@@ -283,6 +283,29 @@ def test_kbench_page_asks_the_prefetch_for_the_views_neighbours(monkeypatch):
     ask.assert_not_called()
 
 
+def test_toy_page_asks_the_prefetch_for_the_views_one_click_away(monkeypatch):
+    """Once the view is drawn the toy page asks its prefetch thread for pcd.studio.toy.neighbours of the
+    view shown (the other optimizer, lr and steps one notch each way); with the switch off, nothing."""
+    from unittest import mock
+
+    from pcd.studio import toy as T
+    from pcd.studio.prefetch import Prefetcher
+
+    monkeypatch.delenv("PCD_NO_WARMUP", raising=False)
+    monkeypatch.delenv("PCD_NO_PREFETCH", raising=False)
+    with mock.patch.object(Prefetcher, "ask") as ask:
+        at = _app("02_Toy_landscapes.py", steps=200, methods="pcd,ws", lr="0.05", opt="sgd")
+        _ok(at)
+    starts = T.make_problem("saddle2d").default_starts()
+    want = T.neighbours(T.view_setting("saddle2d", None, None, None, None, ["pcd", "ws"], {}, T.TAU, "sgd", 0.05, 200,
+                                       starts, None, T.INSET_START, T.WIDTH, False, True, 1.2))
+    ask.assert_called_once_with(want)
+    monkeypatch.setenv("PCD_NO_PREFETCH", "1")
+    with mock.patch.object(Prefetcher, "ask") as ask:
+        _ok(_app("02_Toy_landscapes.py", steps=200, methods="pcd,ws"))
+    ask.assert_not_called()
+
+
 def test_k_objective_default_view_every_method_visible_and_the_law_explained():
     """First view (Adam): PCD and the weighted sum both reach an exact zero -- drawn on separate rows
     under the floor, not on top of each other; MGDA follows the law; the optimizer story is told;

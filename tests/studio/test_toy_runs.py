@@ -71,3 +71,49 @@ def test_select_methods_is_the_inverse_of_merge_results():
             assert "select_methods" in str(exc)
         else:
             raise AssertionError(bad)
+
+
+def _view(opt="adam", lr=0.02, steps=500, width="medium"):
+    starts = T.make_problem("saddle2d").default_starts()
+    return T.view_setting("saddle2d", None, None, None, None, ["pcd", "ws"], {}, 0.02, opt, lr, steps, starts, None, 0,
+                          width, False, True, 1.2)
+
+
+def test_the_views_one_click_away():
+    got = T.neighbours(_view())
+    assert [(s[8], s[9], s[10]) for s in got] == [("sgd", 0.02, 500), ("adam", 0.01, 500), ("adam", 0.05, 500),
+                                                  ("adam", 0.02, 200), ("adam", 0.02, 1000)]
+    edge = T.neighbours(_view(opt="sgd", lr=T.LRS[0], steps=T.STEP_CHOICES[-1]))
+    assert [(s[8], s[9], s[10]) for s in edge] == [("adam", T.LRS[0], T.STEP_CHOICES[-1]), ("sgd", T.LRS[1],
+                                                   T.STEP_CHOICES[-1]), ("sgd", T.LRS[0], T.STEP_CHOICES[-2])]
+
+
+def test_a_prefetched_view_is_a_lookup_for_the_page(monkeypatch):
+    """compute_view fills the caches the page reads: the page's own calls for that view then compute
+    nothing (no engine run, no figure built) and return what a fresh computation returns."""
+    import json
+
+    import pcd.studio.prefetch as P
+    import pcd.viz.toy as vt
+
+    view = T.neighbours(_view())[0]  # SGD
+    T.compute_view(view)
+
+    def refuse(*a, **k):
+        raise AssertionError("computed although prefetched")
+
+    monkeypatch.setattr(engine, "run", refuse)
+    monkeypatch.setattr(vt, "toy_map_figure", refuse)
+    (name, f1, f2, pbounds, pstarts, methods, hp, tau, opt, lr, steps, starts, bt, istart, width, present, log,
+     font) = view
+    problem, res, _v, bg, key = T.toy_runs(name, f1, f2, pbounds, pstarts, list(methods), json.loads(hp), tau, opt,
+                                           lr, steps, np.array(starts), bt)
+    figs = T.toy_figures(problem, res, bg, key, istart, width, present, log, font)
+    assert figs["side"] and figs["inset"] is not None and figs["objective"] is not None
+    monkeypatch.undo()
+    _same(res, _fresh(["pcd", "ws"], tau=0.02, opt="sgd") if steps == 600 else engine.run(
+        T.make_problem("saddle2d"), ["pcd", "ws"], starts=np.array(starts), steps=steps, optimizer="sgd", lr=lr,
+        method_params=T.method_params(["pcd", "ws"], {}, 0.02), record=T.LIVE_RECORD))
+    # the switch: PCD_NO_PREFETCH=1 asks nothing
+    monkeypatch.setenv("PCD_NO_PREFETCH", "1")
+    assert P.enabled() is False and T.prefetch(_view()) is False
