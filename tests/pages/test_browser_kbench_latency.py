@@ -1,8 +1,8 @@
 """Change -> figure redrawn, in Chromium (issue 28, part 4): the K-objective page at its default range
 (the step budget, several times; then the optimizer, the learning rate and τ, each click to a new
 view, with the server idle before each click -- the page's prefetch has finished -- and clicked at
-once after the previous figure at a budget nothing was computed ahead for) and the toy page
-(optimizer Adam <-> SGD).
+once after the previous figure at a budget nothing was computed ahead for). The toy page has its own
+test (tests/pages/test_browser_toy_latency.py).
 
 Own server (``serve_studio``: loopback, stopped by its process group), one headless Chromium. The
 clock runs from the key press / click to the moment the chart component has finished drawing the
@@ -105,7 +105,7 @@ def _kb_settings(page, pid: int) -> list[dict]:
     return rows
 
 
-def test_change_to_figure_kbench_and_toy(browser, tmp_path_factory, artifacts_dir):
+def test_change_to_figure_kbench(browser, tmp_path_factory, artifacts_dir):
     rows = []
     with serve_studio(tmp_path_factory.mktemp("pcd-data"), tmp_path_factory.mktemp("log") / "server.log",
                       prefetch=True) as srv:
@@ -130,17 +130,6 @@ def test_change_to_figure_kbench_and_toy(browser, tmp_path_factory, artifacts_di
             assert "steps=800" in page.url or "steps" not in page.url, page.url  # back at the default budget
             rows.append(_row("K-objective: step budget (800→500→300→200→300→500→800)", times, loads))
             rows += _kb_settings(page, srv["pid"])
-
-            page.goto(srv["url"] + "/Toy_landscapes")
-            wait_until(lambda: _drawn(page, "toy_map") > 0, 300, "the toy map drawn")
-            page.wait_for_function("() => !document.querySelector('[data-testid=\"stStatusWidget\"]')",
-                                   timeout=180_000)
-            page.wait_for_timeout(1500)
-            toy = []
-            for label in ("SGD", "Adam", "SGD", "Adam"):
-                radio = page.locator(".st-key-toy_opt label").filter(has_text=label).first
-                toy.append(_timed(page, "toy_map", radio.click, f"optimizer {label}"))
-            rows.append(_row("Toy landscapes: optimizer Adam→SGD→Adam→SGD→Adam", toy))
             assert not errors, errors
         finally:
             ctx.close()
