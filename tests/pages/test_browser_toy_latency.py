@@ -113,26 +113,18 @@ def test_change_to_figure_on_the_toy_page(browser, tmp_path_factory, artifacts_d
             rows.append(_row("the last method taken out of the set", out))
 
             # computed on the click: a method put back (it alone runs) and another problem (every method)
-            def add(label):
-                def act():  # typed into the picker, Enter picks it (the last input event before the redraw)
-                    box = page.locator(".st-key-toy_methods input").first
+            def choose(key, label):
+                def act():  # typed into the widget, Enter picks it (the last input event before the redraw)
+                    box = page.locator(f".st-key-{key} input").first
                     box.focus()
                     box.press_sequentially(label)
                     box.press("Enter")
                 return act
             idle()
-            back = [_timed(page, add("FAMO"), "FAMO put back")]
+            back = [_timed(page, choose("toy_methods", "FAMO"), "FAMO put back")]
             page.keyboard.press("Escape")
-
-            def problem(label):
-                def act():
-                    box = page.locator(".st-key-toy_problem input").first
-                    box.focus()
-                    box.press_sequentially(label)
-                    box.press("Enter")
-                return act
             idle()
-            back.append(_timed(page, problem("Double well"), "problem → double well"))
+            back.append(_timed(page, choose("toy_problem", "Double well"), "problem → double well"))
             rows.append(_row("computed on the click: a method put back, another problem", back))
             assert not errors, errors
         finally:
