@@ -155,12 +155,16 @@ def test_drag_start_point_and_tau_slider(browser, tmp_path, artifacts_dir):
             # the drag: ~3 s across the map, the mouse pressed the whole time
             n, secs = _drag(page, (cx, cy), (cx + 220, cy - 90), 3.0, shot=artifacts_dir / "drag_1440.png")
             rate = n / secs
-            print(f"\ndrag: {n} redraws in {secs:.2f} s = {rate:.1f}/s (goal >= 5/s) at {_load()}")
+            n_obj = int(page.evaluate("() => window.__pcdLiveObjRedraws || 0"))
+            print(f"\ndrag: {n} redraws in {secs:.2f} s = {rate:.1f}/s (goal >= 5/s) at {_load()}; "
+                  f"the objective panel (below the map, out of view) {n_obj} redraws")
             log = _log(page, "start")
             lat = [e["drawn"] - e["changed"] for e in log]
             if lat:
                 print(f"drag: mouse move -> paths redrawn, median {statistics.median(lat):.0f} ms over {len(lat)} "
-                      f"(server answer median {statistics.median([e['drawn'] - e['sent'] for e in log]):.0f} ms)")
+                      f"(server answer median {statistics.median([e['drawn'] - e['sent'] for e in log]):.0f} ms: "
+                      f"request -> answer {statistics.median([e['arrived'] - e['sent'] for e in log]):.0f} ms, "
+                      f"answer -> drawn {statistics.median([e['drawn'] - e['arrived'] for e in log]):.0f} ms)")
             assert rate >= FLOOR_PER_S, f"{rate:.2f} redraws/s while dragging ({_load()})"
             # the drawn start (the last answer's) moved with the mouse; the drop goes where the mouse is
             drawn = page.evaluate(f"""() => {{ const g = document.querySelector('{MAP}');

@@ -18,7 +18,8 @@ export default function(component) {
 
 function makeLive(root) {
   const S = {data: null, set: null, inflight: null, want: null, drag: null, frame: null, bound: null,
-             seen: {}, seqN: 0, raf: null, observers: [], hidden: [], released: 0};
+             seen: {}, seqN: 0, raf: null, observers: [], hidden: [], released: 0,
+             objWant: null, objTimer: null, objLast: 0};
   window.__pcdLiveRedraws = window.__pcdLiveRedraws || 0;
   window.__pcdLiveLog = window.__pcdLiveLog || [];
   const gd = () => document.querySelector('.st-key-' + S.data.target + ' .js-plotly-plot');
@@ -59,6 +60,7 @@ function makeLive(root) {
   function send(req) {
     req.seq = Date.now() * 100 + (S.seqN++ % 100);
     req.fig = figToken();
+    req.ofig = tokenOf(objGd());
     req.tau = req.kind === 'tau' ? req.tau : sliderValue('tau');
     req.lr = req.kind === 'lr' ? req.lr : sliderValue('lr');
     req.sent = now();
@@ -76,7 +78,7 @@ function makeLive(root) {
     if (req.fig !== figToken()) { next(); return; }  // the page has drawn a newer figure meanwhile
     delete root.dataset.error;
     const arrived = now();
-    const done = draw(ans);
+    const done = draw(ans, req);
     const log = () => { window.__pcdLiveRedraws += 1;
       window.__pcdLiveLog.push({kind: req.kind, seq: req.seq, changed: req.changed, sent: req.sent, arrived, drawn: now()});
       if (window.__pcdLiveLog.length > 2000) window.__pcdLiveLog.shift(); };
@@ -160,7 +162,7 @@ function makeLive(root) {
     const r = P(g).relayout(g, upd);
     if (r && r.catch) r.catch(() => {});
   }
-  function draw(ans) {
+  function draw(ans, req) {
     const g = gd();
     if (!g || !g._fullLayout || !P(g)) return null;
     const trail = S.data.trail || 8;
@@ -182,15 +184,35 @@ function makeLive(root) {
     if (!traces.length) return null;
     hideLabels(g);
     const og = objGd();  // the same runs in the (f1, f2) plane: the answer's losses as that panel plots them
-    let odone = null;
-    if (og && og._fullLayout && ans.ox && ans.oy) {
-      const oupd = {x: [], y: []}, otr = [];
-      place(og, ans, ans.ox, ans.oy, starts, nS, t, idx(og, tr => tr.name === 'now'), 0, oupd, otr);
+    if (og && og._fullLayout && ans.ox && ans.oy && (!req || req.ofig === tokenOf(og))) {
       hideLabels(og);
-      if (otr.length) odone = redraw(og, oupd, otr);
+      S.objWant = {ans, starts, nS, t, tok: tokenOf(og)};
+      scheduleObjective();
     }
-    const done = redraw(g, upd, traces);
-    return (odone && odone.then) ? Promise.all([done, odone]) : done;
+    return redraw(g, upd, traces);
+  }
+  // the objective panel is redrawn after the map, in a later animation frame, with the newest answer only
+  // (answers that arrive meanwhile replace it); one out of view (below the map) at most every OFF_VIEW_MS.
+  // window.__pcdLiveObjRedraws counts its redraws.
+  const OFF_VIEW_MS = 400;
+  function scheduleObjective() {
+    if (S.objTimer || !S.objWant) return;
+    const og = objGd(), r = og && og.getBoundingClientRect();
+    const seen = r && r.bottom > 0 && r.top < window.innerHeight;
+    S.objTimer = setTimeout(() => requestAnimationFrame(drawObjective), seen ? 0 : Math.max(0, OFF_VIEW_MS - (now() - S.objLast)));
+  }
+  function drawObjective() {
+    S.objTimer = null;
+    const w = S.objWant, og = objGd();
+    S.objWant = null;
+    if (!w || !og || !og._fullLayout || tokenOf(og) !== w.tok) return;  // the page has drawn a newer panel
+    const upd = {x: [], y: []}, traces = [];
+    place(og, w.ans, w.ans.ox, w.ans.oy, w.starts, w.nS, w.t, idx(og, tr => tr.name === 'now'), 0, upd, traces);
+    if (!traces.length) return;
+    S.objLast = now();
+    const r = redraw(og, upd, traces);
+    const count = () => { window.__pcdLiveObjRedraws = (window.__pcdLiveObjRedraws || 0) + 1; };
+    if (r && r.then) r.then(count, () => {}); else count();
   }
   // after a release: a committed change redraws the page's figures (their labels come with them); when the page
   // draws none (the same settings), the hidden labels are shown again once the page is idle
@@ -349,6 +371,7 @@ function makeLive(root) {
       clearInterval(timer);
       if (S.lostTimer) clearTimeout(S.lostTimer);
       if (S.raf) cancelAnimationFrame(S.raf);
+      if (S.objTimer) clearTimeout(S.objTimer);
       S.observers.forEach(o => { o.obs.disconnect(); o.el.removeEventListener('pointerdown', o.press, true); });
       document.removeEventListener('mousedown', down, true);
       document.removeEventListener('mousemove', move, true);
