@@ -192,9 +192,9 @@ function makeLive(root) {
     return redraw(g, upd, traces);
   }
   // the objective panel is redrawn after the map, in a later animation frame, with the newest answer only
-  // (answers that arrive meanwhile replace it); one out of view (below the map) at most every OFF_VIEW_MS.
+  // (answers that arrive meanwhile replace it); one out of view (below the map: nobody watches it) at most once a second.
   // window.__pcdLiveObjRedraws counts its redraws.
-  const OFF_VIEW_MS = 400;
+  const OFF_VIEW_MS = 1000;
   function scheduleObjective() {
     if (S.objTimer || !S.objWant) return;
     const og = objGd(), r = og && og.getBoundingClientRect();
