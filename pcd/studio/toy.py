@@ -382,8 +382,9 @@ LIVE_KINDS = ("start", "tau", "lr")
 
 def live_request(raw: Any, *, n_starts: int, view: Any) -> dict[str, Any]:
     """A live request from the browser, validated (:mod:`pcd._validate`): ``{"kind", "seq", "tau",
-    "lr"}`` plus ``"s", "x", "y"`` for ``kind="start"`` (start index ``s`` of ``n_starts``, the new
-    point inside the map's ``view`` box). τ in [0, 1], lr one of :data:`LRS`, ``seq`` an integer >= 0.
+    "lr", "obj"}`` plus ``"s", "x", "y"`` for ``kind="start"`` (start index ``s`` of ``n_starts``, the new
+    point inside the map's ``view`` box). τ in [0, 1], lr one of :data:`LRS`, ``seq`` an integer >= 0,
+    ``obj`` true or false (whether the objective panel's points are wanted; true when absent).
     Raises ``ValueError`` (one line) for anything else."""
     if not isinstance(raw, dict):
         raise V.Invalid(f"live request must be an object, got {V.show(raw)}")
@@ -395,6 +396,7 @@ def live_request(raw: Any, *, n_starts: int, view: Any) -> dict[str, Any]:
     if not match:
         raise V.Invalid(f"learning rate must be one of {', '.join(f'{c:g}' for c in LRS)}, got {V.show(lr)}")
     out["lr"] = match[0]
+    out["obj"] = V.boolean(raw.get("obj", True), "live request obj")
     if kind == "start":
         (x0, x1), (y0, y1) = V.box(view)
         out["s"] = V.integer(raw.get("s"), "start index", low=0, high=max(0, int(n_starts) - 1))
@@ -466,7 +468,8 @@ def live_answer(raw: Any, problem: Any, methods: Sequence[str], hparams: dict[st
     """The page's reply to a live request ``raw`` (:func:`live_request`): ``{"seq", "kind", "s",
     **live_paths}`` -- the moved start's trajectories for every method (``kind="start"``), or every
     start's for the methods the slider moves (``"tau"``/``"lr"``, :func:`live_methods`), with their
-    points in the objective-space panel when ``objective`` (that panel's axes) is given -- or
+    points in the objective-space panel when ``objective`` (that panel's axes) is given and the request
+    asks for them (``"obj"``: the browser skips them for a panel out of view, but once a second) -- or
     ``{"seq", "error"}`` (one line) for a request the validation refuses. Never raises ValueError."""
     seq = raw.get("seq") if isinstance(raw, dict) else None
     try:
@@ -475,7 +478,7 @@ def live_answer(raw: Any, problem: Any, methods: Sequence[str], hparams: dict[st
         if q["kind"] == "start":
             pts = np.array([[q["x"], q["y"]]])
         moved = live_methods(q["kind"], methods)
-        paths = live_paths(problem, moved, hparams, q["tau"], opt, q["lr"], steps, pts, objective)
+        paths = live_paths(problem, moved, hparams, q["tau"], opt, q["lr"], steps, pts, objective if q["obj"] else None)
     except ValueError as exc:
         return {"seq": seq if isinstance(seq, int) and not isinstance(seq, bool) else None,
                 "error": str(exc).splitlines()[0] if str(exc) else type(exc).__name__}

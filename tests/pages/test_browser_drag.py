@@ -157,7 +157,7 @@ def test_drag_start_point_and_tau_slider(browser, tmp_path, artifacts_dir):
             rate = n / secs
             n_obj = int(page.evaluate("() => window.__pcdLiveObjRedraws || 0"))
             print(f"\ndrag: {n} redraws in {secs:.2f} s = {rate:.1f}/s (goal >= 5/s) at {_load()}; "
-                  f"the objective panel (below the map, out of view: at most 1/s) {n_obj} redraws")
+                  f"the objective panel (below the map, out of view: its points asked for once a second) {n_obj} redraws")
             log = _log(page, "start")
             lat = [e["drawn"] - e["changed"] for e in log]
             if lat:
@@ -166,6 +166,9 @@ def test_drag_start_point_and_tau_slider(browser, tmp_path, artifacts_dir):
                       f"request -> answer {statistics.median([e['arrived'] - e['sent'] for e in log]):.0f} ms, "
                       f"answer -> drawn {statistics.median([e['drawn'] - e['arrived'] for e in log]):.0f} ms)")
             assert rate >= FLOOR_PER_S, f"{rate:.2f} redraws/s while dragging ({_load()})"
+            if os.environ.get("DRAG_ONLY"):  # the first drag's rate alone (an A/B of two versions under one load)
+                page.mouse.up()
+                return
             # the drawn start (the last answer's) moved with the mouse; the drop goes where the mouse is
             drawn = page.evaluate(f"""() => {{ const g = document.querySelector('{MAP}');
                 const t = g._fullData.find(d => d.name === 'starts'); return [t.x[0], t.y[0]]; }}""")

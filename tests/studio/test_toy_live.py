@@ -76,8 +76,11 @@ def test_live_losses_are_the_problems_and_the_page_panels_points(problem, log):
         h = (M - 1 - m) * S  # the heads trace: methods in reverse order, S points each
         assert plain_array(last.data[-1].x)[h] == np.float32(ox[m, -1])
         assert plain_array(last.data[-1].y)[h] == np.float32(oy[m, -1])
-    # without the panel (a problem with K != 2, or none drawn), no losses go to the browser
+    # without the panel (a problem with K != 2, or none drawn), no losses go to the browser; nor when the
+    # browser does not ask for them (a panel out of view, between its once-a-second redraws)
     assert "ox" not in T.live_answer(_req(), problem, METHODS, {}, "adam", 1000, starts, VIEW)
+    assert "ox" not in T.live_answer(_req(obj=False), problem, METHODS, {}, "adam", 1000, starts, VIEW, meta)
+    assert T.live_answer(_req(obj=True), problem, METHODS, {}, "adam", 1000, starts, VIEW, meta)["ox"] == ans["ox"]
 
 
 def test_live_answer_for_a_start_for_tau_and_for_lr(problem):
@@ -99,6 +102,7 @@ def test_live_answer_for_a_start_for_tau_and_for_lr(problem):
     ({"s": 3}, "start index"), ({"s": -1}, "start index"), ({"s": True}, "start index"), ({"s": "0"}, "start index"),
     ({"tau": 1.5}, "τ"), ({"tau": -0.1}, "τ"), ({"tau": None}, "τ"), ({"lr": 0.03}, "learning rate"),
     ({"lr": 0.0}, "learning rate"), ({"kind": "steps"}, "kind"), ({"seq": -1}, "seq"), ({"seq": "x"}, "seq"),
+    ({"obj": "yes"}, "obj"), ({"obj": 1}, "obj"), ({"obj": None}, "obj"),
 ])
 def test_bad_requests_are_refused_in_one_line(problem, bad, word):
     a = T.live_answer(_req(**bad), problem, METHODS, {}, "adam", 1000, problem.default_starts(), VIEW)

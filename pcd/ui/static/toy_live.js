@@ -19,7 +19,7 @@ export default function(component) {
 function makeLive(root) {
   const S = {data: null, set: null, inflight: null, want: null, drag: null, frame: null, bound: null,
              seen: {}, seqN: 0, raf: null, observers: [], hidden: [], released: 0,
-             objWant: null, objTimer: null, objLast: 0};
+             objWant: null, objTimer: null, objAsked: 0};
   window.__pcdLiveRedraws = window.__pcdLiveRedraws || 0;
   window.__pcdLiveLog = window.__pcdLiveLog || [];
   const gd = () => document.querySelector('.st-key-' + S.data.target + ' .js-plotly-plot');
@@ -37,7 +37,8 @@ function makeLive(root) {
     const v = el ? parseFloat(el.getAttribute('aria-valuetext')) : NaN;
     return Number.isFinite(v) ? v : S.data[kind];
   }
-  const LOST_MS = 5000;  // an answer that never comes (its run preempted by a page run) frees the slot after this
+  const LOST_MS = 5000;
+  const OFF_VIEW_MS = 1000;  // an answer that never comes (its run preempted by a page run) frees the slot after this
   function request(req) {
     req.changed = req.changed || now();
     if (S.inflight && now() - S.inflight.sent < LOST_MS) {  // one in flight: the newest wish waits
@@ -65,7 +66,11 @@ function makeLive(root) {
     req.lr = req.kind === 'lr' ? req.lr : sliderValue('lr');
     req.sent = now();
     S.inflight = req;
-    const msg = {kind: req.kind, seq: req.seq, tau: req.tau, lr: req.lr};
+    // the objective panel's points: for a panel in view; one out of view (below the map) once a second
+    const og = objGd(), r = og && og.getBoundingClientRect();
+    const obj = !!(r && ((r.bottom > 0 && r.top < window.innerHeight) || now() - S.objAsked >= OFF_VIEW_MS));
+    if (obj) S.objAsked = now();
+    const msg = {kind: req.kind, seq: req.seq, tau: req.tau, lr: req.lr, obj};
     if (req.kind === 'start') Object.assign(msg, {s: req.s, x: req.x, y: req.y});
     S.set('req', msg);
   }
@@ -192,14 +197,11 @@ function makeLive(root) {
     return redraw(g, upd, traces);
   }
   // the objective panel is redrawn after the map, in a later animation frame, with the newest answer only
-  // (answers that arrive meanwhile replace it); one out of view (below the map: nobody watches it) at most once a second.
-  // window.__pcdLiveObjRedraws counts its redraws.
-  const OFF_VIEW_MS = 1000;
+  // (answers that arrive meanwhile replace it); one out of view (below the map: nobody watches it) is asked
+  // for its points (send) at most once a second. window.__pcdLiveObjRedraws counts its redraws.
   function scheduleObjective() {
     if (S.objTimer || !S.objWant) return;
-    const og = objGd(), r = og && og.getBoundingClientRect();
-    const seen = r && r.bottom > 0 && r.top < window.innerHeight;
-    S.objTimer = setTimeout(() => requestAnimationFrame(drawObjective), seen ? 0 : Math.max(0, OFF_VIEW_MS - (now() - S.objLast)));
+    S.objTimer = setTimeout(() => requestAnimationFrame(drawObjective), 0);
   }
   function drawObjective() {
     S.objTimer = null;
@@ -209,7 +211,6 @@ function makeLive(root) {
     const upd = {x: [], y: []}, traces = [];
     place(og, w.ans, w.ans.ox, w.ans.oy, w.starts, w.nS, w.t, idx(og, tr => tr.name === 'now'), 0, upd, traces);
     if (!traces.length) return;
-    S.objLast = now();
     const r = redraw(og, upd, traces);
     const count = () => { window.__pcdLiveObjRedraws = (window.__pcdLiveObjRedraws || 0) + 1; };
     if (r && r.then) r.then(count, () => {}); else count();
