@@ -37,8 +37,8 @@ function makeLive(root) {
     const v = el ? parseFloat(el.getAttribute('aria-valuetext')) : NaN;
     return Number.isFinite(v) ? v : S.data[kind];
   }
-  const LOST_MS = 5000;
-  const OFF_VIEW_MS = 1000;  // an answer that never comes (its run preempted by a page run) frees the slot after this
+  const LOST_MS = 5000;  // an answer that never comes (its run preempted by a page run) frees the slot after this
+  const OFF_VIEW_MS = 1000;  // an objective panel out of view is asked for its points at most this often
   function request(req) {
     req.changed = req.changed || now();
     if (S.inflight && now() - S.inflight.sent < LOST_MS) {  // one in flight: the newest wish waits
@@ -120,8 +120,8 @@ function makeLive(root) {
   }
   function lastFinite(a) { for (let i = a.length - 1; i >= 0; i--) if (a[i] !== null) return a[i]; return null; }
   // the paths, end markers and current points of every answered method in one chart: `X`, `Y` the answer's
-  // coordinates there ([method][start][step]); `heads(m, s)` the index of (method m, start s)'s current point
-  // in the trace `hi` (-1: none); `tails` the comet tail length before the heads (the map's), 0 for none
+  // coordinates there ([method][start][step]); `hi` the trace of the current points (-1: none), at the frame
+  // shown `t`: `tails` comet points per (method, start) then the heads (the map's), or the heads alone (tails 0)
   function place(g, ans, X, Y, starts, nS, t, hi, tails, upd, traces) {
     const methods = S.data.methods || [], M = methods.length;
     const pos = hi >= 0 ? {x: arr(g, hi, 'x'), y: arr(g, hi, 'y')} : null;
