@@ -39,12 +39,15 @@ function makeLive(root) {
   }
   const LOST_MS = 5000;  // an answer that never comes (its run preempted by a page run) frees the slot after this
   const OFF_VIEW_MS = 1000;  // an objective panel out of view is asked for its points at most this often
+  // a request in flight holds the slot until its answer, LOST_MS, or the page drawing a newer map (a commit:
+  // its answer would be dropped anyway, answered())
+  const busy = () => !!(S.inflight && now() - S.inflight.sent < LOST_MS && S.inflight.fig === figToken());
   function request(req) {
     req.changed = req.changed || now();
-    if (S.inflight && now() - S.inflight.sent < LOST_MS) {  // one in flight: the newest wish waits
+    if (busy()) {  // one in flight: the newest wish waits
       if (S.want && S.want.kind === req.kind && S.want.s === req.s) req.changed = Math.min(req.changed, S.want.changed);
       S.want = req;
-      if (!S.lostTimer) S.lostTimer = setTimeout(lost, LOST_MS - (now() - S.inflight.sent) + 10);
+      if (!S.lostTimer) S.lostTimer = setTimeout(lost, Math.min(400, LOST_MS - (now() - S.inflight.sent) + 10));
       return;
     }
     send(req);
@@ -52,7 +55,7 @@ function makeLive(root) {
   function lost() {
     S.lostTimer = null;
     if (!S.want) return;
-    if (S.inflight && now() - S.inflight.sent < LOST_MS) { S.lostTimer = setTimeout(lost, LOST_MS - (now() - S.inflight.sent) + 10); return; }
+    if (busy()) { S.lostTimer = setTimeout(lost, Math.min(400, LOST_MS - (now() - S.inflight.sent) + 10)); return; }
     const w = S.want; S.want = null; send(w);
   }
   // the figure the page drew last (pcd/ui/static/chart.js counts its draws): an answer to a request sent
@@ -218,7 +221,7 @@ function makeLive(root) {
   // after a release: a committed change redraws the page's figures (their labels come with them); when the page
   // draws none (the same settings), the hidden labels are shown again once the page is idle
   function idle() {
-    if (!S.hidden.length || S.drag || S.sliding || S.want || (S.inflight && now() - S.inflight.sent < LOST_MS)) return;
+    if (!S.hidden.length || S.drag || S.sliding || S.want || busy()) return;
     if (!S.released || now() - S.released < 1200) return;
     if (document.querySelector('[data-testid="stStatusWidget"]')) return;
     S.hidden = S.hidden.filter(h => {
