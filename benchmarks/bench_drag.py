@@ -7,8 +7,10 @@ Side by side, each at a NEW start point every repetition (nothing served from a 
 
 * live path -- what the toy page's live fragment computes per drag event (pcd.studio.toy.live_answer:
   validation + ONE pcd.engine.run_paths call for the moved start, all methods, the compiled path +
-  the JSON for the browser); also the same with the NumPy loop (engine.run, one call), and one run
-  per method (what the page's cached runs do);
+  the JSON for the browser), side by side: the map's paths alone, and with the objective-space panel's
+  points (the losses recorded in the same engine call, placed on the panel's log axes, float32: the
+  answer the page sends); the answer's JSON size beside each; also the same paths with the NumPy loop
+  (engine.run, one call), and one run per method (what the page's cached runs do);
 * full rerun -- the whole toy page run once (AppTest, the same script the server runs) with the moved
   start typed in: six new cached runs, the map, the loss and objective-space figures, the table.
 
@@ -56,9 +58,24 @@ def main() -> None:
     pts = rng.uniform([-3.0, -1.5], [0.0, 1.5], size=(repeat + 1, 2))
     mp = {"pcd": {"tau": T.TAU}}
 
-    def live(i: int) -> None:
+    # the panel's axes as the page draws them (its figure's layout.meta: log axes, shifts, floor)
+    from pcd.experiments.toy import objective_space
+    from pcd.viz.objective import objective_space_figure
+
+    page_run = run(problem, methods, starts=starts, steps=T.STEPS, optimizer=T.OPT, lr=T.LR, method_params=mp,
+                   record=T.LIVE_RECORD)
+    objective = dict(objective_space_figure(objective_space(problem, page_run), log=T.OBJ_LOG, animate=False).layout.meta)
+    size: dict[str, int] = {}
+
+    def answer(i: int, obj: dict | None, name: str) -> None:
         req = {"kind": "start", "seq": i, "s": 0, "x": float(pts[i, 0]), "y": float(pts[i, 1]), "tau": T.TAU, "lr": T.LR}
-        json.dumps(T.live_answer(req, problem, methods, {}, T.OPT, T.STEPS, starts, view))
+        size[name] = len(json.dumps(T.live_answer(req, problem, methods, {}, T.OPT, T.STEPS, starts, view, obj)))
+
+    def live(i: int) -> None:
+        answer(i, None, "map")
+
+    def live_obj(i: int) -> None:
+        answer(i, objective, "obj")
 
     def numpy_one_call(i: int) -> None:
         run(problem, methods, starts=pts[i:i + 1], steps=T.STEPS, optimizer=T.OPT, lr=T.LR, method_params=mp,
@@ -70,7 +87,23 @@ def main() -> None:
                 method_params={m: mp[m]} if m in mp else None, record=T.LIVE_RECORD)
 
     live(repeat)  # the first call compiles/loads the kernels
-    out = {"live path: live_answer, one run_paths call (compiled) + JSON": _median_ms(live, repeat),
+    live_obj(repeat)
+    # interleaved (alternating which goes first), so both see the same load; a new start point each time
+    t_map, t_obj = [], []
+
+    def once(fn, i: int) -> float:
+        t = time.perf_counter()
+        fn(i)
+        return 1000 * (time.perf_counter() - t)
+
+    for i in range(repeat):
+        pair = [(live, t_map), (live_obj, t_obj)]
+        for fn, ts in (pair if i % 2 == 0 else pair[::-1]):
+            ts.append(once(fn, i))
+    out = {f"live path: live_answer, map paths only, one run_paths call (compiled) + JSON ({size['map'] / 1e3:.0f} kB)":
+           statistics.median(t_map),
+           f"live path: the same + the objective panel's points (losses, same call) ({size['obj'] / 1e3:.0f} kB)":
+           statistics.median(t_obj),
            "  the same paths, engine.run NumPy loop, one call": _median_ms(numpy_one_call, repeat),
            "  the same paths, engine.run one call per method": _median_ms(per_method, max(3, repeat // 3))}
     load_live = os.getloadavg()

@@ -250,15 +250,16 @@ if figs["inset"] is not None:
 
 
 @st.fragment
-def _live(problem, methods, hparams, tau, opt, lr, steps, starts, view) -> None:
+def _live(problem, methods, hparams, tau, opt, lr, steps, starts, view, objective=None) -> None:
     # Direct manipulation (pcd.ui.live): a drag of a start marker or a move of the τ / lr slider asks
-    # for new paths; this fragment alone reruns to answer (the engine, pcd.studio.toy.live_answer), and
-    # a drop commits the moved start (typed starts) with one run of the whole page.
+    # for new paths -- and their points in the objective-space panel (``objective``: its axes, the
+    # figure's layout.meta) --; this fragment alone reruns to answer (the engine, pcd.studio.toy.live_answer),
+    # and a drop commits the moved start (typed starts) with one run of the whole page.
     req = live_value("toy_live", "req")
     answer = None
     if isinstance(req, dict) and req.get("seq") != st.session_state.get("toy_live_seq"):
         with foreground(T.PREFETCH_GRACE_S):  # a drag is answered before any prefetch goes on
-            answer = T.live_answer(req, problem, methods, hparams, opt, steps, starts, view)
+            answer = T.live_answer(req, problem, methods, hparams, opt, steps, starts, view, objective)
         # answered once (marked after: a run stopped half-way by a page run answers it in that run)
         st.session_state["toy_live_seq"] = req.get("seq")
 
@@ -272,12 +273,13 @@ def _live(problem, methods, hparams, tau, opt, lr, steps, starts, view) -> None:
         st.session_state["toy_live_commit"] = True
 
     live_map("toy_map", methods, tau=tau, lr=lr, trail=TRAIL, sliders={"tau": "toy_tau", "lr": "toy_lr"},
-             answer=answer, key="toy_live", on_drop=_drop)
+             answer=answer, key="toy_live", on_drop=_drop, objective_key="toy_obj" if objective else None)
     if st.session_state.pop("toy_live_commit", False):
         st.rerun(scope="app")  # the map, frames, inset, objective panel, table and URL agree again
 
 
-_live(problem, list(res.methods), hparams, tau, opt, lr, steps, np.asarray(starts, dtype=float)[:, :2], view)
+_live(problem, list(res.methods), hparams, tau, opt, lr, steps, np.asarray(starts, dtype=float)[:, :2], view,
+      dict(ofig.meta) if ofig is not None else None)
 st.caption("Drag a start point's ring and every method's path from there follows while you drag; moving the τ or "
            "learning-rate slider redraws the paths as it moves. "
            "Click anywhere on the map to add a start point there (the start points switch to *typed*). "

@@ -90,7 +90,9 @@ def run_ends(prob: Any, meths: list[tuple[str, Any]], x0: np.ndarray, steps: int
     :func:`pcd.engine._finish`; None when the fast path does not cover this run. Methods run in a
     thread pool (one per core); ``progress(fraction, method)`` is called as each one finishes.
     ``record`` (sorted step indices): also ``"positions" [M*S, T, 2]``, the point at each of those
-    steps as the NumPy loop records it (NaN after a row diverged; its point at that step kept)."""
+    steps as the NumPy loop records it (NaN after a row diverged; its point at that step kept), and
+    ``"losses" [M*S, T, 2]``, the losses evaluated there in the same step (NaN from the step a row
+    diverged at, as the NumPy loop records them)."""
     if not kern.AVAILABLE or prob.K != 2 or prob.dim != 2:
         return None
     specs = _kernels_of(meths)
@@ -109,6 +111,7 @@ def run_ends(prob: Any, meths: list[tuple[str, Any]], x0: np.ndarray, steps: int
         full["rec_slot"] = np.full(steps + 1, -1, dtype=np.int64)
         full["rec_slot"][np.asarray(record, dtype=np.int64)] = np.arange(len(record))
         full["positions"] = np.full((M * S, len(record), 2), np.nan)
+        full["losses"] = np.full((M * S, len(record), 2), np.nan)
     seconds: dict[str, float] = {}
 
     def one(m: int) -> str:
@@ -167,6 +170,7 @@ def _run_method(kernel: Any, optk: tuple[int, dict], evaluate, x0: np.ndarray, s
     ops = _optimizer_table(okind, o, steps)
     L, J = Lp, Jp
     pos: np.ndarray | None = full.get("positions")
+    los: np.ndarray | None = full.get("losses")
     slot: np.ndarray = full.get("rec_slot", np.empty(0, dtype=np.int64))
     for t in range(steps + 1):
         x = st["x"]
@@ -175,6 +179,10 @@ def _run_method(kernel: Any, optk: tuple[int, dict], evaluate, x0: np.ndarray, s
         L, J, nd = evaluate(x, bad)
         if pos is not None and slot[t] >= 0:  # the recorded point (a row that diverges now: its point too)
             pos[idx, slot[t]] = x.T
+            if los is not None:  # and its losses (NaN for a row that diverges now, as the NumPy loop's)
+                los[idx, slot[t]] = L.T
+                if nd:
+                    los[idx[bad], slot[t]] = np.nan
         if nd:  # retire the rows that diverged: their last finite point is the previous one
             rows = np.flatnonzero(bad)
             orig = idx[rows]

@@ -66,7 +66,7 @@ from __future__ import annotations
 import time
 import zlib
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal, overload
 
 import numpy as np
 
@@ -762,16 +762,33 @@ def run_budgets(problem: str | Problem, methods: Any, budgets: Any, record: Any 
     return out
 
 
+@overload
+def run_paths(problem: str | Problem, methods: Any, starts: Any = ..., steps: int = ..., optimizer: str = ...,
+              lr: float = ..., method_params: dict[str, dict] | None = ...,
+              optimizer_params: dict[str, Any] | None = ..., record: Any = ..., fast: bool = ...,
+              losses: Literal[False] = ...) -> tuple[list[str], np.ndarray, np.ndarray]: ...
+
+
+@overload
+def run_paths(problem: str | Problem, methods: Any, starts: Any = ..., steps: int = ..., optimizer: str = ...,
+              lr: float = ..., method_params: dict[str, dict] | None = ...,
+              optimizer_params: dict[str, Any] | None = ..., record: Any = ..., fast: bool = ...,
+              *, losses: Literal[True]) -> tuple[list[str], np.ndarray, np.ndarray, np.ndarray]: ...
+
+
 def run_paths(problem: str | Problem, methods: Any, starts: Any = None, steps: int = 1000, optimizer: str = "adam",
               lr: float = 0.01, method_params: dict[str, dict] | None = None,
               optimizer_params: dict[str, Any] | None = None, record: Any = 200, fast: bool = True,
-              ) -> tuple[list[str], np.ndarray, np.ndarray]:
+              losses: bool = False) -> Any:
     """The trajectories alone, for a picture that redraws while the user drags (the toy map's live
     paths): ``(method labels, recorded steps [T], positions [M, S, T, dim])`` -- exactly
     :func:`run`'s ``methods``, ``record`` and ``positions`` for the same arguments (seed 0). Where the
     compiled fast path covers the run (:func:`pcd._fastpath.supported`: K = 2 on R^2, every method
     with a compiled step, Adam/SGD) the points are recorded there, bit-identical and several times
-    faster than the NumPy loop, with no losses, gradients or diagnosis; else it is :func:`run`."""
+    faster than the NumPy loop, with no gradients or diagnosis; else it is :func:`run`.
+    ``losses=True``: also :func:`run`'s ``losses [M, S, T, K]`` as a fourth item -- the problem's losses
+    at those points, evaluated in the same step that computed them (NaN from the step a trajectory
+    diverged at), exactly :func:`run`'s (the objective-space panel that follows a drag)."""
     prob = make_problem(problem)
     steps = check_int(steps, "steps", 1, MAX_STEPS)
     lr = check_float(lr, "lr", 0.0, strict_low=True)
@@ -788,9 +805,14 @@ def run_paths(problem: str | Problem, methods: Any, starts: Any = None, steps: i
         out = _fastpath.run_ends(prob, meths, x0, steps, opt, record=rec) if _fastpath.supported(prob, meths, opt) \
             else None
         if out is not None:
-            return [label for label, _ in meths], rec, out["positions"].reshape(M, S, rec.size, prob.dim)
+            pos = out["positions"].reshape(M, S, rec.size, prob.dim)
+            if losses:
+                return [label for label, _ in meths], rec, pos, out["losses"].reshape(M, S, rec.size, prob.K)
+            return [label for label, _ in meths], rec, pos
     res = run(prob, methods, starts=x0, steps=steps, optimizer=optimizer, lr=lr, method_params=method_params,
               optimizer_params=optimizer_params, record=rec, fast=False)
+    if losses:
+        return list(res.methods), np.asarray(res.record), np.asarray(res.positions), np.asarray(res.losses)
     return list(res.methods), np.asarray(res.record), np.asarray(res.positions)
 
 

@@ -25,6 +25,13 @@ def test_run_paths_equals_run_positions(methods, optimizer, lr, steps, record):
     assert names == ref.methods
     np.testing.assert_array_equal(rec, ref.record)
     np.testing.assert_array_equal(pos, ref.positions)  # NaN where run has NaN
+    # with the losses (the objective-space panel that follows a drag): run's own, NaN from a divergence on
+    names2, rec2, pos2, losses = run_paths("saddle2d", methods, starts=STARTS, steps=steps, optimizer=optimizer, lr=lr,
+                                           method_params=mp, record=record, losses=True)
+    assert names2 == names
+    np.testing.assert_array_equal(rec2, rec)
+    np.testing.assert_array_equal(pos2, pos)
+    np.testing.assert_array_equal(losses, ref.losses)
 
 
 @pytest.mark.skipif(not kern.AVAILABLE, reason="numba not installed (the NumPy loop is used)")

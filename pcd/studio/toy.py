@@ -523,8 +523,9 @@ LIVE_KINDS = ("start", "tau", "lr")
 
 def live_request(raw: Any, *, n_starts: int, view: Any) -> dict[str, Any]:
     """A live request from the browser, validated (:mod:`pcd._validate`): ``{"kind", "seq", "tau",
-    "lr"}`` plus ``"s", "x", "y"`` for ``kind="start"`` (start index ``s`` of ``n_starts``, the new
-    point inside the map's ``view`` box). τ in [0, 1], lr one of :data:`LRS`, ``seq`` an integer >= 0.
+    "lr", "obj"}`` plus ``"s", "x", "y"`` for ``kind="start"`` (start index ``s`` of ``n_starts``, the new
+    point inside the map's ``view`` box). τ in [0, 1], lr one of :data:`LRS`, ``seq`` an integer >= 0,
+    ``obj`` true or false (whether the objective panel's points are wanted; true when absent).
     Raises ``ValueError`` (one line) for anything else."""
     if not isinstance(raw, dict):
         raise V.Invalid(f"live request must be an object, got {V.show(raw)}")
@@ -536,6 +537,7 @@ def live_request(raw: Any, *, n_starts: int, view: Any) -> dict[str, Any]:
     if not match:
         raise V.Invalid(f"learning rate must be one of {', '.join(f'{c:g}' for c in LRS)}, got {V.show(lr)}")
     out["lr"] = match[0]
+    out["obj"] = V.boolean(raw.get("obj", True), "live request obj")
     if kind == "start":
         (x0, x1), (y0, y1) = V.box(view)
         out["s"] = V.integer(raw.get("s"), "start index", low=0, high=max(0, int(n_starts) - 1))
@@ -558,37 +560,57 @@ def live_methods(kind: str, methods: Sequence[str]) -> list[str]:
 
 
 def live_run(problem: Any, methods: Sequence[str], hparams: dict[str, dict[str, Any]], tau: float, opt: str,
-             lr: float, steps: int, starts: Any) -> tuple[list[str], np.ndarray, np.ndarray]:
+             lr: float, steps: int, starts: Any) -> tuple[list[str], np.ndarray, np.ndarray, np.ndarray]:
     """The trajectories of ``methods`` from ``starts`` in ONE engine call (:func:`pcd.engine.run_paths`:
-    the compiled path where it covers the run; positions exactly :func:`pcd.engine.run`'s), with the
-    page's settings (each method's hyper-parameters, τ for the methods it is a knob of), recorded at
-    the page's steps (:data:`LIVE_RECORD`): ``(methods, record [T], positions [M, S, T, 2])``. Not cached."""
+    the compiled path where it covers the run; positions and losses exactly :func:`pcd.engine.run`'s),
+    with the page's settings (each method's hyper-parameters, τ for the methods it is a knob of),
+    recorded at the page's steps (:data:`LIVE_RECORD`): ``(methods, record [T], positions [M, S, T, 2],
+    losses [M, S, T, K])`` -- the losses evaluated by the problem in the engine's own steps. Not cached."""
     from pcd.engine import run_paths
 
     return run_paths(problem, list(methods), starts=np.asarray(starts, dtype=np.float64), steps=steps, optimizer=opt,
-                     lr=lr, method_params=method_params(methods, hparams, tau), record=LIVE_RECORD)
+                     lr=lr, method_params=method_params(methods, hparams, tau), record=LIVE_RECORD, losses=True)
 
 
 def live_paths(problem: Any, methods: Sequence[str], hparams: dict[str, dict[str, Any]], tau: float, opt: str,
-               lr: float, steps: int, starts: Any) -> dict[str, Any]:
+               lr: float, steps: int, starts: Any, objective: dict[str, Any] | None = None) -> dict[str, Any]:
     """:func:`live_run` as compact plain data for the map: ``{"methods", "record" (recorded steps),
     "x", "y" ([method][start][step], rounded to :data:`LIVE_DECIMALS`, None where not finite)}`` --
-    the engine's positions at every recorded step (what the map draws at its last frame)."""
-    names, record, positions = live_run(problem, methods, hparams, tau, opt, lr, steps, starts)
+    the engine's positions at every recorded step (what the map draws at its last frame). With the
+    objective-space panel's axes (``objective``: its figure's ``layout.meta``, ``{"log", "shifts",
+    "floor"}``, :func:`pcd.viz.objective.objective_space_figure`) also ``"ox", "oy"``: the losses at
+    those points as that panel plots them (:func:`pcd.viz.objective.shown_losses`: its log floor and
+    shift), to float32 -- the precision the panel's own points are drawn with -- (None where not finite)."""
+    names, record, positions, losses = live_run(problem, methods, hparams, tau, opt, lr, steps, starts)
     pos = np.round(np.asarray(positions, dtype=np.float64)[..., :2], LIVE_DECIMALS)
 
     def lists(a: np.ndarray) -> list:
         return [[[v if math.isfinite(v) else None for v in row] for row in per_m] for per_m in a.tolist()]
 
-    return {"methods": list(names), "record": [int(k) for k in record], "x": lists(pos[..., 0]),
-            "y": lists(pos[..., 1])}
+    out = {"methods": list(names), "record": [int(k) for k in record], "x": lists(pos[..., 0]),
+           "y": lists(pos[..., 1])}
+    if objective is not None and np.shape(losses)[-1] == 2:
+        from pcd.viz.objective import FLOOR, shown_losses
+
+        shown = shown_losses(losses, objective["shifts"], bool(objective["log"]), objective.get("floor", FLOOR))
+        # 9 significant digits give back each float32 exactly (about half the characters of a float64)
+        f32 = np.asarray(shown, dtype=np.float32).astype(np.float64)
+
+        def short(a: np.ndarray) -> list:
+            return [[[float(f"{v:.9g}") if math.isfinite(v) else None for v in row] for row in per_m]
+                    for per_m in a.tolist()]
+
+        out["ox"], out["oy"] = short(f32[..., 0]), short(f32[..., 1])
+    return out
 
 
 def live_answer(raw: Any, problem: Any, methods: Sequence[str], hparams: dict[str, dict[str, Any]], opt: str,
-                steps: int, starts: Any, view: Any) -> dict[str, Any]:
+                steps: int, starts: Any, view: Any, objective: dict[str, Any] | None = None) -> dict[str, Any]:
     """The page's reply to a live request ``raw`` (:func:`live_request`): ``{"seq", "kind", "s",
     **live_paths}`` -- the moved start's trajectories for every method (``kind="start"``), or every
-    start's for the methods the slider moves (``"tau"``/``"lr"``, :func:`live_methods`) -- or
+    start's for the methods the slider moves (``"tau"``/``"lr"``, :func:`live_methods`), with their
+    points in the objective-space panel when ``objective`` (that panel's axes) is given and the request
+    asks for them (``"obj"``: the browser skips them for a panel out of view, but once a second) -- or
     ``{"seq", "error"}`` (one line) for a request the validation refuses. Never raises ValueError."""
     seq = raw.get("seq") if isinstance(raw, dict) else None
     try:
@@ -597,7 +619,7 @@ def live_answer(raw: Any, problem: Any, methods: Sequence[str], hparams: dict[st
         if q["kind"] == "start":
             pts = np.array([[q["x"], q["y"]]])
         moved = live_methods(q["kind"], methods)
-        paths = live_paths(problem, moved, hparams, q["tau"], opt, q["lr"], steps, pts)
+        paths = live_paths(problem, moved, hparams, q["tau"], opt, q["lr"], steps, pts, objective if q["obj"] else None)
     except ValueError as exc:
         return {"seq": seq if isinstance(seq, int) and not isinstance(seq, bool) else None,
                 "error": str(exc).splitlines()[0] if str(exc) else type(exc).__name__}

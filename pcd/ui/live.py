@@ -12,7 +12,11 @@ the one control of each value, with their URL state, keyboard use and ``?hide=``
   arrives, so a slow server is never handed a queue of stale positions;
 * the page answers in the next run with ``answer={"seq", "kind", "s", "methods", "record", "x", "y"}``
   (or ``{"seq", "error"}``), which the component restyles into the map's path traces, end markers
-  and heads;
+  and heads; with ``"ox", "oy"`` (the same points' losses as the objective-space panel plots them)
+  also into that panel's paths, end markers and current points (``objective_key``: its chart's key).
+  The end labels of both (annotations named ``"end label"``: verdicts that only a full run computes)
+  are hidden from the first redraw until the page draws the committed figure -- or, when the page
+  draws no new one (nothing changed), shown again once it is idle;
 * on release of a drag, ``{"s", "x", "y", "n"}`` arrives as the ``drop`` state and ``on_drop`` runs
   as the widget callback (it may set other widgets' session state, e.g. switch the starts to typed).
 
@@ -49,12 +53,14 @@ def live_value(key: str, name: str) -> Any:
 
 def live_map(chart_key: str, methods: Sequence[str], *, tau: float, lr: float, trail: int,
              sliders: Mapping[str, str] | None = None, answer: dict | None = None, key: str = "live",
-             on_drop: Callable[[], None] | None = None) -> None:
+             on_drop: Callable[[], None] | None = None, objective_key: str | None = None) -> None:
     """Attach direct manipulation to the map with widget key ``chart_key`` whose paths are those of
     ``methods`` (in the figure's order; ``trail``: the heads' tail length, :data:`pcd.viz.landscape.TRAIL`).
     ``tau`` / ``lr``: the values the map was drawn with (sent when a slider is not on the page);
     ``sliders``: ``{"tau": widget key, "lr": widget key}`` of the sliders to follow while they move;
-    ``answer``: the reply to the last request (module docstring), None when there is none to send."""
+    ``answer``: the reply to the last request (module docstring), None when there is none to send;
+    ``objective_key``: the widget key of the objective-space panel drawn from the same runs (its
+    ``"ox"/"oy"`` points are restyled there), None when there is none."""
     if trail < 1:
         raise ValueError(f"trail must be >= 1, got {trail}")
     drawn = {"tau": tau, "lr": lr}
@@ -64,5 +70,6 @@ def live_map(chart_key: str, methods: Sequence[str], *, tau: float, lr: float, t
         # slider would show a value that the map, the URL and the table never got.
         st.rerun(scope="app")
     data = {"target": str(chart_key), "methods": [str(m) for m in methods], "tau": float(tau), "lr": float(lr),
-            "trail": int(trail), "sliders": {str(k): str(v) for k, v in (sliders or {}).items()}, "answer": answer}
+            "trail": int(trail), "sliders": {str(k): str(v) for k, v in (sliders or {}).items()}, "answer": answer,
+            "objective": None if objective_key is None else str(objective_key)}
     _live_component()(data=data, key=key, on_req_change=lambda: None, on_drop_change=on_drop or (lambda: None))

@@ -58,12 +58,10 @@ def objective_space_figure(space: dict[str, Any], *, log: bool = True, plot_heig
         return str(colors.get(m, theme.method_color(m)))
 
     animate = bool(animate and T >= 2)
-    shifts = np.array([log_shift(np.r_[L[..., k].ravel(), front[:, k], [] if optimum is None else [optimum[k]]])
-                       for k in range(2)]) if log else np.zeros(2)
+    shifts = objective_shifts(L, front, optimum, log)
 
     def shown(v: Any) -> np.ndarray:  # the plotted coordinates of losses [..., 2]
-        v = np.asarray(v, dtype=np.float64)
-        return np.maximum(v - shifts, floor) if log else v
+        return shown_losses(v, shifts, log, floor)
 
     P = shown(L)                                                     # [M, S, T, 2]
     fidx = frame_index(T, max_frames) if animate else np.arange(T)
@@ -144,7 +142,10 @@ def objective_space_figure(space: dict[str, Any], *, log: bool = True, plot_heig
     # the plot beside the map in presenter mode is ~0.9 of the width laid out for (its cell), fitted to the window
     layout["annotations"] = _verdict_labels(P[:, :, -1], methods, verdicts, log, animate, xr, yr, method_label,
                                             method_color, (0.9 * float(width_px) - 90.0, 0.75 * float(plot_height)))
-    layout["meta"] = {"numerical": bool(space.get("numerical"))}  # the page's caption says which front it is
+    # the page's caption says which front it is; the live redraws (pcd.studio.toy.live_answer) place new
+    # losses on these axes by the same rule (shown_losses with these shifts)
+    layout["meta"] = {"numerical": bool(space.get("numerical")), "log": bool(log),
+                      "shifts": [float(v) for v in shifts], "floor": floor}
     spec: dict[str, Any] = {"data": traces, "layout": layout}
     if legend:
         fit_legend(spec, width_px, axis_px=70.0)  # the bottom margin holds the x axis and the legend's rows
@@ -160,6 +161,25 @@ def objective_space_figure(space: dict[str, Any], *, log: bool = True, plot_heig
                                    "data": [{"type": "scatter", "x": g[:, 0], "y": g[:, 1]} for g in grown]
                                    + [{"type": "scatter", "x": h[:, 0], "y": h[:, 1]}]})
     return spec if spec_only else figure_from_spec(spec)
+
+
+def objective_shifts(losses: Any, front: Any = None, optimum: Any = None, log: bool = True) -> np.ndarray:
+    """What each axis of the panel shows the losses above: on log axes, per objective,
+    :func:`pcd.viz.landscape.log_shift` of every loss drawn (the runs' ``losses [..., 2]``, the Pareto
+    ``front [P, 2]``, the ``optimum (2,)``); zeros on linear axes. ``[2]``."""
+    if not log:
+        return np.zeros(2)
+    L = np.asarray(losses, dtype=np.float64).reshape(-1, 2)
+    fr = np.zeros((0, 2)) if front is None else np.asarray(front, dtype=np.float64).reshape(-1, 2)
+    return np.array([log_shift(np.r_[L[:, k], fr[:, k], [] if optimum is None else [float(optimum[k])]])
+                     for k in range(2)])
+
+
+def shown_losses(losses: Any, shifts: Any, log: bool, floor: float = FLOOR) -> np.ndarray:
+    """The panel's plotted coordinates of ``losses [..., 2]``: on log axes ``max(f - shift, floor)``
+    (exact zeros at the floor; ``shifts``: :func:`objective_shifts`), else the raw losses. NaN stays NaN."""
+    v = np.asarray(losses, dtype=np.float64)
+    return np.maximum(v - np.asarray(shifts, dtype=np.float64), float(floor)) if log else v
 
 
 # the objective panel's plot sizes (w x h px; the first is the smallest both ways): its chart is 560 (800-px

@@ -9,7 +9,12 @@ the toy map (issue 28 part 4; :mod:`pcd.ui.live`, ``pcd/ui/static/toy_live.js``)
 * The τ slider (Streamlit's own) is dragged: change -> figure times (from the slider's value change
   to the map redrawn for it) are printed with their median beside the load; then the learning-rate
   slider, one notch; each release commits (the URL).
-* Screenshots during a drag at 1440 x 900 and 800 wide: ``test-artifacts/drag_*.png``.
+* The objective-space panel (chart ``toy_obj``) follows the drag: its current points change while the
+  mouse is pressed, and no end label (map or panel: the full run's verdicts) is visible during a drag,
+  even at the last frame; after the release the committed run's panel has exactly the points the live
+  path gives for the committed start (float32, as drawn) and its end labels are back at the last frame.
+* Screenshots during a drag at 1440 x 900 and 800 wide: ``test-artifacts/drag_*.png``, and the panel as
+  it is drawn then (``Plotly.toImage``, it lies below the map at these widths): ``drag_obj_*.png``.
 
 Own server (loopback, stopped at the end), one Chromium; every wait is a condition wait with a
 generous timeout (a CI machine may be at load 10+); the only timed assertion is the loose floor.
@@ -21,6 +26,7 @@ import statistics
 import time
 import urllib.parse
 
+import numpy as np
 import pytest
 
 from tests.conftest import serve_studio
@@ -78,6 +84,43 @@ def _log(page, kind: str) -> list[dict]:
     return page.evaluate(f"() => (window.__pcdLiveLog || []).filter(e => e.kind === '{kind}')")
 
 
+OBJ = ".st-key-toy_obj .js-plotly-plot"
+
+
+def _now_points(page) -> list:
+    """The objective panel's current points (its trace "now"), as drawn."""
+    return page.evaluate(f"""() => {{ const g = document.querySelector('{OBJ}');
+        const t = g && g._fullData && g._fullData.find(d => d.name === 'now');
+        return t ? [Array.from(t.x), Array.from(t.y)] : null; }}""")
+
+
+def _labels_shown(page, sel) -> int:
+    """How many end labels (annotations named "end label") the chart ``sel`` shows now."""
+    return int(page.evaluate(f"""() => {{ const g = document.querySelector('{sel}');
+        return ((g && g.layout && g.layout.annotations) || []).filter(a => a.name === 'end label' && a.visible !== false).length; }}"""))
+
+
+def _obj_ready(page, timeout=180) -> None:
+    page.wait_for_function(f"""() => {{ const g = document.querySelector('{OBJ}');
+        return g && g._fullLayout && ((g._transitionData || {{}})._frames || []).length > 0; }}""", timeout=timeout * 1000)
+
+
+def _to_last_frame(page) -> None:
+    """The lecturer's frame bar to its end: the endings (end markers, end labels) are shown there."""
+    page.locator(".pcd-scrub").first.evaluate("s => { s.value = s.max; s.dispatchEvent(new Event('input', {bubbles: true})); }")
+    wait_until(lambda: _labels_shown(page, MAP) > 0 and _labels_shown(page, OBJ) > 0, 60, "the end labels at the last frame")
+
+
+def _obj_image(page, path) -> None:
+    """The objective panel as it is drawn now (Plotly.toImage: no scrolling while the mouse is pressed)."""
+    import base64
+
+    url = page.evaluate(f"""() => {{ const g = document.querySelector('{OBJ}');
+        return (g._pcdPlotly || window.Plotly).toImage(g, {{format: 'png', width: g._fullLayout.width,
+                                                            height: g._fullLayout.height}}); }}""")
+    path.write_bytes(base64.b64decode(url.split(",", 1)[1]))
+
+
 def _drag(page, frm, to, seconds: float, shot=None) -> tuple[int, float]:
     """Press at ``frm``, move to ``to`` in small steps over ``seconds``, screenshot half way (``shot``);
     returns (redraws during the drag, seconds it took). The mouse stays pressed."""
@@ -107,20 +150,36 @@ def test_drag_start_point_and_tau_slider(browser, tmp_path, artifacts_dir):
             starts = _starts(page)
             assert len(starts) == 3
             x, y, cx, cy = starts[0]
+            _obj_ready(page)
+            obj0 = _now_points(page)
             # the drag: ~3 s across the map, the mouse pressed the whole time
             n, secs = _drag(page, (cx, cy), (cx + 220, cy - 90), 3.0, shot=artifacts_dir / "drag_1440.png")
             rate = n / secs
-            print(f"\ndrag: {n} redraws in {secs:.2f} s = {rate:.1f}/s (goal >= 5/s) at {_load()}")
+            n_obj = int(page.evaluate("() => window.__pcdLiveObjRedraws || 0"))
+            print(f"\ndrag: {n} redraws in {secs:.2f} s = {rate:.1f}/s (goal >= 5/s) at {_load()}; "
+                  f"the objective panel (below the map, out of view: its points asked for once a second) {n_obj} redraws")
             log = _log(page, "start")
             lat = [e["drawn"] - e["changed"] for e in log]
             if lat:
                 print(f"drag: mouse move -> paths redrawn, median {statistics.median(lat):.0f} ms over {len(lat)} "
-                      f"(server answer median {statistics.median([e['drawn'] - e['sent'] for e in log]):.0f} ms)")
+                      f"(server answer median {statistics.median([e['drawn'] - e['sent'] for e in log]):.0f} ms: "
+                      f"request -> answer {statistics.median([e['arrived'] - e['sent'] for e in log]):.0f} ms, "
+                      f"answer -> drawn {statistics.median([e['drawn'] - e['arrived'] for e in log]):.0f} ms)")
             assert rate >= FLOOR_PER_S, f"{rate:.2f} redraws/s while dragging ({_load()})"
+            if os.environ.get("DRAG_ONLY"):  # the first drag's rate alone (an A/B of two versions under one load)
+                page.mouse.up()
+                return
             # the drawn start (the last answer's) moved with the mouse; the drop goes where the mouse is
             drawn = page.evaluate(f"""() => {{ const g = document.querySelector('{MAP}');
                 const t = g._fullData.find(d => d.name === 'starts'); return [t.x[0], t.y[0]]; }}""")
             assert abs(drawn[0] - x) > 0.3, (drawn, x)
+            # the objective panel followed: its current points (S1's of each method) moved, the others did not
+            obj1 = _now_points(page)
+            M = len(obj0[0]) // 3
+            assert any(obj1[0][m * 3] != obj0[0][m * 3] or obj1[1][m * 3] != obj0[1][m * 3] for m in range(M)), (obj0, obj1)
+            assert all(obj1[0][m * 3 + 1] == obj0[0][m * 3 + 1] for m in range(M))
+            assert _labels_shown(page, MAP) == 0 and _labels_shown(page, OBJ) == 0
+            _obj_image(page, artifacts_dir / "drag_obj_1440.png")
             moved = _to_data(page, cx + 220, cy - 90)
             page.mouse.up()
 
@@ -143,6 +202,26 @@ def test_drag_start_point_and_tau_slider(browser, tmp_path, artifacts_dir):
             wait_until(lambda: int(page.locator(".pcd-player").first.get_attribute("data-frame")) > frame0 + 5, 120,
                        "the frames to play after the commit")
             page.locator(".pcd-b[data-act=play]").first.click()  # pause
+            # after the release everything agrees: the committed run's panel, at its last frame, has its end
+            # labels back and exactly (float32, as drawn) the points the live path gives for the committed start
+            _obj_ready(page)
+            _to_last_frame(page)
+            from pcd.studio import toy as T
+
+            meta = page.evaluate(f"() => document.querySelector('{OBJ}').layout.meta")
+            live = T.live_paths(T.make_problem("saddle2d"), T.available(T.METHODS), {}, T.TAU, T.OPT, T.LR, T.STEPS,
+                                [rows[0]], meta)
+            M = len(live["methods"])
+            want = [[float(np.float32(live[k][m][0][-1])) for m in range(M)] for k in ("ox", "oy")]
+
+            def s1_heads():  # the heads: methods in reverse order, 3 starts each; S1 first
+                heads = _now_points(page)
+                return [[heads[k][(M - 1 - m) * 3] for m in range(M)] for k in (0, 1)]
+            try:
+                wait_until(lambda: s1_heads() == want, 30, "the panel's heads at the last frame")
+            except AssertionError:
+                assert s1_heads() == want
+            page.locator(".pcd-b[data-act=reset]").first.click()  # back to frame 0 (the τ slider's measurement)
 
             # the τ slider: dragged with the mouse, the PCD paths follow while it moves
             thumb = page.locator(".st-key-toy_tau input[type=range]").first.locator("xpath=../..")  # react-aria's thumb
@@ -189,13 +268,26 @@ def test_drag_start_point_and_tau_slider(browser, tmp_path, artifacts_dir):
             except AssertionError:
                 pass  # (the same width class: no new figure)
             _ready(page)
+            _obj_ready(page)
+            # at the last frame the endings are shown: a drag hides the labels (stale verdicts) until the commit
+            _to_last_frame(page)
             x, y, cx, cy = _starts(page)[1]
+            obj0 = _now_points(page)
+            token = page.evaluate(f"() => document.querySelector('{MAP}').closest('.pcd-chart').dataset.drawn")
             n0 = _redraws(page)
             n, secs = _drag(page, (cx, cy), (cx + 120, cy + 40), 2.0, shot=artifacts_dir / "drag_800.png")
             wait_until(lambda: _redraws(page) > n0, 90, "a redraw while dragging at 800 px")
             print(f"800 px: {n} redraws in {secs:.2f} s at {_load()}")
+            assert _labels_shown(page, MAP) == 0 and _labels_shown(page, OBJ) == 0, "a stale end label during the drag"
+            obj1 = _now_points(page)
+            assert any(obj1[0][m * 3 + 1] != obj0[0][m * 3 + 1] for m in range(len(obj0[0]) // 3)), (obj0, obj1)
+            _obj_image(page, artifacts_dir / "drag_obj_800.png")
             page.mouse.up()
-            wait_until(lambda: page.locator("[data-testid='stStatusWidget']").count() == 0, 180, "the commit")
+            wait_until(lambda: page.evaluate(f"() => document.querySelector('{MAP}').closest('.pcd-chart').dataset.drawn")
+                       != token, 180, "the commit's map")
+            _ready(page)
+            _obj_ready(page)
+            _to_last_frame(page)  # the committed run's labels are back
             assert page.locator("[data-testid='stException']").count() == 0
             assert not errors, errors
         finally:

@@ -42,6 +42,47 @@ def test_live_paths_are_the_engines_trajectories_at_the_maps_steps(problem):
     for m in range(len(METHODS)):
         np.testing.assert_array_equal(page.positions[m], ref.positions[m])
 
+@pytest.mark.parametrize("log", [True, False])
+def test_live_losses_are_the_problems_and_the_page_panels_points(problem, log):
+    """The losses a drag sends are the problem's at the moved paths' points, exactly the page's full run's
+    for that start after the drop (the start committed to 3 decimals: the same point), and placed on the
+    objective-space panel's axes exactly as that panel, drawn from the full run, places its own points."""
+    from pcd.experiments.toy import objective_space
+    from pcd.viz.objective import objective_space_figure
+    from pcd.viz.theme import plain_array
+    from pcd.viz.toy import TOY_FRAMES
+
+    start = [-1.0, 0.5]
+    names, rec, pos, losses = T.live_run(problem, METHODS, {}, 0.02, "adam", 0.02, 1000, [start])
+    ok = np.isfinite(pos).all(axis=-1)
+    assert ok.all()
+    np.testing.assert_array_equal(losses[ok], problem.losses(pos[ok]))  # the problem's own loss function
+    starts = np.asarray(problem.default_starts(), dtype=float)
+    starts[0] = start  # the drop of start S1 there: the page's committed run
+    page = T.toy_run_set.__wrapped__("saddle2d", None, None, None, tuple(METHODS), "{}", 0.02, "adam", 0.02, 1000,
+                                     tuple(map(tuple, starts.tolist())))
+    np.testing.assert_array_equal(page.losses[:, 0], losses[:, 0])
+    fig = objective_space_figure(objective_space(problem, page), log=log, max_frames=TOY_FRAMES)
+    meta = dict(fig.layout.meta)
+    assert meta["log"] is log and len(meta["shifts"]) == 2
+    ans = T.live_answer(_req(x=start[0], y=start[1]), problem, METHODS, {}, "adam", 1000, starts, VIEW, meta)
+    assert ans["methods"] == METHODS and "error" not in ans
+    ox, oy = np.array(ans["ox"], dtype=float)[:, 0], np.array(ans["oy"], dtype=float)[:, 0]  # [M, T]
+    M, S, n = len(METHODS), len(starts), len(rec)
+    last = fig.frames[-1]  # the last frame: every path whole, the heads at the end
+    for m in range(M):  # path trace m: S chunks of T points, each ending in a gap; S1's first
+        np.testing.assert_array_equal(plain_array(last.data[m].x)[:n], ox[m].astype(np.float32))
+        np.testing.assert_array_equal(plain_array(last.data[m].y)[:n], oy[m].astype(np.float32))
+        h = (M - 1 - m) * S  # the heads trace: methods in reverse order, S points each
+        assert plain_array(last.data[-1].x)[h] == np.float32(ox[m, -1])
+        assert plain_array(last.data[-1].y)[h] == np.float32(oy[m, -1])
+    # without the panel (a problem with K != 2, or none drawn), no losses go to the browser; nor when the
+    # browser does not ask for them (a panel out of view, between its once-a-second redraws)
+    assert "ox" not in T.live_answer(_req(), problem, METHODS, {}, "adam", 1000, starts, VIEW)
+    assert "ox" not in T.live_answer(_req(obj=False), problem, METHODS, {}, "adam", 1000, starts, VIEW, meta)
+    assert T.live_answer(_req(obj=True), problem, METHODS, {}, "adam", 1000, starts, VIEW, meta)["ox"] == ans["ox"]
+
+
 def test_live_answer_for_a_start_for_tau_and_for_lr(problem):
     starts = problem.default_starts()
     a = T.live_answer(_req(), problem, METHODS, {}, "adam", 1000, starts, VIEW)
@@ -61,6 +102,7 @@ def test_live_answer_for_a_start_for_tau_and_for_lr(problem):
     ({"s": 3}, "start index"), ({"s": -1}, "start index"), ({"s": True}, "start index"), ({"s": "0"}, "start index"),
     ({"tau": 1.5}, "τ"), ({"tau": -0.1}, "τ"), ({"tau": None}, "τ"), ({"lr": 0.03}, "learning rate"),
     ({"lr": 0.0}, "learning rate"), ({"kind": "steps"}, "kind"), ({"seq": -1}, "seq"), ({"seq": "x"}, "seq"),
+    ({"obj": "yes"}, "obj"), ({"obj": 1}, "obj"), ({"obj": None}, "obj"),
 ])
 def test_bad_requests_are_refused_in_one_line(problem, bad, word):
     a = T.live_answer(_req(**bad), problem, METHODS, {}, "adam", 1000, problem.default_starts(), VIEW)

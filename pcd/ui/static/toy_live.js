@@ -18,7 +18,8 @@ export default function(component) {
 
 function makeLive(root) {
   const S = {data: null, set: null, inflight: null, want: null, drag: null, frame: null, bound: null,
-             seen: {}, seqN: 0, raf: null, observers: []};
+             seen: {}, seqN: 0, raf: null, observers: [], hidden: [], released: 0,
+             objWant: null, objTimer: null, objAsked: 0};
   window.__pcdLiveRedraws = window.__pcdLiveRedraws || 0;
   window.__pcdLiveLog = window.__pcdLiveLog || [];
   const gd = () => document.querySelector('.st-key-' + S.data.target + ' .js-plotly-plot');
@@ -37,12 +38,16 @@ function makeLive(root) {
     return Number.isFinite(v) ? v : S.data[kind];
   }
   const LOST_MS = 5000;  // an answer that never comes (its run preempted by a page run) frees the slot after this
+  const OFF_VIEW_MS = 1000;  // an objective panel out of view is asked for its points at most this often
+  // a request in flight holds the slot until its answer, LOST_MS, or the page drawing a newer map (a commit:
+  // its answer would be dropped anyway, answered())
+  const busy = () => !!(S.inflight && now() - S.inflight.sent < LOST_MS && S.inflight.fig === figToken());
   function request(req) {
     req.changed = req.changed || now();
-    if (S.inflight && now() - S.inflight.sent < LOST_MS) {  // one in flight: the newest wish waits
+    if (busy()) {  // one in flight: the newest wish waits
       if (S.want && S.want.kind === req.kind && S.want.s === req.s) req.changed = Math.min(req.changed, S.want.changed);
       S.want = req;
-      if (!S.lostTimer) S.lostTimer = setTimeout(lost, LOST_MS - (now() - S.inflight.sent) + 10);
+      if (!S.lostTimer) S.lostTimer = setTimeout(lost, Math.min(400, LOST_MS - (now() - S.inflight.sent) + 10));
       return;
     }
     send(req);
@@ -50,7 +55,7 @@ function makeLive(root) {
   function lost() {
     S.lostTimer = null;
     if (!S.want) return;
-    if (S.inflight && now() - S.inflight.sent < LOST_MS) { S.lostTimer = setTimeout(lost, LOST_MS - (now() - S.inflight.sent) + 10); return; }
+    if (busy()) { S.lostTimer = setTimeout(lost, Math.min(400, LOST_MS - (now() - S.inflight.sent) + 10)); return; }
     const w = S.want; S.want = null; send(w);
   }
   // the figure the page drew last (pcd/ui/static/chart.js counts its draws): an answer to a request sent
@@ -59,11 +64,16 @@ function makeLive(root) {
   function send(req) {
     req.seq = Date.now() * 100 + (S.seqN++ % 100);
     req.fig = figToken();
+    req.ofig = tokenOf(objGd());
     req.tau = req.kind === 'tau' ? req.tau : sliderValue('tau');
     req.lr = req.kind === 'lr' ? req.lr : sliderValue('lr');
     req.sent = now();
     S.inflight = req;
-    const msg = {kind: req.kind, seq: req.seq, tau: req.tau, lr: req.lr};
+    // the objective panel's points: for a panel in view; one out of view (below the map) once a second
+    const og = objGd(), r = og && og.getBoundingClientRect();
+    const obj = !!(r && ((r.bottom > 0 && r.top < window.innerHeight) || now() - S.objAsked >= OFF_VIEW_MS));
+    if (obj) S.objAsked = now();
+    const msg = {kind: req.kind, seq: req.seq, tau: req.tau, lr: req.lr, obj};
     if (req.kind === 'start') Object.assign(msg, {s: req.s, x: req.x, y: req.y});
     S.set('req', msg);
   }
@@ -76,7 +86,7 @@ function makeLive(root) {
     if (req.fig !== figToken()) { next(); return; }  // the page has drawn a newer figure meanwhile
     delete root.dataset.error;
     const arrived = now();
-    const done = draw(ans);
+    const done = draw(ans, req);
     const log = () => { window.__pcdLiveRedraws += 1;
       window.__pcdLiveLog.push({kind: req.kind, seq: req.seq, changed: req.changed, sent: req.sent, arrived, drawn: now()});
       if (window.__pcdLiveLog.length > 2000) window.__pcdLiveLog.shift(); };
@@ -85,12 +95,25 @@ function makeLive(root) {
     if (done && done.then) done.then(log, () => {}); else if (done) log();
   }
 
-  // ---- drawing an answer into the map -------------------------------------------------------------------------
-  function segments(arr) {  // a path trace: one segment per start, separated by a gap (NaN / null)
-    const segs = [[]];
-    for (const v of Array.from(arr || [])) {
-      if (v === null || v === undefined || Number.isNaN(v)) segs.push([]); else segs[segs.length - 1].push(v);
+  // ---- drawing an answer into the map (and the objective-space panel) --------------------------------------------
+  const objGd = () => S.data.objective ? document.querySelector('.st-key-' + S.data.objective + ' .js-plotly-plot') : null;
+  const tokenOf = g => { const box = g && g.closest('.pcd-chart'); return box ? box.dataset.drawn : null; };
+  // a path trace's segments, one per start (pcd.viz.landscape.path_so_far: nS equal chunks, each ending in a gap;
+  // a diverged path keeps its gaps inside its own chunk), parsed once per drawn figure and kept: the trace
+  // is rebuilt from them after each answer (a replaced segment has another length)
+  function segsOf(g, i, nS, k) {
+    const c = g.__pcdSegs || (g.__pcdSegs = {}), key = i + k, tok = tokenOf(g);
+    if (c[key] && c[key].tok === tok) return c[key].segs;
+    const a = arr(g, i, k).map(v => (v === null || v === undefined || Number.isNaN(v)) ? null : v);
+    let segs;
+    const n = a.length / nS;
+    if (Number.isInteger(n) && n >= 1 && Array.from({length: nS}, (_, s) => a[(s + 1) * n - 1]).every(v => v === null)) {
+      segs = Array.from({length: nS}, (_, s) => a.slice(s * n, (s + 1) * n - 1));
+    } else {  // not the figure's layout (drawn by something else): split at the gaps
+      segs = [[]];
+      a.forEach(v => { if (v === null) segs.push([]); else segs[segs.length - 1].push(v); });
     }
+    c[key] = {tok, segs};
     return segs;
   }
   function joined(segs, n) {
@@ -99,56 +122,118 @@ function makeLive(root) {
     return out;
   }
   function lastFinite(a) { for (let i = a.length - 1; i >= 0; i--) if (a[i] !== null) return a[i]; return null; }
-  function draw(ans) {
-    const g = gd();
-    if (!g || !g._fullLayout || !P(g)) return null;
-    const methods = S.data.methods || [], trail = S.data.trail || 8;
-    const si = startsIdx(g);
-    if (si < 0) return null;
-    const nS = arr(g, si, 'x').length, M = methods.length;
-    const starts = ans.kind === 'start' ? [ans.s] : Array.from({length: nS}, (_, k) => k);
-    if (starts.some(s => s >= nS) || (ans.x || []).some(per => per.length !== starts.length)) return null;
-    const pi = idx(g, t => t.name === 'positions');
-    const rec = ans.record || [];
-    let t = rec.indexOf(Number(S.frame));  // the frame shown (its step's index in the record)
-    if (t < 0) t = 0;
-    const upd = {x: [], y: []}, traces = [];
-    const pos = pi >= 0 ? {x: arr(g, pi, 'x'), y: arr(g, pi, 'y')} : null;
+  // the paths, end markers and current points of every answered method in one chart: `X`, `Y` the answer's
+  // coordinates there ([method][start][step]); `hi` the trace of the current points (-1: none), at the frame
+  // shown `t`: `tails` comet points per (method, start) then the heads (the map's), or the heads alone (tails 0)
+  function place(g, ans, X, Y, starts, nS, t, hi, tails, upd, traces) {
+    const methods = S.data.methods || [], M = methods.length;
+    const pos = hi >= 0 ? {x: arr(g, hi, 'x'), y: arr(g, hi, 'y')} : null;
     (ans.methods || []).forEach((name, j) => {
       const m = methods.indexOf(name);
       if (m < 0) return;
       const path = idx(g, tr => tr.legendgroup === name && tr.mode === 'lines');
       const end = idx(g, tr => tr.legendgroup === name && tr.mode === 'markers');
       if (path >= 0) {
-        const sx = segments(arr(g, path, 'x')), sy = segments(arr(g, path, 'y'));
-        starts.forEach((s, k) => { sx[s] = ans.x[j][k].filter(v => v !== null); sy[s] = ans.y[j][k].filter(v => v !== null); });
+        const sx = segsOf(g, path, nS, 'x'), sy = segsOf(g, path, nS, 'y');
+        starts.forEach((s, k) => { sx[s] = X[j][k].slice(); sy[s] = Y[j][k].slice(); });
         traces.push(path); upd.x.push(joined(sx, nS)); upd.y.push(joined(sy, nS));
       }
       if (end >= 0) {
         const ex = arr(g, end, 'x'), ey = arr(g, end, 'y');
-        starts.forEach((s, k) => { ex[s] = lastFinite(ans.x[j][k]); ey[s] = lastFinite(ans.y[j][k]); });
+        starts.forEach((s, k) => { ex[s] = lastFinite(X[j][k]); ey[s] = lastFinite(Y[j][k]); });
         traces.push(end); upd.x.push(ex); upd.y.push(ey);
       }
-      if (pos) {  // the comet: TRAIL tail points per (method, start), then the heads (methods in reverse order)
+      if (pos) {  // the map's comet: `tails` points per (method, start), then the heads (methods in reverse order)
         starts.forEach((s, k) => {
-          const px = ans.x[j][k], py = ans.y[j][k], T = px.length;
-          for (let o = 0; o < trail; o++) {
-            const i = Math.max(0, Math.min(T - 1, t - trail + o));
-            pos.x[(m * nS + s) * trail + o] = px[i]; pos.y[(m * nS + s) * trail + o] = py[i];
+          const px = X[j][k], py = Y[j][k], T = px.length;
+          for (let o = 0; o < tails; o++) {
+            const i = Math.max(0, Math.min(T - 1, t - tails + o));
+            pos.x[(m * nS + s) * tails + o] = px[i]; pos.y[(m * nS + s) * tails + o] = py[i];
           }
-          const h = M * nS * trail + (M - 1 - m) * nS + s, i = Math.min(T - 1, t);
+          const h = M * nS * tails + (M - 1 - m) * nS + s, i = Math.min(T - 1, t);
           pos.x[h] = px[i]; pos.y[h] = py[i];
         });
       }
     });
-    if (pos) { traces.push(pi); upd.x.push(pos.x); upd.y.push(pos.y); }
+    if (pos) { traces.push(hi); upd.x.push(pos.x); upd.y.push(pos.y); }
+  }
+  // end labels (annotations named "end label": verdicts and who ends where, from the full run) are hidden
+  // while the paths are live, until the page draws its next figure (S.hidden; restored by idle() if none comes)
+  function hideLabels(g) {
+    if (!g || !g.layout) return;
+    const tok = tokenOf(g), upd = {}, keys = [];
+    (g.layout.annotations || []).forEach((a, k) => {
+      if (a && a.name === 'end label' && a.visible !== false) { upd['annotations[' + k + '].visible'] = false; keys.push(k); }
+    });
+    if (!keys.length) return;
+    S.hidden.push({g, tok, keys});
+    const r = P(g).relayout(g, upd);
+    if (r && r.catch) r.catch(() => {});
+  }
+  function draw(ans, req) {
+    const g = gd();
+    if (!g || !g._fullLayout || !P(g)) return null;
+    const trail = S.data.trail || 8;
+    const si = startsIdx(g);
+    if (si < 0) return null;
+    const nS = arr(g, si, 'x').length;
+    const starts = ans.kind === 'start' ? [ans.s] : Array.from({length: nS}, (_, k) => k);
+    if (starts.some(s => s >= nS) || (ans.x || []).some(per => per.length !== starts.length)) return null;
+    const rec = ans.record || [];
+    let t = rec.indexOf(Number(S.frame));  // the frame shown (its step's index in the record)
+    if (t < 0) t = 0;
+    const upd = {x: [], y: []}, traces = [];
+    place(g, ans, ans.x, ans.y, starts, nS, t, idx(g, tr => tr.name === 'positions'), trail, upd, traces);
     if (S.drag && ans.kind === 'start') {  // the marker stays under the mouse, wherever the answer was for
       const sx = arr(g, si, 'x'), sy = arr(g, si, 'y');
       sx[S.drag.s] = S.drag.x; sy[S.drag.s] = S.drag.y;
       traces.push(si); upd.x.push(sx); upd.y.push(sy);
     }
     if (!traces.length) return null;
+    hideLabels(g);
+    const og = objGd();  // the same runs in the (f1, f2) plane: the answer's losses as that panel plots them
+    if (og && og._fullLayout && ans.ox && ans.oy && (!req || req.ofig === tokenOf(og))) {
+      hideLabels(og);
+      S.objWant = {ans, starts, nS, t, tok: tokenOf(og)};
+      scheduleObjective();
+    }
     return redraw(g, upd, traces);
+  }
+  // the objective panel is redrawn after the map, in a later animation frame, with the newest answer only
+  // (answers that arrive meanwhile replace it); one out of view (below the map: nobody watches it) is asked
+  // for its points (send) at most once a second. window.__pcdLiveObjRedraws counts its redraws.
+  function scheduleObjective() {
+    if (S.objTimer || !S.objWant) return;
+    S.objTimer = setTimeout(() => requestAnimationFrame(drawObjective), 0);
+  }
+  function drawObjective() {
+    S.objTimer = null;
+    const w = S.objWant, og = objGd();
+    S.objWant = null;
+    if (!w || !og || !og._fullLayout || tokenOf(og) !== w.tok) return;  // the page has drawn a newer panel
+    const upd = {x: [], y: []}, traces = [];
+    place(og, w.ans, w.ans.ox, w.ans.oy, w.starts, w.nS, w.t, idx(og, tr => tr.name === 'now'), 0, upd, traces);
+    if (!traces.length) return;
+    const r = redraw(og, upd, traces);
+    const count = () => { window.__pcdLiveObjRedraws = (window.__pcdLiveObjRedraws || 0) + 1; };
+    if (r && r.then) r.then(count, () => {}); else count();
+  }
+  // after a release: a committed change redraws the page's figures (their labels come with them); when the page
+  // draws none (the same settings), the hidden labels are shown again once the page is idle
+  function idle() {
+    if (!S.hidden.length || S.drag || S.sliding || S.want || busy()) return;
+    if (!S.released || now() - S.released < 1200) return;
+    if (document.querySelector('[data-testid="stStatusWidget"]')) return;
+    S.hidden = S.hidden.filter(h => {
+      const box = h.g.closest('.pcd-chart'), c = box && box.__pcd;
+      if (!h.g.isConnected || h.tok !== tokenOf(h.g)) return false;  // a new figure: its own labels
+      if (c && String(c.token) !== box.dataset.drawn) return true;   // one is being drawn: wait for it
+      const upd = {};
+      h.keys.forEach(k => { upd['annotations[' + k + '].visible'] = true; });
+      const r = P(h.g).relayout(h.g, upd);
+      if (r && r.catch) r.catch(() => {});
+      return false;
+    });
   }
 
   // one Plotly.restyle for every changed trace (Plotly.animate with redraw false is cheaper, but it
@@ -220,12 +305,14 @@ function makeLive(root) {
   function released() {  // the pointer released after moving a slider: Streamlit commits, the page redraws
     if (!S.sliding) return;
     S.sliding = null;
+    S.released = now();
     if (S.want && S.want.kind !== 'start') S.want = null;
   }
   function up(ev) {
     released();
     if (!S.drag) return;
     const d = S.drag; S.drag = null;
+    S.released = now();
     delete root.dataset.dragging;
     ev.preventDefault(); ev.stopPropagation();
     if (!d.moved) return;
@@ -263,6 +350,7 @@ function makeLive(root) {
   const onReact = () => { S.frame = null; };
   function bind() {
     if (!S.data) return;
+    idle();
     watchSliders();
     const g = gd();
     if (!g || !g.on || g === S.bound) return;
@@ -287,6 +375,7 @@ function makeLive(root) {
       clearInterval(timer);
       if (S.lostTimer) clearTimeout(S.lostTimer);
       if (S.raf) cancelAnimationFrame(S.raf);
+      if (S.objTimer) clearTimeout(S.objTimer);
       S.observers.forEach(o => { o.obs.disconnect(); o.el.removeEventListener('pointerdown', o.press, true); });
       document.removeEventListener('mousedown', down, true);
       document.removeEventListener('mousemove', move, true);
