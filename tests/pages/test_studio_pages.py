@@ -120,7 +120,7 @@ def test_toy_page_objective_space_panel_plays_with_the_map():
     _ok(at)
     mp, obj = _specs(at)[:2]
     assert [f["name"] for f in obj["frames"]] == [f["name"] for f in mp["frames"]]
-    assert obj["layout"]["xaxis"]["type"] == "log" and obj["layout"]["meta"] == {"numerical": False}
+    assert obj["layout"]["xaxis"]["type"] == "log" and obj["layout"]["meta"]["numerical"] is False
     names = [t.get("name") for t in obj["data"]]
     assert "both objectives optimal" in names and "now" in names
     assert any("(f₁, f₂)" in c.value for c in at.caption)  # beside the map: said under the controls
@@ -133,7 +133,7 @@ def test_toy_page_objective_space_panel_plays_with_the_map():
     at = _app("02_Toy_landscapes.py", steps=200, methods="pcd,ws", problem="custom")
     _ok(at)
     obj = _specs(at)[1]
-    assert obj["layout"]["meta"] == {"numerical": True}
+    assert obj["layout"]["meta"]["numerical"] is True
     assert any("computed numerically" in c.value for c in at.caption)
 
 
