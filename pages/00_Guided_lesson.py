@@ -8,7 +8,7 @@ import streamlit as st
 
 from pcd.studio import lesson as L
 from pcd.studio.registry import page, this_page
-from pcd.ui import figure_row, page_link, presenter_mode, setup_page, show_error, url_default, url_sync
+from pcd.ui import figure_row, page_link, presenter_mode, setup_page, show_error, text_scale, url_default, url_sync
 from pcd.ui.animation_export import lesson_export
 from pcd.ui.chart import plotly_chart
 from pcd.ui.controls import frame_controls, scroll_to_top
@@ -53,7 +53,7 @@ def step_one_d():
             f"only itself and what remains is g₂'s guaranteed share τ = 0.3 (μ = {pcd_row['mu'][0]:.2f}), "
             f"rescaled to ‖g₁‖: **d = {pcd_row['direction'][0]:+.2f}**. It costs the primary this step "
             f"(g₁·d = {pcd_row['progress'][0]:+.2f}), but PCD keeps moving.")
-    return geometry_figure(r, height=430), text, page("01_Gradient_geometry.py").link, {"angle": 180, "norm2": 1.0}
+    return geometry_figure(r, height=430, text_scale=text_scale()), text, page("01_Gradient_geometry.py").link, {"angle": 180, "norm2": 1.0}
 
 
 def step_saddle():
@@ -68,7 +68,7 @@ def step_saddle():
             "Press ▶ Play or step: beside the map the same runs in objective space, (f₁, f₂), move with it; "
             "under it the gradients of start S1 for PCD, the weighted sum and MGDA.")
     present = presenter_mode()  # a projector: the map's legend beside it (the height is the scarce side)
-    return (L.saddle_figure(SADDLE_PX[present], None if present else SADDLE_MAP_PX), text,
+    return (L.saddle_figure(SADDLE_PX[present], None if present else SADDLE_MAP_PX, text_scale()), text,
             page("02_Toy_landscapes.py").link, {})
 
 
@@ -94,7 +94,7 @@ def step_stall():
     grads = L.trajectory_gradients(prob, res, 0, methods=shown)
     frames = L.stall_frames(res, 0, reference="mgda" if "mgda" in stalled else (stalled or ["pcd"])[0])
     fig = gradients_figure(grads, frame=frames, cols=len(shown), height=330,
-                           text_scale=1.2 if presenter_mode() else 1.0)  # a projector: the numbers read from the back
+                           text_scale=text_scale())  # a projector: the numbers read from the back
     ref = grads["methods"][stalled[0]] if stalled else None
     t = frames.get(stalled[0], -1) if stalled else -1
     text = (f"Start S1, where {', '.join(method_label(m) for m in stalled)} stopped: g₁ and g₂ point "
@@ -135,7 +135,7 @@ def step_tau():
             "(no common minimizer) τ sets the *rate* at which PCD trades primary for secondary, not an end point: "
             + ", ".join(f"after {b} steps f₂ = {min(v):.2g} … {max(v):.2g}" for b, v in by_budget.items())
             + ". Where a point with every objective stationary exists (the saddle), every τ > 0 ends there.")
-    return (tradeoff_figure(records, pareto_front=front, selected=0.1, height=430), text, page("05_Tau_dial.py").link,
+    return (tradeoff_figure(records, pareto_front=front, selected=0.1, height=430, text_scale=text_scale()), text, page("05_Tau_dial.py").link,
             {"problem": "quadratic"})
 
 
@@ -195,10 +195,11 @@ if key == "saddle":  # the map, beside it the same runs in objective space, unde
     with in_map:
         plotly_chart(fig, key="lesson_fig_saddle")
     with in_obj:
-        plotly_chart(L.saddle_objective(h, SADDLE_OBJ_PX, legend=not present), key="lesson_obj_saddle")
+        plotly_chart(L.saddle_objective(h, SADDLE_OBJ_PX, legend=not present, text_scale=text_scale()),
+                     key="lesson_obj_saddle")
     frame_controls("lesson_fig_saddle", L.saddle_frames(), follow=["lesson_obj_saddle", "lesson_inset_saddle"])
     st.markdown(text)
-    plotly_chart(L.saddle_inset(1200.0, 270, 1.2 if present else 1.0), key="lesson_inset_saddle")
+    plotly_chart(L.saddle_inset(1200.0, 270, text_scale()), key="lesson_inset_saddle")
     st.caption("Objective space: the dashed line is the Pareto front, the star the point where both objectives are "
                "optimal; at the last frame each group of end points says what it is (Pareto-stationary, dominated "
                "by …). Inset: d is the vector fed to the optimizer (it moves along −d), one fixed scale.")

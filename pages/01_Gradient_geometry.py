@@ -9,6 +9,7 @@ from pcd.studio.registry import this_page
 from pcd.ui import claim, download_row, method_picker, settings_panel, setup_page, show_error, url_default, url_sync
 from pcd.ui.chart import plotly_chart
 from pcd.ui.controls import vector_drag
+from pcd.ui.presenter import text_scale
 from pcd.ui.table import html_table
 from pcd.viz.theme import method_color
 
@@ -74,7 +75,7 @@ def _dropped(tip):
 
 try:
     result = G.geometry(angle, norm2, third, tau, tuple(methods))
-    fig = G.geometry_fig(angle, norm2, third, tau, tuple(methods))
+    fig = G.geometry_fig(angle, norm2, third, tau, tuple(methods), text_scale())  # presenter mode: larger labels
 except ValueError as exc:
     show_error(exc)
     st.stop()

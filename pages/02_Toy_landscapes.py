@@ -23,6 +23,7 @@ from pcd.ui import (
     settings_panel,
     setup_page,
     show_error,
+    text_scale,
     url_default,
     url_json,
     url_sync,
@@ -223,7 +224,8 @@ try:
     url_sync(oaxes="log" if obj_log else "linear")
     # the map beside the same runs in objective space (wider than ~800 px), the inset a chart of its own
     with foreground(T.PREFETCH_GRACE_S):
-        figs = T.toy_figures(problem, res, bg, runs_key, istart, width_class, present, obj_log, PRESENT_FIT["font"])
+        figs = T.toy_figures(problem, res, bg, runs_key, istart, width_class, present, obj_log, PRESENT_FIT["font"],
+                             text_scale=text_scale())  # presenter mode: the labels on the data larger
     fig, lfig, ofig, side = figs["map"], figs["loss"], figs["objective"], figs["side"]
 except ValueError as exc:
     show_error(exc)

@@ -10,6 +10,7 @@ from pcd.ui import claim, download_row, method_picker, settings_panel, setup_pag
 from pcd.ui.animation_export import tau_export
 from pcd.ui.chart import plotly_chart
 from pcd.ui.controls import frame_controls
+from pcd.ui.presenter import text_scale
 from pcd.ui.table import html_table
 from pcd.viz.tau import tau_table, tradeoff_figure
 from pcd.viz.theme import method_label
@@ -84,8 +85,8 @@ with right:
 url_sync(problem=problem, budgets=budgets, lr=lr, tau=tau_sel, others=others)
 try:
     fig = tradeoff_figure(records, pareto_front=front, selected=tau_sel, log_axes=problem in ("saddle2d",),
-                          references=refs)
-    tfig = TD.tau_trajectory_figure(problem, tau_sel, steps, lr)
+                          references=refs, text_scale=text_scale())  # presenter mode: larger labels
+    tfig = TD.tau_trajectory_figure(problem, tau_sel, steps, lr, text_scale())
 except ValueError as exc:
     show_error(exc)
     st.stop()

@@ -25,16 +25,17 @@ def geometry(angle: float, norm2: float, third: tuple[float, float] | None, tau:
 
 @st.cache_resource(show_spinner=False, max_entries=64)
 def geometry_fig(angle: float, norm2: float, third: tuple[float, float] | None, tau: float,
-                 methods: tuple[str, ...]) -> Any:
-    """The figure for those settings (built once, ~0.15 s; a shared figure, never mutated)."""
+                 methods: tuple[str, ...], text_scale: float = 1.0) -> Any:
+    """The figure for those settings (built once, ~0.15 s; a shared figure, never mutated); ``text_scale``:
+    its labels' (presenter mode: :func:`pcd.ui.presenter.text_scale`)."""
     from pcd.viz.geometry import geometry_figure
 
-    return geometry_figure(geometry(angle, norm2, third, tau, methods))
+    return geometry_figure(geometry(angle, norm2, third, tau, methods), text_scale=text_scale)
 
 
 def warm() -> None:
     """The page's default view."""
-    geometry_fig(ANGLE, NORM2, None, TAU, tuple(available(METHODS)))
+    geometry_fig(ANGLE, NORM2, None, TAU, tuple(available(METHODS)), 1.0)  # as the page calls it (the cache key)
 
 
 def directions_table(result: dict[str, Any]):

@@ -82,17 +82,22 @@ def saddle_frames() -> list[str]:
 
 
 @st.cache_resource(show_spinner=False)
-def saddle_figure(height: int, width_px: float | None = 760.0) -> Any:
-    """Step 2's map, ``height`` px tall: the animated saddle (its end labels shown throughout), its
+def saddle_figure(height: int, width_px: float | None = 760.0, text_scale: float = 1.0) -> Any:
+    """Step 2's map, ``height`` px tall: the animated saddle, its ending revealed as it plays (as the toy
+    page's map, ``landscape_figure(reveal=True)``: frame 0 shows the starts only, the paths grow, the end
+    diamonds and end labels are shown at the last frame by the page's frame controls), its
     legend under it in the rows a chart ``width_px`` wide needs (None: one column right of the map,
     where a wide, short chart has room to spare -- a projector); the gradient inset is a chart of its
-    own (:func:`saddle_inset`), the objective space another (:func:`saddle_objective`)."""
+    own (:func:`saddle_inset`), the objective space another (:func:`saddle_objective`). ``text_scale``: its
+    end labels' (presenter mode: :func:`pcd.ui.presenter.text_scale`)."""
     from pcd.viz.landscape import fit_legend, landscape_figure
     from pcd.viz.theme import figure_from_spec
 
     prob, res = saddle_problem(), saddle()
     spec = landscape_figure(res, prob.grid(300, 200), pareto_set=prob.pareto_set(), optima=prob.optima(),
-                            height=height, validate=False, controls=False, spec_only=True)  # the page's one play control
+                            height=height, validate=False, controls=False, spec_only=True,  # the page's one play control
+                            reveal=True,  # frame 0 shows no ending: the class sees it when it is reached
+                            text_scale=text_scale)
     if width_px is None:
         lay = spec["layout"]
         lay["legend"] = dict(lay["legend"], orientation="v", yanchor="top", y=1.0, yref="paper", xanchor="left", x=1.02,
@@ -102,19 +107,21 @@ def saddle_figure(height: int, width_px: float | None = 760.0) -> Any:
 
 
 @st.cache_resource(show_spinner=False)
-def saddle_objective(height: int, width_px: float, legend: bool = True, log: bool = True) -> Any:
+def saddle_objective(height: int, width_px: float, legend: bool = True, log: bool = True,
+                     text_scale: float = 1.0) -> Any:
     """Step 2's objective-space panel beside the map: the saddle run in the (f1, f2) plane on the
     map's frames (:func:`pcd.studio.toy.objective_space`, :func:`pcd.viz.objective.objective_space_figure`),
-    ``height`` px tall in all, its legend (when ``legend``) laid out for a chart ``width_px`` wide."""
+    ``height`` px tall in all, its legend (when ``legend``) laid out for a chart ``width_px`` wide;
+    ``text_scale``: its verdict labels' (presenter mode)."""
     from pcd.viz.objective import objective_space_figure
 
     space = objective_space(saddle_problem(), saddle())
     fig = objective_space_figure(space, log=log, plot_height=max(150, int(height) - 90), width_px=width_px,
-                                 legend=legend)
+                                 legend=legend, text_scale=text_scale)
     extra = int(fig.layout.height) - int(height)  # the legend's rows: taken off the plot, the panel as tall as the map
     if extra > 0:
         fig = objective_space_figure(space, log=log, plot_height=max(150, int(height) - 90 - extra),
-                                     width_px=width_px, legend=legend)
+                                     width_px=width_px, legend=legend, text_scale=text_scale)
     return fig
 
 

@@ -37,8 +37,9 @@ def tau_front(problem: str) -> np.ndarray | None:
 
 
 @st.cache_resource(show_spinner=False, max_entries=64)
-def tau_trajectory_figure(problem: str, tau: float, steps: int, lr: float) -> Any:
-    """PCD's trajectories at one τ on the problem's map (a figure: shared, never mutated)."""
+def tau_trajectory_figure(problem: str, tau: float, steps: int, lr: float, text_scale: float = 1.0) -> Any:
+    """PCD's trajectories at one τ on the problem's map (a figure: shared, never mutated); ``text_scale``:
+    its end labels' (presenter mode: :func:`pcd.ui.presenter.text_scale`)."""
     from pcd.viz.landscape import landscape_figure
 
     prob = problems.named(problem)
@@ -46,11 +47,11 @@ def tau_trajectory_figure(problem: str, tau: float, steps: int, lr: float) -> An
     # the page's one play control (frame_controls) instead of Plotly's buttons: the legend goes
     # under the map, which keeps the half-width column's map large
     return landscape_figure(res, prob.grid(240, 160), pareto_set=prob.pareto_set(), optima=prob.optima(),
-                            height=560, controls=False)
+                            height=560, controls=False, text_scale=text_scale)
 
 
 def warm() -> None:
     """The page's default view."""
     tau_sweep(PROBLEM, BUDGETS, LR)
     tau_front(PROBLEM)
-    tau_trajectory_figure(PROBLEM, TAU, max(BUDGETS), LR)
+    tau_trajectory_figure(PROBLEM, TAU, max(BUDGETS), LR, 1.0)  # as the page calls it (the cache key)

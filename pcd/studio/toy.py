@@ -342,17 +342,19 @@ def method_params(methods: Sequence[str], hparams: dict[str, dict[str, Any]], ta
 
 @st.cache_resource(show_spinner=False, max_entries=32)
 def toy_map(key: tuple, _prob: Any, _res: Any, _bg: Any, inset_start: int | None, width: str,
-            controls: bool = False, animate: bool = True) -> Any:
+            controls: bool = False, animate: bool = True, text_scale: float = 1.0) -> Any:
     """The page's map (:func:`pcd.viz.toy.toy_map_figure`) with the gradient inset of start
     ``inset_start`` (None: no inset), serialized once from its spec (:class:`pcd.viz.theme.FrozenFigure`)."""
     from pcd.viz.theme import FrozenFigure
 
     return FrozenFigure(map_figure(_prob, _res, _bg, inset_start=inset_start, width=width, controls=controls,
-                                   animate=animate, spec_only=True))
+                                   animate=animate, spec_only=True,
+                                   text_scale=text_scale))  # text_scale: presenter mode's labels
 
 
 @st.cache_resource(show_spinner=False, max_entries=32)
-def toy_objective(key: tuple, _prob: Any, _res: Any, _bg: Any, log: bool, width: str, legend: bool = True) -> Any:
+def toy_objective(key: tuple, _prob: Any, _res: Any, _bg: Any, log: bool, width: str, legend: bool = True,
+                  text_scale: float = 1.0) -> Any:
     """The page's objective-space panel (:func:`pcd.viz.objective.objective_space_figure` of
     :func:`objective_space`), on the map's frames, its legend laid out for the page's
     width class (as the map's; ``legend=False``: none, beside the map), serialized once."""
@@ -362,7 +364,8 @@ def toy_objective(key: tuple, _prob: Any, _res: Any, _bg: Any, log: bool, width:
 
     space = objective_space(_prob, _res, _bg["grid"])
     return FrozenFigure(objective_space_figure(space, log=log, max_frames=TOY_FRAMES, legend=legend, spec_only=True,
-                                               width_px=TOY_CHART_PX[width] if legend else OBJ_SIDE_PX))
+                                               width_px=TOY_CHART_PX[width] if legend else OBJ_SIDE_PX,
+                                               text_scale=text_scale))  # presenter mode's labels
 
 
 @st.cache_resource(show_spinner=False, max_entries=8)
@@ -393,7 +396,8 @@ def toy_loss(key: tuple, _res: Any, names: tuple[str, ...]) -> Any:
 
 
 def toy_figures(problem: Any, res: Any, bg: dict[str, Any], key: tuple, inset_start: int | None, width: str,
-                present: bool = False, obj_log: bool = OBJ_LOG, present_font: float = 1.2) -> dict[str, Any]:
+                present: bool = False, obj_log: bool = OBJ_LOG, present_font: float = 1.2,
+                text_scale: float = 1.0) -> dict[str, Any]:
     """The page's figures for its runs (:func:`toy_runs`) and layout, each cached: ``map``, ``loss``,
     ``objective`` (None unless two objectives), ``inset`` (its own chart, or None) and ``side`` (the
     map beside its objective space). ``width``: the page's width class (the frame controls report it).
@@ -402,20 +406,22 @@ def toy_figures(problem: Any, res: Any, bg: dict[str, Any], key: tuple, inset_st
     projector) and the gradient inset of start ``inset_start`` is a chart of its own under the
     controls (on a projector its text ``present_font`` times larger, as presenter mode's other type:
     ``pcd.ui.chart.PRESENT_FIT``); an 800-px window ("narrow") has the map with its inset and the
-    objective space under them."""
+    objective space under them. ``text_scale``: the map's end labels and the objective space's verdicts that
+    much larger (presenter mode: :func:`pcd.ui.presenter.text_scale`)."""
     from pcd.viz.toy import TOY_CHART_PX
 
     two = res.losses.shape[-1] == 2
     side = two and (present or width != "narrow")
     map_class = width if present or not side else "narrow"
     fig = toy_map(key + (None if side else inset_start, map_class), problem, res, bg,
-                  None if side else inset_start, map_class)
+                  None if side else inset_start, map_class, text_scale=text_scale)
     inset = None
     if side and inset_start is not None:
         scale, px = (float(present_font), 1200.0) if present else (1.0, TOY_CHART_PX[width])
         inset = toy_inset(key + (inset_start, scale, px), problem, res, inset_start, tuple(fig.frame_names), scale, px)
     return {"map": fig, "loss": toy_loss(key, res, tuple(bg["names"])), "inset": inset, "side": side,
-            "objective": toy_objective(key, problem, res, bg, obj_log, width, legend=not side) if two else None}
+            "objective": toy_objective(key, problem, res, bg, obj_log, width, legend=not side, text_scale=text_scale)
+            if two else None}
 
 
 def toy_runs(name: str, f1: str | None, f2: str | None, pbounds: Any, pstarts: Any, methods: Sequence[str],

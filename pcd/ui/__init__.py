@@ -31,7 +31,7 @@ from pcd.ui.page import (
     show_error,
 )
 from pcd.ui.preload import plotly_chunk, preload_plotly
-from pcd.ui.presenter import PRESENT_PARAM, presenter_mode
+from pcd.ui.presenter import PRESENT_PARAM, presenter_mode, text_scale
 from pcd.ui.url_state import url_default, url_json, url_sync, url_tabs
 from pcd.ui.widgets import method_picker, param_widget
 
@@ -40,5 +40,5 @@ __all__ = [
     "claim", "download_csv", "download_figure", "download_gif", "download_json", "download_row", "figure_grid", "figure_row",
     "hidden_parts", "hide_css", "method_picker", "page_link", "param_widget", "parse_hide", "plotly_chunk",
     "png_export", "preload_plotly", "presenter_mode", "settings_panel", "setup_page", "show_error",
-    "url_default", "url_json", "url_sync", "url_tabs",
+    "text_scale", "url_default", "url_json", "url_sync", "url_tabs",
 ]

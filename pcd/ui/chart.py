@@ -42,6 +42,7 @@ import streamlit as st
 from pcd.ui._assets import asset
 from pcd.ui.preload import plotly_chunk
 from pcd.ui.presenter import presenter_mode
+from pcd.viz.labels import PRESENT_TEXT_SCALE
 
 # plotly.js-basic-dist-min 4.1.1 (MIT; Python plotly 6.x / Streamlit 1.67 ship Plotly.js 4.1.x)
 BUNDLE = Path(__file__).resolve().parents[2] / "static" / "plotly-basic.min.js"
@@ -56,7 +57,7 @@ CARTESIAN_TRACES = frozenset({"bar", "box", "contour", "heatmap", "histogram", "
 DEFAULT_HEIGHT = 450  # px, st.plotly_chart's default when the layout has no height
 # presenter mode: a figure up to 1.6 times too tall for the window less `room` px (header, title, settings
 # drawer; `player` px more for an animated figure's controls) is drawn to fit it; its fonts are scaled by `font` (static/chart.js: fitHeight, presentFonts)
-PRESENT_FIT = {"room": 190, "player": 90, "font": 1.2}
+PRESENT_FIT = {"room": 190, "player": 90, "font": PRESENT_TEXT_SCALE}
 
 # The component's JavaScript and CSS (pcd/ui/static/): plotly_loader.js is the one Plotly.js loader
 # per browser page (the router's preload and every chart share it: fetch and evaluate the bundle once,

@@ -9,6 +9,7 @@ import streamlit as st
 
 from pcd.ui._assets import style
 from pcd.ui.url_state import url_default
+from pcd.viz.labels import PRESENT_TEXT_SCALE
 
 PRESENT_PARAM = "present"
 _PRESENT_KEY = "pcd_present"          # the toggle's widget key (one per page run)
@@ -18,6 +19,13 @@ _PRESENT_SAVED = "_pcd_present_saved"  # survives page switches (widget state do
 def presenter_mode() -> bool:
     """Whether presenter mode is on for this session (set by the toggle :func:`pcd.ui.setup_page` draws)."""
     return bool(st.session_state.get(_PRESENT_SAVED, False))
+
+
+def text_scale() -> float:
+    """The scale of the labels placed on a figure's data (end labels, verdicts, τ labels, the geometry
+    figure's method labels): :data:`pcd.viz.labels.PRESENT_TEXT_SCALE` in presenter mode, else 1. The
+    figure builders take it as ``text_scale`` and place the labels for their larger size."""
+    return PRESENT_TEXT_SCALE if presenter_mode() else 1.0
 
 
 def starts_on() -> bool:

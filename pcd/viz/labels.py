@@ -7,7 +7,9 @@ a pixel offset ``(ax, ay)`` from that point (y down). Pixel offsets keep a label
 but the distance between two points in pixels grows with the plot, so a place is chosen by its worst
 case over a few plot sizes (:data:`PLOT_SIZES`, from a half-width column at 800 px to a 1920 px
 window). Presenter mode scales a figure's fonts but not its annotations' (``static/chart.js``,
-``presentFonts``), so a label's box is the same there.
+``presentFonts``): a builder that places labels takes a ``text_scale`` (:data:`PRESENT_TEXT_SCALE` in
+presenter mode, :func:`pcd.ui.presenter.text_scale`) and places them with their larger font
+(:func:`label_px`), so they read from the back of a room and still keep clear of each other.
 
 Obstacles are boxes too: ``(x, y, dx, dy, w, h)`` is a ``w x h`` px box whose centre sits ``(dx, dy)``
 px from the data point ``(x, y)`` -- a marker is ``(x, y, 0, 0, size, size)``, a start's "S1" above
@@ -28,6 +30,7 @@ CHAR_EM = 0.6        # a character's width in font sizes (Open Sans / Arial, mix
 LINE_EM = 1.35       # a line's height in font sizes
 BOX_PAD = (10.0, 6.0)  # px added to a box (border + pad), as an annotation's borderpad=2 draws it
 FONT_SCALE = 1.0     # annotations keep their font size in presenter mode (CHAR_EM is already generous)
+PRESENT_TEXT_SCALE = 1.2  # presenter mode's labels on the data: 12 px -> 14.4 px (as its axis and legend fonts)
 CLEAR_PX = 30.0      # clear by this much is clear enough: among clear places the nearest to the point wins
 # the places tried around a point (px, y down; nearest first among the clear ones): the far rings are
 # for a tall label or a crowded corner, where every near place would cover a marker or another label
@@ -44,6 +47,15 @@ RINGS: tuple[tuple[int, int], ...] = OFFSETS + tuple(
 PLOT_SIZES: tuple[tuple[float, float], ...] = ((300.0, 300.0), (480.0, 380.0), (720.0, 420.0), (1100.0, 520.0))
 
 _TAG = re.compile(r"<[^>]+>")
+
+
+def label_px(font_px: float, text_scale: float = 1.0) -> float:
+    """A data label's font size (px) at ``text_scale`` (presenter mode: :data:`PRESENT_TEXT_SCALE`) --
+    the size a builder both places the label for (:func:`text_size`) and draws it with."""
+    text_scale = float(text_scale)
+    if not 0.5 <= text_scale <= 3.0:
+        raise ValueError(f"text_scale must be in [0.5, 3], got {text_scale}")
+    return round(float(font_px) * text_scale, 1)
 
 
 def text_size(text: str, font_px: float, scale: float = FONT_SCALE) -> tuple[float, float]:
@@ -191,7 +203,7 @@ def label_boxes(annotations: Sequence[Any], plot: PlotPx, scale: float = FONT_SC
         px, py = plot.px(10.0 ** float(a["x"]) if plot.log_x else a["x"], 10.0 ** float(a["y"]) if plot.log_y else a["y"])
         ax, ay = (float(a.get("ax", 0)), float(a.get("ay", 0))) if a.get("showarrow", True) else (0.0, 0.0)
         if a.get("axref") == "x":  # the tail in data units (pcd.viz.labels.place(..., data=True))
-            tx, ty = plot.px(a["ax"], a["ay"])
+            tx, ty = plot.px(10.0 ** float(a["ax"]) if plot.log_x else a["ax"], 10.0 ** float(a["ay"]) if plot.log_y else a["ay"])
             ax, ay = float(tx) - float(px), float(ty) - float(py)
         cx, cy = float(px) + ax, float(py) + ay
         xa = a.get("xanchor", "auto")

@@ -17,7 +17,7 @@ import numpy as np
 import plotly.graph_objects as go
 
 from pcd.viz import theme
-from pcd.viz.labels import RINGS, place, plots_for, text_size
+from pcd.viz.labels import RINGS, label_px, place, plots_for, text_size
 from pcd.viz.theme import (
     base_layout,
     colorize,
@@ -215,13 +215,16 @@ def start_obstacles(starts: Any, view: Sequence[float]) -> list[tuple[float, ...
 
 
 def end_annotations(ends: Any, methods: Sequence[str], diagnosis: Any, view: Sequence[float],
-                    tol: float = 0.025, avoid: Any = (), sizes: Sequence[tuple[float, float]] = MAP_PLOT_SIZES) -> list[dict]:
+                    tol: float = 0.025, avoid: Any = (), sizes: Sequence[tuple[float, float]] = MAP_PLOT_SIZES,
+                    text_scale: float = 1.0) -> list[dict]:
     """One label per group of coinciding end points (:func:`end_clusters`): the methods that end
     there (``"WS · MGDA · PCGrad (S1, S2)"``; the starts only when not all of them end there), an
     arrow to the group's centre, and the full list with each outcome on hover. Each label goes
     where its box keeps the most room (:func:`pcd.viz.labels.place`, on every plot size of ``sizes``) from
     the start markers ``avoid [P, 2]`` and their "S1" labels, every end marker and the labels placed
-    before it."""
+    before it. ``text_scale``: the labels' font (12 px) that much larger, placed for it (presenter mode,
+    :func:`pcd.viz.labels.label_px`)."""
+    font_px = label_px(12, text_scale)
     E = np.asarray(ends, dtype=np.float64)
     M, S = E.shape[:2]
     diag = np.asarray(diagnosis, dtype=object)
@@ -248,7 +251,7 @@ def end_annotations(ends: Any, methods: Sequence[str], diagnosis: Any, view: Seq
         hover = "<br>".join(f"{method_label(methods[m])} from S{s + 1}: "
                             f"{outcome_label(str(diag[m, s]), methods[m], short=True) if diag.shape == (M, S) else ''}"
                             f"  ({E[m, s, 0]:.3f}, {E[m, s, 1]:.3f})" for m, s in members)
-        size = text_size(text, 12)
+        size = text_size(text, font_px)
         # anchored in data units: the label keeps its place on the map at every size (clear on the smallest)
         [((dx, dy), _room)] = place([c], [size], plots, obstacles, offsets=RINGS, data=True)
         p0 = plots[0]
@@ -257,7 +260,7 @@ def end_annotations(ends: Any, methods: Sequence[str], diagnosis: Any, view: Seq
         out.append(dict(x=float(c[0]), y=float(c[1]), xref="x", yref="y", text=text, hovertext=hover,
                         showarrow=True, arrowhead=0, arrowwidth=1, arrowcolor=theme.MUTED,
                         ax=float(c[0] + dx), ay=float(c[1] + dy), axref="x", ayref="y",
-                        standoff=6, font=dict(size=12, color=color), bgcolor="rgba(255,255,255,0.85)",
+                        standoff=6, font=dict(size=font_px, color=color), bgcolor="rgba(255,255,255,0.85)",
                         bordercolor=theme.BORDER, borderwidth=1, borderpad=2, name="end label"))
     return out
 
@@ -344,7 +347,8 @@ def landscape_figure(res: Any, grid: tuple[Any, Any, Any], pareto_set: Any = Non
                      title: str | None = None, height: int = 600, frame_ms: int = 45,
                      animate: bool = True, image: str | None = None, click_grid: int = 0,
                      validate: bool = True, controls: bool = True, end_labels: bool = True,
-                     spec_only: bool = False, max_frames: int | None = None, reveal: bool = False) -> Any:
+                     spec_only: bool = False, max_frames: int | None = None, reveal: bool = False,
+                     text_scale: float = 1.0) -> Any:
     """The animated trajectory map.
 
     ``res``: a :class:`pcd.engine.RunResult` (or anything with ``positions [M, S, T, 2]``,
@@ -370,6 +374,7 @@ def landscape_figure(res: Any, grid: tuple[Any, Any, Any], pareto_set: Any = Non
     (traces with ``meta="end"``) and the end labels (annotations named ``"end label"``) start
     hidden, and the page's frame controls show them at the last frame only
     (:func:`pcd.ui.controls.frame_controls`).
+    ``text_scale``: the end labels' font that much larger, placed for it (presenter mode, :func:`end_annotations`).
 
     Traces, in order: legend keys for the background (contours, secondary zero set); the
     Pareto set and optima (if any); per method its faint full paths (one trace per method, starts
@@ -511,7 +516,8 @@ def landscape_figure(res: Any, grid: tuple[Any, Any, Any], pareto_set: Any = Non
         layout["legend"] = dict(layout["legend"], orientation="h", yanchor="bottom", y=0.0, yref="container",
                                 xanchor="left", x=0.0)
     if end_labels:
-        layout["annotations"] = end_annotations(pos[:, :, -1, :], methods, diag, (x0, x1, y0, y1), avoid=starts[:, :2])
+        layout["annotations"] = end_annotations(pos[:, :, -1, :], methods, diag, (x0, x1, y0, y1), avoid=starts[:, :2],
+                                                text_scale=text_scale)
         if reveal and not with_controls:  # shown by the page's frame controls at the last frame
             for a in layout["annotations"]:
                 a["visible"] = False

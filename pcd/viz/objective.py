@@ -22,7 +22,8 @@ FLOOR = 1e-12  # a log axis draws an exact zero here (as the loss chart does)
 
 def objective_space_figure(space: dict[str, Any], *, log: bool = True, plot_height: int = 360,
                            width_px: float = 900.0, max_frames: int | None = None, animate: bool = True,
-                           floor: float = FLOOR, legend: bool = True, spec_only: bool = False) -> Any:
+                           floor: float = FLOOR, legend: bool = True, spec_only: bool = False,
+                           text_scale: float = 1.0) -> Any:
     """The (f1, f2) plane of :func:`pcd.experiments.toy.objective_space`: the Pareto front (dashed; said
     when it is numerical), the point where both objectives are optimal (star), each method's path
     -- drawn as far as the frame shown, as on the map (:func:`pcd.viz.landscape.path_so_far`) --
@@ -37,7 +38,9 @@ def objective_space_figure(space: dict[str, Any], *, log: bool = True, plot_heig
     the same methods in the same colours). ``animate=False``: the last
     frame as a still. The end markers (``meta="end"``) and verdicts (annotations named ``"end
     label"``) start hidden when animated: the page's frame controls show them at the last frame.
-    ``spec_only``: the plain spec (for :class:`pcd.viz.theme.FrozenFigure`) instead of a figure."""
+    ``spec_only``: the plain spec (for :class:`pcd.viz.theme.FrozenFigure`) instead of a figure.
+    ``text_scale``: the verdicts' font (12 px) that much larger, placed for it (presenter mode,
+    :func:`pcd.viz.labels.label_px`)."""
     L = np.asarray(space["losses"], dtype=np.float64)
     if L.ndim != 4 or L.shape[-1] != 2:
         raise ValueError(f"objective_space_figure needs losses [M, S, T, 2], got shape {L.shape}")
@@ -141,7 +144,8 @@ def objective_space_figure(space: dict[str, Any], *, log: bool = True, plot_heig
                             xanchor="left", x=0.0)
     # the plot beside the map in presenter mode is ~0.9 of the width laid out for (its cell), fitted to the window
     layout["annotations"] = _verdict_labels(P[:, :, -1], methods, verdicts, log, animate, xr, yr, method_label,
-                                            method_color, (0.9 * float(width_px) - 90.0, 0.75 * float(plot_height)))
+                                            method_color, (0.9 * float(width_px) - 90.0, 0.75 * float(plot_height)),
+                                            text_scale)
     # the page's caption says which front it is; the live redraws (pcd.studio.toy.live_answer) place new
     # losses on these axes by the same rule (shown_losses with these shifts)
     layout["meta"] = {"numerical": bool(space.get("numerical")), "log": bool(log),
@@ -205,14 +209,18 @@ def _short_verdict(verdicts: Sequence[str]) -> str:
 
 def _verdict_labels(ends: np.ndarray, methods: list[str], verdicts: list[list[str]], log: bool,
                     hidden: bool, xr: list[float], yr: list[float], method_label: Any = theme.method_label,
-                    method_color: Any = theme.method_color, plot_px: tuple[float, float] | None = None) -> list[dict]:
+                    method_color: Any = theme.method_color, plot_px: tuple[float, float] | None = None,
+                    text_scale: float = 1.0) -> list[dict]:
     """One label per verdict (the methods whose every end point has it) with a line to their mean end
     point, placed by :func:`pcd.viz.labels.place` in data units clear of every end point and of the
     other labels on each plot size of :data:`OBJECTIVE_PLOT_SIZES` (the full verdict on hover);
     ``method_label`` / ``method_color``: the runs' names and colours (the lesson's τ runs are not methods);
     ``plot_px``: the plot's own size (w, h) besides those, e.g. the narrow panel beside the map in presenter
-    mode, with the smallest width and height of them all as the first, most cramped, case."""
-    from pcd.viz.labels import RINGS, place, plots_for, text_size
+    mode, with the smallest width and height of them all as the first, most cramped, case; ``text_scale``:
+    the labels' font that much larger (:func:`pcd.viz.labels.label_px`)."""
+    from pcd.viz.labels import RINGS, label_px, place, plots_for, text_size
+
+    font_px = label_px(12, text_scale)
 
     groups: dict[str, list[int]] = {}  # methods with the same short verdict share one label
     for m in range(len(methods)):
@@ -223,33 +231,57 @@ def _verdict_labels(ends: np.ndarray, methods: list[str], verdicts: list[list[st
     plots = plots_for(xr, yr, sizes, log_x=log, log_y=log)
     allp = ends.reshape(-1, 2)
     allp = allp[np.isfinite(allp).all(axis=1) & ((allp > 0).all(axis=1) if log else True)]
-    obstacles: list[tuple[float, ...]] = [(float(x), float(y), 0.0, 0.0, 14.0, 14.0, 0.0) for x, y in allp]
+    ends_obs: list[tuple[float, ...]] = [(float(x), float(y), 0.0, 0.0, 14.0, 14.0, 0.0) for x, y in allp]
     p0 = plots[0]
-    out = []
-    for verdict, ms in groups.items():
-        pts = ends[ms].reshape(-1, 2)
-        pts = pts[np.isfinite(pts).all(axis=1)]
-        if not len(pts) or not verdict:
-            continue
-        c = np.exp(np.log(pts).mean(axis=0)) if log else pts.mean(axis=0)
-        x, y = (np.log10(c) if log else c).tolist()
-        names = [method_label(methods[m]) for m in ms]
-        who = "<br>".join(" · ".join(names[i:i + 3]) for i in range(0, len(names), 3))
-        # the full label where it has a clear place; else without what dominates it; else the names alone
-        # (hover and the table give the rest)
-        for text in (f"<b>{who}</b><br>" + verdict, f"<b>{who}</b><br>" + verdict.split("<br>")[0], f"<b>{who}</b>"):
-            size = text_size(text, 12)
-            [((dx, dy), room)] = place([c], [size], plots, obstacles, offsets=RINGS, data=True)
-            if room >= 0:
-                break
-        obstacles.append((float(c[0]), float(c[1]), dx * p0.w / (xr[1] - xr[0]), -dy * p0.h / (yr[1] - yr[0]),
-                          size[0], size[1], 1.0))
-        color = method_color(methods[ms[0]]) if len(ms) == 1 else theme.INK
-        out.append(dict(x=x, y=y, xref="x", yref="y", text=text, showarrow=True, arrowhead=0, arrowwidth=1,
-                        arrowcolor=theme.MUTED, standoff=6, ax=x + dx, ay=y + dy, axref="x", ayref="y",
-                        hovertext="<br>".join(f"{method_label(methods[m])}: {' / '.join(dict.fromkeys(verdicts[m]))}"
-                                              for m in ms),
-                        font=dict(size=12, color=color), bgcolor="rgba(255,255,255,0.9)", bordercolor=theme.BORDER,
-                        borderwidth=1, borderpad=3, align="left", name="end label",
-                        **({"visible": False} if hidden else {})))
+
+    def place_all(first: list[int]) -> tuple[list[dict], list[float], list[float]]:
+        """Every label, the ``g``-th from its ``first[g]``-th shortening on (see below); with each one's
+        room and box area."""
+        obstacles = list(ends_obs)
+        out, rooms, areas = [], [], []
+        for g, (verdict, ms) in enumerate(groups.items()):
+            pts = ends[ms].reshape(-1, 2)
+            pts = pts[np.isfinite(pts).all(axis=1)]
+            if not len(pts) or not verdict:
+                rooms.append(0.0)
+                areas.append(0.0)
+                continue
+            c = np.exp(np.log(pts).mean(axis=0)) if log else pts.mean(axis=0)
+            x, y = (np.log10(c) if log else c).tolist()
+            names = [method_label(methods[m]) for m in ms]
+            who = "<br>".join(" · ".join(names[i:i + 3]) for i in range(0, len(names), 3))
+            # the full label where it has a clear place; else without what dominates it; else with the
+            # verdict's first words ("Pareto-stationary": presenter mode's larger font in a narrow panel);
+            # else the names alone (hover and the table give the rest)
+            head = verdict.split("<br>")[0]
+            tries = list(dict.fromkeys((f"<b>{who}</b><br>" + verdict, f"<b>{who}</b><br>" + head,
+                                        f"<b>{who}</b><br>" + head.split(":")[0].split(" at ")[0], f"<b>{who}</b>")))
+            for text in tries[min(first[g], len(tries) - 1):]:
+                size = text_size(text, font_px)
+                [((dx, dy), room)] = place([c], [size], plots, obstacles, offsets=RINGS, data=True)
+                if room >= 0:
+                    break
+            rooms.append(room)
+            areas.append(size[0] * size[1] if first[g] < len(tries) - 1 else 0.0)  # 0: as short as it gets
+            obstacles.append((float(c[0]), float(c[1]), dx * p0.w / (xr[1] - xr[0]), -dy * p0.h / (yr[1] - yr[0]),
+                              size[0], size[1], 1.0))
+            color = method_color(methods[ms[0]]) if len(ms) == 1 else theme.INK
+            out.append(dict(x=x, y=y, xref="x", yref="y", text=text, showarrow=True, arrowhead=0, arrowwidth=1,
+                            arrowcolor=theme.MUTED, standoff=6, ax=x + dx, ay=y + dy, axref="x", ayref="y",
+                            hovertext="<br>".join(f"{method_label(methods[m])}: "
+                                                  f"{' / '.join(dict.fromkeys(verdicts[m]))}" for m in ms),
+                            font=dict(size=font_px, color=color), bgcolor="rgba(255,255,255,0.9)",
+                            bordercolor=theme.BORDER, borderwidth=1, borderpad=3, align="left", name="end label",
+                            **({"visible": False} if hidden else {})))
+        return out, rooms, areas
+
+    # a label with no clear place even as names alone: the largest label placed before it one shortening
+    # further (it took the room), until every label has a clear place or none before it can give more
+    first = [0] * len(groups)
+    for _ in range(4 * len(groups)):
+        out, rooms, areas = place_all(first)
+        bad = next((k for k, r in enumerate(rooms) if r < 0), None)
+        if bad is None or not any(areas[:bad]):
+            break
+        first[max(range(bad), key=lambda j: areas[j])] += 1
     return out

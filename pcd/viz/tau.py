@@ -78,7 +78,8 @@ def _zero_safe(values: np.ndarray) -> tuple[np.ndarray, dict]:
 
 
 def tradeoff_figure(records: Sequence[dict], pareto_front: Any = None, selected: float | None = None,
-                    log_axes: bool = False, height: int = 520, references: dict | None = None) -> go.Figure:
+                    log_axes: bool = False, height: int = 520, references: dict | None = None,
+                    text_scale: float = 1.0) -> go.Figure:
     """Trade-off curve(s) in loss space: x = primary f₁, y = secondary f₂ (mean over the starts).
 
     With budgets: one curve per step budget (lighter = fewer steps), else one curve at the end.
@@ -87,7 +88,8 @@ def tradeoff_figure(records: Sequence[dict], pareto_front: Any = None, selected:
     τ is ringed on the largest budget. ``log_axes`` gives zero-safe log axes. ``references``
     (:func:`pcd.experiments.synthetic.tau_references`): where other methods end after the largest
     budget, one marker each in the method's colour and family marker (a method with an ``error``
-    has none: the page says why).
+    has none: the page says why). ``text_scale``: the τ labels' font that much larger, placed for it
+    (presenter mode, :func:`pcd.viz.labels.label_px`).
     """
     recs = _check(records)
     taus = np.array([r["tau"] for r in recs], dtype=float)
@@ -193,7 +195,8 @@ def tradeoff_figure(records: Sequence[dict], pareto_front: Any = None, selected:
     fig.update_layout(annotations=tau_labels(taus, fx(L0[:, 0]), fy(L0[:, 1]), xaxis, yaxis,
                                              markers=[(fx(L[:, 0]), fy(L[:, 1]), 12.0) for _, L, _, _ in curves]
                                              + [(fx([v[0]]), fy([v[1]]), 13.0) for v in refs.values()]
-                                             + ([(fx(L0[[i], 0]), fy(L0[[i], 1]), 24.0)] if selected is not None else [])))
+                                             + ([(fx(L0[[i], 0]), fy(L0[[i], 1]), 24.0)] if selected is not None else []),
+                                             text_scale=text_scale))
     fig.update_xaxes(title_text="primary f₁ (mean over starts)", **xaxis)
     fig.update_yaxes(title_text="secondary f₂ (mean over starts)", **yaxis)
     fig.update_layout(margin=dict(l=70, r=30, t=70, b=50))
@@ -217,12 +220,15 @@ TAU_LABEL_FONT = 12
 
 
 def tau_labels(taus: Any, x: Any, y: Any, xaxis: dict, yaxis: dict, markers: Sequence[tuple[Any, Any, float]] = (),
-               sizes: Sequence[tuple[float, float]] = TAU_PLOT_SIZES) -> list[dict]:
+               sizes: Sequence[tuple[float, float]] = TAU_PLOT_SIZES, text_scale: float = 1.0) -> list[dict]:
     """Labels "τ = …" for the first and last τ and for τ = 0.1 and 0.5 of the curve ``(x, y)`` (the
     values as drawn: on log axes the zero-safe ones), placed by :func:`pcd.viz.labels.place` clear of
     every marker (``markers``: ``(xs, ys, size px)``) and of each other on every plot size in ``sizes``,
-    with a thin line to their point. A middle label with no clear place is left out (hover has it)."""
-    from pcd.viz.labels import place, plots_for, text_size
+    with a thin line to their point. A middle label with no clear place is left out (hover has it).
+    ``text_scale``: the labels' font that much larger (:func:`pcd.viz.labels.label_px`)."""
+    from pcd.viz.labels import label_px, place, plots_for, text_size
+
+    font_px = label_px(TAU_LABEL_FONT, text_scale)
 
     taus = np.asarray(taus, dtype=float)
     x, y = np.asarray(x, dtype=float), np.asarray(y, dtype=float)
@@ -237,7 +243,7 @@ def tau_labels(taus: Any, x: Any, y: Any, xaxis: dict, yaxis: dict, markers: Seq
     out = []
     for i in order:  # one at a time: a middle label that finds no clear place is left out
         text = tau_text(taus[i])
-        size = text_size(text, TAU_LABEL_FONT)
+        size = text_size(text, font_px)
         [((ax, ay), room)] = place([[x[i], y[i]]], [size], plots, obstacles)
         if room < 0 and i not in (first, last):
             continue
@@ -245,7 +251,7 @@ def tau_labels(taus: Any, x: Any, y: Any, xaxis: dict, yaxis: dict, markers: Seq
         out.append(dict(x=float(np.log10(x[i])) if log_x else float(x[i]),
                         y=float(np.log10(y[i])) if log_y else float(y[i]), xref="x", yref="y", text=text,
                         showarrow=True, arrowhead=0, arrowwidth=1, arrowcolor=theme.FAINT, ax=ax, ay=ay,
-                        standoff=7, font=dict(size=TAU_LABEL_FONT, color=theme.MUTED),
+                        standoff=7, font=dict(size=font_px, color=theme.MUTED),
                         bgcolor="rgba(255,255,255,0.85)", borderpad=2, name="τ label"))
     return out
 

@@ -66,7 +66,7 @@ def fit_bounds(res: Any, bounds: Sequence[Sequence[float]], pad: float = 0.06,
 def toy_map_figure(problem: Any, res: Any, background: dict[str, Any] | None = None, *,
                    inset: dict[str, Any] | None = None, width: str = "wide", controls: bool = False,
                    animate: bool = True, click_grid: int = 0, max_frames: int | None = TOY_FRAMES,
-                   spec_only: bool = False):
+                   spec_only: bool = False, text_scale: float = 1.0):
     """The toy page's map: trajectories of ``res`` over :func:`toy_background` with, when ``inset`` is
     given (one start's gradients at every recorded frame,
     :func:`pcd.experiments.toy.trajectory_gradients`), the animated gradient inset -- beside the map,
@@ -74,7 +74,7 @@ def toy_map_figure(problem: Any, res: Any, background: dict[str, Any] | None = N
     slider (a standalone HTML file); the page has its own controls. ``animate=False``: the last
     frame as a still (the PNG export). ``max_frames``: frames spread over the recorded steps
     (:func:`pcd.viz.landscape.frame_index`). ``spec_only``: the plain spec (for
-    :class:`pcd.viz.theme.FrozenFigure`) instead of a figure."""
+    :class:`pcd.viz.theme.FrozenFigure`) instead of a figure. ``text_scale``: the end labels' (presenter mode)."""
     bg = background if background is not None else toy_background(problem)
     with_inset = inset is not None
     xs, ys = bg["grid"][0], bg["grid"][1]
@@ -89,7 +89,8 @@ def toy_map_figure(problem: Any, res: Any, background: dict[str, Any] | None = N
     spec = landscape_figure(res, bg["grid"], pareto_set=bg["pareto"], optima=bg["optima"], height=560,
                             image=bg["image"], click_grid=click_grid if animate else 0, validate=False,
                             animate=animate, controls=controls, spec_only=True, max_frames=max_frames,
-                            reveal=True)  # frame 0 shows no ending: the paths grow as they play
+                            reveal=True,  # frame 0 shows no ending: the paths grow as they play
+                            text_scale=text_scale)
     if not controls:  # the legend under the map: the bottom margin is sized for it, then the height
         K = len(bg["names"])  # the inset adds one legend entry per gradient g_k
         fit_legend(spec, chart_w, extra_names=[f"g{k + 1} (primary)" if k == 0 else f"g{k + 1}" for k in range(K)]

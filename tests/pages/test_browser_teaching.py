@@ -198,17 +198,19 @@ def test_lesson_in_presenter_mode_at_1280x720(browser, streamlit_server, artifac
                 page.locator(".pcd-b[data-act=fwd]").first.click()
                 page.wait_for_timeout(300)
                 assert page.locator(".pcd-player").first.get_attribute("data-frame") == "1"
-                # the lesson's map shows its end labels throughout (no reveal): the controls leave them
-                # alone at the last frame and after it (they hide only a revealing figure's ending)
-                ends = ("() => (document.querySelector('.st-key-lesson_fig_saddle .js-plotly-plot').layout"
-                        ".annotations || []).filter(a => a.name === 'end label' && a.visible !== false).length")
-                n_ends = page.evaluate(ends)
-                assert n_ends > 0
+                # the lesson's map reveals its ending (as the toy page's): no end label or end diamond
+                # before the last frame, both at the last frame, hidden again a step back
+                ends = ("() => { const g = document.querySelector('.st-key-lesson_fig_saddle .js-plotly-plot'); "
+                        "return [(g.layout.annotations || []).filter(a => a.name === 'end label' && a.visible !== false)"
+                        ".length, (g.data || []).filter(t => t.meta === 'end' && t.visible !== false).length]; }")
+                assert page.evaluate(ends) == [0, 0], "the ending shown before Play"
+                page.screenshot(path=str(artifacts_dir / "teach_lesson_present_step2_frame1.png"))
                 scrub = page.locator(".pcd-player .pcd-scrub").first
                 scrub.fill(scrub.get_attribute("max"))
+                wait_until(lambda e=ends: min(page.evaluate(e)) > 0, 30, "the end labels and diamonds at the last frame")
+                page.screenshot(path=str(artifacts_dir / "teach_lesson_present_step2_last.png"))
                 page.locator(".pcd-b[data-act=back]").first.click()
-                page.wait_for_timeout(500)
-                assert page.evaluate(ends) == n_ends
+                wait_until(lambda e=ends: page.evaluate(e) == [0, 0], 30, "the ending hidden a step back")
             page.screenshot(path=str(artifacts_dir / f"teach_lesson_present_step{i}.png"))
             if i < n:
                 assert "present=1" in page.url and f"step={i}" in page.url

@@ -169,17 +169,23 @@ def _plain(v) -> np.ndarray:
     return np.asarray(v, dtype=np.float64)
 
 
-def test_saddle_step_objective_space_moves_with_the_map():
+@pytest.fixture(scope="module")
+def step2():
+    at = AppTest.from_file(LESSON, default_timeout=240)
+    at.query_params["step"] = "2"
+    at.run()
+    _ok(at)
+    return at
+
+
+def test_saddle_step_objective_space_moves_with_the_map(step2):
     """Step 2 (issue 28 part 1): beside the map, the same runs in the (f1, f2) plane -- the Pareto
     front, the point where both objectives are optimal, each stalled end labelled -- on the map's
     frames, played by the map's controls (``follow``); its points are the engine's losses at every
     frame."""
     from pcd.studio import lesson as L
 
-    at = AppTest.from_file(LESSON, default_timeout=240)
-    at.query_params["step"] = "2"
-    at.run()
-    _ok(at)
+    at = step2
     mp, obj, _inset = figure_specs(at)
     names = [f["name"] for f in mp["frames"]]
     assert [f["name"] for f in obj["frames"]] == names == L.saddle_frames()
@@ -200,6 +206,39 @@ def test_saddle_step_objective_space_moves_with_the_map():
         got = np.c_[_plain(d["x"]), _plain(d["y"])]
         want = np.maximum(np.asarray(res.losses)[order, :, t].reshape(-1, 2), 1e-12)
         np.testing.assert_allclose(got, want, rtol=1e-6)
+
+
+def test_saddle_step_shows_no_ending_before_the_last_frame(step2):
+    """Step 2 (issue 28, "frame 0 already draws every full path and end label"): as on the toy page, the
+    map and its objective space draw no ending at frame 0 -- each path is its start point only, the end
+    diamonds (``meta="end"``) and end labels (annotations named "end label") start hidden, for the page's
+    frame controls to show at the last frame only -- and the paths grow with the frames, whole at the last."""
+    from pcd.studio import lesson as L
+
+    res = L.saddle()
+    M, S = len(res.methods), res.S
+    mp, obj, _inset = figure_specs(step2)
+    for spec in (mp, obj):
+        ends = [t for t in spec["data"] if t.get("meta") == "end"]
+        assert len(ends) == M and all(t.get("visible") is False for t in ends)
+        labels = [a for a in spec["layout"].get("annotations", []) if a.get("name") == "end label"]
+        assert labels and all(a.get("visible") is False for a in labels)
+        assert all(t.get("visible") is not False for t in spec["data"] if t.get("meta") != "end")
+    paths = [i for i, t in enumerate(mp["data"]) if t.get("mode") == "lines" and t.get("legendgroup") in res.methods]
+    assert len(paths) == M
+
+    def drawn(d) -> np.ndarray:  # a method's drawn path, per start (a NaN row closes each start's)
+        return np.c_[_plain(d["x"]), _plain(d["y"])].reshape(S, -1, 2)[:, :-1]
+
+    pos = np.asarray(res.positions)
+    for m, i in enumerate(paths):  # frame 0: the start point only (the path so far and frame 0's own point)
+        np.testing.assert_allclose(drawn(mp["data"][i]), np.repeat(pos[m, :, :1], 2, axis=1), atol=1e-6)
+    last = mp["frames"][-1]
+    assert [last["traces"][k] for k in range(M)] == paths
+    for m in range(M):  # the last frame: every recorded point
+        np.testing.assert_allclose(drawn(last["data"][m]), pos[m], atol=1e-6)
+    mid = mp["frames"][len(mp["frames"]) // 2]
+    assert all(drawn(mid["data"][m]).shape[1] < pos.shape[2] for m in range(M))  # half way: a part of it
 
 
 def test_tau_step_plays_the_runs_in_objective_space():

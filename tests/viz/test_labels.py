@@ -9,17 +9,19 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+import pcd.methods as registry
 import pcd.problems as problems
 from pcd.experiments import geometry as xgeo
 from pcd.experiments import synthetic
 from pcd.viz import labels as L
-from pcd.viz.geometry import GEOMETRY_PLOT_SIZES, geometry_figure
+from pcd.viz.geometry import GEOMETRY_PLOT_SIZES, PRESENT_CHART_PX, geometry_figure, plot_side_px
 from pcd.viz.landscape import MAP_PLOT_SIZES, START_MARK_PX, end_annotations, start_label_above
 from pcd.viz.tau import TAU_PLOT_SIZES, tradeoff_figure
 
 FIFTEEN = ["pcd", "ws", "mgda", "pcgrad", "cagrad", "famo", "upgrad", "dualproj", "imtlg", "alignedmtl",
            "nashmtl", "graddrop", "rgw", "dbgd", "auxinash"]
 BUDGETS = [100, 300, 1000]
+SCALES = [1.0, L.PRESENT_TEXT_SCALE]  # the labels as drawn, and presenter mode's (14.4-px text)
 
 
 def _overlaps(boxes, names, tol=0.5):
@@ -108,21 +110,32 @@ def tau_figures():
     for prob in ("quadratic", "saddle2d", "scale", "two_task"):
         recs = synthetic.tau_sweep(prob, taus=[0.0, 0.005, 0.01, 0.02, 0.05, 0.1, 0.2, 0.3, 0.5, 0.7, 1.0],
                                    lr=0.02, budgets=BUDGETS)
-        out[prob] = (recs, tradeoff_figure(recs, pareto_front=problems.named(prob).pareto_front(200), selected=0.1,
-                                           log_axes=prob == "saddle2d"))
+        for ts in SCALES:
+            out[prob, ts] = (recs, tradeoff_figure(recs, pareto_front=problems.named(prob).pareto_front(200),
+                                                   selected=0.1, log_axes=prob == "saddle2d", text_scale=ts))
     return out
 
 
+def test_label_px_and_its_bounds():
+    assert L.label_px(12, L.PRESENT_TEXT_SCALE) >= 14  # readable from the back of a room
+    assert L.label_px(12) == 12
+    with pytest.raises(ValueError):
+        L.label_px(12, 0.0)
+
+
+@pytest.mark.parametrize("ts", SCALES)
 @pytest.mark.parametrize("prob", ["quadratic", "saddle2d", "scale", "two_task"])
-def test_tau_labels_clear_of_each_other_and_of_every_marker(tau_figures, prob):
+def test_tau_labels_clear_of_each_other_and_of_every_marker(tau_figures, prob, ts):
     """τ dial (and the lesson's step 7): the "τ = 0" label sat under its own marker and τ = 0.1, 0.5, 1
     were drawn over each other where the curve bunches up. Each label is an annotation with a line to its
-    point; on every plot size its box keeps off the other labels, every curve's markers and the ring."""
-    recs, fig = tau_figures[prob]
+    point; on every plot size its box keeps off the other labels, every curve's markers and the ring --
+    also at presenter mode's larger text (``ts``)."""
+    recs, fig = tau_figures[prob, ts]
     lay = fig.layout
     anns = [a for a in lay.annotations if a.text.startswith("τ = ")]
     texts = [a.text for a in anns]
     assert texts[:2] == ["τ = 0", "τ = 1"] and len(anns) >= 2  # the first and the last τ always
+    assert all(a.font.size == L.label_px(12, ts) for a in anns)
     log_x, log_y = lay.xaxis.type == "log", lay.yaxis.type == "log"
     markers = []
     for tr in fig.data:
@@ -144,34 +157,67 @@ def test_tau_labels_clear_of_each_other_and_of_every_marker(tau_figures, prob):
     assert a0.showarrow and a0.x == pytest.approx(x0)
 
 
-def _geometry(angle, methods, g3=False):
+def _geometry(angle, methods, g3=False, ts=1.0):
     J = xgeo.gradient_vectors(angle, 1.0)
     if g3:
         J = np.vstack([J, [[0.8 * np.cos(np.radians(-110)), 0.8 * np.sin(np.radians(-110))]]])
-    return geometry_figure(xgeo.method_directions(J, methods, tau=0.3)), J
+    return geometry_figure(xgeo.method_directions(J, methods, tau=0.3), text_scale=ts), J
 
 
+@pytest.mark.parametrize("ts", SCALES)
 @pytest.mark.parametrize("angle", [90, 120, 150, 170])
-def test_geometry_method_labels_never_overprint(angle):
+def test_geometry_method_labels_never_overprint(angle, ts):
     """Gradient geometry with fifteen methods: "AuxiNash" was drawn over "Nash-MTL" (tip labels of
     neighbouring rays). Every ray has one placed label; on each plot size no label box overlaps another,
-    a gradient's label or an arrowhead."""
-    fig, J = _geometry(angle, FIFTEEN)
+    a gradient's label or an arrowhead -- also at presenter mode's larger text (``ts``)."""
+    fig, J = _geometry(angle, FIFTEEN, ts=ts)
+    named = " ".join(a.hovertext or a.text for a in fig.layout.annotations)
+    for m in ("Nash-MTL", "AuxiNash", "PCD", "MGDA"):
+        assert m in named, (m, named)
+    _geometry_labels_clear(fig, J, ts)
+    assert all(a.font.size == L.label_px(12, ts) for a in fig.layout.annotations)
+
+
+@pytest.mark.parametrize("ts", SCALES)
+@pytest.mark.parametrize("angle", [0, 30, 60, 90, 110, 120, 150, 180])
+def test_geometry_every_registered_method_has_a_clear_place(angle, ts):
+    """All 28 methods, plots down to 360 px (a 560-px page and the lesson's column): the stack of methods on
+    one ray ran to ten and more lines and found no clear place. Cut to the lines that have one, its last
+    line says how many it leaves out; its hover and the legend name every one of them. The plot sizes
+    include the square a 560-px chart keeps beside the legend's many rows (~260 px; presenter mode: its
+    1150 x 530 chart), where the presenter's larger labels, should none have a clear place, keep 12 px."""
+    methods = registry.available()
+    fig, J = _geometry(angle, methods, ts=ts)
+    _geometry_labels_clear(fig, J, ts)
+    anns = fig.layout.annotations
+    named = " ".join(a.hovertext or a.text for a in anns)
+    labels = [r for r in xgeo.method_directions(J, methods, tau=0.3)["rows"] if not r.get("error")]
+    for r in labels:  # every method named (the one ray's label names its members, coinciding or not)
+        assert r["label"] in named, r["label"]
+    cut = [a for a in anns if a.hovertext]
+    for a in cut:  # a cut label says so and keeps the whole on hover
+        assert "more (hover)" in a.text and a.hovertext.count("<br>") > a.text.count("<br>")
+
+
+def _geometry_labels_clear(fig, J, ts):
     lay = fig.layout
     anns = list(lay.annotations)
     texts = [a.text for a in anns]
-    named = " ".join(texts)
-    for m in ("Nash-MTL", "AuxiNash", "PCD", "MGDA"):
-        assert m in named, (m, texts)
+    assert len({a.font.size for a in anns}) == 1 and anns[0].font.size in (L.label_px(12, ts), 12)
     lim = lay.xaxis.range[1]
+    legend = [t.name for t in fig.data if t.showlegend is not False and t.name]  # (the figure's, with PCD's d̃)
+    side = (plot_side_px(legend, lay.height) if ts == 1 else
+            plot_side_px(legend, min(lay.height, PRESENT_CHART_PX[1]), PRESENT_CHART_PX[0], ts))
     tips = [tr for tr in fig.data if tr.marker is not None and tr.marker.symbol is not None
             and list(tr.marker.symbol) == ["circle", "arrow"]]
-    for plot in L.plots_for((-lim, lim), (-lim, lim), GEOMETRY_PLOT_SIZES, equal=True):
+    for plot in L.plots_for((-lim, lim), (-lim, lim), ((side, side),) + GEOMETRY_PLOT_SIZES, equal=True):
         boxes = L.label_boxes(anns, plot)
         assert not _overlaps(boxes, texts), (plot.w, _overlaps(boxes, texts))
+        for (cx, cy, w, h), t in zip(boxes, texts):  # on the plot
+            assert w / 2 - 1 <= cx <= plot.w - w / 2 + 1 and h / 2 - 1 <= cy <= plot.h - h / 2 + 1, (t, plot.w)
         for k, g in enumerate(J):  # "g1" above right / left of its tip
             gx, gy = plot.px(g[0], g[1])
-            w, h = L.text_size(f"g{k + 1}", 13)
+            w, h = L.text_size(f"g{k + 1}", L.label_px(13, ts))
             gbox = (float(gx) + (w / 2 + 4) * (1 if g[0] >= 0 else -1), float(gy) - h / 2 - 2, w, h)
             for b, t in zip(boxes, texts):
                 assert L.box_gap(b, gbox) >= 0, (t, f"g{k + 1}", plot.w)
@@ -194,18 +240,21 @@ def test_geometry_one_d_labels_pcd_apart_from_g2():
         assert L.box_gap(b, (float(gx) - w / 2 - 4, float(gy) - h / 2 - 2, w, h)) >= 0
 
 
-def test_toy_end_labels_keep_off_the_starts_and_their_names():
+@pytest.mark.parametrize("ts", SCALES)
+def test_toy_end_labels_keep_off_the_starts_and_their_names(ts):
     """All fifteen methods on the saddle: thirteen end together near (-1.9, 0), beside the three start
     markers -- the five-line label went over S1 (and the next label over it). On every map size each
-    label's box keeps off the start rings, their "S1" labels, the end markers and the other labels."""
+    label's box keeps off the start rings, their "S1" labels, the end markers and the other labels --
+    also at presenter mode's larger text (``ts``)."""
     view = (-3.5, 3.5, -2.0, 2.0)
     starts = np.array([[-2.55, 0.4], [-2.9, 0.1], [-1.65, -0.55]])
     ends = np.tile(np.array([-1.9, 0.0]), (15, 3, 1))
     ends[[0, 13]] = [2.0, 0.0]
     ends[10, 2] = [-1.25, 0.0]  # Nash-MTL from S3 ends apart: a second label next to the big one
     diag = np.full((15, 3), "stalled", dtype=object)
-    anns = end_annotations(ends, FIFTEEN, diag, view, avoid=starts)
+    anns = end_annotations(ends, FIFTEEN, diag, view, avoid=starts, text_scale=ts)
     texts = [a["text"] for a in anns]
+    assert all(a["font"]["size"] == L.label_px(12, ts) for a in anns)
     assert any(t.count("<br>") >= 4 for t in texts) and "Nash-MTL (S3)" in texts
     above = start_label_above(starts, view)
     for plot in L.plots_for(view[:2], view[2:], MAP_PLOT_SIZES, equal=True):
@@ -238,3 +287,38 @@ def test_loss_panels_leave_room_for_the_next_panels_y_ticks():
         left = lay[f"xaxis{k if k > 1 else ''}"].domain[1]
         right = lay[f"xaxis{k + 1}"].domain[0]
         assert (right - left) * plot_w >= 52, (k, (right - left) * plot_w)
+
+
+@pytest.fixture(scope="module")
+def fifteen_space():
+    from pcd.studio.toy import objective_space
+    from pcd.viz import toy as toy_map
+
+    prob = problems.make("saddle2d")
+    res = synthetic.toy_run("saddle2d", FIFTEEN, steps=1000, lr=0.02, tau=0.02, record=200)
+    return objective_space(prob, res, toy_map.toy_background(prob, toy_map.fit_bounds(res, prob.bounds))["grid"])
+
+
+@pytest.mark.parametrize("ts", SCALES)
+@pytest.mark.parametrize("log", [True, False])
+def test_objective_verdicts_clear_of_each_other_and_of_the_end_points(fifteen_space, log, ts):
+    """The objective panel with fifteen methods: its verdict labels (three to six lines each) keep off each
+    other and off every end point on each plot size they are placed for -- also at presenter mode's larger
+    text (``ts``), where a label with no clear place is shortened, never stacked over another."""
+    from pcd.viz.objective import OBJECTIVE_PLOT_SIZES, objective_space_figure
+
+    fig = objective_space_figure(fifteen_space, log=log, width_px=560, animate=False, text_scale=ts)
+    lay = fig.layout
+    anns = [a for a in lay.annotations if a.name == "end label"]
+    texts = [a.text for a in anns]
+    assert anns and all(a.font.size == L.label_px(12, ts) for a in anns)
+    ends = np.asarray(fifteen_space["losses"])[:, :, -1].reshape(-1, 2)
+    ends = np.maximum(ends - np.array([min(0.0, float(np.nanmin(ends[:, k]))) for k in range(2)]), 1e-12) if log else ends
+    for plot in L.plots_for(lay.xaxis.range, lay.yaxis.range, OBJECTIVE_PLOT_SIZES, log_x=log, log_y=log):
+        boxes = L.label_boxes(anns, plot)
+        assert not _overlaps(boxes, texts), (plot.w, _overlaps(boxes, texts))
+        ex, ey = plot.px(ends[:, 0], ends[:, 1])
+        for b, t in zip(boxes, texts):
+            for x, y in zip(ex, ey):
+                if np.isfinite(x) and np.isfinite(y):
+                    assert L.box_gap(b, (float(x), float(y), 10.0, 10.0)) >= 0, (t, plot.w, x, y)

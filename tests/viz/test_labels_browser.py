@@ -88,6 +88,19 @@ def test_geometry_with_fifteen_methods(draw, angle):
         _clean(draw(f"geometry{angle}", fig, width))
 
 
+@pytest.mark.parametrize("angle", [90, 150])
+def test_geometry_with_every_method(draw, angle):
+    """All 28 registered methods: the stack on one ray, cut to the lines that have a clear place (the rest
+    on hover), on a 560-px chart (an 800-px window) and, with presenter mode's larger labels, at 1150 px."""
+    import pcd.methods as registry
+    from pcd.viz.geometry import geometry_figure
+    from pcd.viz.labels import PRESENT_TEXT_SCALE
+
+    result = xgeo.method_directions(xgeo.gradient_vectors(angle, 1.0), registry.available(), tau=0.3)
+    _clean(draw(f"geometry_all{angle}", geometry_figure(result), 560))
+    _clean(draw(f"geometry_all{angle}_present", geometry_figure(result, text_scale=PRESENT_TEXT_SCALE), 1150))
+
+
 def test_toy_map_fifteen_methods_last_frame(draw):
     from pcd.studio.toy import map_figure
     from pcd.viz import toy as toy_map

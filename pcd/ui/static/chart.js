@@ -159,7 +159,9 @@ export default function(component) {
       requestAnimationFrame(() => {
         pending = false;
         const w = width();
-        if (gd._fullLayout && Math.abs(gd._fullLayout.width - w) > 1) P.relayout(gd, {width: w});
+        // twice: Plotly 4.1 lays out the margins a legend pushes (automargin) for the width before, the second
+        // pass for the new one (else after a window resize the geometry figure's legend sat over its x ticks)
+        if (gd._fullLayout && Math.abs(gd._fullLayout.width - w) > 1) P.relayout(gd, {width: w}).then(() => P.relayout(gd, {width: w}));
       });
     }).observe(box);
   }
