@@ -355,4 +355,4 @@ toy_export(problem, res, bg, export_settings, log=obj_log, inset_start=istart)  
 # the views one click away (the other optimizer, lr and steps one notch down and up), computed while idle
 T.prefetch(T.view_setting(problem_name, f1, f2, pbounds, pstarts, methods, hparams, tau, opt, lr, steps, starts,
                           bounds_text if view_mode == "set" else None, istart, width_class, present, obj_log,
-                          PRESENT_FIT["font"]))
+                          PRESENT_FIT["font"], text_scale()))

@@ -454,14 +454,14 @@ PREFETCH_GRACE_S = 0.5  # after a page's computation the prefetch waits this lon
 def view_setting(name: str, f1: str | None, f2: str | None, pbounds: Any, pstarts: Any, methods: Sequence[str],
                  hparams: dict[str, dict[str, Any]], tau: float, opt: str, lr: float, steps: int, starts: Any,
                  bounds_text: str | None, inset_start: int | None, width: str, present: bool, obj_log: bool,
-                 present_font: float) -> tuple:
+                 present_font: float, text_scale: float = 1.0) -> tuple:
     """One view of the page as a hashable setting: what :func:`toy_runs` and :func:`toy_figures` take."""
     import json
 
     starts_t = tuple(map(tuple, np.asarray(starts, dtype=float).tolist()))
     return (name, f1, f2, pbounds, pstarts, tuple(methods), json.dumps(hparams, sort_keys=True), float(tau), str(opt),
             float(lr), int(steps), starts_t, bounds_text, inset_start, str(width), bool(present), bool(obj_log),
-            float(present_font))
+            float(present_font), float(text_scale))
 
 
 def neighbours(setting: tuple) -> list[tuple]:
@@ -482,10 +482,10 @@ def compute_view(setting: tuple, _unit: Any = None, _progress: Any = None) -> No
     import json
 
     (name, f1, f2, pbounds, pstarts, methods, hp_json, tau, opt, lr, steps, starts, bounds_text, inset_start, width,
-     present, obj_log, present_font) = setting
+     present, obj_log, present_font, text_scale) = setting
     problem, res, _view, bg, key = toy_runs(name, f1, f2, pbounds, pstarts, list(methods), json.loads(hp_json), tau,
                                             opt, lr, steps, np.array(starts), bounds_text)
-    toy_figures(problem, res, bg, key, inset_start, width, present, obj_log, present_font)
+    toy_figures(problem, res, bg, key, inset_start, width, present, obj_log, present_font, text_scale)
 
 
 @st.cache_resource(show_spinner=False)

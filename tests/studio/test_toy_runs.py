@@ -105,10 +105,10 @@ def test_a_prefetched_view_is_a_lookup_for_the_page(monkeypatch):
     monkeypatch.setattr(engine, "run", refuse)
     monkeypatch.setattr(vt, "toy_map_figure", refuse)
     (name, f1, f2, pbounds, pstarts, methods, hp, tau, opt, lr, steps, starts, bt, istart, width, present, log,
-     font) = view
+     font, scale) = view
     problem, res, _v, bg, key = T.toy_runs(name, f1, f2, pbounds, pstarts, list(methods), json.loads(hp), tau, opt,
                                            lr, steps, np.array(starts), bt)
-    figs = T.toy_figures(problem, res, bg, key, istart, width, present, log, font)
+    figs = T.toy_figures(problem, res, bg, key, istart, width, present, log, font, scale)
     assert figs["side"] and figs["inset"] is not None and figs["objective"] is not None
     monkeypatch.undo()
     _same(res, _fresh(["pcd", "ws"], tau=0.02, opt="sgd") if steps == 600 else engine.run(
