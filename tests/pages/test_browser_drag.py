@@ -14,7 +14,7 @@ the toy map (issue 28 part 4; :mod:`pcd.ui.live`, ``pcd/ui/static/toy_live.js``)
   even at the last frame; after the release the committed run's panel has exactly the points the live
   path gives for the committed start (float32, as drawn) and its end labels are back at the last frame.
 * Screenshots during a drag at 1440 x 900 and 800 wide: ``test-artifacts/drag_*.png``, and the panel as
-  it is drawn then (``Plotly.toImage``, it lies below the map at these widths): ``drag_obj_*.png``.
+  it is drawn then (``Plotly.toImage``: beside the map at 1440, below it at 800): ``drag_obj_*.png``.
 
 Own server (loopback, stopped at the end), one Chromium; every wait is a condition wait with a
 generous timeout (a CI machine may be at load 10+); the only timed assertion is the loose floor.
@@ -157,7 +157,7 @@ def test_drag_start_point_and_tau_slider(browser, tmp_path, artifacts_dir):
             rate = n / secs
             n_obj = int(page.evaluate("() => window.__pcdLiveObjRedraws || 0"))
             print(f"\ndrag: {n} redraws in {secs:.2f} s = {rate:.1f}/s (goal >= 5/s) at {_load()}; "
-                  f"the objective panel (below the map, out of view: its points asked for once a second) {n_obj} redraws")
+                  f"the objective panel beside the map {n_obj} redraws")
             log = _log(page, "start")
             lat = [e["drawn"] - e["changed"] for e in log]
             if lat:
