@@ -39,15 +39,18 @@ def tau_front(problem: str) -> np.ndarray | None:
 @st.cache_resource(show_spinner=False, max_entries=64)
 def tau_trajectory_figure(problem: str, tau: float, steps: int, lr: float, text_scale: float = 1.0) -> Any:
     """PCD's trajectories at one τ on the problem's map (a figure: shared, never mutated); ``text_scale``:
-    its end labels' (presenter mode: :func:`pcd.ui.presenter.text_scale`)."""
+    its end labels' (presenter mode: :func:`pcd.ui.presenter.text_scale`). As the toy map: frame 0 shows
+    no ending (the paths grow as it plays; the end markers and labels at the last frame only) on the toy
+    map's number of frames."""
     from pcd.viz.landscape import landscape_figure
+    from pcd.viz.toy import TOY_FRAMES
 
     prob = problems.named(problem)
     res = synthetic.toy_run(problem, ["pcd"], steps=steps, lr=lr, tau=tau, record=200)
     # the page's one play control (frame_controls) instead of Plotly's buttons: the legend goes
     # under the map, which keeps the half-width column's map large
     return landscape_figure(res, prob.grid(240, 160), pareto_set=prob.pareto_set(), optima=prob.optima(),
-                            height=560, controls=False, text_scale=text_scale)
+                            height=560, controls=False, text_scale=text_scale, reveal=True, max_frames=TOY_FRAMES)
 
 
 def warm() -> None:

@@ -392,6 +392,12 @@ def test_tau_page_selection_changes_trajectory():
     at.select_slider(key="td_tau").set_value(0.5).run()
     _ok(at)
     traj_before = specs[1]
+    # the trajectory map shows no ending before Play: the paths grow, end markers and labels wait for
+    # the last frame (the page's frame controls show them there), as on the toy map
+    ends = [a for a in traj_before["layout"]["annotations"] if a.get("name") == "end label"]
+    assert ends and not any(a.get("visible", True) for a in ends)
+    assert all(t.get("visible") is False for t in traj_before["data"] if t.get("meta") == "end")
+    assert 2 <= len(traj_before["frames"]) <= 100
     assert any("τ = 0.5" in m.value for m in at.markdown)
     assert _specs(at)[1] != traj_before
     at.selectbox(key="td_problem").set_value("saddle2d").run()
