@@ -204,15 +204,13 @@ def start_label_above(starts: Any, view: Sequence[float]) -> np.ndarray:
     return np.asarray(starts, dtype=np.float64).reshape(-1, 2)[:, 1] <= y1 - 0.12 * (y1 - y0)
 
 
-def start_obstacles(starts: Any, view: Sequence[float], text_scale: float = 1.0) -> list[tuple[float, ...]]:
-    """The start markers and their "S1" labels (12 px, ``text_scale`` times larger in presenter mode) as
-    :mod:`pcd.viz.labels` obstacles."""
+def start_obstacles(starts: Any, view: Sequence[float]) -> list[tuple[float, ...]]:
+    """The start markers and their "S1" labels as :mod:`pcd.viz.labels` obstacles."""
     out: list[tuple[float, ...]] = []
     P = np.asarray(starts, dtype=np.float64).reshape(-1, 2)
-    k = label_px(12, text_scale) / 12
     for (x, y), above in zip(P, start_label_above(P, view)):
         out.append((x, y, 0.0, 0.0, START_MARK_PX + 4, START_MARK_PX + 4, 0.0))
-        out.append((x, y, 0.0, (-1 if above else 1) * (START_MARK_PX / 2 + 10 * k), 28.0 * k, 18.0 * k, 0.0))
+        out.append((x, y, 0.0, (-1 if above else 1) * (START_MARK_PX / 2 + 10), 28.0, 18.0, 0.0))
     return out
 
 
@@ -235,7 +233,7 @@ def end_annotations(ends: Any, methods: Sequence[str], diagnosis: Any, view: Seq
     groups = end_clusters(E, view, tol)
     plots = plots_for((x0, x1), (y0, y1), sizes, equal=True)
     # obstacles: the start rings and their "S1" labels, every end diamond, then each label placed
-    obstacles = start_obstacles(avoid, view, text_scale) + [(float(e[0]), float(e[1]), 0.0, 0.0, 13.0, 13.0, 0.0)
+    obstacles = start_obstacles(avoid, view) + [(float(e[0]), float(e[1]), 0.0, 0.0, 13.0, 13.0, 0.0)
                                           for e in E.reshape(-1, 2) if np.isfinite(e).all()]
     centres = np.array([np.mean([E[m, s] for m, s in mem], axis=0) for mem in groups]).reshape(-1, 2)
     for g, members in enumerate(groups):
@@ -455,7 +453,9 @@ def landscape_figure(res: Any, grid: tuple[Any, Any, Any], pareto_set: Any = Non
                        text=[f"S{s + 1}" for s in range(S)],
                        textposition=["top center" if up else "bottom center"
                                      for up in start_label_above(starts[:, :2], (x0, x1, y0, y1))],
-                       textfont=dict(size=label_px(12, text_scale), color=theme.INK),  # presenter: larger
+                       # 12 px in presenter mode too: the presets' starts sit ~25 px apart on a projector's
+                       # map, and "S2" at 14.4 px touched S1's ring (tests/pages/test_browser_labels.py)
+                       textfont=dict(size=12, color=theme.INK),
                        # a ring wider than the heads (13 px) that sit on it at step 0: the drawn
                        # symbol is the legend's symbol
                        marker=dict(symbol="circle-open", size=21, color=theme.INK, line=dict(width=2.5)),
