@@ -198,7 +198,7 @@ try:
         starts = T.parse_starts(typed)
     st.session_state["toy_last_starts"] = "\n".join(f"{x:.3f}, {y:.3f}" for x, y in np.asarray(starts)[:, :2])
     # (foreground: the background prefetch of other views pauses while this page computes)
-    with st.spinner("running…"), foreground(T.PREFETCH_GRACE_S):  # the view box: typed, or the box grown to cover every trajectory
+    with st.spinner("running…"), foreground():  # the view box: typed, or the box grown to cover every trajectory
         problem, res, view, bg, runs_key = T.toy_runs(problem_name, f1, f2, pbounds, pstarts, methods, hparams, tau,
                                                       opt, lr, steps, starts,
                                                       bounds_text if view_mode == "set" else None)
@@ -223,7 +223,7 @@ try:
                            help="the (f₁, f₂) panel under the map: log axes draw exact zeros at 1e-12") == "log"
     url_sync(oaxes="log" if obj_log else "linear")
     # the map beside the same runs in objective space (wider than ~800 px), the inset a chart of its own
-    with foreground(T.PREFETCH_GRACE_S):
+    with foreground():
         figs = T.toy_figures(problem, res, bg, runs_key, istart, width_class, present, obj_log, PRESENT_FIT["font"],
                              text_scale=text_scale())  # presenter mode: the labels on the data larger
     fig, lfig, ofig, side = figs["map"], figs["loss"], figs["objective"], figs["side"]
@@ -260,7 +260,7 @@ def _live(problem, methods, hparams, tau, opt, lr, steps, starts, view, objectiv
     req = live_value("toy_live", "req")
     answer = None
     if isinstance(req, dict) and req.get("seq") != st.session_state.get("toy_live_seq"):
-        with foreground(T.PREFETCH_GRACE_S):  # a drag is answered before any prefetch goes on
+        with foreground():  # a drag is answered before any prefetch goes on
             answer = T.live_answer(req, problem, methods, hparams, opt, steps, starts, view, objective)
         # answered once (marked after: a run stopped half-way by a page run answers it in that run)
         st.session_state["toy_live_seq"] = req.get("seq")

@@ -20,7 +20,7 @@ A change of any control at the page's default range must redraw at once (issue 2
   settings queued (a new view replaces the queue; the run under way is finished, never killed), at
   most :data:`PREFETCH_CPU_S` s of its own CPU per view (checked before each K's run), and it pauses
   (inside a run, at the engine's progress points, every 1/20 of a run) while any page computes and
-  for :data:`PREFETCH_GRACE_S` after: a page's computation shares the CPU with it for one progress
+  for :data:`pcd.studio.prefetch.GRACE_S` after: a page's computation shares the CPU with it for one progress
   step at most. A page that needs a run the thread has under way waits for it instead of running it
   twice (the thread goes on meanwhile). ``PCD_NO_PREFETCH=1`` (or the warm-up's
   ``PCD_NO_WARMUP=1``) turns it off.
@@ -47,9 +47,9 @@ import streamlit as st
 import pcd.methods as registry
 from pcd.experiments import synthetic
 from pcd.studio import available
+from pcd.studio.prefetch import GRACE_S, foreground, hush
 from pcd.studio.prefetch import Prefetcher as _Prefetcher
-from pcd.studio.prefetch import enabled as prefetch_switch
-from pcd.studio.prefetch import foreground, hush
+from pcd.studio.prefetch import enabled as prefetch_on
 
 _LOG = logging.getLogger(__name__)
 
@@ -66,7 +66,6 @@ MAX_ENTRIES = 2048  # (K, method, lr, τ, optimizer) keys kept (least recently u
 PREFETCH_MAX = 6  # settings queued per view (lr down, lr up, other optimizer, τ down, τ up, longest budget)
 PREFETCH_CPU_S = 12.0  # the prefetch thread's own CPU per view, at most (the 6 above at the default view: ~10 s)
 LATER_CPU_S = 30.0  # the settings asked for later (the warm-up's grid: ~8 s at the default view), in all
-PREFETCH_GRACE_S = 0.5  # after a page's computation, the prefetch waits this long (the page draws meanwhile)
 
 Key = tuple  # (K, method, lr, τ or None, optimizer)
 Setting = tuple  # (Ks, methods, steps, lr, τ, optimizer): one view of the page
@@ -201,7 +200,7 @@ def kbench_records(Ks: Sequence[int], methods: Sequence[str], steps: int, lr: fl
                 out += recs
         return out
     finally:
-        hush(PREFETCH_GRACE_S)
+        hush(GRACE_S)
 
 
 def kbench_one(K: int, method: str, steps: int, lr: float, tau: float | None, opt: str) -> list[dict[str, Any]]:
@@ -237,7 +236,7 @@ def warm_later() -> None:
     prefetch off (``PCD_NO_PREFETCH=1``), only the default view to every step budget. The warm-up
     runs it after every page's default view (:func:`pcd.studio.warmup.warm_up`)."""
     view = (tuple(KS), tuple(available(METHODS)), STEPS, LR, TAU, OPT)
-    if not _prefetch_on():  # no prefetch: the default view to its longest budget only (a budget change a lookup)
+    if not prefetch_on():  # no prefetch: the default view to its longest budget only (a budget change a lookup)
         kbench_records(view[0], view[1], max(STEP_CHOICES), *view[3:])
         return
     for setting in neighbours(*view):
@@ -280,15 +279,10 @@ def prefetch(Ks: Sequence[int], methods: Sequence[str], steps: int, lr: float, t
     """Ask the prefetch thread for the :func:`neighbours` of the view just drawn (it replaces what was
     queued for an earlier view); returns whether it was asked (False when turned off). Never blocks
     (beyond a lock)."""
-    if not _prefetch_on():
+    if not prefetch_on():
         return False
     _prefetcher().ask(neighbours(Ks, methods, steps, lr, tau, opt))
     return True
-
-
-def _prefetch_on() -> bool:
-    """The prefetch thread's switch (:func:`pcd.studio.prefetch.enabled`)."""
-    return prefetch_switch()
 
 
 class Prefetcher(_Prefetcher):

@@ -20,6 +20,7 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Any
 
 _LOG = logging.getLogger(__name__)
+GRACE_S = 0.5  # after a page's computation every prefetcher waits this long (the page draws meanwhile)
 _ALL: weakref.WeakSet[Prefetcher] = weakref.WeakSet()  # every prefetcher of the process (foreground() pauses them all)
 _ALL_LOCK = threading.Lock()
 
@@ -30,7 +31,7 @@ def enabled() -> bool:
 
 
 @contextlib.contextmanager
-def foreground(grace_s: float = 0.0) -> Iterator[None]:
+def foreground(grace_s: float = GRACE_S) -> Iterator[None]:
     """A page computes: every prefetcher pauses (at its next progress point) until it is done, and
     ``grace_s`` more after (the page draws what it computed)."""
     with _ALL_LOCK:

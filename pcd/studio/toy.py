@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 import streamlit as st
@@ -448,44 +448,68 @@ def toy_runs(name: str, f1: str | None, f2: str | None, pbounds: Any, pstarts: A
 # Prefetch (pcd.studio.prefetch): after the page has drawn a view, the settings one click away are
 # computed into the same caches by a background thread, while no page computes.
 PREFETCH_CPU_S = 4.0  # the toy prefetch's own CPU per view, at most (the default view's 5 neighbours: ~1-1.5 s)
-PREFETCH_GRACE_S = 0.5  # after a page's computation the prefetch waits this long (the page draws meanwhile)
+
+
+class ToyView(NamedTuple):
+    """One view of the page, hashable: what :func:`toy_runs` and :func:`toy_figures` take."""
+
+    name: str
+    f1: str | None
+    f2: str | None
+    pbounds: Any
+    pstarts: Any
+    methods: tuple[str, ...]
+    hp_json: str
+    tau: float
+    opt: str
+    lr: float
+    steps: int
+    starts: tuple
+    bounds_text: str | None
+    inset_start: int | None
+    width: str
+    present: bool
+    obj_log: bool
+    present_font: float
+    text_scale: float
 
 
 def view_setting(name: str, f1: str | None, f2: str | None, pbounds: Any, pstarts: Any, methods: Sequence[str],
                  hparams: dict[str, dict[str, Any]], tau: float, opt: str, lr: float, steps: int, starts: Any,
                  bounds_text: str | None, inset_start: int | None, width: str, present: bool, obj_log: bool,
-                 present_font: float, text_scale: float = 1.0) -> tuple:
-    """One view of the page as a hashable setting: what :func:`toy_runs` and :func:`toy_figures` take."""
+                 present_font: float, text_scale: float = 1.0) -> ToyView:
+    """The page's settings as a :class:`ToyView` (the hyper-parameters as sorted JSON, starts as tuples)."""
     import json
 
     starts_t = tuple(map(tuple, np.asarray(starts, dtype=float).tolist()))
-    return (name, f1, f2, pbounds, pstarts, tuple(methods), json.dumps(hparams, sort_keys=True), float(tau), str(opt),
-            float(lr), int(steps), starts_t, bounds_text, inset_start, str(width), bool(present), bool(obj_log),
-            float(present_font), float(text_scale))
+    return ToyView(name, f1, f2, pbounds, pstarts, tuple(methods), json.dumps(hparams, sort_keys=True), float(tau),
+                   str(opt), float(lr), int(steps), starts_t, bounds_text, inset_start, str(width), bool(present),
+                   bool(obj_log), float(present_font), float(text_scale))
 
 
-def neighbours(setting: tuple) -> list[tuple]:
-    """The views one click away from ``setting`` (:func:`view_setting`), likeliest first: the other
-    optimizer, the learning rate one notch down and up (:data:`LRS`), the steps one notch down and up
-    (:data:`STEP_CHOICES`). τ moves redraw through the live path; a method taken out runs nothing."""
-    opt, lr, steps = setting[8], setting[9], setting[10]
-    out = [setting[:8] + (o,) + setting[9:] for o in ("adam", "sgd") if o != opt]
-    for choices, i, value in ((LRS, 9, lr), (STEP_CHOICES, 10, steps)):
-        if value in choices:
-            j = choices.index(value)
-            out += [setting[:i] + (choices[k],) + setting[i + 1:] for k in (j - 1, j + 1) if 0 <= k < len(choices)]
+def neighbours(view: ToyView) -> list[ToyView]:
+    """The views one click away from ``view``, likeliest first: the other optimizer, the learning rate
+    one notch down and up (:data:`LRS`), the steps one notch down and up (:data:`STEP_CHOICES`). τ
+    moves redraw through the live path; a method taken out runs nothing."""
+    out = [view._replace(opt=o) for o in ("adam", "sgd") if o != view.opt]
+    if view.lr in LRS:
+        j = LRS.index(view.lr)
+        out += [view._replace(lr=LRS[k]) for k in (j - 1, j + 1) if 0 <= k < len(LRS)]
+    if view.steps in STEP_CHOICES:
+        j = STEP_CHOICES.index(view.steps)
+        out += [view._replace(steps=STEP_CHOICES[k]) for k in (j - 1, j + 1) if 0 <= k < len(STEP_CHOICES)]
     return out
 
 
-def compute_view(setting: tuple, _unit: Any = None, _progress: Any = None) -> None:
-    """The runs and figures of one view (:func:`view_setting`) into the page's caches."""
+def compute_view(view: ToyView, _unit: Any = None, _progress: Any = None) -> None:
+    """The runs and figures of one view into the page's caches (the prefetch's unit of work)."""
     import json
 
-    (name, f1, f2, pbounds, pstarts, methods, hp_json, tau, opt, lr, steps, starts, bounds_text, inset_start, width,
-     present, obj_log, present_font, text_scale) = setting
-    problem, res, _view, bg, key = toy_runs(name, f1, f2, pbounds, pstarts, list(methods), json.loads(hp_json), tau,
-                                            opt, lr, steps, np.array(starts), bounds_text)
-    toy_figures(problem, res, bg, key, inset_start, width, present, obj_log, present_font, text_scale)
+    problem, res, _view, bg, key = toy_runs(view.name, view.f1, view.f2, view.pbounds, view.pstarts, list(view.methods),
+                                            json.loads(view.hp_json), view.tau, view.opt, view.lr, view.steps,
+                                            np.array(view.starts), view.bounds_text)
+    toy_figures(problem, res, bg, key, view.inset_start, view.width, view.present, view.obj_log, view.present_font,
+                view.text_scale)
 
 
 @st.cache_resource(show_spinner=False)
@@ -496,7 +520,7 @@ def _prefetcher() -> Any:
     return Prefetcher(compute_view, max_settings=5, cpu_s=PREFETCH_CPU_S, later_cpu_s=0.0, name="pcd-toy-prefetch")
 
 
-def prefetch(setting: tuple) -> bool:
+def prefetch(setting: ToyView) -> bool:
     """Ask the prefetch thread for the :func:`neighbours` of the view just drawn (replacing an earlier
     view's); False when the prefetch is off (``PCD_NO_PREFETCH=1``). Never blocks beyond a lock."""
     from pcd.studio.prefetch import enabled

@@ -56,7 +56,7 @@ def frame_controls(chart_key: str, frames: Sequence[Any], frame_ms: int = 45, lo
     """Reset / step back / play-pause / step forward and a speed control (¼× … 4×) for the
     animated ``st.plotly_chart`` with widget key ``chart_key`` whose frames are named ``frames``
     (in order). ``loss_key`` + ``cursor_x`` (one x per frame): the shapes named ``cursor_name`` of
-    that second chart follow the frame shown (see :func:`pcd.viz.teaching.with_step_cursor`).
+    that second chart follow the frame shown (see :func:`pcd.viz.teaching.add_step_cursor`).
     A range input under the buttons scrubs to any frame (the chart needs no slider of its own).
     ``follow``: widget keys of more charts animated on frames of the same names (e.g. the toy page's
     objective-space panel): each shows the frame the controls show, ending included. A figure built

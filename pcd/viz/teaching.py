@@ -386,18 +386,11 @@ def gradients_figure(grads: dict[str, Any], frame: int | dict[str, int] = -1, me
 CURSOR_NAME = "step cursor"
 
 
-def with_step_cursor(fig: go.Figure, step: int = 0, color: str = theme.ALERT) -> go.Figure:
-    """The loss figure (:func:`pcd.viz.landscape.loss_figure`) with a vertical cursor at ``step``
-    on every panel (shapes named ``"step cursor"``, x = step + 1 on the log step axis), which the
-    page's frame controls move with the map's frame. ``fig`` is not modified."""
-    if not isinstance(fig, go.Figure):
-        raise ValueError("with_step_cursor needs a go.Figure")
-    return go.Figure(add_step_cursor(fig.to_plotly_json(), step, color), _validate=False)
-
-
 def add_step_cursor(spec: dict, step: int = 0, color: str = theme.ALERT) -> dict:
-    """:func:`with_step_cursor` on a plain spec (``{"data", "layout"}``): its layout's shapes get the
-    cursor (an earlier one replaced); the spec is returned."""
+    """The loss figure's spec (:func:`pcd.viz.landscape.loss_figure` with ``spec_only=True``) with a
+    vertical cursor at ``step`` on every panel (shapes named ``"step cursor"``, x = step + 1 on the log
+    step axis), which the page's frame controls move with the map's frame; an earlier cursor is
+    replaced. The spec is changed in place and returned."""
     step = int(step)
     if step < 0:
         raise ValueError(f"step must be >= 0, got {step}")

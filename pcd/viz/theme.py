@@ -389,14 +389,20 @@ def figure_from_spec(spec: dict) -> go.Figure:
     :mod:`pcd.viz` builders, without Plotly's per-property validation (the builders are tested with
     it on) and with arrays in typed form (:func:`typed_arrays`): ~10x cheaper to build, serialize
     (``st.plotly_chart``) and export than validating ~200 frames of NumPy arrays."""
+    return go.Figure(_plain_spec(spec), _validate=False)
+
+
+def _plain_spec(spec: dict) -> dict:
+    """``spec`` with typed arrays (:func:`typed_arrays`) and its template *name* resolved to the
+    template (Plotly.js does not know names; as validation would)."""
     import plotly.io as pio
 
-    spec = typed_arrays(spec)
-    layout = spec.setdefault("layout", {})
+    plain = typed_arrays(spec)
+    layout = plain.setdefault("layout", {})
     tpl = layout.get("template")
-    if isinstance(tpl, str):  # Plotly.js does not know template *names*: resolve as validation would
+    if isinstance(tpl, str):
         layout["template"] = pio.templates[tpl].to_plotly_json()
-    return go.Figure(spec, _validate=False)
+    return plain
 
 
 def plain_array(value: Any) -> np.ndarray:
@@ -422,13 +428,8 @@ class FrozenFigure:
     def __init__(self, spec: dict) -> None:
         import json
 
-        plain = typed_arrays(spec)
-        layout = plain.setdefault("layout", {})
-        tpl = layout.get("template")
-        if isinstance(tpl, str):  # Plotly.js does not know template *names* (as figure_from_spec)
-            import plotly.io as pio
-
-            layout["template"] = pio.templates[tpl].to_plotly_json()
+        plain = _plain_spec(spec)
+        layout = plain["layout"]
         self.spec: str = json.dumps(plain, separators=(",", ":"), allow_nan=False)
         height = layout.get("height")
         self.height: int | None = int(height) if isinstance(height, (int, float)) else None

@@ -17,10 +17,10 @@ from pcd.viz.teaching import (
     ARROW,
     CURSOR_NAME,
     add_gradient_inset,
+    add_step_cursor,
     gradients_figure,
     inset_figure,
     inset_scale,
-    with_step_cursor,
 )
 from pcd.viz.theme import plain_array
 
@@ -113,16 +113,16 @@ def test_gradients_figure_per_method_frames(saddle):
 
 def test_step_cursor_one_line_per_panel(saddle):
     _, res, _, _ = saddle
-    lf = loss_figure(res)
-    out = with_step_cursor(lf, 40)
-    cursors = [s for s in out.layout.shapes if s.name == CURSOR_NAME]
+    out = add_step_cursor(loss_figure(res, spec_only=True), 40)
+    go.Figure(out)                                        # a valid figure (Plotly's validation)
+    cursors = [s for s in out["layout"]["shapes"] if s["name"] == CURSOR_NAME]
     assert len(cursors) == res.losses.shape[-1]
-    assert all(s.x0 == s.x1 == 41 for s in cursors)
-    assert {s.xref for s in cursors} == {"x", "x2"}
-    again = with_step_cursor(out, 5)                      # moving it replaces, never duplicates
-    assert [s.x0 for s in again.layout.shapes if s.name == CURSOR_NAME] == [6, 6]
+    assert all(s["x0"] == s["x1"] == 41 for s in cursors)
+    assert {s["xref"] for s in cursors} == {"x", "x2"}
+    again = add_step_cursor(out, 5)                       # moving it replaces, never duplicates
+    assert [s["x0"] for s in again["layout"]["shapes"] if s["name"] == CURSOR_NAME] == [6, 6]
     with pytest.raises(ValueError):
-        with_step_cursor(lf, -1)
+        add_step_cursor(loss_figure(res, spec_only=True), -1)
 
 
 def test_inset_below_the_map_for_a_narrow_window(saddle):
