@@ -20,9 +20,11 @@ from pcd.ui import (
     param_widget,
     png_export,
     presenter_mode,
+    rest_of_page_follows,
     settings_panel,
     setup_page,
     show_error,
+    stop_page,
     text_scale,
     url_default,
     url_json,
@@ -68,187 +70,199 @@ if "toy_starts" not in st.session_state:
     st.session_state["toy_starts"] = url_default("starts", "presets", MODES)
 if "toy_typed" not in st.session_state:
     st.session_state["toy_typed"] = url_default("typed", DEFAULT_TYPED)
-_event = st.session_state.get("toy_map")
-try:
-    _pts = list(_event["selection"]["points"]) if _event else []
-except (KeyError, TypeError):
-    _pts = []
-if _pts and "x" in _pts[-1] and "y" in _pts[-1]:
-    _click = (round(float(_pts[-1]["x"]), 3), round(float(_pts[-1]["y"]), 3))
-    if st.session_state.get("toy_last_click") != _click:
-        st.session_state["toy_last_click"] = _click
-        base = st.session_state.get("toy_last_starts", "")
-        st.session_state["toy_starts"] = "typed"
-        st.session_state["toy_typed"] = (base + "\n" if base else "") + f"{_click[0]:.3f}, {_click[1]:.3f}"
 
-settings = settings_panel(flow=True)
-with settings:
-    problem_name = st.selectbox("problem", PROBLEMS, index=PROBLEMS.index(url_default("problem", T.PROBLEM, PROBLEMS)),
-                                format_func=problem_label, key="toy_problem")
-    f1 = f2 = None
-    formula_error = None
-    custom_bounds = custom_starts = None
-    if problem_name == "custom":
-        def _preset_chosen() -> None:  # a preset fills the formula boxes (editable from there)
-            chosen = FORMULAS[st.session_state["toy_preset"]]
-            st.session_state["toy_f1"], st.session_state["toy_f2"] = chosen["f1"], chosen["f2"]
 
-        preset = st.selectbox("preset formulas", PRESETS, index=PRESETS.index(url_default("preset", "valleys", PRESETS)),
-                              format_func=lambda k: FORMULAS[k]["label"], key="toy_preset", on_change=_preset_chosen,
-                              help="fills the two formula boxes; edit them freely")
-        if "toy_f1" not in st.session_state:
-            st.session_state["toy_f1"] = url_default("f1", FORMULAS[preset]["f1"])
-            st.session_state["toy_f2"] = url_default("f2", FORMULAS[preset]["f2"])
-        f1 = st.text_input("primary f₁(x, y)", key="toy_f1")
-        f2 = st.text_input("secondary f₂(x, y)", key="toy_f2")
-        custom_bounds = FORMULAS[preset]["bounds"]
-        custom_starts = FORMULAS[preset].get("starts")
-        try:
-            problem = T.make_problem("custom", f1, f2, bounds=custom_bounds, starts=custom_starts)
-        except ValueError as exc:
-            formula_error = exc
-    methods = method_picker("methods", ALL, default=url_default("methods", DEFAULT_METHODS, allowed=ALL),
-                            key="toy_methods")
-    tau = st.slider("τ (PCD)", 0.0, 1.0, url_default("tau", T.TAU, low=0.0, high=1.0), 0.01, key="toy_tau",
-                    help="share of each secondary's own progress PCD guarantees per step")
-    opt = st.radio("optimizer", ["adam", "sgd"], index=["adam", "sgd"].index(url_default("opt", T.OPT, ["adam", "sgd"])),
-                   horizontal=True, format_func={"adam": "Adam", "sgd": "SGD"}.get, key="toy_opt")
-    lr = st.select_slider("learning rate", LRS, value=url_default("lr", T.LR, LRS), key="toy_lr")
-    steps = st.select_slider("steps", STEPS, value=url_default("steps", T.STEPS, STEPS), key="toy_steps")
-    mode = st.radio("start points", MODES, horizontal=True, key="toy_starts",
-                    help="or click on the map to add a start point")
-    grid_n = 3
-    typed = ""
-    if mode == "grid":
-        grid_n = st.slider("grid (n × n starts)", 2, 5, url_default("grid", 3, low=2, high=5), key="toy_grid")
-    elif mode == "typed":
-        typed = st.text_area("start points 'x, y' (one per line)", key="toy_typed")
-    view_mode = st.radio("map bounds", ["auto", "set"], horizontal=True, key="toy_view",
-                         index=["auto", "set"].index(url_default("view", "auto", ["auto", "set"])),
-                         format_func={"auto": "fit to trajectories", "set": "type them"}.get,
-                         help="fit: the problem's box, grown to cover every trajectory; or type x/y limits")
-    bounds_text = ""
-    if view_mode == "set":
-        bounds_text = st.text_input("x min, x max, y min, y max", url_default("bounds", ""), key="toy_bounds",
-                                    placeholder="-3.5, 3.5, -2, 2")
-    hp_url = T.url_hparams(url_json("hp", {}))  # validated; hostile values dropped
-    # the methods' own settings only on request (a shared link with some turns it on): ~20 widgets
-    # fewer for the browser to draw before the map
-    show_hp = st.toggle("hyper-parameters", bool(hp_url), key="toy_show_hp",
-                        help="each method's own settings (PCD's τ has its slider above); off: the defaults, or "
-                             "the values a shared link carries")
-    tuned = [m for m in methods if any(p.name != registry.get(m).primary_knob for p in registry.get(m).params)]
-    cells = []
-    if show_hp and tuned:  # a row of its own, one column per method (three a row)
-        row = st.container(border=True, key="pcd_row_toy_hp")
-        per_row = min(len(tuned), 3)
-        cells = [c for i in range(0, len(tuned), per_row) for c in row.columns(per_row)][:len(tuned)]
-    hparams: dict[str, dict] = {}
-    for i, m in enumerate(tuned):
-        params = [p for p in registry.get(m).params if p.name != registry.get(m).primary_knob]  # τ: its own slider
-        vals = {}
-        if cells:
-            with cells[i]:
-                st.markdown(f"**{registry.get(m).display_name}**")
-                for p in params:
-                    cur = hp_url.get(m, {}).get(p.name, p.default)
-                    try:
-                        cur = p.validate(cur, m)
-                    except ValueError:
-                        cur = p.default
-                    vals[p.name] = param_widget(p, f"toy_hp_{m}_{p.name}", cur)
+@st.fragment
+def _settings_and_figures() -> tuple:
+    """The settings, the runs and the figures (map, objective space, inset, play controls): a change of
+    a setting reruns this fragment first, the new map is drawn, and the rest of the page follows in a
+    run of the whole page (pcd.ui.rest_of_page_follows)."""
+    _event = st.session_state.get("toy_map")
+    try:
+        _pts = list(_event["selection"]["points"]) if _event else []
+    except (KeyError, TypeError):
+        _pts = []
+    if _pts and "x" in _pts[-1] and "y" in _pts[-1]:
+        _click = (round(float(_pts[-1]["x"]), 3), round(float(_pts[-1]["y"]), 3))
+        if st.session_state.get("toy_last_click") != _click:
+            st.session_state["toy_last_click"] = _click
+            base = st.session_state.get("toy_last_starts", "")
+            st.session_state["toy_starts"] = "typed"
+            st.session_state["toy_typed"] = (base + "\n" if base else "") + f"{_click[0]:.3f}, {_click[1]:.3f}"
+
+    settings = settings_panel(flow=True)
+    with settings:
+        problem_name = st.selectbox("problem", PROBLEMS, index=PROBLEMS.index(url_default("problem", T.PROBLEM, PROBLEMS)),
+                                    format_func=problem_label, key="toy_problem")
+        f1 = f2 = None
+        formula_error = None
+        custom_bounds = custom_starts = None
+        if problem_name == "custom":
+            def _preset_chosen() -> None:  # a preset fills the formula boxes (editable from there)
+                chosen = FORMULAS[st.session_state["toy_preset"]]
+                st.session_state["toy_f1"], st.session_state["toy_f2"] = chosen["f1"], chosen["f2"]
+
+            preset = st.selectbox("preset formulas", PRESETS, index=PRESETS.index(url_default("preset", "valleys", PRESETS)),
+                                  format_func=lambda k: FORMULAS[k]["label"], key="toy_preset", on_change=_preset_chosen,
+                                  help="fills the two formula boxes; edit them freely")
+            if "toy_f1" not in st.session_state:
+                st.session_state["toy_f1"] = url_default("f1", FORMULAS[preset]["f1"])
+                st.session_state["toy_f2"] = url_default("f2", FORMULAS[preset]["f2"])
+            f1 = st.text_input("primary f₁(x, y)", key="toy_f1")
+            f2 = st.text_input("secondary f₂(x, y)", key="toy_f2")
+            custom_bounds = FORMULAS[preset]["bounds"]
+            custom_starts = FORMULAS[preset].get("starts")
+            try:
+                problem = T.make_problem("custom", f1, f2, bounds=custom_bounds, starts=custom_starts)
+            except ValueError as exc:
+                formula_error = exc
+        methods = method_picker("methods", ALL, default=url_default("methods", DEFAULT_METHODS, allowed=ALL),
+                                key="toy_methods")
+        tau = st.slider("τ (PCD)", 0.0, 1.0, url_default("tau", T.TAU, low=0.0, high=1.0), 0.01, key="toy_tau",
+                        help="share of each secondary's own progress PCD guarantees per step")
+        opt = st.radio("optimizer", ["adam", "sgd"], index=["adam", "sgd"].index(url_default("opt", T.OPT, ["adam", "sgd"])),
+                       horizontal=True, format_func={"adam": "Adam", "sgd": "SGD"}.get, key="toy_opt")
+        lr = st.select_slider("learning rate", LRS, value=url_default("lr", T.LR, LRS), key="toy_lr")
+        steps = st.select_slider("steps", STEPS, value=url_default("steps", T.STEPS, STEPS), key="toy_steps")
+        mode = st.radio("start points", MODES, horizontal=True, key="toy_starts",
+                        help="or click on the map to add a start point")
+        grid_n = 3
+        typed = ""
+        if mode == "grid":
+            grid_n = st.slider("grid (n × n starts)", 2, 5, url_default("grid", 3, low=2, high=5), key="toy_grid")
+        elif mode == "typed":
+            typed = st.text_area("start points 'x, y' (one per line)", key="toy_typed")
+        view_mode = st.radio("map bounds", ["auto", "set"], horizontal=True, key="toy_view",
+                             index=["auto", "set"].index(url_default("view", "auto", ["auto", "set"])),
+                             format_func={"auto": "fit to trajectories", "set": "type them"}.get,
+                             help="fit: the problem's box, grown to cover every trajectory; or type x/y limits")
+        bounds_text = ""
+        if view_mode == "set":
+            bounds_text = st.text_input("x min, x max, y min, y max", url_default("bounds", ""), key="toy_bounds",
+                                        placeholder="-3.5, 3.5, -2, 2")
+        hp_url = T.url_hparams(url_json("hp", {}))  # validated; hostile values dropped
+        # the methods' own settings only on request (a shared link with some turns it on): ~20 widgets
+        # fewer for the browser to draw before the map
+        show_hp = st.toggle("hyper-parameters", bool(hp_url), key="toy_show_hp",
+                            help="each method's own settings (PCD's τ has its slider above); off: the defaults, or "
+                                 "the values a shared link carries")
+        tuned = [m for m in methods if any(p.name != registry.get(m).primary_knob for p in registry.get(m).params)]
+        cells = []
+        if show_hp and tuned:  # a row of its own, one column per method (three a row)
+            row = st.container(border=True, key="pcd_row_toy_hp")
+            per_row = min(len(tuned), 3)
+            cells = [c for i in range(0, len(tuned), per_row) for c in row.columns(per_row)][:len(tuned)]
+        hparams: dict[str, dict] = {}
+        for i, m in enumerate(tuned):
+            params = [p for p in registry.get(m).params if p.name != registry.get(m).primary_knob]  # τ: its own slider
+            vals = {}
+            if cells:
+                with cells[i]:
+                    st.markdown(f"**{registry.get(m).display_name}**")
+                    for p in params:
+                        cur = hp_url.get(m, {}).get(p.name, p.default)
+                        try:
+                            cur = p.validate(cur, m)
+                        except ValueError:
+                            cur = p.default
+                        vals[p.name] = param_widget(p, f"toy_hp_{m}_{p.name}", cur)
+            else:
+                vals = {p.name: hp_url[m][p.name] for p in params if p.name in hp_url.get(m, {})}
+            try:
+                hparams[m] = T.hparam_values(m, vals)
+            except ValueError as exc:
+                show_error(exc)
+                hparams[m] = {}
+        hparams = {m: v for m, v in hparams.items() if v}
+
+    url_sync(problem=problem_name, methods=methods, tau=tau, opt=opt, lr=lr, steps=steps, starts=mode, view=view_mode,
+             **({"grid": grid_n} if mode == "grid" else {}), **({"typed": typed} if mode == "typed" else {}),
+             **({"preset": preset, "f1": f1, "f2": f2} if problem_name == "custom" else {}),
+             **({"bounds": bounds_text} if view_mode == "set" and bounds_text else {}),
+             **({"hp": json.dumps(hparams, separators=(",", ":"))} if hparams else {}))
+
+    if formula_error is not None:  # shown once, here (the parser names the token and its 0-based position)
+        st.error(f"Fix the formula in the settings above to run: {formula_error}", icon=":material/function:")
+        caret = T.formula_caret(formula_error)
+        if caret:
+            st.code(caret, language=None)
+        stop_page()
+
+    if not methods:
+        st.info("Choose at least one method in the settings above.")
+        stop_page()
+
+
+    # the page's cached computations live in pcd.studio.toy: the server fills them with this page's
+    # default view when it starts, so a first visitor is served from the cache
+    try:
+        pbounds = custom_bounds if problem_name == "custom" else None
+        pstarts = custom_starts if problem_name == "custom" else None
+        problem = T.toy_problem(problem_name, f1, f2, pbounds, pstarts)
+        if mode == "presets":
+            starts = problem.default_starts()
+        elif mode == "grid":
+            starts = T.grid_starts(problem.bounds, grid_n)
         else:
-            vals = {p.name: hp_url[m][p.name] for p in params if p.name in hp_url.get(m, {})}
-        try:
-            hparams[m] = T.hparam_values(m, vals)
-        except ValueError as exc:
-            show_error(exc)
-            hparams[m] = {}
-    hparams = {m: v for m, v in hparams.items() if v}
+            starts = T.parse_starts(typed)
+        st.session_state["toy_last_starts"] = "\n".join(f"{x:.3f}, {y:.3f}" for x, y in np.asarray(starts)[:, :2])
+        # (foreground: the background prefetch of other views pauses while this page computes)
+        with st.spinner("running…"), foreground():  # the view box: typed, or the box grown to cover every trajectory
+            problem, res, view, bg, runs_key = T.toy_runs(problem_name, f1, f2, pbounds, pstarts, methods, hparams, tau,
+                                                          opt, lr, steps, starts,
+                                                          bounds_text if view_mode == "set" else None)
+        with settings:
+            show_inset = st.toggle("gradient inset", url_default("inset", True), key="toy_inset",
+                                   help="g₁, g₂ and each method's step d where its trajectory is, at the frame shown: "
+                                        "under the play controls (the objective space beside the map), or with the map")
+            inset_start = st.selectbox("inset: start point", list(range(res.S)), format_func=lambda s: f"S{s + 1}",
+                                       index=min(url_default("istart", T.INSET_START, low=0, high=res.S - 1), res.S - 1),
+                                       key="toy_inset_start", disabled=not show_inset)
+        url_sync(inset=show_inset, istart=inset_start)
+        width_class = reported_width("toy_map-controls") or T.WIDTH  # a 1280-1440 px window: no second run
+        istart = inset_start if show_inset else None
+        if width_class not in toy_map.TOY_CHART_PX:  # a stale or odd report: the default layout
+            width_class = T.WIDTH
+        if present:  # a 1280 x 720 projector: laid out for the map's ~830-px cell
+            width_class = T.WIDTH
+        with settings:
+            obj_log = st.radio("objective space axes", ["log", "linear"], horizontal=True, key="toy_obj_axes",
+                               index=["log", "linear"].index(url_default("oaxes", "log" if T.OBJ_LOG else "linear",
+                                                                         ["log", "linear"])),
+                               help="the (f₁, f₂) panel under the map: log axes draw exact zeros at 1e-12") == "log"
+        url_sync(oaxes="log" if obj_log else "linear")
+        # the map beside the same runs in objective space (wider than ~800 px), the inset a chart of its own
+        with foreground():
+            figs = T.toy_figures(problem, res, bg, runs_key, istart, width_class, present, obj_log, PRESENT_FIT["font"],
+                                 text_scale=text_scale())  # presenter mode: the labels on the data larger
+        fig, lfig, ofig, side = figs["map"], figs["loss"], figs["objective"], figs["side"]
+    except ValueError as exc:
+        show_error(exc)
+        stop_page()
 
-url_sync(problem=problem_name, methods=methods, tau=tau, opt=opt, lr=lr, steps=steps, starts=mode, view=view_mode,
-         **({"grid": grid_n} if mode == "grid" else {}), **({"typed": typed} if mode == "typed" else {}),
-         **({"preset": preset, "f1": f1, "f2": f2} if problem_name == "custom" else {}),
-         **({"bounds": bounds_text} if view_mode == "set" and bounds_text else {}),
-         **({"hp": json.dumps(hparams, separators=(",", ":"))} if hparams else {}))
+    if problem_name == "custom" and bg["undefined"] > 0:  # log of x <= 0, sqrt, 1/0 ... on part of the map
+        why = "; ".join(problem.domain_report()) or f"on {100 * bg['undefined']:.3g}% of the map"
+        st.warning(f"The formula is undefined on the hatched part of the map — {why}. A trajectory that enters it "
+                   "is reported as diverged.", icon=":material/warning:")
+    # the map and its objective space side by side (on a 1280 x 720 projector: both on the first screen), the
+    # controls under them, the gradient inset a chart of its own under the controls
+    cells = figure_row("toy", (2.1, 1.0)) if side else [st.container()]
+    with cells[0]:
+        plotly_chart(fig, key="toy_map", click="anywhere", config={"scrollZoom": False})
+    if len(cells) > 1:
+        with cells[1]:
+            plotly_chart(ofig, key="toy_obj", config={"scrollZoom": False})
+    frame_names = fig.frame_names  # recorded steps the map animates (toy_map.TOY_FRAMES of them)
+    follow = (["toy_obj"] if ofig is not None else []) + (["toy_inset_fig"] if figs["inset"] is not None else [])
+    frame_controls("toy_map", frame_names, loss_key="toy_loss", cursor_x=[float(n) + 1 for n in frame_names],
+                   width_classes=None if present else WIDTH_CLASSES, width=width_class, follow=follow)
+    if figs["inset"] is not None:
+        plotly_chart(figs["inset"], key="toy_inset_fig")
+    rest_of_page_follows()
+    return (problem_name, f1, f2, pbounds, pstarts, methods, hparams, tau, opt, lr, steps, mode, view_mode, bounds_text, problem, res, view, bg, runs_key, starts, show_inset, istart, width_class, obj_log, lfig, ofig, side)
 
-if formula_error is not None:  # shown once, here (the parser names the token and its 0-based position)
-    st.error(f"Fix the formula in the settings above to run: {formula_error}", icon=":material/function:")
-    caret = T.formula_caret(formula_error)
-    if caret:
-        st.code(caret, language=None)
-    st.stop()
 
-if not methods:
-    st.info("Choose at least one method in the settings above.")
-    st.stop()
-
-
-# the page's cached computations live in pcd.studio.toy: the server fills them with this page's
-# default view when it starts, so a first visitor is served from the cache
-try:
-    pbounds = custom_bounds if problem_name == "custom" else None
-    pstarts = custom_starts if problem_name == "custom" else None
-    problem = T.toy_problem(problem_name, f1, f2, pbounds, pstarts)
-    if mode == "presets":
-        starts = problem.default_starts()
-    elif mode == "grid":
-        starts = T.grid_starts(problem.bounds, grid_n)
-    else:
-        starts = T.parse_starts(typed)
-    st.session_state["toy_last_starts"] = "\n".join(f"{x:.3f}, {y:.3f}" for x, y in np.asarray(starts)[:, :2])
-    # (foreground: the background prefetch of other views pauses while this page computes)
-    with st.spinner("running…"), foreground():  # the view box: typed, or the box grown to cover every trajectory
-        problem, res, view, bg, runs_key = T.toy_runs(problem_name, f1, f2, pbounds, pstarts, methods, hparams, tau,
-                                                      opt, lr, steps, starts,
-                                                      bounds_text if view_mode == "set" else None)
-    with settings:
-        show_inset = st.toggle("gradient inset", url_default("inset", True), key="toy_inset",
-                               help="g₁, g₂ and each method's step d where its trajectory is, at the frame shown: "
-                                    "under the play controls (the objective space beside the map), or with the map")
-        inset_start = st.selectbox("inset: start point", list(range(res.S)), format_func=lambda s: f"S{s + 1}",
-                                   index=min(url_default("istart", T.INSET_START, low=0, high=res.S - 1), res.S - 1),
-                                   key="toy_inset_start", disabled=not show_inset)
-    url_sync(inset=show_inset, istart=inset_start)
-    width_class = reported_width("toy_map-controls") or T.WIDTH  # a 1280-1440 px window: no second run
-    istart = inset_start if show_inset else None
-    if width_class not in toy_map.TOY_CHART_PX:  # a stale or odd report: the default layout
-        width_class = T.WIDTH
-    if present:  # a 1280 x 720 projector: laid out for the map's ~830-px cell
-        width_class = T.WIDTH
-    with settings:
-        obj_log = st.radio("objective space axes", ["log", "linear"], horizontal=True, key="toy_obj_axes",
-                           index=["log", "linear"].index(url_default("oaxes", "log" if T.OBJ_LOG else "linear",
-                                                                     ["log", "linear"])),
-                           help="the (f₁, f₂) panel under the map: log axes draw exact zeros at 1e-12") == "log"
-    url_sync(oaxes="log" if obj_log else "linear")
-    # the map beside the same runs in objective space (wider than ~800 px), the inset a chart of its own
-    with foreground():
-        figs = T.toy_figures(problem, res, bg, runs_key, istart, width_class, present, obj_log, PRESENT_FIT["font"],
-                             text_scale=text_scale())  # presenter mode: the labels on the data larger
-    fig, lfig, ofig, side = figs["map"], figs["loss"], figs["objective"], figs["side"]
-except ValueError as exc:
-    show_error(exc)
-    st.stop()
-
-if problem_name == "custom" and bg["undefined"] > 0:  # log of x <= 0, sqrt, 1/0 ... on part of the map
-    why = "; ".join(problem.domain_report()) or f"on {100 * bg['undefined']:.3g}% of the map"
-    st.warning(f"The formula is undefined on the hatched part of the map — {why}. A trajectory that enters it "
-               "is reported as diverged.", icon=":material/warning:")
-# the map and its objective space side by side (on a 1280 x 720 projector: both on the first screen), the
-# controls under them, the gradient inset a chart of its own under the controls
-cells = figure_row("toy", (2.1, 1.0)) if side else [st.container()]
-with cells[0]:
-    plotly_chart(fig, key="toy_map", click="anywhere", config={"scrollZoom": False})
-if len(cells) > 1:
-    with cells[1]:
-        plotly_chart(ofig, key="toy_obj", config={"scrollZoom": False})
-frame_names = fig.frame_names  # recorded steps the map animates (toy_map.TOY_FRAMES of them)
-follow = (["toy_obj"] if ofig is not None else []) + (["toy_inset_fig"] if figs["inset"] is not None else [])
-frame_controls("toy_map", frame_names, loss_key="toy_loss", cursor_x=[float(n) + 1 for n in frame_names],
-               width_classes=None if present else WIDTH_CLASSES, width=width_class, follow=follow)
-if figs["inset"] is not None:
-    plotly_chart(figs["inset"], key="toy_inset_fig")
+(problem_name, f1, f2, pbounds, pstarts, methods, hparams, tau, opt, lr, steps, mode, view_mode, bounds_text, problem, res, view, bg, runs_key, starts, show_inset, istart, width_class, obj_log, lfig, ofig, side) = _settings_and_figures()
 
 
 @st.fragment

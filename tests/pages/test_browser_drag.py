@@ -267,6 +267,12 @@ def test_drag_start_point_and_tau_slider(browser, tmp_path, artifacts_dir):
                            != drawn, 90, "the map redrawn for 800 px")
             except AssertionError:
                 pass  # (the same width class: no new figure)
+            # the settings and figures are a fragment (a change draws the map first, the rest of the page
+            # follows in a run of the whole page): at 800 px the objective panel is drawn under the map by that
+            # second run, so wait for it there before playing
+            wait_until(lambda: page.evaluate("() => !!document.querySelector('.st-key-toy_obj .js-plotly-plot') && "
+                                             "!document.querySelector('.st-key-pcd_side_toy .st-key-toy_obj')"),
+                       180, "the objective panel under the map at 800 px")
             _ready(page)
             _obj_ready(page)
             # at the last frame the endings are shown: a drag hides the labels (stale verdicts) until the commit
