@@ -76,4 +76,8 @@ def test_a_rerun_reproduces_the_stored_rows(method, K):
     new = kdw_law.measure([method], [K], s["steps"], s["lr"], s["optimizer"], s["tau"])["records"][0]
     assert kdw_law.outcome(new) == kdw_law.outcome(stored)
     assert new["ratio"] == pytest.approx(stored["ratio"], rel=1e-4, abs=1e-12)
-    assert new["end_mean"] == pytest.approx(stored["end_mean"], abs=1e-6)
+    # where a method never leaves its start (CR-MOGM at K = 2: g1 and g2 cancel to rounding), the ULPs of the
+    # Gram matrix decide how far it creeps: OpenBLAS picks its kernel by CPU, and on an AVX-512 machine
+    # (OPENBLAS_CORETYPE=SkylakeX) CR-MOGM ends at -0.60013 where Haswell's kernel gives -0.6 exactly.
+    # 1e-3 still tells the three outcomes apart (-1, -0.6, crossed to x > 0).
+    assert new["end_mean"] == pytest.approx(stored["end_mean"], abs=1e-3)
