@@ -13,6 +13,8 @@ the toy map (issue 28 part 4; :mod:`pcd.ui.live`, ``pcd/ui/static/toy_live.js``)
   mouse is pressed, and no end label (map or panel: the full run's verdicts) is visible during a drag,
   even at the last frame; after the release the committed run's panel has exactly the points the live
   path gives for the committed start (float32, as drawn) and its end labels are back at the last frame.
+  During the drag the panel's end diamonds of the dragged start say "moved" on hover (not the old run's
+  verdict); the committed panel's say no such thing.
 * Screenshots during a drag at 1440 x 900 and 800 wide: ``test-artifacts/drag_*.png``, and the panel as
   it is drawn then (``Plotly.toImage``: beside the map at 1440, below it at 800): ``drag_obj_*.png``.
 
@@ -21,6 +23,7 @@ generous timeout (a CI machine may be at load 10+); the only timed assertion is 
 """
 from __future__ import annotations
 
+import json
 import os
 import statistics
 import time
@@ -179,6 +182,10 @@ def test_drag_start_point_and_tau_slider(browser, tmp_path, artifacts_dir):
             assert any(obj1[0][m * 3] != obj0[0][m * 3] or obj1[1][m * 3] != obj0[1][m * 3] for m in range(M)), (obj0, obj1)
             assert all(obj1[0][m * 3 + 1] == obj0[0][m * 3 + 1] for m in range(M))
             assert _labels_shown(page, MAP) == 0 and _labels_shown(page, OBJ) == 0
+            # the panel's end diamonds: the dragged start's hover no longer names the old run's verdict
+            ends = page.evaluate(f"""() => document.querySelector('{OBJ}').data
+                .filter(t => t.mode === 'markers' && t.legendgroup && Array.isArray(t.text)).map(t => t.text)""")
+            assert ends and all(t[0].startswith("S1: moved") and not t[1].startswith("S2: moved") for t in ends), ends
             _obj_image(page, artifacts_dir / "drag_obj_1440.png")
             moved = _to_data(page, cx + 220, cy - 90)
             page.mouse.up()
@@ -221,6 +228,7 @@ def test_drag_start_point_and_tau_slider(browser, tmp_path, artifacts_dir):
                 wait_until(lambda: s1_heads() == want, 30, "the panel's heads at the last frame")
             except AssertionError:
                 assert s1_heads() == want
+            assert "moved" not in json.dumps(page.evaluate(f"() => document.querySelector('{OBJ}').data.map(t => t.text)"))
             page.locator(".pcd-b[data-act=reset]").first.click()  # back to frame 0 (the τ slider's measurement)
 
             # the τ slider: dragged with the mouse, the PCD paths follow while it moves

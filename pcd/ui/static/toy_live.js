@@ -19,7 +19,7 @@ export default function(component) {
 function makeLive(root) {
   const S = {data: null, set: null, inflight: null, want: null, drag: null, frame: null, bound: null,
              seen: {}, seqN: 0, raf: null, observers: [], hidden: [], released: 0,
-             objWant: null, objTimer: null, objAsked: 0};
+             objWant: null, objTimer: null, objAsked: 0, texts: []};
   window.__pcdLiveRedraws = window.__pcdLiveRedraws || 0;
   window.__pcdLiveLog = window.__pcdLiveLog || [];
   const gd = () => document.querySelector('.st-key-' + S.data.target + ' .js-plotly-plot');
@@ -214,25 +214,51 @@ function makeLive(root) {
     const upd = {x: [], y: []}, traces = [];
     place(og, w.ans, w.ans.ox, w.ans.oy, w.starts, w.nS, w.t, idx(og, tr => tr.name === 'now'), 0, upd, traces);
     if (!traces.length) return;
+    staleTexts(og, traces, w.starts, upd);
     const r = redraw(og, upd, traces);
     const count = () => { window.__pcdLiveObjRedraws = (window.__pcdLiveObjRedraws || 0) + 1; };
     if (r && r.then) r.then(count, () => {}); else count();
   }
+  // the panel's end diamonds name each ending's verdict on hover ("S2: Pareto-stationary", "dominated by ..."): a
+  // moved path's verdict is the old run's, so until the page draws the new figure its hover says so (the texts
+  // as drawn are kept per figure and put back by idle() when no new figure comes)
+  const MOVED = 'moved: its verdict comes with the run on release';
+  function staleTexts(g, traces, starts, upd) {
+    const tok = tokenOf(g);
+    let keep = S.texts.find(k => k.g === g && k.tok === tok);
+    if (!keep) { keep = {g, tok, orig: {}}; S.texts.push(keep); }
+    upd.text = traces.map(i => {
+      const tr = g.data[i];
+      if (!tr || tr.mode !== 'markers' || !tr.legendgroup || !Array.isArray(tr.text)) return tr ? tr.text : undefined;
+      if (!(i in keep.orig)) keep.orig[i] = tr.text.slice();
+      const text = tr.text.slice();
+      starts.forEach(s => { if (s < text.length) text[s] = 'S' + (s + 1) + ': ' + MOVED; });
+      return text;
+    });
+  }
   // after a release: a committed change redraws the page's figures (their labels come with them); when the page
   // draws none (the same settings), the hidden labels are shown again once the page is idle
   function idle() {
-    if (!S.hidden.length || S.drag || S.sliding || S.want || busy()) return;
+    if ((!S.hidden.length && !S.texts.length) || S.drag || S.sliding || S.want || busy()) return;
     if (!S.released || now() - S.released < 1200) return;
     if (document.querySelector('[data-testid="stStatusWidget"]')) return;
-    S.hidden = S.hidden.filter(h => {
+    // true: keep the entry (its figure is being drawn: wait); false: drop it (a new figure has its own)
+    const pending = h => {
       const box = h.g.closest('.pcd-chart'), c = box && box.__pcd;
-      if (!h.g.isConnected || h.tok !== tokenOf(h.g)) return false;  // a new figure: its own labels
-      if (c && String(c.token) !== box.dataset.drawn) return true;   // one is being drawn: wait for it
+      if (!h.g.isConnected || h.tok !== tokenOf(h.g)) return false;
+      return !!(c && String(c.token) !== box.dataset.drawn);
+    };
+    const done = r => { if (r && r.catch) r.catch(() => {}); return false; };
+    S.hidden = S.hidden.filter(h => {
+      if (!h.g.isConnected || h.tok !== tokenOf(h.g) || pending(h)) return pending(h);
       const upd = {};
       h.keys.forEach(k => { upd['annotations[' + k + '].visible'] = true; });
-      const r = P(h.g).relayout(h.g, upd);
-      if (r && r.catch) r.catch(() => {});
-      return false;
+      return done(P(h.g).relayout(h.g, upd));
+    });
+    S.texts = S.texts.filter(k => {
+      if (!k.g.isConnected || k.tok !== tokenOf(k.g) || pending(k)) return pending(k);
+      const ids = Object.keys(k.orig).map(Number);
+      return ids.length ? done(P(k.g).restyle(k.g, {text: ids.map(i => k.orig[i])}, ids)) : false;
     });
   }
 
