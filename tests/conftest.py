@@ -101,6 +101,16 @@ def streamlit_server(tmp_path_factory):
 
 
 @pytest.fixture(scope="session")
+def prefetch_server(tmp_path_factory):
+    """One server with the prefetch on (``serve_studio(prefetch=True)``), shared by the latency tests of
+    the toy and K-objective pages: its warm-up and the warm-up's background prefetch (~40-70 s of a
+    2-core machine's time) are paid once. Each test waits for the server to be idle before it clicks."""
+    with serve_studio(tmp_path_factory.mktemp("pcd-data"), tmp_path_factory.mktemp("prefetch-log") / "server.log",
+                      prefetch=True) as server:
+        yield server
+
+
+@pytest.fixture(scope="session")
 def browser():
     """A headless Chromium (Playwright); skips when Playwright or Chromium is not installed."""
     sync_api = pytest.importorskip("playwright.sync_api")
