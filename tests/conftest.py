@@ -33,6 +33,19 @@ def _free_port() -> int:
         return s.getsockname()[1]
 
 
+def pytest_collection_modifyitems(config, items):
+    """The README's test command runs the suite on two processes (pytest-xdist, ``-n 2 --dist loadgroup``).
+    The browser tests share one server and one Chromium and measure latencies: they stay together on one
+    process (group ``browser``), first, so the other process runs every other test beside them; the Ray
+    tests share one $HOME and their clusters (group ``ray``). Serial runs see the same order."""
+    for item in items:
+        if item.get_closest_marker("browser"):
+            item.add_marker(pytest.mark.xdist_group("browser"))
+        elif item.nodeid.startswith("tests/jobs/test_ray_"):
+            item.add_marker(pytest.mark.xdist_group("ray"))
+    items.sort(key=lambda item: item.get_closest_marker("browser") is None)  # stable: files keep their order
+
+
 @pytest.fixture(scope="session")
 def artifacts_dir() -> Path:
     ARTIFACTS.mkdir(exist_ok=True)
