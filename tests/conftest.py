@@ -33,6 +33,7 @@ def _free_port() -> int:
         return s.getsockname()[1]
 
 
+@pytest.hookimpl(tryfirst=True)  # before xdist's own hook, which reads the groups into the test ids
 def pytest_collection_modifyitems(config, items):
     """The README's test command runs the suite on two processes (pytest-xdist, ``-n 2 --dist loadgroup``).
     The browser tests share one server and one Chromium and measure latencies: they stay together on one
