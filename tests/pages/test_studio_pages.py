@@ -424,18 +424,18 @@ def test_tau_page_default_view_is_honest_about_budgets():
 
 def test_png_export_toggle_offers_a_png_or_says_why_not():
     """Every studio page has the PNG toggle; switching it on gives a PNG download (kaleido +
-    Chromium present) or a caption that names what is missing -- never an exception."""
-    import pcd.viz.theme as theme
+    Chromium present) or a caption that names what is missing -- never an exception, never both.
 
+    Judged on what the page itself showed: a second render here could fail where the page's
+    succeeded (kaleido starts Chromium, which can time out on a loaded machine)."""
     at = _app("04_Scale_invariance.py", steps=300)
     at.toggle(key="sc_png-toggle").set_value(True).run()
     assert not at.exception
-    import plotly.graph_objects as go
-    png = theme.to_png_bytes(go.Figure(go.Scatter(x=[0, 1], y=[1, 0])))
-    if png is None:
-        assert any("kaleido" in c.value for c in at.caption)
-    else:
-        assert png[:8] == b"\x89PNG\r\n\x1a\n"
+    offered = [b for b in at.get("download_button") if b.proto.label == "Figure (PNG)"]
+    says_why = [c for c in at.caption if "kaleido" in c.value]
+    assert len(offered) + len(says_why) == 1, (len(offered), len(says_why))
+    if offered:
+        assert offered[0].proto.url.endswith(".png")
 
 
 def test_method_picker_groups_methods_by_family():
