@@ -10,7 +10,9 @@ Side by side, each at a NEW start point every repetition (nothing served from a 
   the JSON for the browser), side by side: the map's paths alone, and with the objective-space panel's
   points (the losses recorded in the same engine call, placed on the panel's log axes, float32: the
   answer the page sends); the answer's JSON size beside each; also the same paths with the NumPy loop
-  (engine.run, one call), and one run per method (what the page's cached runs do);
+  (engine.run, one call), and one run per method (what the page's cached runs do), and the live path
+  with the methods in the thread pool (what run_ends did at any batch before
+  ``pcd._fastpath.POOL_MIN_ROWS``);
 * full rerun -- the whole toy page run once (AppTest, the same script the server runs) with the moved
   start typed in: six new cached runs, the map, the loss and objective-space figures, the table.
 
@@ -81,6 +83,13 @@ def main() -> None:
         run(problem, methods, starts=pts[i:i + 1], steps=T.STEPS, optimizer=T.OPT, lr=T.LR, method_params=mp,
             record=T.LIVE_RECORD)
 
+    def pooled(i: int) -> None:  # what run_ends did before POOL_MIN_ROWS: one thread per core at any batch
+        from unittest import mock
+
+        import pcd._fastpath as fastpath
+        with mock.patch.object(fastpath, "POOL_MIN_ROWS", 1):
+            live(i)
+
     def per_method(i: int) -> None:
         for m in methods:
             run(problem, [m], starts=pts[i:i + 1], steps=T.STEPS, optimizer=T.OPT, lr=T.LR,
@@ -105,7 +114,8 @@ def main() -> None:
            f"live path: the same + the objective panel's points (losses, same call) ({size['obj'] / 1e3:.0f} kB)":
            statistics.median(t_obj),
            "  the same paths, engine.run NumPy loop, one call": _median_ms(numpy_one_call, repeat),
-           "  the same paths, engine.run one call per method": _median_ms(per_method, max(3, repeat // 3))}
+           "  the same paths, engine.run one call per method": _median_ms(per_method, max(3, repeat // 3)),
+           "  live path, map paths only, the methods in the thread pool (the former path)": _median_ms(pooled, repeat)}
     load_live = os.getloadavg()
 
     from streamlit.testing.v1 import AppTest

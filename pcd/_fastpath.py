@@ -28,6 +28,15 @@ from pcd import _kernels as kern
 
 __all__ = ["run_ends", "supported"]
 
+#: Methods run side by side in threads only from this many rows (starts) per method. Each step is a
+#: few compiled calls under a Python loop that holds the GIL; with small batches two threads spend
+#: their time handing the GIL over (a thread back from a kernel waits up to the 5 ms switch
+#: interval), so the pool was slower at every batch up to ~4,000 rows. Measured on this 2-core
+#: machine, saddle2d, the toy page's 6 methods x 1000 steps, median of 5: 1 start 184 ms in the pool
+#: against 54 ms one after the other; 256: 298 / 141; 1,024: 418 / 286; 4,096: 780 / 853;
+#: 16,384: 2,796 / 3,972 (``benchmarks/bench_drag.py`` measures the drag's share).
+POOL_MIN_ROWS = 4096
+
 
 def _kernels_of(meths: list[tuple[str, Any]]) -> list[Any] | None:
     """Each method's compiled K = 2 step (:meth:`pcd.methods.base.Method.kernel`), or None when one of
@@ -88,7 +97,8 @@ def run_ends(prob: Any, meths: list[tuple[str, Any]], x0: np.ndarray, steps: int
              progress: Any = None, record: np.ndarray | None = None) -> dict | None:
     """End state of every (method, start) trajectory, as full ``[M*S, ...]`` arrays for
     :func:`pcd.engine._finish`; None when the fast path does not cover this run. Methods run in a
-    thread pool (one per core); ``progress(fraction, method)`` is called as each one finishes.
+    thread pool (one per core) when the batch has at least :data:`POOL_MIN_ROWS` starts, else one after
+    the other; ``progress(fraction, method)`` is called as each one finishes.
     ``record`` (sorted step indices): also ``"positions" [M*S, T, 2]``, the point at each of those
     steps as the NumPy loop records it (NaN after a row diverged; its point at that step kept), and
     ``"losses" [M*S, T, 2]``, the losses evaluated there in the same step (NaN from the step a row
@@ -122,7 +132,7 @@ def run_ends(prob: Any, meths: list[tuple[str, Any]], x0: np.ndarray, steps: int
         seconds[label] = time.perf_counter() - t0
         return label
 
-    workers = min(M, os.cpu_count() or 1)
+    workers = min(M, os.cpu_count() or 1) if S >= POOL_MIN_ROWS else 1
     if workers > 1:  # the kernels release the GIL: methods run side by side, one per core
         with ThreadPoolExecutor(max_workers=workers) as pool:
             for done, label in enumerate(pool.map(one, range(M)), 1):

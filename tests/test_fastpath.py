@@ -82,3 +82,24 @@ def test_progress_is_reported_per_method():
     seen = []
     run("saddle2d", METHODS, starts=_starts(10), steps=10, record=[10], progress=lambda f, m: seen.append((f, m)))
     assert sorted(m for _, m in seen) == sorted(METHODS) and seen[-1][0] == 1.0
+
+
+def test_a_small_batch_runs_in_the_calling_thread_and_the_pool_gives_the_same_bits(monkeypatch):
+    """Below ``POOL_MIN_ROWS`` starts the methods run one after the other in the caller's thread (in
+    threads they spent their time handing over the GIL: ~3x slower for a drag's one start); from it
+    they run side by side. Either way, the same numbers."""
+    import threading
+
+    threads = []
+    real = fastpath._run_method
+    monkeypatch.setattr(fastpath, "_run_method",
+                        lambda *a, **k: threads.append(threading.current_thread()) or real(*a, **k))
+    kw = dict(starts=_starts(12), steps=120, lr=0.05, record=[120], method_params={"pcd": {"tau": 0.3}})
+    one_by_one = run("saddle2d", METHODS, **kw)
+    assert threads == [threading.main_thread()] * len(METHODS)
+    threads.clear()
+    monkeypatch.setattr(fastpath, "POOL_MIN_ROWS", 1)
+    monkeypatch.setattr(os, "cpu_count", lambda: 2)
+    side_by_side = run("saddle2d", METHODS, **kw)
+    assert len(threads) == len(METHODS) and threading.main_thread() not in threads
+    _same(one_by_one, side_by_side)
