@@ -16,6 +16,7 @@ from pcd.ui import (
     download_csv,
     download_figure,
     figure_row,
+    hand_over,
     method_picker,
     param_widget,
     png_export,
@@ -34,6 +35,7 @@ from pcd.ui.animation_export import toy_export
 from pcd.ui.chart import PRESENT_FIT, plotly_chart
 from pcd.ui.controls import frame_controls, reported_width
 from pcd.ui.live import live_map, live_value
+from pcd.ui.page import fragment_rerun
 from pcd.ui.table import html_table
 from pcd.viz import toy as toy_map
 from pcd.viz.landscape import TRAIL
@@ -75,8 +77,9 @@ if "toy_typed" not in st.session_state:
 @st.fragment
 def _settings_and_figures() -> tuple:
     """The settings, the runs and the figures (map, objective space, inset, play controls): a change of
-    a setting reruns this fragment first, the new map is drawn, and the rest of the page follows in a
-    run of the whole page (pcd.ui.rest_of_page_follows)."""
+    a setting reruns this fragment first, the new map is drawn, and once the browser has drawn it the rest
+    of the page follows in a run of the whole page (pcd.ui.rest_of_page_follows, pcd.ui.hand_over)."""
+    hand_over()  # the map of this fragment's last run is drawn: the whole page runs now
     _event = st.session_state.get("toy_map")
     try:
         _pts = list(_event["selection"]["points"]) if _event else []
@@ -248,7 +251,7 @@ def _settings_and_figures() -> tuple:
     # controls under them, the gradient inset a chart of its own under the controls
     cells = figure_row("toy", (2.1, 1.0)) if side else [st.container()]
     with cells[0]:
-        plotly_chart(fig, key="toy_map", click="anywhere", config={"scrollZoom": False})
+        plotly_chart(fig, key="toy_map", click="anywhere", config={"scrollZoom": False}, report_drawn=fragment_rerun())
     if len(cells) > 1:
         with cells[1]:
             plotly_chart(ofig, key="toy_obj", config={"scrollZoom": False})
@@ -258,7 +261,7 @@ def _settings_and_figures() -> tuple:
                    width_classes=None if present else WIDTH_CLASSES, width=width_class, follow=follow)
     if figs["inset"] is not None:
         plotly_chart(figs["inset"], key="toy_inset_fig")
-    rest_of_page_follows()
+    rest_of_page_follows(when_drawn="toy_map")
     return (problem_name, f1, f2, pbounds, pstarts, methods, hparams, tau, opt, lr, steps, mode, view_mode, bounds_text, problem, res, view, bg, runs_key, starts, show_inset, istart, width_class, obj_log, lfig, ofig, side)
 
 

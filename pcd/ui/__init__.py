@@ -25,6 +25,7 @@ from pcd.ui.page import (
     claim,
     figure_grid,
     figure_row,
+    hand_over,
     page_link,
     rest_of_page_follows,
     settings_panel,
@@ -40,7 +41,7 @@ from pcd.ui.widgets import method_picker, param_widget
 __all__ = [
     "APP_TITLE", "FAVICON", "HIDE_PARTS", "LOGO", "MAX_HIDE", "PRESENT_PARAM",
     "claim", "download_csv", "download_figure", "download_gif", "download_json", "download_row", "figure_grid", "figure_row",
-    "hidden_parts", "hide_css", "method_picker", "page_link", "param_widget", "parse_hide", "plotly_chunk",
+    "hand_over", "hidden_parts", "hide_css", "method_picker", "page_link", "param_widget", "parse_hide", "plotly_chunk",
     "png_export", "preload_plotly", "presenter_mode", "rest_of_page_follows", "settings_panel", "setup_page",
     "show_error", "stop_page",
     "text_scale", "url_default", "url_json", "url_sync", "url_tabs",

@@ -40,6 +40,7 @@ from typing import Any
 import streamlit as st
 
 from pcd.ui._assets import asset
+from pcd.ui.page import chart_drawn
 from pcd.ui.preload import plotly_chunk
 from pcd.ui.presenter import presenter_mode
 from pcd.viz.labels import PRESENT_TEXT_SCALE
@@ -136,13 +137,23 @@ def present_fonts(fig: Any, k: float) -> Any:
     return go.Figure(data=fig.data, layout=lay, frames=fig.frames, skip_invalid=True)
 
 
-def plotly_chart(fig: Any, key: str, *, click: bool | str = False, config: dict | None = None) -> None:
+def _report_id() -> int:
+    """A number new for each chart run that asks the browser to report its draw (chart.js reports once per number)."""
+    n = int(st.session_state.get("_pcd_report_seq", 0)) + 1
+    st.session_state["_pcd_report_seq"] = n
+    return n
+
+
+def plotly_chart(fig: Any, key: str, *, click: bool | str = False, config: dict | None = None,
+                 report_drawn: bool = False) -> None:
     """Draw the Plotly figure ``fig`` (see the module docstring). ``key``: the widget key (the
     chart's container gets the class ``st-key-<key>``). ``click=True``: a click on a data point is
     sent back; ``click="anywhere"``: a click anywhere in the plot area (not a drag), as one point
     ``{x, y}`` in the main axes' units, the other fields None -- in both cases in
     ``st.session_state[key]["selection"]["points"]``. ``config``: Plotly's config (``displaylogo`` off).
-    ``fig`` may be a :class:`pcd.viz.theme.FrozenFigure` (serialized once, sent as it is)."""
+    ``fig`` may be a :class:`pcd.viz.theme.FrozenFigure` (serialized once, sent as it is).
+    ``report_drawn=True``: the browser reports when it has drawn this figure (or could not, or
+    waited ``chart.js``'s REPORT_MS for it), for :func:`pcd.ui.page.rest_of_page_follows` (``when_drawn``)."""
     from pcd.viz.theme import FrozenFigure
 
     if click not in (False, True, "anywhere"):
@@ -164,6 +175,7 @@ def plotly_chart(fig: Any, key: str, *, click: bool | str = False, config: dict 
     height = int(height) if height is not None and height >= 10 else DEFAULT_HEIGHT
     payload = {"spec": fig.spec if frozen else fig.to_json(), "height": height, "config": config, "click": click,
                "src": bundle_src(bundle), "chunk": plotly_chunk(), "present": PRESENT_FIT if presenter_mode() else None,
-               "animated": bool(fig.frame_names if frozen else fig.frames)}
-    _chart_component()(data=payload, key=key, on_selection_change=lambda: None)
+               "animated": bool(fig.frame_names if frozen else fig.frames), "report": _report_id() if report_drawn else 0}
+    _chart_component()(data=payload, key=key, on_selection_change=lambda: None,
+                       on_drawn_change=lambda: chart_drawn(key))
 

@@ -161,7 +161,13 @@ def fragment_rerun() -> bool:
     return bool(ctx is not None and ctx.fragment_ids_this_run)
 
 
-def rest_of_page_follows() -> None:
+# The whole page's run waits for a chart the fragment drew (rest_of_page_follows(when_drawn=key)): the key
+# waited for, and the key of the chart that has reported its draw (pcd.ui.chart.plotly_chart(report_drawn=True)).
+_WAITING = "_pcd_follow_waits_for"
+_DRAWN = "_pcd_chart_drawn"
+
+
+def rest_of_page_follows(when_drawn: str | None = None) -> None:
     """Call at the end of a fragment that holds a page's settings and its figures: in the fragment's
     own rerun the figures have just been sent, and the rest of the page (tables, other charts,
     downloads, the URL) now follows in a run of the whole page (``st.rerun(scope="app")``).
@@ -170,8 +176,34 @@ def rest_of_page_follows() -> None:
     whole page is ~80 elements; the settings and figures alone are ~30, so the new figure shows
     ~40 % sooner (the toy page: 0.50 -> 0.30 s, tests/pages/test_browser_toy_latency.py). The run
     of the page after it hands the figures the same specs, which the browser does not draw again
-    (static/chart.js). In a run of the whole page this does nothing."""
-    if fragment_rerun():
+    (static/chart.js). In a run of the whole page this does nothing.
+
+    ``when_drawn``: the key of a chart this fragment run drew with ``report_drawn=True``
+    (:func:`pcd.ui.chart.plotly_chart`): the page's run starts once the browser has drawn it (the
+    chart reports it, at most ``chart.js``'s REPORT_MS after its figure arrived; :func:`hand_over`, called
+    first in the fragment, starts it). Else the page's ~110 elements reach the browser while it is
+    still applying the fragment's and compete with the figure for its main thread (the toy map drawn
+    342 -> 288 ms after the input, median of 8, ``python benchmarks/trace_toy_change.py``)."""
+    if not fragment_rerun():
+        st.session_state.pop(_WAITING, None)
+        return
+    if when_drawn is None:
+        st.rerun(scope="app")
+    st.session_state[_WAITING] = str(when_drawn)
+
+
+def chart_drawn(key: str) -> None:
+    """The chart ``key`` reports that the browser has drawn its figure (its ``drawn`` callback)."""
+    st.session_state[_DRAWN] = str(key)
+
+
+def hand_over() -> None:
+    """Call first in a fragment that ends with ``rest_of_page_follows(when_drawn=...)``: once the chart
+    the fragment's last run waits for has reported its draw, the whole page runs now (the rest of the
+    page follows the figure)."""
+    drawn = st.session_state.pop(_DRAWN, None)
+    if drawn is not None and fragment_rerun() and st.session_state.get(_WAITING) == drawn:
+        st.session_state.pop(_WAITING, None)
         st.rerun(scope="app")
 
 

@@ -18,7 +18,7 @@ import time
 
 import pytest
 
-from tests.pages._browser import wait_server_idle, wait_until
+from tests.pages._browser import open_page, wait_server_idle, wait_until
 
 pytestmark = [pytest.mark.slow, pytest.mark.browser]
 
@@ -613,3 +613,35 @@ def test_toy_page_click_on_map_adds_a_start(page, warm):
     assert -3.5 < x < 0 and 0 < y < 2  # upper-left part of the saddle map
     assert abs(x - want[0]) < 0.02 and abs(y - want[1]) < 0.02, (x, y, want)  # ~1 px (a grid cell was 0.3)
     page.wait_for_selector(".js-plotly-plot text:text-is('S4')", timeout=120_000)
+
+
+def test_toy_page_rest_follows_once_the_map_is_drawn(browser, warm):
+    """A settings change reruns the settings-and-figures fragment; the rest of the page (loss chart, table,
+    captions) follows in a run of the whole page once the browser has drawn the new map (pcd.ui.hand_over):
+    it must follow every time, also when the map itself did not change (only the objective panel's axes)."""
+    ctx, page, errors = open_page(browser, 1440, 900)
+    try:
+        page.goto(f"{warm['url']}/Toy_landscapes?methods=pcd,ws&steps=200")
+        _wait_content(page)
+        _wait_idle(page)
+        page.wait_for_selector(".st-key-toy_loss .pcd-chart[data-drawn]", timeout=120_000)
+        drawn = "(k) => (document.querySelector('.st-key-' + k + ' .pcd-chart') || {dataset: {}}).dataset.drawn"
+        table = "() => document.body.innerText.split('Where each trajectory ended')[1].slice(0, 2000)"
+        map0, loss0, table0 = page.evaluate(drawn, "toy_map"), page.evaluate(drawn, "toy_loss"), page.evaluate(table)
+        page.locator(".st-key-toy_opt label").filter(has_text="SGD").first.click()
+        page.wait_for_function(f"() => ({drawn})('toy_map') !== {map0!r}", timeout=120_000)
+        page.wait_for_function(f"() => ({drawn})('toy_loss') !== {loss0!r}", timeout=120_000)  # the rest followed
+        _wait_idle(page)
+        assert page.evaluate(table) != table0  # the endpoint table is SGD's
+        assert "opt=sgd" in page.url
+        log_note = "Log axes: exact zeros are drawn at 1e-12."
+        assert page.get_by_text(log_note).count() == 1
+        map1 = page.evaluate(drawn, "toy_map")
+        page.locator(".st-key-toy_obj_axes label").filter(has_text="linear").first.click()
+        page.wait_for_function(f"() => !document.body.innerText.includes({log_note!r})", timeout=120_000)
+        _wait_idle(page)
+        assert page.evaluate(drawn, "toy_map") == map1  # the map was not redrawn, and the page followed all the same
+        _no_exception(page)
+        assert not errors, errors
+    finally:
+        ctx.close()

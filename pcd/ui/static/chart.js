@@ -14,9 +14,17 @@ export default function(component) {
   const s = box.__pcd || (box.__pcd = {gd: null, spec: null, token: 0});
   s.data = data;
   s.setStateValue = setStateValue;
-  if (s.spec === data.spec) return;
+  // data.report (pcd.ui.chart.plotly_chart(report_drawn=True)): a number new for each run that asks; say once
+  // when this figure is drawn -- or could not be, or after REPORT_MS (a chart below the window waits to be
+  // scrolled near), or at once when the figure is the one already drawn: the page's run waits for it
+  const REPORT_MS = 1500;
+  const ask = data.report && data.report !== s.asked ? (s.asked = data.report) : 0;
+  if (s.spec === data.spec) { if (ask) setStateValue('drawn', ask); return; }
   s.spec = data.spec;
   const token = ++s.token;
+  let reported = !ask;
+  const report = () => { if (!reported) { reported = true; clearTimeout(timer); setStateValue('drawn', ask); } };
+  const timer = ask ? setTimeout(report, REPORT_MS) : null;
   window.__pcdLoadPlotly(data.src, data.chunk)
     .then(P => (s.gd && s.gd._fullLayout) ? P : whenNeeded(box).then(() => P))
     .then(P => { if (token === s.token) return draw(P, box, s, token); })
@@ -25,7 +33,8 @@ export default function(component) {
       let note = box.querySelector('.pcd-chart-error');
       if (!note) { note = document.createElement('div'); note.className = 'pcd-chart-error'; box.prepend(note); }
       note.textContent = 'The figure could not be drawn: ' + err;
-    });
+    })
+    .finally(() => token === s.token ? report() : (reported = true, clearTimeout(timer)));  // a newer one reports
 
   // A chart first drawn below the window waits until it scrolls near, or until the browser is
   // idle after the charts in view are drawn: they come first (a cold draw costs ~0.2-0.6 s each).
