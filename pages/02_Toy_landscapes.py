@@ -35,7 +35,6 @@ from pcd.ui.animation_export import toy_export
 from pcd.ui.chart import PRESENT_FIT, plotly_chart
 from pcd.ui.controls import frame_controls, reported_width
 from pcd.ui.live import live_map, live_value
-from pcd.ui.page import fragment_rerun
 from pcd.ui.table import html_table
 from pcd.viz import toy as toy_map
 from pcd.viz.landscape import TRAIL
@@ -251,7 +250,7 @@ def _settings_and_figures() -> tuple:
     # controls under them, the gradient inset a chart of its own under the controls
     cells = figure_row("toy", (2.1, 1.0)) if side else [st.container()]
     with cells[0]:
-        plotly_chart(fig, key="toy_map", click="anywhere", config={"scrollZoom": False}, report_drawn=fragment_rerun())
+        plotly_chart(fig, key="toy_map", click="anywhere", config={"scrollZoom": False}, report_drawn=True)
     if len(cells) > 1:
         with cells[1]:
             plotly_chart(ofig, key="toy_obj", config={"scrollZoom": False})

@@ -40,7 +40,7 @@ from typing import Any
 import streamlit as st
 
 from pcd.ui._assets import asset
-from pcd.ui.page import chart_drawn
+from pcd.ui.page import chart_drawn, fragment_rerun
 from pcd.ui.preload import plotly_chunk
 from pcd.ui.presenter import presenter_mode
 from pcd.viz.labels import PRESENT_TEXT_SCALE
@@ -152,8 +152,9 @@ def plotly_chart(fig: Any, key: str, *, click: bool | str = False, config: dict 
     ``{x, y}`` in the main axes' units, the other fields None -- in both cases in
     ``st.session_state[key]["selection"]["points"]``. ``config``: Plotly's config (``displaylogo`` off).
     ``fig`` may be a :class:`pcd.viz.theme.FrozenFigure` (serialized once, sent as it is).
-    ``report_drawn=True``: the browser reports when it has drawn this figure (or could not, or
-    waited ``chart.js``'s REPORT_MS for it), for :func:`pcd.ui.page.rest_of_page_follows` (``when_drawn``)."""
+    ``report_drawn=True``: in a fragment's own rerun, the browser reports when it has drawn this figure
+    (or could not, or waited ``chart.js``'s REPORT_MS for it), for :func:`pcd.ui.page.rest_of_page_follows`
+    (``when_drawn``); in a run of the whole page nothing waits, and nothing is reported."""
     from pcd.viz.theme import FrozenFigure
 
     if click not in (False, True, "anywhere"):
@@ -175,7 +176,7 @@ def plotly_chart(fig: Any, key: str, *, click: bool | str = False, config: dict 
     height = int(height) if height is not None and height >= 10 else DEFAULT_HEIGHT
     payload = {"spec": fig.spec if frozen else fig.to_json(), "height": height, "config": config, "click": click,
                "src": bundle_src(bundle), "chunk": plotly_chunk(), "present": PRESENT_FIT if presenter_mode() else None,
-               "animated": bool(fig.frame_names if frozen else fig.frames), "report": _report_id() if report_drawn else 0}
+               "animated": bool(fig.frame_names if frozen else fig.frames), "report": _report_id() if report_drawn and fragment_rerun() else 0}
     _chart_component()(data=payload, key=key, on_selection_change=lambda: None,
                        on_drawn_change=lambda: chart_drawn(key))
 

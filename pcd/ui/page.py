@@ -178,12 +178,13 @@ def rest_of_page_follows(when_drawn: str | None = None) -> None:
     of the page after it hands the figures the same specs, which the browser does not draw again
     (static/chart.js). In a run of the whole page this does nothing.
 
-    ``when_drawn``: the key of a chart this fragment run drew with ``report_drawn=True``
+    ``when_drawn``: the key of a chart this fragment drew with ``report_drawn=True``
     (:func:`pcd.ui.chart.plotly_chart`): the page's run starts once the browser has drawn it (the
     chart reports it, at most ``chart.js``'s REPORT_MS after its figure arrived; :func:`hand_over`, called
-    first in the fragment, starts it). Else the page's ~110 elements reach the browser while it is
+    first in the fragment, starts it). Else the page's ~80 elements reach the browser while it is
     still applying the fragment's and compete with the figure for its main thread (the toy map drawn
-    342 -> 288 ms after the input, median of 8, ``python benchmarks/trace_toy_change.py``)."""
+    345 -> 264 and 372 -> 286 ms after the input, median of 10, two alternating pairs,
+    ``python benchmarks/trace_toy_change.py``)."""
     if not fragment_rerun():
         st.session_state.pop(_WAITING, None)
         return

@@ -23,7 +23,12 @@ export default function(component) {
   s.spec = data.spec;
   const token = ++s.token;
   let reported = !ask;
-  const report = () => { if (!reported) { reported = true; clearTimeout(timer); setStateValue('drawn', ask); } };
+  const report = () => {  // once; not for a figure a newer one has replaced (that one reports)
+    if (reported) return;
+    reported = true;
+    clearTimeout(timer);
+    if (token === s.token) setStateValue('drawn', ask);
+  };
   const timer = ask ? setTimeout(report, REPORT_MS) : null;
   window.__pcdLoadPlotly(data.src, data.chunk)
     .then(P => (s.gd && s.gd._fullLayout) ? P : whenNeeded(box).then(() => P))
@@ -34,7 +39,7 @@ export default function(component) {
       if (!note) { note = document.createElement('div'); note.className = 'pcd-chart-error'; box.prepend(note); }
       note.textContent = 'The figure could not be drawn: ' + err;
     })
-    .finally(() => token === s.token ? report() : (reported = true, clearTimeout(timer)));  // a newer one reports
+    .finally(report);
 
   // A chart first drawn below the window waits until it scrolls near, or until the browser is
   // idle after the charts in view are drawn: they come first (a cold draw costs ~0.2-0.6 s each).
