@@ -58,6 +58,9 @@ def _no_warmup_thread(monkeypatch):
     """In-process AppTests of app.py would start the server warm-up (pcd.studio.warmup) as a background
     thread competing with the tests: off here; the browser tests' real server keeps it."""
     monkeypatch.setenv("PCD_NO_WARMUP", "1")
+    # nor the K-objective page's worker processes (pcd.studio.kbench.workers): tests/studio/test_kbench.py
+    # turns them on where it checks them, and the prefetch server below runs them as deployed
+    monkeypatch.setenv("PCD_KBENCH_WORKERS", "0")
 
 
 @contextlib.contextmanager
@@ -69,10 +72,12 @@ def serve_studio(data_dir: Path, log_path: Path, prefetch: bool = False):
     port = _free_port()
     env = dict(os.environ, PCD_DATA_DIR=str(data_dir), PYTHONUNBUFFERED="1")
     env.pop("PCD_NO_WARMUP", None)  # a real server warms its caches up, as deployed (pcd.studio.warmup)
-    if prefetch:
+    if prefetch:  # as deployed: the prefetch on, and the K-objective page's worker processes
         env.pop("PCD_NO_PREFETCH", None)
+        env.pop("PCD_KBENCH_WORKERS", None)
     else:
         env["PCD_NO_PREFETCH"] = "1"
+        env["PCD_KBENCH_WORKERS"] = "0"
     log = open(log_path, "w")
     proc = subprocess.Popen(
         [sys.executable, "-m", "streamlit", "run", str(ROOT / "app.py"), "--server.port", str(port),

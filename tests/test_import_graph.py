@@ -125,6 +125,7 @@ LAYERS = {
     # the core: framework-free maths and the one reader / validator
     "pcd._version": 0, "pcd._validate": 0, "pcd._files": 0, "pcd._json": 0, "pcd._fast": 0, "pcd.qp": 0,
     "pcd.normalize": 0, "pcd.direction": 0, "pcd._kernels": 0,
+    "pcd._workers": 0,  # worker processes: imports no pcd module (a call names its function)
     "pcd.problems": 1, "pcd.methods": 1,
     "pcd._fastpath": 2, "pcd.optim": 2, "pcd.engine": 2,
     "pcd.jobs": 3,                                          # a generic run queue: never imports train

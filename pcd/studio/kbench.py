@@ -12,7 +12,8 @@ A change of any control at the page's default range must redraw at once (issue 2
   per method, tested), which shares the problem, the optimizer and the per-step bookkeeping: a new
   learning rate at the default view costs ~15 % less CPU than 21 calls (1.36-1.74 s against
   1.69-1.87 s of the thread's CPU, alternated, at load 5.5). The QP solves of PCD and MGDA at every
-  step (~50 % and ~27 % of it) remain: a setting computed on the click costs ~1.1-1.7 s of engine.
+  step (~50 % and ~27 % of it) remain: a setting computed on the click at the default view costs
+  3.7-4.0 s of engine in one thread (7 Dec, 1000 steps, the 2-core machine at load ~1).
 * **Prefetch.** After the page has drawn a view it asks (:func:`prefetch`) for the settings a user
   reaches with one click: the learning rate one notch down and up, the other optimizer, τ ± 0.01
   (PCD only), then the shown view extended to the longest budget. One background thread computes
@@ -25,6 +26,18 @@ A change of any control at the page's default range must redraw at once (issue 2
   twice (the thread goes on meanwhile). ``PCD_NO_PREFETCH=1`` (or the warm-up's
   ``PCD_NO_WARMUP=1``) turns it off.
 
+* **Worker processes.** The Ks a page's computation lacks are shared between its own thread and
+  :func:`workers` processes (one fewer than the machine's cores, at most ``len(KS) - 1``;
+  ``PCD_KBENCH_WORKERS=n`` sets it, 0 turns them off), largest K first: one engine call per K
+  wherever it runs, so the records are the same, bit for bit (tested). The numbers of NumPy's small
+  arrays hold the GIL, so threads would not run side by side; processes do. On this 2-core machine
+  (one worker) a setting computed at the default view took 3.71 -> 2.18 s and 3.96 -> 1.91 s
+  (``python benchmarks/bench_kbench_workers.py``), and the browser test's computed change 4.97 -> 3.13 s;
+  an 8-core machine runs each K in its own process. A worker is ``python -m pcd._workers``
+  (:mod:`pcd._workers`: why not :mod:`multiprocessing`); one that dies is replaced on the next
+  computation and its Ks are run here. The background prefetch stays on one thread (the machine
+  stays the user's).
+
 The server warm-up computes the default view (:func:`warm`) and then what the prefetch of the default
 view computes (:func:`warm_later`): at the default view every step budget, both neighbouring
 learning rates and the other optimizer are lookups. It then asks the prefetch thread, at the lowest
@@ -34,17 +47,22 @@ done, any learning-rate or optimizer change at the default τ and budget is a lo
 """
 from __future__ import annotations
 
+import atexit
 import contextlib
 import copy
 import logging
+import os
 import threading
 from collections import OrderedDict
 from collections.abc import Callable, Iterable, Sequence
+from concurrent.futures import Future
 from typing import Any
 
 import streamlit as st
 
+import pcd._validate as V
 import pcd.methods as registry
+from pcd._workers import Worker, WorkerDied
 from pcd.experiments import synthetic
 from pcd.studio import available
 from pcd.studio.prefetch import GRACE_S, foreground, hush
@@ -66,6 +84,8 @@ MAX_ENTRIES = 2048  # (K, method, lr, τ, optimizer) keys kept (least recently u
 PREFETCH_MAX = 6  # settings queued per view (lr down, lr up, other optimizer, τ down, τ up, longest budget)
 PREFETCH_CPU_S = 12.0  # the prefetch thread's own CPU per view, at most (the 6 above at the default view: ~10 s)
 LATER_CPU_S = 30.0  # the settings asked for later (the warm-up's grid: ~8 s at the default view), in all
+MAX_WORKERS = 16  # PCD_KBENCH_WORKERS' upper bound (each worker is a Python process with NumPy: ~100 MB)
+KDW_CALL = "pcd.experiments.synthetic:kdw_budgets"  # what a worker runs (pcd._workers.CALLS)
 
 Key = tuple  # (K, method, lr, τ or None, optimizer)
 Setting = tuple  # (Ks, methods, steps, lr, τ, optimizer): one view of the page
@@ -149,28 +169,119 @@ def _run_k(K: int, methods: Sequence[str], steps: int, lr: float, tau: float | N
            progress: Any = None) -> dict[str, dict[int, list[dict[str, Any]]]]:
     """``{method: {budget: records}}`` of ``methods`` at one K, from one engine call
     (:func:`pcd.experiments.synthetic.kdw_budgets`; ``tau`` goes to the methods with a primary knob)."""
-    runs = synthetic.kdw_budgets(Ks=[K], methods=list(methods), budgets=_budgets_to(steps), lr=lr, optimizer=opt,
-                                 tau=tau, progress=progress)
+    return _by_method(methods, synthetic.kdw_budgets(**_kdw_args(K, methods, steps, lr, tau, opt), progress=progress))
+
+
+def _kdw_args(K: int, methods: Sequence[str], steps: int, lr: float, tau: float | None, opt: str) -> dict[str, Any]:
+    """The arguments of a K's one engine call (:func:`pcd.experiments.synthetic.kdw_budgets`; a worker
+    process runs that function with these: it imports the experiments, not this module nor Streamlit)."""
+    return {"Ks": [K], "methods": list(methods), "budgets": _budgets_to(steps), "lr": lr, "optimizer": opt, "tau": tau}
+
+
+def _by_method(methods: Sequence[str], runs: dict[int, list[dict[str, Any]]]) -> dict[str, dict[int, list[dict]]]:
     return {m: {b: [recs[i]] for b, recs in runs.items()} for i, m in enumerate(methods)}
 
 
-def _fill(K: int, methods: Sequence[str], steps: int, lr: float, tau: float | None, opt: str, owner: object,
-          progress: Any = None, busy: Callable[[], Any] = contextlib.nullcontext) -> list[tuple[Key, threading.Event]]:
-    """Compute into the store the runs of ``methods`` at K that it lacks to ``steps`` and nobody has
-    under way (one engine call, inside ``busy()``); returns ``(key, event)`` of those another
-    thread has under way (not waited for here)."""
-    keys = {m: _key(K, m, lr, tau, opt) for m in methods}
+def workers() -> int:
+    """How many worker processes a page's computation uses besides its own thread:
+    ``PCD_KBENCH_WORKERS`` (an integer 0..:data:`MAX_WORKERS`; 0: none), else one fewer than the
+    machine's cores, at most ``len(KS) - 1``. A value that is not such an integer is reported in the
+    server's log, and the default is used."""
+    default = max(0, min((os.cpu_count() or 1) - 1, len(KS) - 1))
+    raw = os.environ.get("PCD_KBENCH_WORKERS")
+    if raw is None or not raw.strip():
+        return default
+    try:
+        return V.integer(raw.strip(), "PCD_KBENCH_WORKERS", low=0, high=MAX_WORKERS, strict=False)
+    except ValueError as exc:
+        _LOG.warning("%s; using %d", exc, default)
+        return default
+
+
+_POOL: list[Worker] = []  # the worker processes of this server process, made on first use
+_POOL_LOCK = threading.Lock()
+
+
+def _pool(n: int) -> list[Worker]:
+    """``n`` live worker processes (those that stopped are replaced)."""
+    with _POOL_LOCK:
+        live = [w for w in _POOL if w.alive()]
+        if len(live) < len(_POOL):
+            _LOG.warning("a K-objective worker process stopped; a new one is started")
+        while len(live) > n:
+            live.pop().close()
+        while len(live) < n:
+            live.append(Worker())
+        _POOL[:] = live
+        return list(live)
+
+
+def shutdown_workers() -> None:
+    """Stop the worker processes (they are made again when needed)."""
+    with _POOL_LOCK:
+        pool = list(_POOL)
+        _POOL.clear()
+    for w in pool:
+        w.close()
+
+
+atexit.register(shutdown_workers)
+
+
+def _run_ks(todo: dict[int, list[str]], steps: int, lr: float, tau: float | None, opt: str, progress: Any = None
+            ) -> dict[int, dict[str, dict[int, list[dict[str, Any]]]]]:
+    """:func:`_run_k` for every K of ``todo`` (``{K: methods}``): largest K first, shared round-robin
+    between this thread and :func:`workers` processes (one engine call per K wherever it runs: the same
+    records). A worker that dies: its Ks are run here. An error of a run (bad input) is raised."""
+    order = sorted(todo, reverse=True)
+    n = min(workers(), len(order) - 1)
+    if n <= 0:
+        return {K: _run_k(K, todo[K], steps, lr, tau, opt, progress) for K in order}
+    pool = _pool(workers())[:n]
+    lanes = n + 1
+    remote: dict[int, Future] = {}
+    for i, K in enumerate(order):
+        if i % lanes:
+            remote[K] = pool[i % lanes - 1].call(KDW_CALL, **_kdw_args(K, todo[K], steps, lr, tau, opt))
+    out: dict[int, dict[str, dict[int, list[dict[str, Any]]]]] = {}
+    for K in order:
+        if K not in remote:
+            out[K] = _run_k(K, todo[K], steps, lr, tau, opt, progress)
+    for K, fut in remote.items():
+        try:
+            out[K] = _by_method(todo[K], fut.result())
+        except WorkerDied:  # its Ks are run here (the next computation starts a new worker)
+            out[K] = _run_k(K, todo[K], steps, lr, tau, opt, progress)
+    return {K: out[K] for K in order}
+
+
+def _fill(Ks: Sequence[int], methods: Sequence[str], steps: int, lr: float, tau: float | None, opt: str,
+          owner: object, progress: Any = None, busy: Callable[[], Any] = contextlib.nullcontext
+          ) -> list[tuple[Key, threading.Event]]:
+    """Compute into the store the runs of ``methods`` at each of ``Ks`` that it lacks to ``steps`` and
+    nobody has under way (one engine call per K, :func:`_run_ks`, inside ``busy()``; ``progress`` goes
+    to the runs made in this thread); returns ``(key, event)`` of those another thread has under way
+    (not waited for here)."""
     store = _budgets()
-    mine, theirs = store.claim(keys.values(), steps, owner)
-    if mine:
-        todo = [m for m in methods if keys[m] in mine]
+    keys = {K: {m: _key(K, m, lr, tau, opt) for m in methods} for K in Ks}
+    todo: dict[int, list[str]] = {}
+    claimed: list[Key] = []
+    theirs: list[tuple[Key, threading.Event]] = []
+    for K in Ks:
+        mine, others = store.claim(keys[K].values(), steps, owner)
+        theirs += others
+        if mine:
+            claimed += mine
+            todo[K] = [m for m in methods if keys[K][m] in mine]
+    if todo:
         try:
             with busy():
-                runs = _run_k(K, todo, steps, lr, tau, opt, progress)
-            for m in todo:
-                store.put(keys[m], runs[m])
+                runs = _run_ks(todo, steps, lr, tau, opt, progress)
+            for K, ms in todo.items():
+                for m in ms:
+                    store.put(keys[K][m], runs[K][m])
         finally:
-            store.release(mine, owner)
+            store.release(claimed, owner)
     return theirs
 
 
@@ -178,18 +289,18 @@ def kbench_records(Ks: Sequence[int], methods: Sequence[str], steps: int, lr: fl
                    opt: str) -> list[dict[str, Any]]:
     """The page's records, K by K and method by method: exactly
     ``synthetic.kdw(Ks, methods, steps, lr, opt, tau)``'s. From the store where it has them; the rest
-    computed now, one engine call per K (while the prefetch thread pauses); a run the prefetch thread
-    has under way is waited for, not made again. ``tau`` is the page's τ (used by the methods that
+    computed now, one engine call per K, shared with the worker processes (:func:`_run_ks`; while the
+    prefetch thread pauses); a run the prefetch thread has under way is waited for, not made again. ``tau`` is the page's τ (used by the methods that
     have a primary knob)."""
     owner = object()
     waits: list[tuple[Key, threading.Event]] = []
     try:
-        for K in Ks:
-            waits += _fill(K, methods, steps, lr, tau, opt, owner, busy=foreground)
+        waits += _fill(Ks, methods, steps, lr, tau, opt, owner, busy=foreground)
         for _, done in waits:  # outside foreground(): the prefetch thread finishes them meanwhile
             done.wait()
-        for K in {key[0] for key, _ in waits}:  # a prefetch run that failed: made here
-            _fill(K, methods, steps, lr, tau, opt, owner, busy=foreground)
+        failed = sorted({key[0] for key, _ in waits})  # a prefetch run that failed: made here
+        if failed:
+            _fill(failed, methods, steps, lr, tau, opt, owner, busy=foreground)
         store = _budgets()
         out = []
         for K in Ks:
@@ -298,7 +409,7 @@ class Prefetcher(_Prefetcher):
 def _prefetch_k(setting: Setting, K: int, progress: Any) -> None:
     """One K of a prefetched setting into the store; runs a page has under way are left to it."""
     Ks, methods, steps, lr, tau, opt = setting
-    _fill(K, methods, steps, lr, tau, opt, object(), progress)
+    _fill([K], methods, steps, lr, tau, opt, object(), progress)
 
 
 _PREFETCH: list[Prefetcher] = []

@@ -260,3 +260,79 @@ def test_grid_is_every_lr_with_either_optimizer_nearest_first():
     assert [(s[3], s[5]) for s in g[:6]] == [(0.03, "adam"), (0.03, "sgd"), (0.02, "adam"), (0.02, "sgd"),
                                               (0.05, "adam"), (0.05, "sgd")]
     assert len(g) == len(KB.LRS) * len(KB.OPTS) and {s[:3] for s in g} == {(KB.KS, KB.METHODS, 800)}
+
+
+# ---- worker processes (pcd.studio.kbench.workers) ------------------------------------------------------
+@pytest.fixture
+def _stop_workers():
+    yield
+    KB.shutdown_workers()
+
+
+@pytest.mark.parametrize("raw, want", [("0", 0), ("1", 1), (" 3 ", 3), ("16", 16)])
+def test_workers_from_the_environment(monkeypatch, raw, want):
+    monkeypatch.setenv("PCD_KBENCH_WORKERS", raw)
+    assert KB.workers() == want
+
+
+@pytest.mark.parametrize("raw", ["-1", "17", "two", "1.5", "nan", "1e9"])
+def test_a_bad_workers_value_is_reported_and_the_default_used(monkeypatch, caplog, raw):
+    monkeypatch.setenv("PCD_KBENCH_WORKERS", raw)
+    monkeypatch.setattr(KB.os, "cpu_count", lambda: 4)
+    with caplog.at_level("WARNING", logger=KB.__name__):
+        assert KB.workers() == 3  # one fewer than the cores
+    assert "PCD_KBENCH_WORKERS" in caplog.text
+
+
+def test_the_default_is_one_fewer_than_the_cores_at_most_one_per_k(monkeypatch):
+    monkeypatch.delenv("PCD_KBENCH_WORKERS")
+    for cores, want in ((None, 0), (1, 0), (2, 1), (8, 6), (64, len(KB.KS) - 1)):
+        monkeypatch.setattr(KB.os, "cpu_count", lambda c=cores: c)
+        assert KB.workers() == want, cores
+
+
+def test_worker_processes_give_the_same_records_and_run_their_share(monkeypatch, _stop_workers):
+    monkeypatch.setenv("PCD_KBENCH_WORKERS", "1")
+    Ks, methods = [2, 3, 5, 9], ["pcd", "mgda", "ws"]
+    here = []
+    run_k = KB._run_k
+    monkeypatch.setattr(KB, "_run_k", lambda K, *a, **k: here.append(K) or run_k(K, *a, **k))  # this thread's runs
+    recs = KB.kbench_records(Ks, methods, 200, 0.03, 0.3, "adam")
+    assert here == [9, 3]  # largest first, round-robin: 5 and 2 ran in the worker
+    assert recs == _fresh(Ks, methods, 200, 0.03, 0.3, "adam")  # bit for bit (== on the floats)
+    again = KB.kbench_records(Ks, methods, 200, 0.03, 0.3, "adam")
+    assert again == recs  # stored: a lookup
+
+
+def test_a_dead_worker_leaves_its_ks_to_this_thread(monkeypatch, _stop_workers):
+    monkeypatch.setenv("PCD_KBENCH_WORKERS", "1")
+
+    class Dying:  # stops before it answers
+        def call(self, name, **kwargs):
+            fut = KB.Future()
+            fut.set_exception(KB.WorkerDied("stopped"))
+            return fut
+
+    monkeypatch.setattr(KB, "_pool", lambda n: [Dying()])
+    here = []
+    run_k = KB._run_k
+    monkeypatch.setattr(KB, "_run_k", lambda K, *a, **k: here.append(K) or run_k(K, *a, **k))
+    recs = KB.kbench_records([2, 3], ["ws"], 200, 0.03, None, "adam")
+    assert sorted(here) == [2, 3] and recs == _fresh([2, 3], ["ws"], 200, 0.03, None, "adam")
+
+
+def test_a_killed_worker_is_replaced(monkeypatch, _stop_workers):
+    monkeypatch.setenv("PCD_KBENCH_WORKERS", "1")
+    first = KB._pool(1)[0]
+    first.kill()
+    assert not first.alive()
+    (second,) = KB._pool(1)
+    assert second is not first and second.alive()
+    assert KB.kbench_records([2, 3], ["ws"], 200, 0.02, None, "sgd") == _fresh([2, 3], ["ws"], 200, 0.02, None, "sgd")
+
+
+def test_a_bad_setting_is_a_value_error_with_workers_too(monkeypatch, _stop_workers):
+    monkeypatch.setenv("PCD_KBENCH_WORKERS", "1")
+    with pytest.raises(ValueError):
+        KB.kbench_records([2, 3], ["ws"], 200, -1.0, None, "adam")  # lr must be > 0
+    assert KB._budgets().claim([KB._key(2, "ws", -1.0, None, "adam")], 200, object())[1] == []  # released
