@@ -7,7 +7,17 @@ import streamlit as st
 from pcd.studio import available
 from pcd.studio import kbench as KB
 from pcd.studio.registry import this_page
-from pcd.ui import claim, download_row, method_picker, settings_panel, setup_page, show_error, url_default, url_sync
+from pcd.ui import (
+    claim,
+    download_row,
+    method_picker,
+    settings_panel,
+    setup_page,
+    show_error,
+    throttled_progress,
+    url_default,
+    url_sync,
+)
 from pcd.ui.chart import plotly_chart
 from pcd.ui.table import html_table
 from pcd.viz.kbench import law_summary, residual_figure, residual_table, verdict_table
@@ -58,13 +68,15 @@ if not methods:
     st.stop()
 
 
+bar = st.empty()  # a progress bar while runs are computed (a lookup shows none)
 try:
-    with st.spinner("running the double well for every K…"):
-        records = KB.kbench_records(Ks, methods, steps, lr, tau, opt)
+    records = KB.kbench_records(Ks, methods, steps, lr, tau, opt, progress=throttled_progress(bar, "running the double well", every_s=0.4))
+    bar.empty()
     fig = residual_figure(records)
     table = residual_table(records)
     summary = law_summary(records)
 except ValueError as exc:
+    bar.empty()
     show_error(exc)
     st.stop()
 

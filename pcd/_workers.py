@@ -71,8 +71,10 @@ def _resolve(name: str) -> Any:
 
 
 class Worker:
-    """One worker process; :meth:`call` returns a Future of the call's result (calls run one after the
-    other, in the order made). A worker that stops fails its pending calls with :class:`WorkerDied`."""
+    """One worker process; :meth:`call` returns a Future of the call's result. Calls run one after the
+    other, in the order made, and only one is in the worker's pipe at a time: the others wait here, so
+    cancelling their Future (``Future.cancel()``) drops them. A worker that stops fails its pending calls
+    with :class:`WorkerDied`."""
 
     def __init__(self) -> None:
         root = str(Path(__file__).resolve().parents[1])  # where ``pcd`` is imported from here
@@ -80,7 +82,9 @@ class Worker:
         self._proc = subprocess.Popen([sys.executable, "-m", "pcd._workers"], stdin=subprocess.PIPE,
                                       stdout=subprocess.PIPE, env=env, cwd=root)
         self._lock = threading.Lock()
-        self._pending: collections.deque[Future] = collections.deque()
+        self._pending: collections.deque[Future] = collections.deque()  # sent: at most one
+        self._queue: collections.deque[tuple[Future, tuple[str, dict]]] = collections.deque()  # not sent yet
+        self._gone = False  # its answers ended (set by the reader, with the lock held)
         self._reader = threading.Thread(target=self._answers, name="pcd-worker-answers", daemon=True)
         self._reader.start()
 
@@ -89,7 +93,7 @@ class Worker:
         return self._proc.pid
 
     def alive(self) -> bool:
-        return self._proc.poll() is None
+        return not self._gone and self._proc.poll() is None
 
     def call(self, name: str, **kwargs: Any) -> Future:
         """Run ``name(**kwargs)`` (``name`` in :data:`CALLS`) in the worker."""
@@ -99,14 +103,23 @@ class Worker:
             if not self.alive():
                 fut.set_exception(WorkerDied("the worker process has stopped"))
                 return fut
+            self._queue.append((fut, (name, kwargs)))
+            self._send_next()
+        return fut
+
+    def _send_next(self) -> None:
+        """With the lock held: send the next call not cancelled, unless one is in the worker."""
+        while not self._pending and self._queue:
+            fut, message = self._queue.popleft()
+            if not fut.set_running_or_notify_cancel():
+                continue  # cancelled while it waited here
             self._pending.append(fut)
             try:
                 assert self._proc.stdin is not None
-                _write(self._proc.stdin, (name, kwargs))
+                _write(self._proc.stdin, message)
             except (OSError, ValueError):  # the pipe is closed: the process is gone
                 self._pending.remove(fut)
                 fut.set_exception(WorkerDied("the worker process has stopped"))
-        return fut
 
     def _answers(self) -> None:
         assert self._proc.stdout is not None
@@ -117,11 +130,16 @@ class Worker:
                 break
             with self._lock:
                 fut = self._pending.popleft() if self._pending else None
-            if fut is not None and fut.set_running_or_notify_cancel():
+                self._send_next()
+            if fut is not None:
                 fut.set_result(value) if ok else fut.set_exception(value)
         with self._lock:
-            pending, self._pending = list(self._pending), collections.deque()
-        for fut in pending:
+            self._gone = True  # (a call made from now on fails at once: nobody would read its answer)
+            sent, self._pending = list(self._pending), collections.deque()
+            waiting, self._queue = [f for f, _ in self._queue], collections.deque()
+        for fut in sent:
+            fut.set_exception(WorkerDied("the worker process stopped before it answered"))
+        for fut in waiting:
             if fut.set_running_or_notify_cancel():
                 fut.set_exception(WorkerDied("the worker process stopped before it answered"))
 

@@ -64,3 +64,14 @@ def test_a_broken_message_ends_the_serve_loop():
 def _message(obj) -> bytes:
     data = pickle.dumps(obj)
     return len(data).to_bytes(8, "little") + data
+
+
+def test_calls_wait_here_one_at_a_time_and_a_cancelled_one_is_dropped(worker):
+    name = "pcd.experiments.synthetic:kdw_budgets"
+    slow = worker.call(name, Ks=[65], methods=["pcd"], budgets=[400])
+    dropped = worker.call(name, Ks=[2], methods=["ws"], budgets=[10])
+    last = worker.call(name, Ks=[3], methods=["ws"], budgets=[10])
+    assert dropped.cancel()  # not sent yet: the worker never runs it
+    assert not slow.cancel()  # in the worker: it finishes
+    assert last.result(timeout=120)[10][0]["K"] == 3 and slow.result(timeout=120)[400][0]["K"] == 65
+    assert dropped.cancelled()

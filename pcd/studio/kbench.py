@@ -228,40 +228,61 @@ def shutdown_workers() -> None:
 atexit.register(shutdown_workers)
 
 
-def _run_ks(todo: dict[int, list[str]], steps: int, lr: float, tau: float | None, opt: str, progress: Any = None
-            ) -> dict[int, dict[str, dict[int, list[dict[str, Any]]]]]:
-    """:func:`_run_k` for every K of ``todo`` (``{K: methods}``): largest K first, shared round-robin
-    between this thread and :func:`workers` processes (one engine call per K wherever it runs: the same
-    records). A worker that dies: its Ks are run here. An error of a run (bad input) is raised."""
+Runs = dict[str, dict[int, list[dict[str, Any]]]]  # {method: {budget: records}} of one K
+
+
+def _run_ks(todo: dict[int, list[str]], steps: int, lr: float, tau: float | None, opt: str,
+            on_k: Callable[[int, Runs], None], progress: Any = None) -> None:
+    """:func:`_run_k` for every K of ``todo`` (``{K: methods}``), each K's runs handed to ``on_k(K, runs)``
+    as soon as they are there: largest K first, shared round-robin between this thread and
+    :func:`workers` processes (one engine call per K wherever it runs: the same records). A worker that
+    dies: its Ks are run here. ``progress(fraction, message)``: the share of the Ks done (and of the one
+    this thread runs), called along this thread's runs (it may raise -- e.g. Streamlit stopping a run
+    whose settings the user has left: the Ks not yet sent to a worker are then dropped). An error of a
+    run (bad input) is raised."""
     order = sorted(todo, reverse=True)
     n = min(workers(), len(order) - 1)
-    if n <= 0:
-        return {K: _run_k(K, todo[K], steps, lr, tau, opt, progress) for K in order}
-    pool = _pool(workers())[:n]
-    lanes = n + 1
+    pool = _pool(workers())[:n] if n > 0 else []
     remote: dict[int, Future] = {}
     for i, K in enumerate(order):
-        if i % lanes:
-            remote[K] = pool[i % lanes - 1].call(KDW_CALL, **_kdw_args(K, todo[K], steps, lr, tau, opt))
-    out: dict[int, dict[str, dict[int, list[dict[str, Any]]]]] = {}
-    for K in order:
-        if K not in remote:
-            out[K] = _run_k(K, todo[K], steps, lr, tau, opt, progress)
-    for K, fut in remote.items():
-        try:
-            out[K] = _by_method(todo[K], fut.result())
-        except WorkerDied:  # its Ks are run here (the next computation starts a new worker)
-            out[K] = _run_k(K, todo[K], steps, lr, tau, opt, progress)
-    return {K: out[K] for K in order}
+        if i % (n + 1):
+            remote[K] = pool[i % (n + 1) - 1].call(KDW_CALL, **_kdw_args(K, todo[K], steps, lr, tau, opt))
+    taken: set[int] = set()
+
+    def collect(wait: bool) -> None:  # the workers' Ks that are there (all of them: wait)
+        for K, fut in remote.items():
+            if K not in taken and (wait or fut.done()):
+                taken.add(K)
+                try:
+                    runs = _by_method(todo[K], fut.result())
+                except WorkerDied:  # its Ks are run here (the next computation starts a new worker)
+                    runs = _run_k(K, todo[K], steps, lr, tau, opt, share(K))
+                on_k(K, runs)
+
+    def share(K: int) -> Any:
+        if progress is None:
+            return None
+        return lambda f, msg: progress(min(1.0, (len(taken) + f) / len(order)), f"K = {K}: {msg}")
+
+    try:
+        for K in order:
+            if K not in remote:
+                collect(wait=False)
+                on_k(K, _run_k(K, todo[K], steps, lr, tau, opt, share(K)))
+                taken.add(K)
+        collect(wait=True)
+    finally:
+        for fut in remote.values():
+            fut.cancel()  # an error above: the calls not yet sent are dropped (the one under way finishes)
 
 
 def _fill(Ks: Sequence[int], methods: Sequence[str], steps: int, lr: float, tau: float | None, opt: str,
           owner: object, progress: Any = None, busy: Callable[[], Any] = contextlib.nullcontext
           ) -> list[tuple[Key, threading.Event]]:
     """Compute into the store the runs of ``methods`` at each of ``Ks`` that it lacks to ``steps`` and
-    nobody has under way (one engine call per K, :func:`_run_ks`, inside ``busy()``; ``progress`` goes
-    to the runs made in this thread); returns ``(key, event)`` of those another thread has under way
-    (not waited for here)."""
+    nobody has under way (one engine call per K, :func:`_run_ks`, inside ``busy()``; each K stored as
+    soon as it is done; ``progress`` as :func:`_run_ks`'); returns ``(key, event)`` of those another
+    thread has under way (not waited for here)."""
     store = _budgets()
     keys = {K: {m: _key(K, m, lr, tau, opt) for m in methods} for K in Ks}
     todo: dict[int, list[str]] = {}
@@ -273,34 +294,38 @@ def _fill(Ks: Sequence[int], methods: Sequence[str], steps: int, lr: float, tau:
         if mine:
             claimed += mine
             todo[K] = [m for m in methods if keys[K][m] in mine]
+
+    def stored(K: int, runs: Runs) -> None:
+        for m in todo[K]:
+            store.put(keys[K][m], runs[m])
+        store.release([keys[K][m] for m in todo[K]], owner)  # whoever waits for this K goes on
+
     if todo:
         try:
             with busy():
-                runs = _run_ks(todo, steps, lr, tau, opt, progress)
-            for K, ms in todo.items():
-                for m in ms:
-                    store.put(keys[K][m], runs[K][m])
+                _run_ks(todo, steps, lr, tau, opt, stored, progress)
         finally:
-            store.release(claimed, owner)
+            store.release(claimed, owner)  # (those not stored: an error)
     return theirs
 
 
 def kbench_records(Ks: Sequence[int], methods: Sequence[str], steps: int, lr: float, tau: float | None,
-                   opt: str) -> list[dict[str, Any]]:
+                   opt: str, progress: Any = None) -> list[dict[str, Any]]:
     """The page's records, K by K and method by method: exactly
     ``synthetic.kdw(Ks, methods, steps, lr, opt, tau)``'s. From the store where it has them; the rest
     computed now, one engine call per K, shared with the worker processes (:func:`_run_ks`; while the
     prefetch thread pauses); a run the prefetch thread has under way is waited for, not made again. ``tau`` is the page's τ (used by the methods that
-    have a primary knob)."""
+    have a primary knob). ``progress(fraction, message)``: called while runs are computed here (not
+    for a lookup; see :func:`_run_ks`)."""
     owner = object()
     waits: list[tuple[Key, threading.Event]] = []
     try:
-        waits += _fill(Ks, methods, steps, lr, tau, opt, owner, busy=foreground)
+        waits += _fill(Ks, methods, steps, lr, tau, opt, owner, progress, busy=foreground)
         for _, done in waits:  # outside foreground(): the prefetch thread finishes them meanwhile
             done.wait()
         failed = sorted({key[0] for key, _ in waits})  # a prefetch run that failed: made here
         if failed:
-            _fill(failed, methods, steps, lr, tau, opt, owner, busy=foreground)
+            _fill(failed, methods, steps, lr, tau, opt, owner, progress, busy=foreground)
         store = _budgets()
         out = []
         for K in Ks:

@@ -36,13 +36,13 @@ from pcd.ui.page import (
 from pcd.ui.preload import plotly_chunk, preload_plotly
 from pcd.ui.presenter import PRESENT_PARAM, presenter_mode, text_scale
 from pcd.ui.url_state import url_default, url_json, url_sync, url_tabs
-from pcd.ui.widgets import method_picker, param_widget
+from pcd.ui.widgets import method_picker, param_widget, throttled_progress
 
 __all__ = [
     "APP_TITLE", "FAVICON", "HIDE_PARTS", "LOGO", "MAX_HIDE", "PRESENT_PARAM",
     "claim", "download_csv", "download_figure", "download_gif", "download_json", "download_row", "figure_grid", "figure_row",
     "hand_over", "hidden_parts", "hide_css", "method_picker", "page_link", "param_widget", "parse_hide", "plotly_chunk",
     "png_export", "preload_plotly", "presenter_mode", "rest_of_page_follows", "settings_panel", "setup_page",
-    "show_error", "stop_page",
+    "show_error", "stop_page", "throttled_progress",
     "text_scale", "url_default", "url_json", "url_sync", "url_tabs",
 ]

@@ -1,7 +1,9 @@
 """The widgets every page shares: a method hyper-parameter's input and the method picker."""
 from __future__ import annotations
 
-from collections.abc import Sequence
+import math
+import time
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import streamlit as st
@@ -43,3 +45,19 @@ def method_picker(label: str, options: Sequence[str], *, key: str, default: Sequ
     kw: dict[str, Any] = {} if default is None else {"default": list(default)}
     return list((container or st).multiselect(label, opts, format_func=theme.method_option_label, key=key,
                                               help=tip, **kw))
+
+
+def throttled_progress(slot: Any, text: str, every_s: float = 0.15) -> Callable[[float, str], None]:
+    """A ``progress(fraction, message)`` callback for a library computation that draws an ``st.progress``
+    bar in ``slot`` (an ``st.empty()``), at most once every ``every_s`` seconds (the engine reports
+    every 1/20 of a run: each bar update is a message the browser applies). Each update is a Streamlit
+    call, where Streamlit stops a run whose settings the user has already changed: the computation
+    stops there, and the new settings' run starts (what it had finished stays stored)."""
+    last = [-math.inf]
+
+    def progress(fraction: float, message: str) -> None:
+        now = time.monotonic()
+        if now - last[0] >= every_s:
+            last[0] = now
+            slot.progress(min(max(float(fraction), 0.0), 1.0), text=f"{text}… {message}")
+    return progress

@@ -336,3 +336,39 @@ def test_a_bad_setting_is_a_value_error_with_workers_too(monkeypatch, _stop_work
     with pytest.raises(ValueError):
         KB.kbench_records([2, 3], ["ws"], 200, -1.0, None, "adam")  # lr must be > 0
     assert KB._budgets().claim([KB._key(2, "ws", -1.0, None, "adam")], 200, object())[1] == []  # released
+
+
+@pytest.mark.parametrize("n", ["0", "1"])
+def test_progress_reports_the_share_of_the_ks_done(monkeypatch, _stop_workers, n):
+    monkeypatch.setenv("PCD_KBENCH_WORKERS", n)
+    seen = []
+    recs = KB.kbench_records([2, 3, 5], ["ws", "mgda"], 200, 0.02, None, "adam",
+                             progress=lambda f, msg: seen.append((f, msg)))
+    assert recs == _fresh([2, 3, 5], ["ws", "mgda"], 200, 0.02, None, "adam")
+    fr = [f for f, _ in seen]
+    assert seen and fr == sorted(fr) and 0 < fr[-1] <= 1 and all(m.startswith("K = ") for _, m in seen)
+    seen.clear()
+    KB.kbench_records([2, 3, 5], ["ws", "mgda"], 200, 0.02, None, "adam", progress=lambda f, m: seen.append(f))
+    assert seen == []  # a lookup: nothing to report
+
+
+class _Left(BaseException):
+    """What Streamlit raises in a run whose settings the user has left (a BaseException, as its own)."""
+
+
+@pytest.mark.parametrize("n", ["0", "1"])
+def test_a_progress_that_raises_stops_the_computation_and_keeps_what_was_done(monkeypatch, _stop_workers, n):
+    monkeypatch.setenv("PCD_KBENCH_WORKERS", n)
+    Ks = [2, 3, 5, 9]
+
+    def leave(f, msg):
+        if msg.startswith("K = 3"):  # this thread's second K (9, 3 here; with a worker: 9, 3 here, 5, 2 there)
+            raise _Left()
+
+    with pytest.raises(_Left):
+        KB.kbench_records(Ks, ["ws"], 200, 0.01, None, "sgd", progress=leave)
+    store = KB._budgets()
+    assert store.get(KB._key(9, "ws", 0.01, None, "sgd"), 200) is not None  # done before it: kept
+    assert store.get(KB._key(3, "ws", 0.01, None, "sgd"), 200) is None
+    owner = object()
+    assert all(store.claim([KB._key(K, "ws", 0.01, None, "sgd")], 200, owner)[1] == [] for K in Ks)  # released
