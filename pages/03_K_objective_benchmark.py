@@ -70,7 +70,7 @@ if not methods:
 
 bar = st.empty()  # a progress bar while runs are computed (a lookup shows none)
 try:
-    records = KB.kbench_records(Ks, methods, steps, lr, tau, opt, progress=throttled_progress(bar, "running the double well", every_s=0.4))
+    records = KB.kbench_records(Ks, methods, steps, lr, tau, opt, progress=throttled_progress(bar, "running the double well"))
     bar.empty()
     fig = residual_figure(records)
     table = residual_table(records)

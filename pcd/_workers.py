@@ -88,10 +88,6 @@ class Worker:
         self._reader = threading.Thread(target=self._answers, name="pcd-worker-answers", daemon=True)
         self._reader.start()
 
-    @property
-    def pid(self) -> int:
-        return self._proc.pid
-
     def alive(self) -> bool:
         return not self._gone and self._proc.poll() is None
 

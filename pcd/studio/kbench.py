@@ -88,6 +88,7 @@ MAX_WORKERS = 16  # PCD_KBENCH_WORKERS' upper bound (each worker is a Python pro
 KDW_CALL = "pcd.experiments.synthetic:kdw_budgets"  # what a worker runs (pcd._workers.CALLS)
 
 Key = tuple  # (K, method, lr, τ or None, optimizer)
+Runs = dict[str, dict[int, list[dict[str, Any]]]]  # {method: {budget: records}} of one K
 Setting = tuple  # (Ks, methods, steps, lr, τ, optimizer): one view of the page
 
 
@@ -166,7 +167,7 @@ def _budgets_to(steps: int) -> list[int]:
 
 
 def _run_k(K: int, methods: Sequence[str], steps: int, lr: float, tau: float | None, opt: str,
-           progress: Any = None) -> dict[str, dict[int, list[dict[str, Any]]]]:
+           progress: Any = None) -> Runs:
     """``{method: {budget: records}}`` of ``methods`` at one K, from one engine call
     (:func:`pcd.experiments.synthetic.kdw_budgets`; ``tau`` goes to the methods with a primary knob)."""
     return _by_method(methods, synthetic.kdw_budgets(**_kdw_args(K, methods, steps, lr, tau, opt), progress=progress))
@@ -178,7 +179,8 @@ def _kdw_args(K: int, methods: Sequence[str], steps: int, lr: float, tau: float 
     return {"Ks": [K], "methods": list(methods), "budgets": _budgets_to(steps), "lr": lr, "optimizer": opt, "tau": tau}
 
 
-def _by_method(methods: Sequence[str], runs: dict[int, list[dict[str, Any]]]) -> dict[str, dict[int, list[dict]]]:
+def _by_method(methods: Sequence[str], runs: dict[int, list[dict[str, Any]]]) -> Runs:
+    """One K's ``{budget: records}`` (one record per method, in ``methods``' order) as ``{method: {budget: [record]}}``."""
     return {m: {b: [recs[i]] for b, recs in runs.items()} for i, m in enumerate(methods)}
 
 
@@ -226,9 +228,6 @@ def shutdown_workers() -> None:
 
 
 atexit.register(shutdown_workers)
-
-
-Runs = dict[str, dict[int, list[dict[str, Any]]]]  # {method: {budget: records}} of one K
 
 
 def _run_ks(todo: dict[int, list[str]], steps: int, lr: float, tau: float | None, opt: str,
@@ -314,8 +313,8 @@ def kbench_records(Ks: Sequence[int], methods: Sequence[str], steps: int, lr: fl
     """The page's records, K by K and method by method: exactly
     ``synthetic.kdw(Ks, methods, steps, lr, opt, tau)``'s. From the store where it has them; the rest
     computed now, one engine call per K, shared with the worker processes (:func:`_run_ks`; while the
-    prefetch thread pauses); a run the prefetch thread has under way is waited for, not made again. ``tau`` is the page's τ (used by the methods that
-    have a primary knob). ``progress(fraction, message)``: called while runs are computed here (not
+    prefetch thread pauses); a run the prefetch thread has under way is waited for, not made again.
+    ``tau`` is the page's τ (used by the methods that have a primary knob). ``progress(fraction, message)``: called while runs are computed here (not
     for a lookup; see :func:`_run_ks`)."""
     owner = object()
     waits: list[tuple[Key, threading.Event]] = []

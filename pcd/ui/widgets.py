@@ -1,4 +1,5 @@
-"""The widgets every page shares: a method hyper-parameter's input and the method picker."""
+"""The widgets every page shares: a method hyper-parameter's input, the method picker, and the progress
+bar of a long library computation."""
 from __future__ import annotations
 
 import math
@@ -47,7 +48,7 @@ def method_picker(label: str, options: Sequence[str], *, key: str, default: Sequ
                                               help=tip, **kw))
 
 
-def throttled_progress(slot: Any, text: str, every_s: float = 0.15) -> Callable[[float, str], None]:
+def throttled_progress(slot: Any, text: str, every_s: float = 0.4) -> Callable[[float, str], None]:
     """A ``progress(fraction, message)`` callback for a library computation that draws an ``st.progress``
     bar in ``slot`` (an ``st.empty()``), at most once every ``every_s`` seconds (the engine reports
     every 1/20 of a run: each bar update is a message the browser applies). Each update is a Streamlit

@@ -45,7 +45,7 @@ def test_the_k_page_shows_progress_only_while_it_computes(monkeypatch, tmp_path)
     seen = []
     real = widgets.throttled_progress
 
-    def spy(slot, text, every_s=0.15):
+    def spy(slot, text, every_s=0.4):
         cb = real(slot, text, every_s=0.0)  # every update drawn here
 
         def report(f, m):
