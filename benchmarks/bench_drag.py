@@ -6,13 +6,15 @@ default: saddle2d, PCD/WS/MGDA/PCGrad/CAGrad/FAMO, Adam lr 0.02, 1000 steps, 3 s
 Side by side, each at a NEW start point every repetition (nothing served from a cache):
 
 * live path -- what the toy page's live fragment computes per drag event (pcd.studio.toy.live_answer:
-  validation + ONE pcd.engine.run_paths call for the moved start, all methods, the compiled path +
+  validation + ONE pcd.engine.run_paths call for the moved start, all methods, the compiled path -- each
+  method's whole trajectory in one compiled call (pcd._kernels.trajectory; FAMO's a Python loop) +
   the JSON for the browser), side by side: the map's paths alone, and with the objective-space panel's
   points (the losses recorded in the same engine call, placed on the panel's log axes, float32: the
   answer the page sends); the answer's JSON size beside each; also the same paths with the NumPy loop
   (engine.run, one call), and one run per method (what the page's cached runs do), and the live path
   with the methods in the thread pool (what run_ends did at any batch before
-  ``pcd._fastpath.POOL_MIN_ROWS``);
+  ``pcd._fastpath.POOL_MIN_ROWS``), and with a Python loop over the compiled steps (what it did before
+  ``pcd._fastpath.TRAJECTORY_MAX_ROWS``, measured interleaved with the live path);
 * full rerun -- the whole toy page run once (AppTest, the same script the server runs) with the moved
   start typed in: six new cached runs, the map, the loss and objective-space figures, the table.
 
@@ -95,10 +97,17 @@ def main() -> None:
             run(problem, [m], starts=pts[i:i + 1], steps=T.STEPS, optimizer=T.OPT, lr=T.LR,
                 method_params={m: mp[m]} if m in mp else None, record=T.LIVE_RECORD)
 
+    def stepwise(i: int) -> None:  # before the whole trajectory ran in one compiled call: a Python loop of kernels
+        from unittest import mock
+
+        import pcd._fastpath as fastpath
+        with mock.patch.object(fastpath, "TRAJECTORY_MAX_ROWS", 0):
+            live(i)
+
     live(repeat)  # the first call compiles/loads the kernels
     live_obj(repeat)
-    # interleaved (alternating which goes first), so both see the same load; a new start point each time
-    t_map, t_obj = [], []
+    # interleaved (rotating which goes first), so all see the same load; a new start point each time
+    t_map, t_obj, t_step = [], [], []
 
     def once(fn, i: int) -> float:
         t = time.perf_counter()
@@ -106,13 +115,15 @@ def main() -> None:
         return 1000 * (time.perf_counter() - t)
 
     for i in range(repeat):
-        pair = [(live, t_map), (live_obj, t_obj)]
-        for fn, ts in (pair if i % 2 == 0 else pair[::-1]):
+        rows = [(live, t_map), (live_obj, t_obj), (stepwise, t_step)]
+        for fn, ts in rows[i % 3:] + rows[:i % 3]:
             ts.append(once(fn, i))
     out = {f"live path: live_answer, map paths only, one run_paths call (compiled) + JSON ({size['map'] / 1e3:.0f} kB)":
            statistics.median(t_map),
            f"live path: the same + the objective panel's points (losses, same call) ({size['obj'] / 1e3:.0f} kB)":
            statistics.median(t_obj),
+           "  live path, map paths only, a Python loop over the compiled steps (before the one-call trajectory)":
+           statistics.median(t_step),
            "  the same paths, engine.run NumPy loop, one call": _median_ms(numpy_one_call, repeat),
            "  the same paths, engine.run one call per method": _median_ms(per_method, max(3, repeat // 3)),
            "  live path, map paths only, the methods in the thread pool (the former path)": _median_ms(pooled, repeat)}

@@ -65,9 +65,9 @@ class _LazyJit:
     """What :func:`jit` returns before numba is imported: calls (and attribute reads) make every
     pending compiled function real (:func:`_materialize`), then go to this one's dispatcher."""
 
-    def __init__(self, fn: Any, inline: bool) -> None:
+    def __init__(self, fn: Any, inline: bool, sig: Any = None) -> None:
         functools.update_wrapper(self, fn)
-        self.fn, self.inline = fn, inline
+        self.fn, self.inline, self.sig = fn, inline, sig
         self.real: Any = None
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
@@ -75,13 +75,15 @@ class _LazyJit:
         return real(*args, **kwargs)
 
     def __getattr__(self, name: str) -> Any:  # py_func, signatures, ... of the dispatcher
-        if name in ("fn", "inline", "real") or name.startswith("__"):
+        if name in ("fn", "inline", "sig", "real") or name.startswith("__"):
             raise AttributeError(name)
         return getattr(self.real if self.real is not None else _materialize(self), name)
 
 
-def _njit(fn: Any, inline: bool) -> Any:
+def _njit(fn: Any, inline: bool, sig: Any = None) -> Any:
     kw = {"inline": "always"} if inline else {}
+    if sig is not None:  # an explicit signature (its types made now that numba is imported): compiled at once
+        return _numba.njit(sig(_numba.types), cache=True, error_model="numpy", nogil=True, **kw)(fn)
     return _numba.njit(cache=True, error_model="numpy", nogil=True, **kw)(fn)
 
 
@@ -110,7 +112,9 @@ def _materialize(target: Any = None) -> Any:
                 _register_where()
                 for fn in _pending_formulas:
                     _register_formula(fn)
-            real = {id(lz): (lz, _njit(lz.fn, lz.inline) if _numba is not None else lz.fn) for lz in _pending_jits}
+            # (a function with an explicit signature compiles when first used: :func:`compiled`)
+            real = {id(lz): (lz, _njit(lz.fn, lz.inline) if _numba is not None else lz.fn)
+                    for lz in _pending_jits if lz.sig is None}
             for lz, fn in real.values():
                 lz.real = fn
             # numba resolves a kernel's callees from its globals: those of each stand-in's own module
@@ -126,26 +130,41 @@ def _materialize(target: Any = None) -> Any:
             _pending_jits.clear()
             _pending_formulas.clear()
             _state["done"] = True
+        if target is not None and target.real is None:  # one with an explicit signature, on its first use
+            target.real = _njit(target.fn, target.inline, target.sig) if _numba is not None else target.fn
     return None if target is None else target.real
 
 
-__all__ = ["AVAILABLE", "jit", "formula", "where", "k2_batch", "k2_step", "NO_PARAMS", "gram_rows", "combine_rows"]
+def compiled(fn: Any) -> Any:
+    """The real function behind a :func:`jit` stand-in (compiled now if it was not yet), or ``fn``."""
+    if isinstance(fn, _LazyJit):
+        return fn.real if fn.real is not None else _materialize(fn)
+    return fn
 
 
-def jit(fn=None, *, inline: bool = False):
+__all__ = ["AVAILABLE", "jit", "compiled", "formula", "where", "k2_batch", "k2_step", "NO_PARAMS", "STEP_SIG", "gram_rows",
+           "combine_rows", "trajectory"]
+
+
+def jit(fn=None, *, inline: bool = False, sig: Any = None):
     """``numba.njit`` with the settings every kernel needs (or the plain function without numba);
-    ``inline=True`` for the per-row helpers (inlined into each kernel by numba itself). Before
-    numba is imported, a stand-in that compiles on its first call (see the module docstring)."""
+    ``inline=True`` for the per-row helpers (inlined into each kernel by numba itself). ``sig``: a
+    function of ``numba.types`` that returns an explicit signature (e.g. :data:`STEP_SIG`), for a
+    function passed to another as a first-class function (:func:`trajectory`: one compiled, cached
+    loop for every method). Before numba is imported, a stand-in that compiles on its first call
+    (see the module docstring)."""
     if fn is None:
-        return lambda f: jit(f, inline=inline)
+        return lambda f: jit(f, inline=inline, sig=sig)
     with _lock:
         if not _state["done"]:
             if not AVAILABLE:
                 return fn
-            lazy = _LazyJit(fn, inline)
+            lazy = _LazyJit(fn, inline, sig)
             _pending_jits.append(lazy)
             return lazy
-    return fn if _numba is None else _njit(fn, inline)
+    if _numba is None:
+        return fn
+    return _LazyJit(fn, inline, sig) if sig is not None else _njit(fn, inline)
 
 
 def where(cond, x, y):
@@ -335,3 +354,61 @@ def saddle2d_eval(x, L, J, bad, cx, cy, hw):
         bad[i] = not ok
         nd += 0 if ok else 1
     return nd
+
+
+# -- a whole trajectory batch in one call (the engine's fast path on a compiled problem) -----------------
+def STEP_SIG(t: Any) -> Any:
+    """The signature of a method's compiled step for :func:`trajectory` (``t``: ``numba.types``):
+    ``step(t, L [2, B], G [3, B], W [2, B], S [state, B], p [n])`` -- :class:`pcd.methods.base.Kernel`'s
+    ``step`` with the step's parameters ``p`` (a row of the kernel's ``params`` table) -- writing the
+    weights of step ``t`` into ``W`` and updating ``S`` in place."""
+    c2 = t.float64[:, ::1]  # C-contiguous (the fast path's arrays): the row loops vectorize as they do called from Python
+    return t.void(t.int64, c2, c2, c2, c2, t.float64[::1])
+
+
+def _trajectory_sig(t: Any) -> Any:
+    c2, c3 = t.float64[:, ::1], t.float64[:, :, ::1]
+    return t.int64(t.FunctionType(STEP_SIG(t)), t.int64, t.int64, t.int64, c2, c2,  # step t steps okind ops P
+                   c2, c2, c2, c3, c2, c3, c2,  # x xo xprev J L Jp Lp
+                   c2, c2, c2, c2, c2, c2, t.boolean[::1],  # G W D S s1 s2 bad
+                   t.float64, t.float64, t.float64, t.int64, c2, t.int64[::1], c3, c3, t.int64[::1])
+
+
+@jit(sig=_trajectory_sig)
+def trajectory(step, t, steps, okind, ops, P, x, xo, xprev, J, L, Jp, Lp, G, W, D, S, s1, s2, bad,
+               cx, cy, hw, wstep, xw, slot, pos, los, rows):  # pragma: no cover - compiled
+    """Steps ``t .. steps`` of one method's rows on ``saddle2d`` (:func:`saddle2d_eval`; ``cx, cy, hw`` its
+    box), each exactly what :func:`pcd._fastpath._run_method`'s Python loop does in one step -- the same
+    kernels in the same order, so the same bits: evaluate, record (``slot[t] >= 0``: ``pos``/``los``
+    rows ``rows``), :func:`gram_rows`, the method's ``step`` (its parameters ``P[t]``, or ``P[0]`` for a
+    one-row table), :func:`combine_rows`, Adam (``okind`` 0) or SGD (1) with ``ops[t]``. Positions are
+    kept in ``x`` (``xo``: the optimizer's output), the previous point in ``xprev``, the previous
+    losses and Jacobian in ``Lp``/``Jp``; ``xw`` receives the point at step ``wstep``. Returns the step
+    to go on from: ``steps + 1`` when done, or the first step at which a row is not finite (nothing of
+    that step done: the caller retires the row, :func:`saddle2d_eval` set ``bad``)."""
+    while t <= steps:
+        if t == wstep:
+            xw[:, :] = x
+        if saddle2d_eval(x, L, J, bad, cx, cy, hw):
+            return t
+        r = slot[t]
+        if r >= 0:
+            for i in range(x.shape[1]):
+                k = rows[i]
+                pos[k, r, 0], pos[k, r, 1] = x[0, i], x[1, i]
+                if los.shape[0]:
+                    los[k, r, 0], los[k, r, 1] = L[0, i], L[1, i]
+        gram_rows(J, G)
+        step(t, L, G, W, S, P[t] if P.shape[0] > 1 else P[0])
+        combine_rows(J, W, D)
+        if t < steps:
+            if okind == 0:
+                adam_step(x, xo, D, s1, s2, ops[t])
+            else:
+                sgd_step(x, xo, D, s1, ops[t])
+            xprev[:, :] = x
+            x[:, :] = xo
+        Lp[:, :] = L
+        Jp[:, :, :] = J
+        t += 1
+    return t

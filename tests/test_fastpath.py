@@ -9,7 +9,7 @@ import pytest
 import pcd._fastpath as fastpath
 import pcd._kernels as kern
 import pcd.methods as methods
-from pcd.engine import run
+from pcd.engine import run, run_paths
 from pcd.problems import make
 
 # Skipped only on a developer machine without numba: in CI (``CI`` set, numba in requirements.txt) a
@@ -103,3 +103,56 @@ def test_a_small_batch_runs_in_the_calling_thread_and_the_pool_gives_the_same_bi
     side_by_side = run("saddle2d", METHODS, **kw)
     assert len(threads) == len(METHODS) and threading.main_thread() not in threads
     _same(one_by_one, side_by_side)
+
+
+def test_every_compiled_step_but_famos_runs_the_whole_trajectory_in_one_call():
+    # FAMO's step calls NumPy's log/exp between two kernels (NumPy's SIMD routines: other bits than a compiled
+    # libm call), so its trajectory stays a Python loop over compiled steps; every other kernel has `rows`
+    assert {n for n in METHODS if methods.make(n).kernel().rows is None} == {"famo"}
+
+
+@pytest.mark.parametrize("optimizer, lr, extra", [
+    ("adam", 0.02, {}),
+    ("sgd", 0.3, {}),  # some rows diverge: the compiled loop hands the step over to the Python loop
+    ("sgd", 0.05, {"momentum": 0.9, "nesterov": True, "weight_decay": 0.1}),
+])
+def test_the_compiled_trajectory_gives_the_bits_of_the_step_by_step_loop(monkeypatch, optimizer, lr, extra):
+    kw = dict(starts=_starts(), steps=200, optimizer=optimizer, lr=lr, optimizer_params=extra,
+              method_params={"pcd": {"tau": 0.3}, "cagrad": {"c": 0.4}}, record=np.arange(201), losses=True)
+    calls = []
+    real = kern.trajectory
+    monkeypatch.setattr(kern, "trajectory", lambda *a: calls.append(a[1]) or real(*a))
+    whole = run_paths("saddle2d", METHODS, **kw)
+    assert len(calls) == len(METHODS) - 1 and set(calls) == {0}  # one call per method, from step 0 (FAMO: none)
+    monkeypatch.setattr(fastpath, "_saddle", lambda prob: None)  # the same kernels, one Python step at a time
+    stepwise = run_paths("saddle2d", METHODS, **kw)
+    numpy_loop = run_paths("saddle2d", METHODS, fast=False, **kw)
+    for a, b, c in zip(whole, stepwise, numpy_loop):
+        np.testing.assert_array_equal(np.asarray(a), np.asarray(b))
+        np.testing.assert_array_equal(np.asarray(a), np.asarray(c))
+    if optimizer == "sgd" and lr == 0.3:
+        last = np.isnan(whole[2][:, :, -1]).any(axis=-1)  # [M, S]: the rows that diverged on the way
+        assert last.any() and not last.all()
+
+
+def test_a_kernel_whose_params_table_has_the_wrong_rows_is_refused():
+    prob = make("saddle2d")
+    good = methods.make("pcd").kernel()
+    bad = type(good)(good.step, good.state, good.mu_row, good.rows, params=lambda steps: np.zeros((steps, 4)))
+    st = {"x": np.zeros((2, 1)), "xo": np.zeros((2, 1)), "G": np.zeros((3, 1)), "W": np.zeros((2, 1)),
+          "D": np.zeros((2, 1)), "S": np.zeros((5, 1)), "s1": np.zeros((2, 1)), "s2": np.zeros((2, 1))}
+    with pytest.raises(ValueError, match="1 or 11 rows"):
+        fastpath._compiled_steps(bad, 0, np.zeros((10, 7)), fastpath._saddle(prob), st, np.zeros(1, dtype=bool), 10, 1,
+                                 {"x_window": np.zeros((1, 2))}, np.arange(1))
+
+
+def test_a_large_batch_keeps_the_step_by_step_loop(monkeypatch):
+    calls = []
+    real = kern.trajectory
+    monkeypatch.setattr(kern, "trajectory", lambda *a: calls.append(a[1]) or real(*a))
+    monkeypatch.setattr(fastpath, "TRAJECTORY_MAX_ROWS", 8)
+    kw = dict(steps=30, record=[30], method_params={"pcd": {"tau": 0.3}})
+    run("saddle2d", ["pcd", "ws"], starts=_starts(9), **kw)
+    assert calls == []  # 9 rows > 8: the Python loop over compiled steps
+    run("saddle2d", ["pcd", "ws"], starts=_starts(8), **kw)
+    assert calls == [0, 0]

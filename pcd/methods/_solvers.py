@@ -25,7 +25,7 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from pcd._kernels import NO_PARAMS, formula, jit, k2_batch, where
+from pcd._kernels import NO_PARAMS, STEP_SIG, formula, jit, k2_batch, where
 from pcd.methods.base import Method
 from pcd.qp import principal_pivoting
 
@@ -273,6 +273,12 @@ _min_norm_k2_c = jit(min_norm_k2, inline=True)  # the formula, compiled into the
 def min_norm_k2_rows(a: Any, b: Any, c: Any, p: Any, W: Any) -> Any:
     for i in range(a.shape[0]):
         W[0, i], W[1, i] = _min_norm_k2_c(a[i], b[i], c[i], p)
+
+
+@jit(sig=STEP_SIG)
+def min_norm_k2_step(t: Any, L: Any, G: Any, W: Any, S: Any, p: Any) -> None:
+    """MGDA's fast-path step (:class:`pcd.methods.base.Kernel`), compiled for :func:`pcd._kernels.trajectory`."""
+    min_norm_k2_rows(G[0], G[1], G[2], p, W)
 
 
 def _simplex_enum(G: np.ndarray) -> np.ndarray:

@@ -113,6 +113,11 @@ class Kernel:
               (and updates ``S`` in place) from the losses and the Gram entries ``(G00, G01, G11)``;
               the fast path then forms ``d = w @ J`` and the optimizer step
       mu_row  the row of ``S`` that holds a multiplier to record (PCD's ``mu``), or None
+      rows    the same step compiled with the signature :data:`pcd._kernels.STEP_SIG`,
+              ``rows(t, L, G, W, S, p)``, or None: the fast path then runs the whole trajectory in one
+              compiled call (:func:`pcd._kernels.trajectory`) where the problem is compiled too
+      params  ``params(steps) -> p [n, k]``: the parameters ``rows`` gets at each step ``t`` (``p[t]``),
+              or one row for every step; None: no parameters
 
     ``step`` runs the method's own formula (the function its NumPy path calls, compiled by
     :func:`pcd._kernels.jit`), so the fast path's weights are bit-identical to :meth:`Method.update`'s.
@@ -121,6 +126,8 @@ class Kernel:
     step: Callable[[int, np.ndarray, np.ndarray, np.ndarray, np.ndarray], None]
     state: int = 0
     mu_row: int | None = None
+    rows: Any = None
+    params: Callable[[int], np.ndarray] | None = None
 
 
 class Step:

@@ -30,7 +30,7 @@ from typing import Any
 
 import numpy as np
 
-from pcd._kernels import formula, jit, k2_batch, k2_step, where
+from pcd._kernels import STEP_SIG, formula, jit, k2_batch, k2_step, where
 from pcd.methods._solvers import Support, WarmStarted, ridge, support_of, trace
 from pcd.methods.base import Kernel, Param, Step, register
 from pcd.qp import principal_pivoting
@@ -208,6 +208,12 @@ def _cagrad_k2_rows(a: Any, b: Any, c: Any, p: Any, W: Any) -> Any:
         W[0, i], W[1, i] = _cagrad_k2_c(a[i], b[i], c[i], p)
 
 
+@jit(sig=STEP_SIG)
+def _cagrad_k2_step(t: Any, L: Any, G: Any, W: Any, S: Any, p: Any) -> None:
+    """The fast path's step (:class:`pcd.methods.base.Kernel`), compiled for :func:`pcd._kernels.trajectory`."""
+    _cagrad_k2_rows(G[0], G[1], G[2], p, W)
+
+
 def cagrad_weights(G: np.ndarray, c: float, norm_eps: float = 1e-4,
                    support: np.ndarray | None = None) -> np.ndarray:
     """CAGrad weights ``[B, K]``. ``support`` ``[B, K]`` (bool, optional; K > 5 only) is a first guess
@@ -273,4 +279,5 @@ class CAGrad(WarmStarted):
 
     def kernel(self) -> Kernel:
         """The K = 2 solution, compiled (:func:`cagrad_k2`)."""
-        return Kernel(k2_step(_cagrad_k2_rows, np.array([self.hparams["c"], self.hparams["norm_eps"]])))
+        p = np.array([self.hparams["c"], self.hparams["norm_eps"]])
+        return Kernel(k2_step(_cagrad_k2_rows, p), rows=_cagrad_k2_step, params=lambda steps: p[None])

@@ -16,7 +16,7 @@ from typing import Any, NamedTuple
 import numpy as np
 
 from pcd._fast import small_batch
-from pcd._kernels import AVAILABLE, formula, jit
+from pcd._kernels import AVAILABLE, STEP_SIG, formula, jit
 from pcd.direction import pcd_weights, rescale_k2
 from pcd.methods.base import Kernel, Method, Param, Step, register
 from pcd.normalize import ema_scale, ema_step
@@ -91,10 +91,13 @@ class PCDMethod(Method):
         two scales of the last step (``mu`` is recorded)."""
         beta, eps, tau = self.hparams["beta"], self.hparams["eps"], float(self._tau(2)[0])
 
+        def p(t: int) -> list[float]:  # pcd_k2's p at step t (the bias correction of step t + 1)
+            return [beta, 1.0 - beta ** (t + 1), eps, tau]
+
         def step(t: int, L: np.ndarray, G: np.ndarray, W: np.ndarray, S: np.ndarray) -> None:
-            p = np.array([beta, 1.0 - beta ** (t + 1), eps, tau])
-            _pcd_k2_rows(G[0], G[1], G[2], p, W, S[:2], S[2:])
-        return Kernel(step, state=5, mu_row=2)
+            _pcd_k2_rows(G[0], G[1], G[2], np.array(p(t)), W, S[:2], S[2:])
+        return Kernel(step, state=5, mu_row=2, rows=_pcd_k2_step,
+                      params=lambda steps: np.array([p(t) for t in range(steps + 1)]))
 
 
 @formula
@@ -115,6 +118,12 @@ def pcd_k2(g00: Any, g01: Any, g11: Any, v0: Any, v1: Any, p: Any) -> Any:
 
 
 _pcd_k2_c = jit(pcd_k2, inline=True)  # the formula, compiled into the row loop below
+
+
+@jit(sig=STEP_SIG)
+def _pcd_k2_step(t: Any, L: Any, G: Any, W: Any, S: Any, p: Any) -> None:
+    """The fast path's step (:class:`pcd.methods.base.Kernel`), compiled for :func:`pcd._kernels.trajectory`."""
+    _pcd_k2_rows(G[0], G[1], G[2], p, W, S[:2], S[2:])
 
 
 @jit

@@ -17,7 +17,7 @@ from typing import Any
 
 import numpy as np
 
-from pcd._kernels import NO_PARAMS, formula, jit, k2_batch, k2_step, where
+from pcd._kernels import NO_PARAMS, STEP_SIG, formula, jit, k2_batch, k2_step, where
 from pcd.methods.base import Kernel, Method, Param, Step, register
 
 
@@ -63,6 +63,12 @@ def _pcgrad_k2_rows(a: Any, b: Any, c: Any, p: Any, W: Any) -> Any:
         W[0, i], W[1, i] = _pcgrad_k2_c(a[i], b[i], c[i], p)
 
 
+@jit(sig=STEP_SIG)
+def _pcgrad_k2_step(t: Any, L: Any, G: Any, W: Any, S: Any, p: Any) -> None:
+    """The fast path's step (:class:`pcd.methods.base.Kernel`), compiled for :func:`pcd._kernels.trajectory`."""
+    _pcgrad_k2_rows(G[0], G[1], G[2], p, W)
+
+
 @register("pcgrad", "PCGrad", "gradient aggregation")
 class PCGrad(Method):
     claims = frozenset({"linear_under_scaling", "weighted"})
@@ -86,4 +92,4 @@ class PCGrad(Method):
 
     def kernel(self) -> Kernel:
         """The K = 2 closed form, compiled (:func:`pcgrad_k2`; the order does not matter for K = 2)."""
-        return Kernel(k2_step(_pcgrad_k2_rows))
+        return Kernel(k2_step(_pcgrad_k2_rows), rows=_pcgrad_k2_step)

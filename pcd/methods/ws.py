@@ -12,6 +12,7 @@ from typing import Any
 
 import numpy as np
 
+from pcd._kernels import STEP_SIG, jit
 from pcd.methods.base import Kernel, Method, Param, Step, register
 
 
@@ -69,4 +70,11 @@ class WeightedSum(Method):
 
         def step(t: int, L: np.ndarray, G: np.ndarray, W: np.ndarray, S: np.ndarray) -> None:
             W[0], W[1] = w0, w1
-        return Kernel(step)
+        return Kernel(step, rows=_ws_k2_step, params=lambda steps: np.array([[w0, w1]]))
+
+
+@jit(sig=STEP_SIG)
+def _ws_k2_step(t: Any, L: Any, G: Any, W: Any, S: Any, p: Any) -> None:
+    """The fast path's step (fixed weights ``p = (w0, w1)``), compiled for :func:`pcd._kernels.trajectory`."""
+    for i in range(W.shape[1]):
+        W[0, i], W[1, i] = p[0], p[1]

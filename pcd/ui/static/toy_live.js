@@ -86,13 +86,17 @@ function makeLive(root) {
     if (req.fig !== figToken()) { next(); return; }  // the page has drawn a newer figure meanwhile
     delete root.dataset.error;
     const arrived = now();
-    const done = draw(ans, req);
-    const log = () => { window.__pcdLiveRedraws += 1;
-      window.__pcdLiveLog.push({kind: req.kind, seq: req.seq, changed: req.changed, sent: req.sent, arrived, drawn: now()});
-      if (window.__pcdLiveLog.length > 2000) window.__pcdLiveLog.shift(); };
-    // the next request goes out at once (the server computes while the browser draws)
+    // the next request goes out first and the drawing waits for a later task, so the server computes while the
+    // browser draws (a redraw keeps this thread busy ~50-100 ms; Streamlit sends a component's new state from a
+    // later task too, so a redraw started here held the request back until it was done)
     next();
-    if (done && done.then) done.then(log, () => {}); else if (done) log();
+    setTimeout(() => {
+      const done = draw(ans, req);
+      const log = () => { window.__pcdLiveRedraws += 1;
+        window.__pcdLiveLog.push({kind: req.kind, seq: req.seq, changed: req.changed, sent: req.sent, arrived, drawn: now()});
+        if (window.__pcdLiveLog.length > 2000) window.__pcdLiveLog.shift(); };
+      if (done && done.then) done.then(log, () => {}); else if (done) log();
+    }, 0);
   }
 
   // ---- drawing an answer into the map (and the objective-space panel) --------------------------------------------
