@@ -18,6 +18,7 @@ from pcd.ui import (
     settings_panel,
     setup_page,
     show_error,
+    throttled_progress,
     url_default,
     url_sync,
     url_tabs,
@@ -52,7 +53,7 @@ def _run_with_bar(state_key: str, compute) -> None:
     ValueError is shown and the last result stays."""
     bar = st.progress(0.0, text="starting…")
     try:
-        st.session_state[state_key] = compute(lambda f, t: bar.progress(min(max(f, 0.0), 1.0), text=t))
+        st.session_state[state_key] = compute(throttled_progress(bar, None))
     except ValueError as exc:
         show_error(exc)
     bar.empty()

@@ -18,6 +18,7 @@ from pcd.ui import (
     settings_panel,
     setup_page,
     show_error,
+    throttled_progress,
     url_default,
     url_sync,
 )
@@ -83,11 +84,8 @@ try:
     for i in range(0, len(methods), width):
         chunk = methods[i:i + width]
 
-        def _progress(fraction, message, i=i, chunk=chunk):
-            done = (i + fraction * len(chunk)) / len(methods)
-            bar.progress(min(max(done, 0.0), 1.0), text=f"running… {message}")
-
-        part = B.compute(settings, chunk, _progress)
+        part = B.compute(settings, chunk, throttled_progress(bar, "running", share=(i / len(methods),
+                                                                                    len(chunk) / len(methods))))
         parts.append(part)
         for j, m in enumerate(chunk):
             with cells[i + j]:

@@ -202,8 +202,8 @@ def _run_method(kernel: Any, optk: tuple[int, dict], evaluate, x0: np.ndarray, s
     t0 = 0
     box = getattr(evaluate, "box", None)
     if kernel.rows is not None and box is not None and S <= TRAJECTORY_MAX_ROWS:  # one compiled call, up to a divergence
-        t0, xprev, L, J = _compiled_steps(kernel, okind, ops, box, st, bad, steps, window, full, idx)
-        Lp, Jp = L, J
+        t0, xprev, Lp, Jp = _compiled_steps(kernel, okind, ops, box, st, bad, steps, window, full, idx)
+        L, J = Lp, Jp
         if t0 > steps:
             _store_end(kernel, st, L, J, full, idx)
             return
@@ -270,10 +270,11 @@ def _compiled_steps(kernel: Any, okind: int, ops: np.ndarray, box: tuple[float, 
                     idx: np.ndarray) -> tuple[int, np.ndarray, np.ndarray, np.ndarray]:
     """The steps of :func:`_run_method`'s loop in one compiled call (:func:`pcd._kernels.trajectory`: the
     same kernels in the same order, so the same bits; a step of the Python loop costs ~10 us of
-    interpreter at a handful of rows, the whole 1000-step run of a start ~0.3 ms compiled), from step 0
-    up to the end or to the first step at which a row is not finite. Returns that step (``steps + 1``
-    when done), the point before it, and the losses and Jacobian evaluated before it (the Python loop
-    then goes on from there with these as ``xprev``, ``Lp``, ``Jp``); ``st`` holds the positions
+    interpreter at a handful of rows, a whole 1000-step run of a start, every step recorded, ~1.5 ms
+    compiled), from step 0 up to the end or to the first step at which a row is not finite. Returns that
+    step (``steps + 1`` when done), the point before it, and the losses and Jacobian evaluated before it
+    (the last ones, when done; the Python loop goes on from a divergence with these as ``xprev``, ``Lp``,
+    ``Jp``); ``st`` holds the positions
     (``"x"``), the optimizer's and the method's state, updated in place; ``full``: the recorded points
     and the window's point."""
     S = st["x"].shape[1]
@@ -294,4 +295,4 @@ def _compiled_steps(kernel: Any, okind: int, ops: np.ndarray, box: tuple[float, 
                         pos if pos is not None else none3, los if los is not None else none3, idx)
     if t > steps - window:  # the window's point was taken (else the Python loop takes it)
         full["x_window"][idx] = xw.T
-    return t, xprev, (L, Lp)[t <= steps], (J, Jp)[t <= steps]
+    return t, xprev, Lp, Jp  # (trajectory copies each step's L, J into Lp, Jp after it, the last one too)

@@ -153,6 +153,9 @@ def rescale_gram(g: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """
     if g.ndim == 2:
         return _rescale_one(g)
+    if g.ndim == 3 and g.shape[0] == 1:  # a batch of one (the engine's one trajectory): the same steps, in floats
+        out, e1 = _rescale_one(g[0])
+        return out[None], e1[None]
     top = _diag_max(g)
     pos = top > 0
     _, e = np.frexp(np.where(pos, top, 1.0))
@@ -564,9 +567,14 @@ def _solve_one(G: np.ndarray, u: np.ndarray, C: np.ndarray, b: np.ndarray) -> tu
     scale = max(float(np.diagonal(G).max(initial=0.0)), np.finfo(float).tiny)
     if C.size == 0:
         return np.zeros(0), True
-    S = G[np.ix_(C, C)]
     q = G[C] @ u - b
-    mu = _bpp(S, q, _tol(G, C, scale))
+    tol = _tol(G, C, scale)
+    if not (q < -tol).any():
+        # every constraint holds at mu = 0 (the common step): pivoting would start and end there, and its
+        # KKT check passes by construction (the slacks are q, within 1/10 of the tolerance it allows)
+        return np.zeros(q.shape[0]), True
+    S = G[np.ix_(C, C)]
+    mu = _bpp(S, q, tol)
     excess = math.inf if mu is None else _kkt_excess(G, u, C, b, mu, scale)
     feasible = True
     cautious = False
@@ -666,10 +674,12 @@ def solve_qp(gram: Any, tau: Any = 0.02, *, trusted: bool = False) -> QPResult:
         feasible = np.ones(flat.shape[0], dtype=bool)
         u = np.zeros(K)
         u[0] = 1.0
+        tiny = np.finfo(float).tiny
         for i, Gi in enumerate(flat):
-            scale = max(float(np.diagonal(Gi).max()), np.finfo(float).tiny)
-            C = np.flatnonzero(np.diagonal(Gi)[1:] > _ZERO_REL * scale) + 1  # zero secondaries ignored
-            b = t[C - 1] * np.diagonal(Gi)[C]
+            diag = np.diagonal(Gi)
+            scale = max(float(diag.max()), tiny)
+            C = np.flatnonzero(diag[1:] > _ZERO_REL * scale) + 1  # zero secondaries ignored
+            b = t[C - 1] * diag[C]
             m, ok = _solve_one(Gi, u, C, b)
             feasible[i] = ok
             if ok:

@@ -48,17 +48,22 @@ def method_picker(label: str, options: Sequence[str], *, key: str, default: Sequ
                                               help=tip, **kw))
 
 
-def throttled_progress(slot: Any, text: str, every_s: float = 0.4) -> Callable[[float, str], None]:
+def throttled_progress(slot: Any, text: str | None, every_s: float = 0.4, *,
+                       share: tuple[float, float] = (0.0, 1.0)) -> Callable[[float, str], None]:
     """A ``progress(fraction, message)`` callback for a library computation that draws an ``st.progress``
-    bar in ``slot`` (an ``st.empty()``), at most once every ``every_s`` seconds (the engine reports
-    every 1/20 of a run: each bar update is a message the browser applies). Each update is a Streamlit
-    call, where Streamlit stops a run whose settings the user has already changed: the computation
-    stops there, and the new settings' run starts (what it had finished stays stored)."""
+    bar in ``slot`` (an ``st.empty()`` or the bar itself), at most once every ``every_s`` seconds (the
+    engine reports every 1/20 of a run: each bar update is a message the browser applies). The bar says
+    ``"{text}… {message}"`` (``text=None``: the message alone) and stands at ``start + width * fraction``
+    for ``share = (start, width)`` (one part of a longer computation), clipped to [0, 1]. Each update is a
+    Streamlit call, where Streamlit stops a run whose settings the user has already changed: the
+    computation stops there, and the new settings' run starts (what it had finished stays stored)."""
     last = [-math.inf]
+    start, width = share
 
     def progress(fraction: float, message: str) -> None:
         now = time.monotonic()
         if now - last[0] >= every_s:
             last[0] = now
-            slot.progress(min(max(float(fraction), 0.0), 1.0), text=f"{text}… {message}")
+            slot.progress(min(max(start + width * float(fraction), 0.0), 1.0),
+                          text=message if text is None else f"{text}… {message}")
     return progress

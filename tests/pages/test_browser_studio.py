@@ -137,6 +137,10 @@ STUDIO_BUNDLES_ONLY = """() => { const gds = Array.from(document.querySelectorAl
   return gds.length > 0 && gds.every(g => !!g._pcdPlotly)
     && !performance.getEntriesByType('resource').some(e => e.name.includes('/PlotlyChart.')); }"""
 STUDIO_BUNDLE_PAGES = {"Guided_lesson", "Constraints_vs_penalties"}
+# every studio chart box holds a drawn chart: a script run being over does not mean its charts are drawn (the
+# bundle is fetched and evaluated after; under CI's load a check right after the run failed)
+STUDIO_CHARTS_DRAWN = """() => { const boxes = Array.from(document.querySelectorAll('.pcd-chart'));
+  return boxes.length > 0 && boxes.every(b => { const g = b.querySelector('.js-plotly-plot'); return !!(g && g._fullLayout); }); }"""
 LATENCY: dict[str, dict] = {}
 # Where a first load's time goes (ms after navigation start, in the page): the request for the
 # charts' Plotly.js (the basic bundle, pcd.ui.chart; started by pcd.ui.preload_plotly), its
@@ -295,6 +299,7 @@ def test_other_pages_screens_and_nothing_clipped(browser, warm, artifacts_dir, p
         if title:
             assert page.locator("h1").first.inner_text().strip() == title
         if name in STUDIO_BUNDLE_PAGES:  # every chart drawn by a studio bundle, Streamlit's 4.7 MB chunk never fetched
+            page.wait_for_function(STUDIO_CHARTS_DRAWN, timeout=180_000)
             assert page.evaluate(STUDIO_BUNDLES_ONLY), name
         problems = _screens_and_clipping(page, name, artifacts_dir, settings=settings)
         assert not problems, (name, problems)

@@ -32,6 +32,18 @@ def test_updates_are_clipped_and_throttled(monkeypatch):
     assert slot.calls == [(0.0, "running… K = 65: step 10"), (1.0, "running… K = 33: step 5")]
 
 
+def test_a_share_of_a_longer_computation_and_the_message_alone(monkeypatch):
+    clock = [100.0]
+    monkeypatch.setattr(widgets.time, "monotonic", lambda: clock[0])
+    slot = Slot()
+    cb = widgets.throttled_progress(slot, "running", every_s=0.0, share=(0.5, 0.25))  # the 3rd of 4 equal parts
+    cb(0.0, "pcd")
+    cb(1.0, "ws")
+    plain = widgets.throttled_progress(slot, None, every_s=0.0)
+    plain(0.4, "batch size 64")
+    assert slot.calls == [(0.5, "running… pcd"), (0.75, "running… ws"), (0.4, "batch size 64")]
+
+
 def _page(qp):
     at = AppTest.from_file(str(ROOT / "pages" / "03_K_objective_benchmark.py"), default_timeout=240)
     for k, v in qp.items():

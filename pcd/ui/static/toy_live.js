@@ -91,6 +91,7 @@ function makeLive(root) {
     // later task too, so a redraw started here held the request back until it was done)
     next();
     setTimeout(() => {
+      if (req.fig !== figToken()) return;  // the page drew a newer figure meanwhile (a commit): not over it
       const done = draw(ans, req);
       const log = () => { window.__pcdLiveRedraws += 1;
         window.__pcdLiveLog.push({kind: req.kind, seq: req.seq, changed: req.changed, sent: req.sent, arrived, drawn: now()});
