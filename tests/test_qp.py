@@ -558,3 +558,33 @@ def test_project_regressions_nearly_opposite_gradients(rows, i):
     mu, _ = nnls(J.T, -J[i])
     assert ok
     assert np.linalg.norm(w @ J - (J[i] + J.T @ mu)) <= 1e-6 * max(1.0, np.linalg.norm(J[i]))
+
+
+def test_a_step_whose_constraints_all_hold_at_zero_returns_what_pivoting_would():
+    # the common step (every secondary already gets its tau share from g_1 alone) returns mu = 0 at once;
+    # the general machinery, run on the same problem, starts and ends there and verifies it
+    from pcd.qp import _bpp, _kkt_excess, _solve_one, _tol, rescale_gram
+
+    rng = np.random.default_rng(7)
+    checked = 0
+    for _ in range(300):
+        K = int(rng.integers(4, 12))
+        J = rng.standard_normal((K, K + 2))
+        J[1:] += 2.0 * J[0]  # secondaries leaning towards g_1: most constraints hold at mu = 0
+        G, _ = rescale_gram(J @ J.T)
+        u = np.zeros(K)
+        u[0] = 1.0
+        C = np.arange(1, K)
+        b = 0.2 * np.diagonal(G)[C]
+        scale = float(np.diagonal(G).max())
+        q = G[C] @ u - b
+        tol = _tol(G, C, scale)
+        if (q < -tol).any():
+            continue
+        checked += 1
+        mu, ok = _solve_one(G, u, C, b)
+        assert ok and mu.shape == (K - 1,) and not mu.any()
+        general = _bpp(G[np.ix_(C, C)], q, tol)
+        assert general is not None and not general.any()
+        assert _kkt_excess(G, u, C, b, general, scale) <= 0.1
+    assert checked > 50
