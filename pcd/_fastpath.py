@@ -99,7 +99,6 @@ def _evaluator(prob: Any):
             B = x.shape[1]
             L, J = np.empty((2, B)), np.empty((2, 2, B))
             return L, J, kern.saddle2d_eval(x, L, J, bad, cx, cy, hw)
-        saddle.box = box  # type: ignore[attr-defined]  # the whole trajectory can run compiled (_compiled_steps)
         return saddle
 
     def numpy(x: np.ndarray, bad: np.ndarray) -> tuple[np.ndarray, np.ndarray, int]:
@@ -126,7 +125,7 @@ def run_ends(prob: Any, meths: list[tuple[str, Any]], x0: np.ndarray, steps: int
     optk = _optimizer(opt)
     if specs is None or optk is None:
         return None
-    evaluate = _evaluator(prob)
+    evaluate, box = _evaluator(prob), _saddle(prob)  # (a compiled problem: whole trajectories in one call)
     M, S = len(meths), x0.shape[0]
     window = max(1, steps // 10)
     full: dict[str, Any] = {"x": np.empty((M * S, 2)), "x_window": np.empty((M * S, 2)), "end_x": np.tile(x0, (M, 1)),
@@ -145,7 +144,7 @@ def run_ends(prob: Any, meths: list[tuple[str, Any]], x0: np.ndarray, steps: int
         label, kernel = meths[m][0], specs[m]
         t0 = time.perf_counter()
         with np.errstate(all="ignore"):  # NaN/inf are detected and reported, not warned about
-            _run_method(kernel, optk, evaluate, x0, steps, window, full, m * S)
+            _run_method(kernel, optk, evaluate, box, x0, steps, window, full, m * S)
         seconds[label] = time.perf_counter() - t0
         return label
 
@@ -180,9 +179,10 @@ def _optimizer_table(okind: int, o: dict, steps: int) -> np.ndarray:
     return ops
 
 
-def _run_method(kernel: Any, optk: tuple[int, dict], evaluate, x0: np.ndarray, steps: int,
-                window: int, full: dict, off: int) -> None:
-    """One method's trajectories, all steps; writes its rows ``off .. off + S`` of ``full``."""
+def _run_method(kernel: Any, optk: tuple[int, dict], evaluate, box: tuple[float, float, float] | None,
+                x0: np.ndarray, steps: int, window: int, full: dict, off: int) -> None:
+    """One method's trajectories, all steps; writes its rows ``off .. off + S`` of ``full``. ``box``: the
+    compiled problem's (:func:`_saddle`), for which the whole trajectory can run in one call."""
     okind, o = optk
     S = x0.shape[0]
     idx = np.arange(S) + off                       # full row of each active row
@@ -200,9 +200,11 @@ def _run_method(kernel: Any, optk: tuple[int, dict], evaluate, x0: np.ndarray, s
     los: np.ndarray | None = full.get("losses")
     slot: np.ndarray = full.get("rec_slot", np.empty(0, dtype=np.int64))
     t0 = 0
-    box = getattr(evaluate, "box", None)
-    if kernel.rows is not None and box is not None and S <= TRAJECTORY_MAX_ROWS:  # one compiled call, up to a divergence
-        t0, xprev, Lp, Jp = _compiled_steps(kernel, okind, ops, box, st, bad, steps, window, full, idx)
+    rows = kern.compiled(kernel.rows) if kernel.rows is not None else None
+    P = _params(kernel, steps)
+    step = kernel.step if rows is None else _one_step(rows, P)
+    if rows is not None and box is not None and S <= TRAJECTORY_MAX_ROWS:  # one compiled call, up to a divergence
+        t0, xprev, Lp, Jp = _compiled_steps(rows, P, okind, ops, box, st, bad, steps, window, full, idx)
         L, J = Lp, Jp
         if t0 > steps:
             _store_end(kernel, st, L, J, full, idx)
@@ -230,13 +232,14 @@ def _run_method(kernel: Any, optk: tuple[int, dict], evaluate, x0: np.ndarray, s
                 full["x_window"][orig] = x[:, rows].T
             keep = ~bad
             idx = idx[keep]
-            st = {k: v[..., keep] for k, v in st.items()}
-            L, J = L[:, keep], J[:, :, keep]
+            # (C order, as the compiled steps take them: a mask on the last axis gives Fortran order)
+            st = {k: np.ascontiguousarray(v[..., keep]) for k, v in st.items()}
+            L, J = np.ascontiguousarray(L[:, keep]), np.ascontiguousarray(J[:, :, keep])
             bad = np.zeros(idx.size, dtype=bool)
             x = st["x"]
         W, D, G = st["W"], st["D"], st["G"]
         kern.gram_rows(J, G)
-        kernel.step(t, L, G, W, st["S"])
+        step(t, L, G, W, st["S"])
         kern.combine_rows(J, W, D)
         if t < steps:  # the optimizer step; then swap the position buffers (x_t becomes the previous point)
             if okind == 0:
@@ -265,10 +268,30 @@ def _store_end(kernel: Any, st: dict[str, np.ndarray], L: np.ndarray, J: np.ndar
         full["MU"][idx, 0] = st["S"][kernel.mu_row]
 
 
-def _compiled_steps(kernel: Any, okind: int, ops: np.ndarray, box: tuple[float, float, float],
+def _one_step(rows: Any, P: np.ndarray) -> Any:
+    """``step(t, L, G, W, S)`` of the Python loop: the method's compiled step with its parameters ``P[t]``
+    (``P[0]`` for a one-row table)."""
+    last = P.shape[0] - 1
+
+    def step(t: int, L: np.ndarray, G: np.ndarray, W: np.ndarray, S: np.ndarray) -> None:
+        rows(t, L, G, W, S, P[min(t, last)])
+    return step
+
+
+def _params(kernel: Any, steps: int) -> np.ndarray:
+    """A kernel's parameter table for a run of ``steps`` steps: ``[steps + 1, k]`` (a row per step) or
+    ``[1, k]`` (the same every step); ``[1, 0]`` for none."""
+    P = np.ascontiguousarray(kernel.params(steps) if kernel.params is not None else np.zeros((1, 0)), dtype=np.float64)
+    if P.ndim != 2 or P.shape[0] not in (1, steps + 1):
+        raise ValueError(f"a kernel's params table must have 1 or {steps + 1} rows, got shape {P.shape}")
+    return P
+
+
+def _compiled_steps(rows: Any, P: np.ndarray, okind: int, ops: np.ndarray, box: tuple[float, float, float],
                     st: dict[str, np.ndarray], bad: np.ndarray, steps: int, window: int, full: dict,
                     idx: np.ndarray) -> tuple[int, np.ndarray, np.ndarray, np.ndarray]:
-    """The steps of :func:`_run_method`'s loop in one compiled call (:func:`pcd._kernels.trajectory`: the
+    """The steps of :func:`_run_method`'s loop (the method's compiled step ``rows``, its parameter table ``P``)
+    in one compiled call (:func:`pcd._kernels.trajectory`: the
     same kernels in the same order, so the same bits; a step of the Python loop costs ~10 us of
     interpreter at a handful of rows, a whole 1000-step run of a start, every step recorded, ~1.5 ms
     compiled), from step 0 up to the end or to the first step at which a row is not finite. Returns that
@@ -278,9 +301,6 @@ def _compiled_steps(kernel: Any, okind: int, ops: np.ndarray, box: tuple[float, 
     (``"x"``), the optimizer's and the method's state, updated in place; ``full``: the recorded points
     and the window's point."""
     S = st["x"].shape[1]
-    P = np.ascontiguousarray(kernel.params(steps) if kernel.params is not None else np.zeros((1, 0)), dtype=np.float64)
-    if P.ndim != 2 or P.shape[0] not in (1, steps + 1):
-        raise ValueError(f"a kernel's params table must have 1 or {steps + 1} rows, got shape {P.shape}")
     xprev = st["x"].copy()
     L, J = np.full((2, S), np.nan), np.full((2, 2, S), np.nan)
     Lp, Jp = L.copy(), J.copy()
@@ -289,7 +309,7 @@ def _compiled_steps(kernel: Any, okind: int, ops: np.ndarray, box: tuple[float, 
     los = full.get("losses")
     slot = full.get("rec_slot")
     none3 = np.zeros((0, 1, 2))
-    t = kern.trajectory(kern.compiled(kernel.rows), 0, steps, okind, ops, P, st["x"], st["xo"], xprev, J, L, Jp,
+    t = kern.trajectory(rows, 0, steps, okind, ops, P, st["x"], st["xo"], xprev, J, L, Jp,
                         Lp, st["G"], st["W"], st["D"], st["S"], st["s1"], st["s2"], bad, *box, steps - window, xw,
                         slot if slot is not None else np.full(steps + 1, -1, dtype=np.int64),
                         pos if pos is not None else none3, los if los is not None else none3, idx)

@@ -142,7 +142,7 @@ def compiled(fn: Any) -> Any:
     return fn
 
 
-__all__ = ["AVAILABLE", "jit", "compiled", "formula", "where", "k2_batch", "k2_step", "NO_PARAMS", "STEP_SIG", "gram_rows",
+__all__ = ["AVAILABLE", "jit", "compiled", "formula", "where", "k2_batch", "NO_PARAMS", "STEP_SIG", "gram_rows",
            "combine_rows", "trajectory"]
 
 
@@ -222,14 +222,6 @@ def k2_batch(G: np.ndarray, formula: Any, rows: Any, p: np.ndarray) -> np.ndarra
 
 
 NO_PARAMS = np.zeros(0)  # ``p`` of a K = 2 formula without parameters
-
-
-def k2_step(rows: Any, p: np.ndarray = NO_PARAMS) -> Any:
-    """The fast path's step (:class:`pcd.methods.base.Kernel`) of a stateless K = 2 formula: its
-    compiled loop ``rows(a, b, c, p, W)`` on the Gram entries ``G [3, B]``."""
-    def step(t: int, L: np.ndarray, G: np.ndarray, W: np.ndarray, S: np.ndarray) -> None:
-        rows(G[0], G[1], G[2], p, W)
-    return step
 
 
 # -- NumPy's semantics for the few non-arithmetic operations (NaN propagates like np.maximum) --------

@@ -1,6 +1,7 @@
 """The engine's end-point fast path (numba kernels) is bit-identical to its NumPy loop."""
 from __future__ import annotations
 
+import dataclasses
 import os
 
 import numpy as np
@@ -136,14 +137,11 @@ def test_the_compiled_trajectory_gives_the_bits_of_the_step_by_step_loop(monkeyp
 
 
 def test_a_kernel_whose_params_table_has_the_wrong_rows_is_refused():
-    prob = make("saddle2d")
     good = methods.make("pcd").kernel()
-    bad = type(good)(good.step, good.state, good.mu_row, good.rows, params=lambda steps: np.zeros((steps, 4)))
-    st = {"x": np.zeros((2, 1)), "xo": np.zeros((2, 1)), "G": np.zeros((3, 1)), "W": np.zeros((2, 1)),
-          "D": np.zeros((2, 1)), "S": np.zeros((5, 1)), "s1": np.zeros((2, 1)), "s2": np.zeros((2, 1))}
+    assert fastpath._params(good, 10).shape == (11, 4)
+    bad = dataclasses.replace(good, params=lambda steps: np.zeros((steps, 4)))
     with pytest.raises(ValueError, match="1 or 11 rows"):
-        fastpath._compiled_steps(bad, 0, np.zeros((10, 7)), fastpath._saddle(prob), st, np.zeros(1, dtype=bool), 10, 1,
-                                 {"x_window": np.zeros((1, 2))}, np.arange(1))
+        fastpath._params(bad, 10)
 
 
 def test_a_large_batch_keeps_the_step_by_step_loop(monkeypatch):

@@ -109,21 +109,23 @@ class Kernel:
     fast path, :mod:`pcd._fastpath`). Arrays are component-major over the ``B`` active rows:
 
       state   rows of per-trajectory state the method keeps, ``S [state, B]`` (zeros at the start)
-      step    ``step(t, L [2, B], G [3, B], W [2, B], S)``: writes the weights of step ``t`` into ``W``
-              (and updates ``S`` in place) from the losses and the Gram entries ``(G00, G01, G11)``;
-              the fast path then forms ``d = w @ J`` and the optimizer step
-      mu_row  the row of ``S`` that holds a multiplier to record (PCD's ``mu``), or None
-      rows    the same step compiled with the signature :data:`pcd._kernels.STEP_SIG`,
-              ``rows(t, L, G, W, S, p)``, or None: the fast path then runs the whole trajectory in one
-              compiled call (:func:`pcd._kernels.trajectory`) where the problem is compiled too
+      rows    ``rows(t, L [2, B], G [3, B], W [2, B], S, p)``, compiled with the signature
+              :data:`pcd._kernels.STEP_SIG`: writes the weights of step ``t`` into ``W`` (and updates ``S``
+              in place) from the losses and the Gram entries ``(G00, G01, G11)`` and the step's parameters
+              ``p``; the fast path then forms ``d = w @ J`` and the optimizer step -- one step at a time, or
+              the whole trajectory in one compiled call (:func:`pcd._kernels.trajectory`) where the problem
+              is compiled too
       params  ``params(steps) -> p [n, k]``: the parameters ``rows`` gets at each step ``t`` (``p[t]``),
               or one row for every step; None: no parameters
+      step    instead of ``rows``, for a step that cannot be compiled whole (FAMO's calls NumPy's log/exp):
+              ``step(t, L, G, W, S)``, run one step at a time
+      mu_row  the row of ``S`` that holds a multiplier to record (PCD's ``mu``), or None
 
     ``step`` runs the method's own formula (the function its NumPy path calls, compiled by
     :func:`pcd._kernels.jit`), so the fast path's weights are bit-identical to :meth:`Method.update`'s.
     """
 
-    step: Callable[[int, np.ndarray, np.ndarray, np.ndarray, np.ndarray], None]
+    step: Callable[[int, np.ndarray, np.ndarray, np.ndarray, np.ndarray], None] | None = None
     state: int = 0
     mu_row: int | None = None
     rows: Any = None

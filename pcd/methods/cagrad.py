@@ -30,7 +30,7 @@ from typing import Any
 
 import numpy as np
 
-from pcd._kernels import STEP_SIG, formula, jit, k2_batch, k2_step, where
+from pcd._kernels import STEP_SIG, formula, jit, k2_batch, where
 from pcd.methods._solvers import Support, WarmStarted, ridge, support_of, trace
 from pcd.methods.base import Kernel, Param, Step, register
 from pcd.qp import principal_pivoting
@@ -279,5 +279,5 @@ class CAGrad(WarmStarted):
 
     def kernel(self) -> Kernel:
         """The K = 2 solution, compiled (:func:`cagrad_k2`)."""
-        p = np.array([self.hparams["c"], self.hparams["norm_eps"]])
-        return Kernel(k2_step(_cagrad_k2_rows, p), rows=_cagrad_k2_step, params=lambda steps: p[None])
+        p = np.array([[self.hparams["c"], self.hparams["norm_eps"]]])
+        return Kernel(rows=_cagrad_k2_step, params=lambda steps: p)

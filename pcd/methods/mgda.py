@@ -19,8 +19,7 @@ from typing import Any
 
 import numpy as np
 
-from pcd._kernels import k2_step
-from pcd.methods._solvers import min_norm_k2_rows, min_norm_k2_step, simplex_min_norm
+from pcd.methods._solvers import min_norm_k2_step, simplex_min_norm
 from pcd.methods.base import Kernel, Method, Param, Step, register
 
 
@@ -71,4 +70,4 @@ class MGDA(Method):
 
     def kernel(self) -> Kernel | None:
         """The exact solver's K = 2 closed form, compiled (:func:`pcd.methods._solvers.min_norm_k2`)."""
-        return Kernel(k2_step(min_norm_k2_rows), rows=min_norm_k2_step) if self.hparams["solver"] == "exact" else None
+        return Kernel(rows=min_norm_k2_step) if self.hparams["solver"] == "exact" else None

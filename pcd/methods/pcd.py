@@ -91,13 +91,9 @@ class PCDMethod(Method):
         two scales of the last step (``mu`` is recorded)."""
         beta, eps, tau = self.hparams["beta"], self.hparams["eps"], float(self._tau(2)[0])
 
-        def p(t: int) -> list[float]:  # pcd_k2's p at step t (the bias correction of step t + 1)
-            return [beta, 1.0 - beta ** (t + 1), eps, tau]
-
-        def step(t: int, L: np.ndarray, G: np.ndarray, W: np.ndarray, S: np.ndarray) -> None:
-            _pcd_k2_rows(G[0], G[1], G[2], np.array(p(t)), W, S[:2], S[2:])
-        return Kernel(step, state=5, mu_row=2, rows=_pcd_k2_step,
-                      params=lambda steps: np.array([p(t) for t in range(steps + 1)]))
+        # pcd_k2's p at each step t (the bias correction of step t + 1)
+        return Kernel(state=5, mu_row=2, rows=_pcd_k2_step,
+                      params=lambda steps: np.array([[beta, 1.0 - beta ** (t + 1), eps, tau] for t in range(steps + 1)]))
 
 
 @formula

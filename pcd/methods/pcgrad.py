@@ -17,7 +17,7 @@ from typing import Any
 
 import numpy as np
 
-from pcd._kernels import NO_PARAMS, STEP_SIG, formula, jit, k2_batch, k2_step, where
+from pcd._kernels import NO_PARAMS, STEP_SIG, formula, jit, k2_batch, where
 from pcd.methods.base import Kernel, Method, Param, Step, register
 
 
@@ -92,4 +92,4 @@ class PCGrad(Method):
 
     def kernel(self) -> Kernel:
         """The K = 2 closed form, compiled (:func:`pcgrad_k2`; the order does not matter for K = 2)."""
-        return Kernel(k2_step(_pcgrad_k2_rows), rows=_pcgrad_k2_step)
+        return Kernel(rows=_pcgrad_k2_step)

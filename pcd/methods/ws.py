@@ -66,11 +66,8 @@ class WeightedSum(Method):
     def kernel(self) -> Kernel:
         """Fixed weights: the step only writes them (a ``ValueError`` here, e.g. weights that sum to
         0, sends the run to the NumPy loop, which reports it)."""
-        w0, w1 = (float(v) for v in self._weights_for(2))
-
-        def step(t: int, L: np.ndarray, G: np.ndarray, W: np.ndarray, S: np.ndarray) -> None:
-            W[0], W[1] = w0, w1
-        return Kernel(step, rows=_ws_k2_step, params=lambda steps: np.array([[w0, w1]]))
+        w = np.array([[float(v) for v in self._weights_for(2)]])
+        return Kernel(rows=_ws_k2_step, params=lambda steps: w)
 
 
 @jit(sig=STEP_SIG)
